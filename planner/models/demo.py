@@ -1,0 +1,150 @@
+"""The built-in demo models: seed 000's two classifiers and small models that show one pattern each.
+
+Weights are random (seeded), which is enough to measure speed and memory and to check that an
+optimized candidate still computes the same function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+
+class InefficientClassifier(nn.Module):
+    """Seed 000's CNN with deliberate hardware inefficiencies (large kernels, odd channels, GELU)."""
+
+    def __init__(self, num_classes: int = 200) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 47, kernel_size=11, stride=2, padding=5)
+        self.conv2 = nn.Conv2d(47, 83, kernel_size=7, stride=1, padding=3)
+        self.gelu = nn.GELU()
+        self.conv3a = nn.Conv2d(83, 127, kernel_size=3, padding=1)
+        self.bn3a = nn.BatchNorm2d(127)
+        self.conv3b = nn.Conv2d(127, 131, kernel_size=3, padding=1)
+        self.bn3b = nn.BatchNorm2d(131)
+        self.pool1 = nn.MaxPool2d(3, stride=1, padding=1)
+        self.conv4 = nn.Conv2d(131, 193, kernel_size=5, padding=2)
+        self.conv5 = nn.Conv2d(193, 251, kernel_size=1)
+        self.global_pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(251, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Classify a batch of 3-channel images."""
+        x = self.gelu(self.conv1(x))
+        x = self.gelu(self.conv2(x))
+        x = self.bn3a(self.gelu(self.conv3a(x)))
+        x = self.pool1(x)
+        x = self.bn3b(self.gelu(self.conv3b(x)))
+        x = self.gelu(self.conv4(x))
+        x = self.gelu(self.conv5(x))
+        x = self.global_pool(x)
+        x = torch.flatten(x, 1)
+        return self.classifier(x)
+
+
+def _efficient_block(cin: int, cout: int, stride: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(cout, cout, 3, stride=1, padding=1, bias=False), nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+    )
+
+
+class EfficientClassifier(nn.Module):
+    """Seed 000's redesigned CNN: 3x3 stacks, channels divisible by 8, ReLU, a depthwise-separable head."""
+
+    def __init__(self, num_classes: int = 200) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 48, 3, stride=2, padding=1), nn.BatchNorm2d(48), nn.ReLU(inplace=True),
+            nn.Conv2d(48, 48, 3, stride=1, padding=1), nn.BatchNorm2d(48), nn.ReLU(inplace=True),
+        )
+        self.block1 = _efficient_block(48, 96, 2)
+        self.block2 = _efficient_block(96, 128, 2)
+        self.block3 = _efficient_block(128, 192, 2)
+        self.final_conv = nn.Sequential(
+            nn.Conv2d(192, 192, 3, padding=1, groups=192, bias=False), nn.BatchNorm2d(192),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(192, 256, 1, bias=False), nn.BatchNorm2d(256), nn.ReLU(inplace=True),
+        )
+        self.global_pool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Linear(256, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Classify a batch of 3-channel images."""
+        x = self.stem(x)
+        x = self.block1(x)
+        x = self.block2(x)
+        x = self.block3(x)
+        x = self.final_conv(x)
+        x = self.global_pool(x)
+        return self.classifier(torch.flatten(x, 1))
+
+
+class UpsamplingClassifier(nn.Module):
+    """Seed 002's pattern: 64x64 inputs interpolated to 224x224 inside forward (12.25x the pixels)."""
+
+    def __init__(self, num_classes: int = 2) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+            nn.Conv2d(32, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.Conv2d(64, 128, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(128), nn.ReLU(),
+        )
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(128, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Upsample to ImageNet size, then classify."""
+        x = nn.functional.interpolate(x, size=(224, 224), mode="bilinear", align_corners=False)
+        x = self.pool(self.features(x))
+        return self.fc(torch.flatten(x, 1))
+
+
+class TinyConvNet(nn.Module):
+    """A very small CNN for fast tests and smoke runs (32x32 inputs)."""
+
+    def __init__(self, num_classes: int = 10) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Classify a batch of tiny images."""
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.conv2(x))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+@dataclass(frozen=True)
+class DemoModel:
+    """A demo model: how to build it, its default input shape, and a one-line description."""
+
+    name: str
+    factory: Callable[[], nn.Module]
+    input_shape: tuple[int, ...]
+    summary: str
+
+
+DEMOS: dict[str, DemoModel] = {
+    d.name: d
+    for d in (
+        DemoModel("inefficient", InefficientClassifier, (1, 3, 224, 224),
+                  "seed 000's hardware-unfriendly CNN (11x11/7x7 kernels, odd channels, GELU)"),
+        DemoModel("efficient", EfficientClassifier, (1, 3, 224, 224),
+                  "seed 000's redesign (3x3 stacks, channels divisible by 8, ReLU, depthwise head)"),
+        DemoModel("upsampling", UpsamplingClassifier, (1, 3, 64, 64),
+                  "seed 002's pattern: 64x64 input upsampled to 224x224 inside forward"),
+        DemoModel("tiny", TinyConvNet, (1, 3, 32, 32),
+                  "a tiny CNN (32x32 input) for quick smoke runs"),
+    )
+}
+
+DEFAULT_DEMO = "demo:inefficient"
