@@ -1,0 +1,162 @@
+"""Measure one candidate (or the baseline) in an isolated worker, the same way for everything.
+
+The worker rebuilds the runtime from the CandidateSpec, times it with `planner.measure`,
+sweeps batch sizes, records peak memory and thread settings, and returns the outputs on a
+fixed set of inputs so the parent can compare them with the original model's.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from planner.models.loaded import make_inputs
+from planner.models.spec import InputSpec
+from planner.plugins import CandidateSpec, ModelRef
+from planner.results import CandidateResult, Status
+
+FIDELITY_SEED = 1000
+FIDELITY_BATCHES = 16
+POOL_SIZE = 8
+
+
+@dataclass(frozen=True)
+class MeasureJob:
+    """Everything a worker needs to measure one candidate: plain, picklable data."""
+
+    model: ModelRef
+    spec: CandidateSpec
+    quick: bool = False
+    sweep_max_batch: int = 0  # 0: no batch sweep
+    memory_budget_bytes: int | None = None
+    env: dict = field(default_factory=dict)
+    fidelity_batches: int = FIDELITY_BATCHES
+    val_data: str | None = None
+
+
+def fidelity_inputs(shape: tuple[int, ...], *, count: int = FIDELITY_BATCHES) -> list[np.ndarray]:
+    """The fixed inputs every candidate and the reference are compared on."""
+    return make_inputs(InputSpec(shape=tuple(shape)), count=count, seed=FIDELITY_SEED)
+
+
+def run_job(job: MeasureJob) -> dict:
+    """Worker side: open the candidate, time it, sweep batches, return numbers and outputs."""
+    from planner.measure import (MeasureSettings, peak_rss_bytes, thread_settings,
+                                 throughput_sweep, time_callable)
+    from planner.measure.memory import cuda_peak_bytes, current_rss_bytes, reset_cuda_peak
+    from planner.plugins import get_plugin
+
+    settings = MeasureSettings.quick() if job.quick else MeasureSettings.default()
+    plugin = get_plugin(job.spec.plugin)
+    rss_before = current_rss_bytes()
+    reset_cuda_peak()
+    session = plugin.open(job.spec, job.model)
+    sync = session.sync if getattr(session, "needs_sync", False) else None
+    shape = tuple(job.model.input_shape)
+
+    pool = [session.prepare(a) for a in make_inputs(InputSpec(shape=shape), count=POOL_SIZE, seed=1)]
+    timing = time_callable(session.run, pool, settings=settings, sync=sync)
+
+    outputs = [session.to_numpy(session.run(session.prepare(a)))
+               for a in _val_or_fidelity_inputs(job, shape)]
+
+    sweep = None
+    if job.sweep_max_batch > 1 and job.spec.dynamic_batch:
+        sweep_settings = MeasureSettings.quick()
+
+        def run_for_batch(batch: int):
+            spec = InputSpec(shape=(batch, *shape[1:]))
+            inputs = [session.prepare(a) for a in make_inputs(spec, count=2, seed=2)]
+            return session.run, inputs
+
+        sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
+                                 memory_budget_bytes=job.memory_budget_bytes,
+                                 settings=sweep_settings, memory_probe=current_rss_bytes)
+    cuda_peak = cuda_peak_bytes()
+    return {
+        "timing": timing,
+        "sweep": sweep,
+        "outputs": outputs,
+        "peak_rss_bytes": peak_rss_bytes(),
+        "rss_before_open_bytes": rss_before,
+        "cuda_peak_bytes": cuda_peak,
+        "info": session.info(),
+        "threads": thread_settings(),
+    }
+
+
+def _val_or_fidelity_inputs(job: MeasureJob, shape: tuple[int, ...]) -> list[np.ndarray]:
+    if job.val_data:
+        from planner.valdata import load_val_data
+
+        return [batch for batch, _ in load_val_data(Path(job.val_data))]
+    return fidelity_inputs(shape, count=job.fidelity_batches)
+
+
+def reproduce_command(model: ModelRef, spec: CandidateSpec, *, quick: bool = False) -> str:
+    """The shell command that re-measures this candidate with `planner bench`."""
+    parts = ["planner", "bench", "--model", model.source,
+             "--input-shape", "x".join(str(d) for d in model.input_shape),
+             "--candidate", spec.to_text()]
+    if model.trust_code:
+        parts.append("--trust-code")
+    if quick:
+        parts.append("--quick")
+    return shlex.join(parts)
+
+
+def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResult, list[np.ndarray] | None]:
+    """Parent side: run the job in a worker; a crash, error or timeout becomes a failed result."""
+    from planner.measure import WorkerStatus, run_isolated
+
+    spec = job.spec
+    base = dict(plugin=spec.plugin, label=spec.label, config=spec.config,
+                precision=str(spec.precision), reproduce=reproduce_command(job.model, spec, quick=job.quick),
+                spec=spec.to_dict(), size_bytes=_artifact_size(spec))
+    start = time.perf_counter()
+    outcome = run_isolated(run_job, job, timeout_s=timeout_s, env=job.env or None)
+    wall = time.perf_counter() - start
+    if outcome.status is not WorkerStatus.OK:
+        reason = outcome.reason
+        if outcome.status is WorkerStatus.TIMEOUT:
+            reason = f"{reason}; the candidate hung or is too slow here"
+        return CandidateResult(status=Status.FAILED, reason=reason, wall_s=wall, **base), None
+    value = outcome.value
+    timing = value["timing"]
+    sweep = value["sweep"]
+    if value["cuda_peak_bytes"]:
+        peak, basis = value["cuda_peak_bytes"], "CUDA allocator peak"
+    else:
+        peak, basis = value["peak_rss_bytes"], "worker process peak RSS"
+    result = CandidateResult(
+        status=Status.OK, latency_ms=timing.stats.to_dict(), stopped_by=timing.stopped_by,
+        throughput=[_point_dict(p) for p in sweep.points] if sweep else [],
+        knee_batch=sweep.knee_batch if sweep else None,
+        peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
+        info=value["info"], threads=value["threads"], wall_s=wall, **base)
+    if sweep and sweep.stopped_reason:
+        result.info = {**result.info, "sweep_stopped": sweep.stopped_reason}
+    return result, value["outputs"]
+
+
+def _point_dict(point) -> dict:
+    return {"batch": point.batch, "latency_p50_ms": point.latency_p50_ms,
+            "samples_per_s": point.samples_per_s, "peak_memory_bytes": point.peak_memory_bytes}
+
+
+def _artifact_size(spec: CandidateSpec) -> int | None:
+    total = 0
+    found = False
+    for path in spec.artifacts.values():
+        p = Path(path)
+        if p.is_file():
+            found = True
+            total += p.stat().st_size
+            data = p.with_name(p.name + ".data")
+            if data.is_file():
+                total += data.stat().st_size
+    return total if found else None

@@ -1,0 +1,88 @@
+"""Fidelity: how closely a candidate's outputs match the original model's on the same inputs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+from planner.plugins import Precision
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Agreement between a candidate and the reference over the same inputs."""
+
+    cosine: float
+    max_abs_error: float
+    mean_abs_error: float
+    top1_agreement: float | None  # only for outputs shaped (batch, classes)
+    samples: int
+    accuracy: float | None = None  # with --val-data labels
+    reference_accuracy: float | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Fidelity":
+        """Inverse of `to_dict`."""
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class FidelityGate:
+    """Minimum agreement a candidate must show to be ranked."""
+
+    min_cosine: float
+    min_top1: float
+    max_accuracy_drop: float = 0.01
+
+    def check(self, fid: Fidelity) -> str:
+        """'' if the candidate passes, else the reason it is rejected."""
+        if not np.isfinite(fid.cosine):
+            return "outputs are not finite (NaN or Inf)"
+        if fid.cosine < self.min_cosine:
+            return f"cosine similarity {fid.cosine:.5f} < gate {self.min_cosine}"
+        if fid.accuracy is not None and fid.reference_accuracy is not None:
+            drop = fid.reference_accuracy - fid.accuracy
+            if drop > self.max_accuracy_drop:
+                return (f"accuracy {fid.accuracy:.2%} is {drop:.2%} below the original's "
+                        f"{fid.reference_accuracy:.2%} (budget {self.max_accuracy_drop:.2%})")
+        elif fid.top1_agreement is not None and fid.top1_agreement < self.min_top1:
+            return f"top-1 agreement {fid.top1_agreement:.1%} < gate {self.min_top1:.0%}"
+        return ""
+
+
+# Why these: fp32 rewrites (fusion, thread changes) should be numerically ~exact; bf16 keeps
+# 8 mantissa bits (relative error ~0.4% per op); INT8 typically keeps cosine > 0.99 on CNNs;
+# ternary weights change the function far more and are only useful with retraining.
+DEFAULT_GATES: dict[Precision, FidelityGate] = {
+    Precision.FP32: FidelityGate(min_cosine=0.9999, min_top1=0.99),
+    Precision.FP16: FidelityGate(min_cosine=0.999, min_top1=0.95),
+    Precision.BF16: FidelityGate(min_cosine=0.995, min_top1=0.90),
+    Precision.INT8: FidelityGate(min_cosine=0.99, min_top1=0.90),
+    Precision.TERNARY: FidelityGate(min_cosine=0.90, min_top1=0.50),
+}
+
+
+def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> Fidelity:
+    """Compare outputs batch by batch with the reference ones."""
+    if len(reference) != len(outputs):
+        raise ValueError(f"{len(outputs)} output batches for {len(reference)} reference batches")
+    ref = np.concatenate([np.asarray(r, dtype=np.float64).reshape(len(r), -1) for r in reference])
+    out = np.concatenate([np.asarray(o, dtype=np.float64).reshape(len(o), -1) for o in outputs])
+    if ref.shape != out.shape:
+        raise ValueError(f"output shape {out.shape} differs from the reference's {ref.shape}")
+    a, b = ref.ravel(), out.ravel()
+    denom = np.linalg.norm(a) * np.linalg.norm(b)
+    cosine = float(a @ b / denom) if denom > 0 else (1.0 if np.array_equal(a, b) else 0.0)
+    diff = np.abs(a - b)
+    top1 = None
+    if ref.shape[1] > 1:
+        top1 = float(np.mean(ref.argmax(axis=1) == out.argmax(axis=1)))
+    return Fidelity(cosine=cosine, max_abs_error=float(diff.max(initial=0.0)),
+                    mean_abs_error=float(diff.mean()) if diff.size else 0.0,
+                    top1_agreement=top1, samples=int(ref.shape[0]))

@@ -1,0 +1,1 @@
+"""Built-in optimization plugins, registered through the `planner.targets` entry-point group."""

@@ -1,0 +1,41 @@
+"""The baseline: the model as PyTorch runs it out of the box (eager, fp32, default threads)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+
+
+class TorchEagerPlugin(Plugin):
+    """PyTorch eager mode with default settings: what every candidate is compared against."""
+
+    name = "torch.eager"
+    target = Target.ANY
+    summary = "PyTorch eager, fp32, default settings (the baseline)"
+    requires = ("torch",)
+
+    def check(self, hw, model) -> list[str]:
+        """Needs a torch module (an ONNX-only model has none)."""
+        reasons = super().check(hw, model)
+        if not model.has_torch:
+            reasons.append("the model is ONNX only: there is no PyTorch module to run")
+        return reasons
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """The single baseline configuration on the planned device."""
+        yield baseline_spec(device="cuda" if ctx.hw.gpus else "cpu")
+
+    def open(self, spec: CandidateSpec, model: ModelRef):
+        """Rebuild the module and wrap it in a TorchSession."""
+        from planner.torch_session import TorchSession
+
+        loaded = model.load()
+        return TorchSession(loaded.module, device=spec.config.get("device", "cpu"),
+                            precision=str(spec.precision))
+
+
+def baseline_spec(*, device: str = "cpu") -> CandidateSpec:
+    """The spec of the out-of-the-box baseline on a device."""
+    return CandidateSpec(plugin=TorchEagerPlugin.name, label=f"torch eager fp32 ({device})",
+                         config={"device": device}, precision=Precision.FP32)
