@@ -1,0 +1,145 @@
+"""Seed 000's bottleneck classes (memory-bound, compute-bound, throughput-limited) from roofline verdicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from planner.analysis.layers import LayerReport
+from planner.analysis.roofline import (
+    OVERHEAD_FACTOR,
+    Bound,
+    CeilingsLike,
+    LayerVerdict,
+    classify,
+)
+
+
+class BottleneckClass(StrEnum):
+    """Seed 000's three kinds of bottleneck, each with its own family of fixes."""
+
+    MEMORY_BOUND = "memory-bound"
+    COMPUTE_BOUND = "compute-bound"
+    THROUGHPUT_LIMITED = "throughput-limited"
+
+
+_FROM_BOUND = {
+    Bound.MEMORY: BottleneckClass.MEMORY_BOUND,
+    Bound.COMPUTE: BottleneckClass.COMPUTE_BOUND,
+    Bound.OVERHEAD: BottleneckClass.THROUGHPUT_LIMITED,
+}
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """One layer call in a bottleneck class, with the sentence that explains it."""
+
+    layer: str
+    type: str
+    time_ms: float | None
+    time_share: float | None
+    cause: str
+    verdict: LayerVerdict
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of this entry."""
+        return {"layer": self.layer, "type": self.type, "time_ms": self.time_ms,
+                "time_share": self.time_share, "cause": self.cause,
+                "verdict": self.verdict.verdict.to_dict()}
+
+
+@dataclass(frozen=True)
+class BottleneckGroup:
+    """All layers of one class: how many, how much time, and the top few by time."""
+
+    kind: BottleneckClass
+    layer_count: int
+    time_ms: float | None
+    time_share: float | None
+    top: tuple[Bottleneck, ...]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of this group."""
+        return {"class": str(self.kind), "layer_count": self.layer_count, "time_ms": self.time_ms,
+                "time_share": self.time_share, "top": [b.to_dict() for b in self.top]}
+
+
+@dataclass(frozen=True)
+class BottleneckSummary:
+    """The three groups (always all three, possibly empty) and what they were ranked by."""
+
+    groups: tuple[BottleneckGroup, ...]
+    ranked_by: str
+
+    def group(self, kind: BottleneckClass | str) -> BottleneckGroup:
+        """The group of this class."""
+        for g in self.groups:
+            if g.kind == kind:
+                return g
+        raise KeyError(kind)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of the summary."""
+        return {"ranked_by": self.ranked_by, "groups": [g.to_dict() for g in self.groups]}
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / 1e6:.2f} MB"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def cause_sentence(lv: LayerVerdict) -> str:
+    """Why this layer sits in its class, in numbers, and which family of fixes applies."""
+    v = lv.verdict
+    layer = lv.layer
+    timed = f" of {_ms(v.measured_time_s)} measured" if v.measured_time_s else ""
+    if v.bound == Bound.MEMORY:
+        return (f"{layer.type} moves {_mb(v.bytes_moved)} for {v.flops / 1e6:.1f} MFLOPs "
+                f"(intensity {v.intensity:.1f} < ridge {v.ridge_point:.1f} FLOP/B): the bandwidth "
+                f"floor is {_ms(v.memory_time_s)}{timed}; cut bytes (fuse into the neighbouring "
+                "layer, narrower or smaller maps, lower precision)")
+    if v.bound == Bound.COMPUTE:
+        return (f"{layer.type} does {v.flops / 1e6:.1f} MFLOPs (2 per MAC) at intensity "
+                f"{v.intensity:.1f} >= ridge {v.ridge_point:.1f} FLOP/B: the compute floor is "
+                f"{_ms(v.compute_time_s)}{timed}; cut FLOPs (smaller kernels, depthwise-separable "
+                "convs, fewer channels) or use faster math (fp16/int8)")
+    ratio = f"{v.measured_time_s / v.floor_time_s:.0f}x" if v.floor_time_s else "far above"
+    return (f"{layer.type} takes {_ms(v.measured_time_s or 0.0)}, {ratio} its roofline floor of "
+            f"{_ms(v.floor_time_s)}: launch and framework overhead, not bandwidth or math, sets "
+            "its time; fuse it with its neighbours, batch more work per call, or compile the graph")
+
+
+def classify_bottlenecks(report: LayerReport, ceilings: CeilingsLike, *, precision: str = "fp32",
+                         top: int = 3, overhead_factor: float = OVERHEAD_FACTOR) -> BottleneckSummary:
+    """Group every layer call into seed 000's classes and list the top `top` of each by time."""
+    verdicts = [
+        LayerVerdict(layer, classify(layer.flops, layer.bytes_moved,
+                                     None if layer.time_ms is None else layer.time_ms / 1e3,
+                                     ceilings, precision=precision, overhead_factor=overhead_factor,
+                                     label=layer.key))
+        for layer in report.layers
+    ]
+    timed = report.has_time
+    ranked_by = "measured time" if timed else "roofline floor time (not measured)"
+
+    def weight(lv: LayerVerdict) -> float:
+        if timed:
+            return lv.verdict.measured_time_s or 0.0
+        return lv.verdict.floor_time_s
+
+    groups = []
+    for kind in BottleneckClass:
+        members = sorted((lv for lv in verdicts if _FROM_BOUND[lv.verdict.bound] == kind),
+                         key=weight, reverse=True)
+        time_ms = sum(lv.layer.time_ms or 0.0 for lv in members) if timed else None
+        share = (sum(lv.layer.time_share or 0.0 for lv in members) if timed else None)
+        groups.append(BottleneckGroup(
+            kind=kind, layer_count=len(members), time_ms=time_ms, time_share=share,
+            top=tuple(Bottleneck(layer=lv.layer.key, type=lv.layer.type, time_ms=lv.layer.time_ms,
+                                 time_share=lv.layer.time_share, cause=cause_sentence(lv), verdict=lv)
+                      for lv in members[:top]),
+        ))
+    return BottleneckSummary(groups=tuple(groups), ranked_by=ranked_by)

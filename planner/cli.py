@@ -1,0 +1,133 @@
+"""`planner` entry point: no arguments opens the TUI; subcommands run the same engine headless."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Callable, Sequence
+
+from planner import __version__
+from planner.errors import PlannerError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _add_model_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("--model", "-m", required=required,
+                   help="model source: demo:<name>, tv:<name>, file.py:factory, model.onnx, "
+                        "model.pt2, model.pt (see `planner models`)")
+    p.add_argument("--input-shape", help="input shape, batch first, e.g. 1x3x224x224")
+    p.add_argument("--trust-code", action="store_true",
+                   help="allow importing and running a Python model file")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="planner",
+        description="Hardware-aware deployment planner for ML inference. With no command, "
+                    "opens the interactive planner on the default demo model.")
+    parser.add_argument("--version", action="version", version=f"planner {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("detect", help="show this machine's hardware")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.add_argument("--ceilings", action="store_true",
+                   help="also measure peak FLOP/s and memory bandwidth (a few seconds)")
+
+    sub.add_parser("models", help="list the model sources the planner can load")
+
+    p = sub.add_parser("inspect", help="load a model and show what was loaded")
+    _add_model_args(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("profile", help="measure the baseline and explain where the time goes")
+    _add_model_args(p)
+    p.add_argument("--quick", action="store_true", help="short time caps (about 30 s)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("plan", help="profile, decide, measure candidates, write results")
+    _add_model_args(p)
+    p.add_argument("--target", choices=["auto", "cpu", "nvidia", "edge"], default="auto")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout")
+    p.add_argument("--requirements", help="TOML file with latency_ms, min_throughput, ...")
+    p.add_argument("--latency-ms", type=float, help="latency SLA in ms")
+    p.add_argument("--latency-percentile", choices=["p50", "p95", "p99"])
+    p.add_argument("--min-throughput", type=float, help="minimum samples/s")
+    p.add_argument("--memory-mb", type=float, help="peak memory budget in MB")
+    p.add_argument("--model-size-mb", type=float, help="model size budget in MB")
+    p.add_argument("--accuracy-drop", type=float, help="largest accuracy drop allowed (0.01 = 1%%)")
+    p.add_argument("--val-data", help="folder of .npy input batches (and labels) for accuracy")
+    p.add_argument("--plugins", help="comma-separated plugin names to run (default: the plan's)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
+
+    p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
+    _add_model_args(p)
+    p.add_argument("--candidate", required=True, help="candidate spec (JSON, or a file)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--timeout", type=float, default=300.0)
+
+    p = sub.add_parser("report", help="re-render the Markdown report from results.json")
+    p.add_argument("results", help="path to results.json")
+    p.add_argument("--out", help="folder for report.md (default: beside results.json)")
+
+    p = sub.add_parser("tui", help="open the interactive planner")
+    _add_model_args(p, required=False)
+
+    p = sub.add_parser("serve", help="serve the interactive planner in a browser on localhost")
+    p.add_argument("--port", type=int, default=8000)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from planner import commands
+
+    handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
+        None: commands.cmd_default, "detect": commands.cmd_detect, "models": commands.cmd_models,
+        "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
+        "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
+        "tui": commands.cmd_tui, "serve": commands.cmd_serve,
+    }
+    try:
+        return handlers[args.command](args)
+    except PlannerError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc.problem}", file=sys.stderr)
+        if exc.fix:
+            print(f"  fix: {exc.fix}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # stdout closed early (e.g. `| head`): not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # noqa: BLE001 - last line of defence: no raw traceback for users
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"internal error: {type(exc).__name__}: {exc}\n"
+                  "  run again with --debug for the traceback, and report it", file=sys.stderr)
+        return 1
+
+
+def print_json(data: object) -> None:
+    """Print an object as indented JSON on stdout."""
+    print(json.dumps(data, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

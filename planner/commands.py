@@ -1,0 +1,221 @@
+"""The CLI's subcommand handlers: thin wrappers that call the engine and print its results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from planner.cli import print_json
+from planner.errors import PlannerError
+
+
+def _load(args: argparse.Namespace):
+    from planner.models import load_model
+
+    return load_model(args.model, input_shape=args.input_shape, trust_code=args.trust_code)
+
+
+def _mb(n: int | float | None) -> str:
+    return "n/a" if n is None else f"{n / 1e6:.1f} MB"
+
+
+def cmd_default(args: argparse.Namespace) -> int:
+    """No command: open the TUI where there is a terminal, else explain the headless commands."""
+    args.model = None
+    args.input_shape = None
+    args.trust_code = False
+    return cmd_tui(args)
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    """Print the hardware profile (and, on request, the measured ceilings)."""
+    from planner.hardware import detect, format_profile
+
+    hw = detect()
+    ceilings = None
+    if args.ceilings:
+        from planner.hardware.ceilings import measure_ceilings
+
+        ceilings = measure_ceilings(hw)
+    if args.json:
+        data = hw.to_dict()
+        if ceilings:
+            data["ceilings"] = ceilings.to_dict()
+        print_json(data)
+        return 0
+    print(format_profile(hw))
+    if ceilings:
+        print(format_ceilings(ceilings))
+    return 0
+
+
+def format_ceilings(ceilings) -> str:
+    """The roofline ceilings as two readable lines."""
+    peaks = ", ".join(f"{p} {v / 1e9:.1f} GFLOP/s" for p, v in ceilings.peak_flops.items())
+    return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
+            f"{ceilings.bandwidth_bytes_per_s / 1e9:.1f} GB/s; ridge point "
+            f"{ceilings.ridge_point():.1f} FLOP/byte")
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """List the model sources the planner can load."""
+    from planner.models.demo import DEMOS
+
+    print("Built-in demo models (random weights, seeded):")
+    for name, demo in DEMOS.items():
+        shape = "x".join(map(str, demo.input_shape))
+        print(f"  demo:{name:<12} {shape:<12} {demo.summary}")
+    print("\nTorchvision models: tv:<name>, e.g. tv:resnet18, tv:mobilenet_v3_small")
+    try:
+        import torchvision
+
+        names = torchvision.models.list_models(module=torchvision.models)
+        print("  " + ", ".join(names))
+    except ImportError as exc:
+        print(f"  (torchvision not importable: {exc})")
+    print("  Built with random weights: pretrained weights are never downloaded, so speed and\n"
+          "  memory are real but predictions are not. Use a file source for trained weights.")
+    print("\nFiles:")
+    print("  path/to/model.py:factory   Python file; factory() returns an nn.Module. Runs code,")
+    print("                             so it needs --trust-code. INPUT_SHAPE in the file is used.")
+    print("  model.onnx                 ONNX (checked; external data must stay in its folder)")
+    print("  model.pt2                  torch.export archive (torch.export.save)")
+    print("  model.pt                   TorchScript (torch.jit.save). Pickles and state dicts")
+    print("                             are refused: weights-only loading.")
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Load a model and print what was loaded."""
+    model = _load(args)
+    data = model.describe()
+    if args.json:
+        print_json(data)
+        return 0
+    print(f"Model       {data['source']} ({data['kind']})")
+    print(f"Parameters  {data['parameters']:,}")
+    print(f"Size        {_mb(data['size_bytes'])} (weights and buffers)")
+    inp = data["input"]
+    print(f"Input       {inp['name']}: {'x'.join(map(str, inp['shape']))} {inp['dtype']}"
+          f"{' (dynamic batch)' if inp['dynamic_batch'] else ''}")
+    print(f"Output      {'x'.join(map(str, data['output_shape']))}")
+    print(f"Runtime     {data['runtime']}")
+    for note in data["notes"]:
+        print(f"Note        {note}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Measure the baseline and print the profile (or its JSON)."""
+    from planner.baseline import format_baseline, profile_baseline
+    from planner.progress import CliProgress
+
+    model = _load(args)
+    with CliProgress(enabled=not args.json) as progress:
+        baseline = profile_baseline(model, quick=args.quick, on_event=progress)
+    if args.json:
+        print_json(baseline)
+    else:
+        print(format_baseline(baseline))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Run the whole method headless and write results (and the report) to a folder."""
+    from planner.pipeline import PlanOptions, run_plan
+    from planner.progress import CliProgress
+
+    overrides = {k: v for k, v in {
+        "latency_ms": args.latency_ms, "latency_percentile": args.latency_percentile,
+        "min_throughput": args.min_throughput, "memory_mb": args.memory_mb,
+        "model_size_mb": args.model_size_mb, "accuracy_drop": args.accuracy_drop}.items()
+        if v is not None}
+    options = PlanOptions(model=args.model, input_shape=args.input_shape,
+                          trust_code=args.trust_code, target=args.target, quick=args.quick,
+                          out=Path(args.out) if args.out else None,
+                          requirements_file=Path(args.requirements) if args.requirements else None,
+                          requirement_overrides=overrides,
+                          val_data=Path(args.val_data) if args.val_data else None,
+                          plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
+                          timeout_s=args.timeout)
+    with CliProgress(enabled=True) as progress:
+        outcome = run_plan(options, on_event=progress)
+    if args.json:
+        print_json(outcome.results)
+    else:
+        from planner.ranking import format_ranking
+
+        print(format_ranking(outcome.results))
+        print(f"\nWrote {outcome.out_dir / 'results.json'}")
+        if outcome.report_path:
+            print(f"Report {outcome.report_path}")
+    return 0 if outcome.results.get("status") != "failed" else 1
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Re-measure one candidate the way the plan did."""
+    from planner.evaluate import MeasureJob, measure
+    from planner.plugins import CandidateSpec, ModelRef
+
+    try:
+        spec = CandidateSpec.from_text(args.candidate)
+    except (ValueError, KeyError, OSError) as exc:
+        raise PlannerError(f"cannot read the candidate spec: {exc}",
+                           "pass the JSON printed in the report's Reproduce section") from exc
+    model = _load(args)
+    ref = ModelRef.of(model)
+    result, _ = measure(MeasureJob(model=ref, spec=spec, quick=args.quick), timeout_s=args.timeout)
+    if args.json:
+        print_json(result.to_dict())
+        return 0 if result.status == "ok" else 1
+    if result.status != "ok":
+        print(f"{spec.label}: {result.status}: {result.reason}", file=sys.stderr)
+        return 1
+    lat = result.latency_ms
+    p95 = f"{lat['p95_ms']:.2f} ms" if lat.get("p95_ms") is not None else "n/a (too few samples)"
+    print(f"{spec.label}\n  latency p50 {lat['p50_ms']:.2f} ms, p95 {p95}, "
+          f"{lat['samples']} samples{' (unstable)' if lat.get('unstable') else ''}")
+    print(f"  peak memory {_mb(result.peak_memory_bytes)} ({result.memory_basis})")
+    print(f"  settings {json.dumps(result.info, default=str)}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Re-render report.md from a results.json."""
+    from planner.report import render_report_files
+
+    path = Path(args.results)
+    if not path.is_file():
+        raise PlannerError(f"{path} does not exist", "pass the results.json a plan wrote")
+    try:
+        results = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"{path} is not valid JSON ({exc})", "pass the results.json a plan wrote") from exc
+    out = Path(args.out) if args.out else path.parent
+    report = render_report_files(results, out)
+    print(f"Wrote {report}")
+    return 0
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    """Open the Textual TUI, or explain the headless commands when there is no terminal."""
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        print("planner: no interactive terminal (stdin or stdout is not a TTY).\n"
+              "Run it headless instead, e.g.:\n"
+              "  planner plan --model demo:inefficient --target cpu --quick\n"
+              "  planner detect | planner profile --model M | planner --help", file=sys.stderr)
+        return 2
+    from planner.tui.app import run_tui
+
+    return run_tui(model=args.model, input_shape=args.input_shape, trust_code=args.trust_code)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the TUI in a browser through textual-serve on localhost."""
+    from textual_serve.server import Server
+
+    print(f"Serving planner on http://localhost:{args.port} (Ctrl-C to stop)")
+    Server(f"{sys.executable} -m planner.cli tui", host="localhost", port=args.port).serve()
+    return 0

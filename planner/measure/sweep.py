@@ -1,0 +1,156 @@
+"""Throughput against batch size: batches 1, 2, 4, ... until memory runs out, the budget is hit, or max_batch.
+
+The knee: the smallest swept batch ``b`` such that no later batch in the sweep reaches more than
+1.10x the throughput at ``b`` (samples/s). Comparing with *every* later batch, not only the next,
+keeps one noisy dip from ending the search early. There is no knee (None) when fewer than two
+batches were measured or when only the last batch qualifies (throughput still growing at the end).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Callable, Sequence
+
+from planner.measure.timer import MeasureSettings, time_callable
+
+KNEE_GROWTH = 1.10
+"""A later batch must beat this multiple of a batch's throughput for that batch not to be the knee."""
+
+_OOM_MESSAGES: tuple[str, ...] = (
+    "out of memory",                # torch CUDA/CPU, cuDNN, generic
+    "failed to allocate",           # onnxruntime BFCArena / CPU allocator, OpenVINO
+    "bad_alloc",                    # C++ std::bad_alloc surfaced by OpenVINO and others
+    "cannot allocate memory",       # ENOMEM text
+    "alloc_failed",                 # CUBLAS_STATUS_ALLOC_FAILED
+    "memoryallocation",             # cudaErrorMemoryAllocation
+    "insufficient memory",
+)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Return True when the exception, or one it was raised from, reports an allocation failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError):
+            return True
+        torch = sys.modules.get("torch")
+        oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+        if isinstance(oom_type, type) and isinstance(current, oom_type):
+            return True
+        message = str(current).lower()
+        if any(text in message for text in _OOM_MESSAGES):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class SweepStop(StrEnum):
+    """Why a throughput sweep ended."""
+
+    COMPLETED = "completed"
+    OUT_OF_MEMORY = "out of memory"
+    MEMORY_BUDGET = "memory budget"
+
+
+@dataclass(frozen=True)
+class ThroughputPoint:
+    """One batch size's median latency and the throughput that implies."""
+
+    batch: int
+    latency_p50_ms: float
+    samples_per_s: float
+    peak_memory_bytes: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the point as a plain dict."""
+        return {"batch": self.batch, "latency_p50_ms": self.latency_p50_ms,
+                "samples_per_s": self.samples_per_s, "peak_memory_bytes": self.peak_memory_bytes}
+
+
+@dataclass(frozen=True)
+class ThroughputSweep:
+    """The measured batches (all within memory and budget), the knee, and why the sweep ended."""
+
+    points: tuple[ThroughputPoint, ...]
+    knee_batch: int | None
+    stopped_reason: str
+    stop: SweepStop = SweepStop.COMPLETED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the sweep as a plain dict."""
+        return {"points": [p.to_dict() for p in self.points], "knee_batch": self.knee_batch,
+                "stopped_reason": self.stopped_reason, "stop": str(self.stop)}
+
+
+def batch_sizes(max_batch: int) -> list[int]:
+    """Return 1, 2, 4, ... up to ``max_batch``, ending with ``max_batch`` itself if not a power of two."""
+    if max_batch < 1:
+        raise ValueError("max_batch must be at least 1")
+    sizes: list[int] = []
+    batch = 1
+    while batch <= max_batch:
+        sizes.append(batch)
+        batch *= 2
+    if sizes[-1] != max_batch:
+        sizes.append(max_batch)
+    return sizes
+
+
+def find_knee(points: Sequence[ThroughputPoint]) -> int | None:
+    """Return the knee batch of the points (in batch order); see the module docstring for the rule."""
+    for i, point in enumerate(points[:-1]):
+        best_later = max(p.samples_per_s for p in points[i + 1:])
+        if best_later <= KNEE_GROWTH * point.samples_per_s:
+            return point.batch
+    return None
+
+
+def throughput_sweep(
+    run_for_batch: Callable[[int], tuple[Callable[[Any], Any], Sequence[Any]]],
+    *,
+    max_batch: int = 64,
+    memory_budget_bytes: int | None = None,
+    settings: MeasureSettings,
+    memory_probe: Callable[[], int | None] | None = None,
+    memory_reset: Callable[[], None] | None = None,
+    sync: Callable[[], None] | None = None,
+) -> ThroughputSweep:
+    """Time each batch size with ``time_callable`` and find where throughput stops growing.
+
+    ``run_for_batch(b)`` builds the callable and its input pool for batch ``b``. An out-of-memory
+    error (see ``is_out_of_memory``) while building or running a batch ends the sweep there;
+    other errors propagate. ``memory_probe`` is read after each batch (``memory_reset`` first,
+    when given, so peaks are per batch); a reading above ``memory_budget_bytes`` ends the sweep
+    and that batch is left out of the points.
+    """
+    points: list[ThroughputPoint] = []
+    stop = SweepStop.COMPLETED
+    reason = f"reached max_batch {max_batch}"
+    for batch in batch_sizes(max_batch):
+        if memory_reset is not None:
+            memory_reset()
+        try:
+            run, inputs = run_for_batch(batch)
+            timing = time_callable(run, inputs, settings=settings, sync=sync)
+        except Exception as exc:  # noqa: BLE001 - only allocation failures are handled, others re-raised
+            if not is_out_of_memory(exc):
+                raise
+            stop = SweepStop.OUT_OF_MEMORY
+            reason = f"batch {batch} ran out of memory: {type(exc).__name__}: {exc}"
+            break
+        peak = memory_probe() if memory_probe is not None else None
+        if memory_budget_bytes is not None and peak is not None and peak > memory_budget_bytes:
+            stop = SweepStop.MEMORY_BUDGET
+            reason = (f"batch {batch} peaked at {peak} bytes, over the memory budget of "
+                      f"{memory_budget_bytes} bytes")
+            break
+        p50 = timing.stats.p50_ms
+        rate = batch / (p50 / 1000.0) if p50 > 0 else float("inf")
+        points.append(ThroughputPoint(batch=batch, latency_p50_ms=p50, samples_per_s=rate,
+                                      peak_memory_bytes=peak))
+    return ThroughputSweep(points=tuple(points), knee_batch=find_knee(points),
+                           stopped_reason=reason, stop=stop)

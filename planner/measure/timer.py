@@ -1,0 +1,211 @@
+"""The one timing loop every model and candidate is measured with.
+
+Method (see the design doc; trtexec warms up 200 ms then runs >= 3 s and >= 10 iterations):
+
+1. Warm up until both ``warmup_count`` calls and ``warmup_s`` seconds are done; warm-up never runs
+   longer than ``max_time_s`` so a very slow model cannot stall the planner there.
+2. Time one call per sample with ``time.perf_counter_ns``. When a ``sync`` hook is given it is
+   called before *every* clock read, so queued device work is finished and the clock sees it.
+   When an ``event_timer`` hook is given (e.g. CUDA events) the sample is the device time it
+   reports; the host clock then only drives the time budget.
+3. Inputs come from the pool in order, cycling, so caches are not fed the same tensor every call.
+4. Stop when the median's distribution-free 95% CI is within ``target_rel_ci`` of the median
+   (checked only once ``min_samples`` and ``min_time_s`` are reached, and then every few samples),
+   or at ``max_samples``, or when the measuring phase has run ``max_time_s`` (the cap wins over
+   ``min_samples``: a model too slow for the budget is reported with the samples it gave).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any, Callable, Mapping, Sequence
+
+from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats
+
+# Module-level so tests can substitute a deterministic clock.
+_now_ns: Callable[[], int] = time.perf_counter_ns
+
+EventTimer = Callable[[Callable[[], Any]], float]
+"""Runs the given thunk and returns its device time in milliseconds (e.g. between CUDA events)."""
+
+
+class StopReason(StrEnum):
+    """Why the sampling loop stopped."""
+
+    CI = "ci"
+    TIME_CAP = "time cap"
+    MAX_SAMPLES = "max samples"
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How long to warm up and when to stop sampling."""
+
+    warmup_count: int
+    warmup_s: float
+    min_samples: int
+    max_samples: int
+    min_time_s: float
+    max_time_s: float
+    target_rel_ci: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.warmup_count < 0 or self.warmup_s < 0:
+            raise ValueError("warm-up count and time must not be negative")
+        if self.min_samples < 1 or self.max_samples < self.min_samples:
+            raise ValueError("need 1 <= min_samples <= max_samples")
+        if self.min_time_s < 0 or self.max_time_s <= 0 or self.max_time_s < self.min_time_s:
+            raise ValueError("need 0 <= min_time_s <= max_time_s and max_time_s > 0")
+        if self.target_rel_ci < 0:
+            raise ValueError("target_rel_ci must not be negative")
+
+    @classmethod
+    def default(cls) -> MeasureSettings:
+        """Settings for reported numbers: 10 calls / 0.2 s warm-up, >= 10 samples and 1 s, cap 10 s."""
+        return cls(warmup_count=10, warmup_s=0.2, min_samples=10, max_samples=100_000,
+                   min_time_s=1.0, max_time_s=10.0, target_rel_ci=0.02)
+
+    @classmethod
+    def quick(cls) -> MeasureSettings:
+        """Settings for fast screening: 3 calls / 0.05 s warm-up, >= 5 samples, cap 1.5 s."""
+        return cls(warmup_count=3, warmup_s=0.05, min_samples=5, max_samples=20_000,
+                   min_time_s=0.2, max_time_s=1.5, target_rel_ci=0.02)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as a plain dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MeasureSettings:
+        """Rebuild settings from ``to_dict()`` output."""
+        return cls(
+            warmup_count=int(data["warmup_count"]), warmup_s=float(data["warmup_s"]),
+            min_samples=int(data["min_samples"]), max_samples=int(data["max_samples"]),
+            min_time_s=float(data["min_time_s"]), max_time_s=float(data["max_time_s"]),
+            target_rel_ci=float(data.get("target_rel_ci", 0.02)),
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The result of one ``time_callable`` run."""
+
+    stats: LatencyStats
+    samples_ms: tuple[float, ...]
+    stopped_by: StopReason
+    wall_s: float
+    warmup_calls: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the timing as a plain dict (samples included)."""
+        return {
+            "stats": self.stats.to_dict(),
+            "samples_ms": list(self.samples_ms),
+            "stopped_by": str(self.stopped_by),
+            "wall_s": self.wall_s,
+            "warmup_calls": self.warmup_calls,
+        }
+
+
+def _ci_check_step(n: int) -> int:
+    # Re-checking every ~5% of the samples keeps the sort cost negligible next to the calls timed,
+    # while a slow model (few samples) is still checked often enough not to overrun.
+    return max(4, n // 20)
+
+
+def time_callable(
+    run: Callable[[Any], Any],
+    inputs: Sequence[Any],
+    *,
+    settings: MeasureSettings,
+    sync: Callable[[], None] | None = None,
+    event_timer: EventTimer | None = None,
+) -> Timing:
+    """Time ``run(x)`` over inputs cycled from the pool; see the module docstring for the method."""
+    if len(inputs) == 0:
+        raise ValueError("time_callable needs at least one input in the pool")
+    pool_size = len(inputs)
+
+    def read_clock() -> int:
+        if sync is not None:
+            sync()
+        return _now_ns()
+
+    start_ns = read_clock()
+    index = 0
+
+    # Warm-up: by count and by time, bounded by the cap.
+    warmup_calls = 0
+    warmup_ns = int(settings.warmup_s * 1e9)
+    cap_ns = int(settings.max_time_s * 1e9)
+    now = start_ns
+    while (warmup_calls < settings.warmup_count or now - start_ns < warmup_ns) and now - start_ns < cap_ns:
+        run(inputs[index % pool_size])
+        index += 1
+        warmup_calls += 1
+        now = read_clock()
+
+    samples: list[float] = []
+    min_time_ns = int(settings.min_time_s * 1e9)
+    measure_start = read_clock()
+    next_check = settings.min_samples
+    stopped_by: StopReason | None = None
+    while stopped_by is None:
+        x = inputs[index % pool_size]
+        index += 1
+        t0 = read_clock()
+        if event_timer is not None:
+            samples.append(float(event_timer(lambda: run(x))))
+            t1 = read_clock()
+        else:
+            run(x)
+            t1 = read_clock()
+            samples.append((t1 - t0) / 1e6)
+        n = len(samples)
+        elapsed = t1 - measure_start
+        if n >= settings.max_samples:
+            stopped_by = StopReason.MAX_SAMPLES
+        elif n >= next_check and elapsed >= min_time_ns:
+            next_check = n + _ci_check_step(n)
+            if ci95_rel_of(samples) <= settings.target_rel_ci:
+                stopped_by = StopReason.CI
+        if stopped_by is None and elapsed >= cap_ns:
+            stopped_by = StopReason.TIME_CAP
+
+    end_ns = read_clock()
+    return Timing(
+        stats=compute_stats(samples),
+        samples_ms=tuple(samples),
+        stopped_by=stopped_by,
+        wall_s=(end_ns - start_ns) / 1e9,
+        warmup_calls=warmup_calls,
+    )
+
+
+def cuda_sync(device: Any = None) -> Callable[[], None]:
+    """Return a hook that waits for all queued work on a CUDA device (imports torch)."""
+    import torch
+
+    def _sync() -> None:
+        torch.cuda.synchronize(device)
+
+    return _sync
+
+
+def cuda_event_timer(device: Any = None) -> EventTimer:
+    """Return an ``event_timer`` that measures a thunk's device time between two CUDA events."""
+    import torch
+
+    def _time(thunk: Callable[[], Any]) -> float:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        stream = torch.cuda.current_stream(device)
+        start.record(stream)
+        thunk()
+        end.record(stream)
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+    return _time
