@@ -15,6 +15,10 @@ from planner.analysis.roofline import (
 )
 
 
+TINY_CALL_S = 50e-6
+"""A call under 50 us is dominated by launch and dispatch cost (a CUDA launch alone is ~5-10 us)."""
+
+
 class BottleneckClass(StrEnum):
     """Seed 000's three kinds of bottleneck, each with its own family of fixes."""
 
@@ -97,7 +101,9 @@ def cause_sentence(lv: LayerVerdict) -> str:
     layer = lv.layer
     timed = f" of {_ms(v.measured_time_s)} measured" if v.measured_time_s else ""
     if v.bound == Bound.MEMORY:
-        return (f"{layer.type} moves {_mb(v.bytes_moved)} for {v.flops / 1e6:.1f} MFLOPs "
+        work = (f"for {v.flops / 1e6:.1f} MFLOPs" if v.flops else
+                "with no counted FLOPs (FlopCounterMode counts matmuls and convs, not elementwise work)")
+        return (f"{layer.type} moves {_mb(v.bytes_moved)} {work} "
                 f"(intensity {v.intensity:.1f} < ridge {v.ridge_point:.1f} FLOP/B): the bandwidth "
                 f"floor is {_ms(v.memory_time_s)}{timed}; cut bytes (fuse into the neighbouring "
                 "layer, narrower or smaller maps, lower precision)")
@@ -106,10 +112,17 @@ def cause_sentence(lv: LayerVerdict) -> str:
                 f"{v.intensity:.1f} >= ridge {v.ridge_point:.1f} FLOP/B: the compute floor is "
                 f"{_ms(v.compute_time_s)}{timed}; cut FLOPs (smaller kernels, depthwise-separable "
                 "convs, fewer channels) or use faster math (fp16/int8)")
-    ratio = f"{v.measured_time_s / v.floor_time_s:.0f}x" if v.floor_time_s else "far above"
-    return (f"{layer.type} takes {_ms(v.measured_time_s or 0.0)}, {ratio} its roofline floor of "
-            f"{_ms(v.floor_time_s)}: launch and framework overhead, not bandwidth or math, sets "
-            "its time; fuse it with its neighbours, batch more work per call, or compile the graph")
+    measured = v.measured_time_s or 0.0
+    ratio = f"{measured / v.floor_time_s:.0f}x" if v.floor_time_s else "far above"
+    if measured < TINY_CALL_S:
+        why = (f"the call is tiny ({_ms(measured)}), so launch and framework overhead sets its time; "
+               "fuse it with its neighbours, batch more work per call, or capture the graph "
+               "(CUDA graphs, torch.compile)")
+    else:
+        why = ("the kernel is poorly parallel or untuned for this shape, not short of bandwidth or "
+               "math; fuse it, change its shape (stride, channels) or try another runtime's kernel")
+    return (f"{layer.type} takes {_ms(measured)}, {ratio} its roofline floor of "
+            f"{_ms(v.floor_time_s)}: {why}")
 
 
 def classify_bottlenecks(report: LayerReport, ceilings: CeilingsLike, *, precision: str = "fp32",

@@ -85,6 +85,7 @@ class FunctionalOp:
     output_shape: tuple[int, ...]
     flops: int
     bytes_moved: int
+    activation_bytes: int = 0
     inputs_from: tuple[str, ...] = ()
 
     @property
@@ -103,7 +104,8 @@ class FunctionalOp:
             "name": self.name, "op": self.op, "owner": self.owner, "position": self.position,
             "input_shapes": [list(s) for s in self.input_shapes],
             "output_shape": list(self.output_shape), "flops": self.flops,
-            "bytes_moved": self.bytes_moved, "inputs_from": list(self.inputs_from),
+            "bytes_moved": self.bytes_moved, "activation_bytes": self.activation_bytes,
+            "inputs_from": list(self.inputs_from),
         }
 
 
@@ -114,6 +116,8 @@ class LayerReport:
     layers: tuple[LayerStats, ...]
     total_flops: int
     total_params: int
+    # The largest input+output footprint of one layer or op: a lower bound on peak activation
+    # memory that needs no allocator (CPU has none to ask).
     peak_activation_bytes: int
     time_method: str
     functional_ops: tuple[FunctionalOp, ...] = ()
@@ -294,7 +298,8 @@ class _Tracker:
             name=name, op=str(func), owner="" if owner == FORWARD_OWNER else owner,
             position=len(self.calls), input_shapes=tuple(tuple(t.shape) for t in inputs),
             output_shape=tuple(outputs[0].shape),
-            flops=flops, bytes_moved=sum(_nbytes(t) for t in (*inputs, *outputs)), inputs_from=srcs,
+            flops=flops, bytes_moved=sum(_nbytes(t) for t in (*inputs, *outputs)),
+            activation_bytes=sum(_nbytes(t) for t in outputs), inputs_from=srcs,
         ))
         self.op_footprints.append(_footprint([*inputs, *outputs]))
         for t in outputs:

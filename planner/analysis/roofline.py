@@ -140,8 +140,9 @@ def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: C
     if floor_s == 0 or time_s > overhead_factor * floor_s:
         bound = Bound.OVERHEAD
         ratio = "no roofline floor" if floor_s == 0 else f"{time_s / floor_s:.0f}x the larger floor"
-        why = (f" -> overhead-bound: {ratio} (> {overhead_factor:g}x), so launch and framework "
-               f"overhead, not {roof} throughput, sets the time (seed 000: throughput-limited)")
+        why = (f" -> overhead-bound: {ratio} (> {overhead_factor:g}x), so launch/framework "
+               f"overhead or a poorly parallel kernel, not {roof} throughput, sets the time "
+               "(seed 000: throughput-limited)")
     else:
         bound = Bound.COMPUTE if roof == "compute" else Bound.MEMORY
         why = (f" -> {roof}-bound: intensity {'at or above' if roof == 'compute' else 'below'} "
