@@ -94,7 +94,7 @@ def format_profile(hw: HardwareProfile) -> str:
     physical = str(cpu.physical_cores) if cpu.physical_cores is not None else "unknown"
     lines.append(_row("cores", f"physical {physical}, logical {cpu.logical_cores}, usable {cpu.usable_cores}"))
     if cpu.max_mhz:
-        lines.append(_row("max clock", f"{cpu.max_mhz:.0f} MHz"))
+        lines.append(_row("clock", f"{cpu.max_mhz:.0f} MHz (highest reported)"))
     caches = ", ".join(f"{level} {format_bytes(size)}" for level, size in cpu.caches.items())
     lines.append(_row("caches", caches or "unknown"))
     lines.append("  ISA features")

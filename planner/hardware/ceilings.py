@@ -1,0 +1,424 @@
+"""Measured roofline ceilings: peak GEMM FLOP/s per precision and memory bandwidth, cached per machine."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
+
+CACHE_ENV = "PLANNER_CACHE_DIR"
+CACHE_FORMAT = 1
+MEASURED = "measured"
+_MiB = 1 << 20
+_GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The roofline of one device: peak FLOP/s per precision, memory bandwidth, and how they were obtained."""
+
+    peak_flops: dict[str, float]
+    bandwidth_bytes_per_s: float
+    source: str
+    device: str = "cpu"
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_measured(self) -> bool:
+        """True when the numbers were measured on this machine rather than taken from a table or estimated."""
+        return self.source == MEASURED
+
+    def has(self, precision: str) -> bool:
+        """Whether a ceiling exists for this precision."""
+        return precision in self.peak_flops
+
+    def peak(self, precision: str = "fp32") -> float:
+        """Peak FLOP/s for a precision ('fp32', 'tf32', 'fp16', 'bf16')."""
+        if precision not in self.peak_flops:
+            reason = self.details.get(f"{precision}_omitted", "it was not measured")
+            raise KeyError(f"no {precision} ceiling on {self.device}: {reason}; "
+                           f"available: {', '.join(sorted(self.peak_flops))}")
+        return self.peak_flops[precision]
+
+    def ridge_point(self, precision: str = "fp32") -> float:
+        """Arithmetic intensity (FLOP/byte) above which a kernel is compute bound rather than memory bound."""
+        return self.peak(precision) / self.bandwidth_bytes_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"peak_flops": dict(self.peak_flops), "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "source": self.source, "device": self.device, "details": dict(self.details)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Ceilings:
+        """Inverse of `to_dict`; rejects non-positive or non-finite numbers."""
+        ceilings = cls(
+            peak_flops={str(k): float(v) for k, v in data["peak_flops"].items()},
+            bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
+            source=str(data["source"]),
+            device=str(data.get("device", "cpu")),
+            details=dict(data.get("details", {})),
+        )
+        _validate(ceilings)
+        return ceilings
+
+
+def _validate(ceilings: Ceilings) -> None:
+    """Raise ValueError unless every number is positive and finite and fp32 is present."""
+    values = [ceilings.bandwidth_bytes_per_s, *ceilings.peak_flops.values()]
+    if "fp32" not in ceilings.peak_flops or not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"implausible ceilings: {ceilings.peak_flops}, {ceilings.bandwidth_bytes_per_s} B/s")
+
+
+def _best_rate(run: Callable[[], None], work: float, repeats: int, min_sample_s: float,
+               clock: Callable[[Callable[[], None], int], float]) -> tuple[float, dict[str, Any]]:
+    """Best work/second over `repeats` samples, each long enough (≥ min_sample_s) for the clock to resolve."""
+    warm = clock(run, 1)
+    iterations = max(1, min(1000, math.ceil(min_sample_s / max(warm, 1e-9))))
+    best = min(clock(run, iterations) for _ in range(repeats))
+    return work * iterations / best, {"iterations_per_sample": iterations, "best_sample_s": best}
+
+
+def _wall_clock(run: Callable[[], None], iterations: int) -> float:
+    """Seconds for `iterations` calls, timed on the host."""
+    start = time.perf_counter()
+    for _ in range(iterations):
+        run()
+    return time.perf_counter() - start
+
+
+def _cuda_clock(torch: Any) -> Callable[[Callable[[], None], int], float]:
+    """A clock that times `iterations` calls with CUDA events (launches are asynchronous)."""
+
+    def clock(run: Callable[[], None], iterations: int) -> float:
+        """Seconds between CUDA events recorded around the calls."""
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iterations):
+            run()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0
+
+    return clock
+
+
+def cpu_bf16_native(cpu: CpuInfo) -> bool:
+    """True when bf16 GEMM runs in hardware (AVX512-BF16, AMX-BF16 or ARM BF16) rather than emulated."""
+    return cpu.has_bf16
+
+
+def _copy_bytes(hw: HardwareProfile, quick: bool) -> int:
+    """Copy size for the bandwidth test: well past the last-level cache, within an eighth of free memory."""
+    l3 = max((size for level, size in hw.cpu.caches.items() if level in ("L3", "L2")), default=0)
+    size = max(64 * _MiB, 4 * l3) if quick else max(256 * _MiB, 8 * l3)
+    usable = hw.memory.usable_bytes
+    if usable:
+        size = min(size, max(8 * _MiB, usable // 8))
+    return size
+
+
+def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
+    """GEMM FLOP/s (fp32, and bf16 where native) and copy bandwidth on the CPU with torch."""
+    import torch
+
+    threads = hw.cpu.usable_cores
+    previous_threads = torch.get_num_threads()
+    previous_precision = torch.get_float32_matmul_precision()
+    many_cores = threads > 8
+    n = (2048 if many_cores else 1024) if quick else (4096 if many_cores else 2048)
+    repeats = 3 if quick else 5
+    min_sample = 0.02 if quick else 0.1
+    details: dict[str, Any] = {"threads": threads, "matrix_size": n, "repeats": repeats, "mode": _mode(quick)}
+    peaks: dict[str, float] = {}
+    try:
+        torch.set_num_threads(threads)
+        # 'highest' keeps fp32 GEMMs in fp32: lower settings let oneDNN round through bf16 and overstate fp32.
+        torch.set_float32_matmul_precision("highest")
+        precisions = [("fp32", torch.float32)]
+        if cpu_bf16_native(hw.cpu):
+            precisions.append(("bf16", torch.bfloat16))
+        else:
+            details["bf16_omitted"] = ("CPU lacks avx512_bf16/amx_bf16/ARM bf16, so bf16 GEMM would be "
+                                       "emulated and slower than fp32")
+        for name, dtype in precisions:
+            a = torch.randn(n, n, dtype=dtype)
+            b = torch.randn(n, n, dtype=dtype)
+            out = torch.empty(n, n, dtype=dtype)
+            rate, info = _best_rate(lambda: torch.mm(a, b, out=out), 2.0 * n**3, repeats, min_sample, _wall_clock)
+            peaks[name] = rate
+            details[f"{name}_gemm"] = info
+            del a, b, out
+
+        size = _copy_bytes(hw, quick)
+        src = torch.ones(size // 4, dtype=torch.float32)
+        dst = torch.empty_like(src)
+        bandwidth, info = _best_rate(lambda: dst.copy_(src), 2.0 * src.numel() * 4, repeats, min_sample,
+                                     _wall_clock)
+        details["copy"] = {**info, "bytes_per_copy": src.numel() * 4, "counted": "read + write"}
+        del src, dst
+    finally:
+        torch.set_num_threads(previous_threads)
+        torch.set_float32_matmul_precision(previous_precision)
+    details.update(_stamp(torch.__version__))
+    ceilings = Ceilings(peak_flops=peaks, bandwidth_bytes_per_s=bandwidth, source=MEASURED, device="cpu",
+                        details=details)
+    _validate(ceilings)
+    return ceilings
+
+
+def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
+    """GEMM FLOP/s in fp32/tf32/fp16/bf16 and device-to-device copy bandwidth on one CUDA GPU."""
+    import torch
+
+    device = torch.device("cuda", index)
+    props = torch.cuda.get_device_properties(device)
+    n = 4096 if quick else 8192
+    repeats = 3 if quick else 5
+    min_sample = 0.02 if quick else 0.1
+    clock = _cuda_clock(torch)
+    details: dict[str, Any] = {"gpu": props.name, "gpu_index": index, "matrix_size": n, "repeats": repeats,
+                               "mode": _mode(quick), "sm_count": props.multi_processor_count}
+    cc = (props.major, props.minor)
+    precisions: list[tuple[str, Any, str]] = [("fp32", torch.float32, "highest")]
+    if cc >= (8, 0):
+        precisions.append(("tf32", torch.float32, "high"))
+    else:
+        details["tf32_omitted"] = f"TF32 needs compute capability 8.0+, this GPU is {cc[0]}.{cc[1]}"
+    precisions.append(("fp16", torch.float16, "highest"))
+    if torch.cuda.is_bf16_supported(including_emulation=False):
+        precisions.append(("bf16", torch.bfloat16, "highest"))
+    else:
+        details["bf16_omitted"] = f"no native bf16 on compute capability {cc[0]}.{cc[1]}"
+
+    previous_precision = torch.get_float32_matmul_precision()
+    peaks: dict[str, float] = {}
+    try:
+        with torch.cuda.device(device):
+            for name, dtype, matmul_precision in precisions:
+                torch.set_float32_matmul_precision(matmul_precision)
+                a = torch.randn(n, n, dtype=dtype, device=device)
+                b = torch.randn(n, n, dtype=dtype, device=device)
+                out = torch.empty(n, n, dtype=dtype, device=device)
+                rate, info = _best_rate(lambda: torch.mm(a, b, out=out), 2.0 * n**3, repeats, min_sample, clock)
+                peaks[name] = rate
+                details[f"{name}_gemm"] = info
+                del a, b, out
+
+            free, _total = torch.cuda.mem_get_info(device)
+            size = min(256 * _MiB if quick else _GiB, free // 4)
+            src = torch.ones(size, dtype=torch.uint8, device=device)
+            dst = torch.empty_like(src)
+            bandwidth, info = _best_rate(lambda: dst.copy_(src), 2.0 * size, repeats, min_sample, clock)
+            details["copy"] = {**info, "bytes_per_copy": size, "counted": "read + write"}
+            del src, dst
+            torch.cuda.empty_cache()
+    finally:
+        torch.set_float32_matmul_precision(previous_precision)
+    details.update(_stamp(torch.__version__))
+    ceilings = Ceilings(peak_flops=peaks, bandwidth_bytes_per_s=bandwidth, source=MEASURED,
+                        device=f"cuda:{index}", details=details)
+    _validate(ceilings)
+    return ceilings
+
+
+# Dense (no sparsity) datasheet numbers: name pattern → (FLOP/s by precision, bytes/s, basis).
+_GPU_TABLE: tuple[tuple[str, dict[str, float], float, str], ...] = (
+    (r"\bH200\b", {"fp32": 67e12, "tf32": 494.7e12, "fp16": 989.4e12, "bf16": 989.4e12}, 4.8e12,
+     "NVIDIA H200 SXM datasheet, dense"),
+    (r"H100.*NVL", {"fp32": 60e12, "tf32": 417.5e12, "fp16": 835.5e12, "bf16": 835.5e12}, 3.9e12,
+     "NVIDIA H100 NVL datasheet, dense"),
+    (r"H100.*PCIe", {"fp32": 51.2e12, "tf32": 378e12, "fp16": 756e12, "bf16": 756e12}, 2.0e12,
+     "NVIDIA H100 PCIe datasheet, dense"),
+    (r"H100", {"fp32": 67e12, "tf32": 494.7e12, "fp16": 989.4e12, "bf16": 989.4e12}, 3.35e12,
+     "NVIDIA H100 SXM datasheet, dense"),
+    (r"A100.*80GB", {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12}, 2.039e12,
+     "NVIDIA A100 80GB SXM datasheet, dense"),
+    (r"A100", {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12}, 1.555e12,
+     "NVIDIA A100 40GB datasheet, dense"),
+    (r"L40S", {"fp32": 91.6e12, "tf32": 183e12, "fp16": 362e12, "bf16": 362e12}, 0.864e12,
+     "NVIDIA L40S datasheet, dense"),
+    (r"\bL4\b", {"fp32": 30.3e12, "tf32": 60e12, "fp16": 121e12, "bf16": 121e12}, 0.3e12,
+     "NVIDIA L4 datasheet, dense"),
+    (r"\bA10G?\b", {"fp32": 31.2e12, "tf32": 62.5e12, "fp16": 125e12, "bf16": 125e12}, 0.6e12,
+     "NVIDIA A10 datasheet, dense"),
+    (r"\bT4\b", {"fp32": 8.1e12, "fp16": 65e12}, 0.32e12, "NVIDIA T4 datasheet"),
+    (r"V100", {"fp32": 15.7e12, "fp16": 125e12}, 0.9e12, "NVIDIA V100 SXM2 datasheet"),
+)
+
+
+def vendor_table_ceilings(gpu: GpuInfo, why: str) -> Ceilings | None:
+    """Datasheet ceilings for a known datacenter GPU, labelled as a fallback with its basis; None if unknown."""
+    for pattern, flops, bandwidth, basis in _GPU_TABLE:
+        if re.search(pattern, gpu.name, flags=re.IGNORECASE):
+            return Ceilings(peak_flops=dict(flops), bandwidth_bytes_per_s=bandwidth,
+                            source=f"vendor table (fallback): {basis}", device=f"cuda:{gpu.index}",
+                            details={"gpu": gpu.name, "measurement_error": why})
+    return None
+
+
+def _flops_per_cycle(cpu: CpuInfo) -> tuple[int, str]:
+    """fp32 FLOP per cycle per core assuming two FMA pipes of the widest vector unit the CPU reports."""
+    if cpu.has("avx512f"):
+        return 64, "2 × 512-bit FMA"
+    if cpu.has("avx2") and cpu.has("fma"):
+        return 32, "2 × 256-bit FMA"
+    if cpu.has("sve"):
+        return 32, "SVE, assumed 2 × 256-bit FMA"
+    if cpu.has("neon"):
+        return 16, "2 × 128-bit NEON FMA"
+    return 8, "scalar/SSE, assumed 8"
+
+
+def _python_copy_bandwidth(size: int, repeats: int) -> float:
+    """Copy bandwidth from a bytearray slice copy (a plain memcpy), for when torch itself failed."""
+    src = bytearray(size)
+    dst = bytearray(size)
+    view = memoryview(dst)
+    best = math.inf
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        view[:] = src
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size / best
+
+
+def estimate_cpu_ceilings(hw: HardwareProfile, why: str, quick: bool) -> Ceilings:
+    """A rough CPU roofline when torch measurement failed: FLOP/s from cores × clock × ISA width, memcpy bandwidth."""
+    per_cycle, width = _flops_per_cycle(hw.cpu)
+    mhz = hw.cpu.max_mhz or 2000.0
+    clock_basis = f"{mhz:.0f} MHz" if hw.cpu.max_mhz else "2000 MHz assumed (clock unknown)"
+    fp32 = hw.cpu.usable_cores * mhz * 1e6 * per_cycle
+    try:
+        bandwidth = _python_copy_bandwidth(min(_copy_bytes(hw, True), 64 * _MiB), 2 if quick else 4)
+        bandwidth_basis = "measured with a Python memcpy"
+    except MemoryError:
+        bandwidth, bandwidth_basis = 5e9, "5 GB/s assumed (no memory for a copy test)"
+    basis = (f"{hw.cpu.usable_cores} cores × {clock_basis} × {per_cycle} FLOP/cycle ({width}), an upper bound; "
+             f"bandwidth {bandwidth_basis}")
+    return Ceilings(peak_flops={"fp32": fp32}, bandwidth_bytes_per_s=bandwidth, source=f"estimate: {basis}",
+                    device="cpu", details={"measurement_error": why, "mode": _mode(quick)})
+
+
+def _mode(quick: bool) -> str:
+    """'quick' or 'full'."""
+    return "quick" if quick else "full"
+
+
+def _stamp(torch_version: str) -> dict[str, Any]:
+    """When and with which torch a measurement was taken."""
+    return {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "torch_version": torch_version}
+
+
+def default_cache_dir() -> Path:
+    """$PLANNER_CACHE_DIR, else ~/.cache/planner."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "planner"
+
+
+def cache_key(hw: HardwareProfile, device: str) -> dict[str, Any]:
+    """What the ceilings depend on: CPU model, usable cores, GPU names, torch version and target device."""
+    return {"cpu_model": hw.cpu.model, "usable_cores": hw.cpu.usable_cores,
+            "gpus": [g.name for g in hw.gpus], "torch_version": hw.torch_version, "device": device}
+
+
+def cache_path(cache_dir: Path, hw: HardwareProfile, device: str, quick: bool) -> Path:
+    """The cache file for this machine, device and mode."""
+    digest = hashlib.sha256(json.dumps(cache_key(hw, device), sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir / f"ceilings-{device.replace(':', '')}-{_mode(quick)}-{digest}.json"
+
+
+def _load(path: Path, key: dict[str, Any]) -> Ceilings | None:
+    """Cached ceilings, or None when the file is missing, corrupt, for another machine or not a measurement."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return None
+        ceilings = Ceilings.from_dict(data["ceilings"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        # A half-written or hand-edited file is not worth an error: measuring again fixes it.
+        return None
+    return ceilings if ceilings.is_measured else None
+
+
+def _store(path: Path, key: dict[str, Any], ceilings: Ceilings) -> str | None:
+    """Write the cache atomically; the reason on failure (a read-only home must not stop the planner)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "key": key, "ceilings": ceilings.to_dict()}, indent=2),
+                       encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        return f"cache not written to {path}: {exc}"
+    return None
+
+
+def _pick_device(hw: HardwareProfile, device: str | None) -> str:
+    """'cuda:0' when a CUDA GPU is usable from torch and none was asked for, else 'cpu'."""
+    if device is not None:
+        return "cuda:0" if device == "cuda" else device
+    if not hw.has_cuda_gpu:
+        return "cpu"
+    try:
+        import torch
+
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    except ImportError:
+        return "cpu"
+
+
+def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Path | None = None,
+                     refresh: bool = False, device: str | None = None) -> Ceilings:
+    """Measured roofline ceilings for `device` ('cpu' or 'cuda:N'; default: the GPU if torch sees one).
+
+    Results are cached per machine; a full measurement also answers a quick request. When measuring
+    fails, the result is a labelled vendor-table fallback (known GPUs) or a labelled estimate.
+    """
+    target = _pick_device(hw, device)
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = cache_key(hw, target)
+    path = cache_path(directory, hw, target, quick)
+    if not refresh:
+        for candidate in ([cache_path(directory, hw, target, False)] if quick else []) + [path]:
+            cached = _load(candidate, key)
+            if cached is not None:
+                return cached
+
+    try:
+        if target.startswith("cuda"):
+            ceilings = _measure_cuda(hw, quick, index=int(target.partition(":")[2] or 0))
+        else:
+            ceilings = _measure_cpu(hw, quick)
+    except Exception as exc:  # noqa: BLE001 - torch/CUDA failures are many and varied; the planner still needs a roofline
+        why = f"{type(exc).__name__}: {exc}"
+        if target.startswith("cuda"):
+            index = int(target.partition(":")[2] or 0)
+            gpu = next((g for g in hw.gpus if g.index == index), None)
+            table = vendor_table_ceilings(gpu, why) if gpu is not None else None
+            if table is not None:
+                return table
+            # No datasheet to fall back on: an honest CPU roofline beats an invented GPU one.
+            fallback = measure_ceilings(hw, quick=quick, cache_dir=directory, refresh=refresh, device="cpu")
+            return Ceilings(peak_flops=fallback.peak_flops, bandwidth_bytes_per_s=fallback.bandwidth_bytes_per_s,
+                            source=fallback.source, device=fallback.device,
+                            details={**fallback.details, "gpu_measurement_error": why})
+        return estimate_cpu_ceilings(hw, why, quick)
+
+    problem = _store(path, key, ceilings)
+    if problem is not None:
+        ceilings = Ceilings(peak_flops=ceilings.peak_flops, bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s,
+                            source=ceilings.source, device=ceilings.device,
+                            details={**ceilings.details, "cache": problem})
+    return ceilings
