@@ -10,6 +10,7 @@ lazily so that importing this trampoline pulls in nothing heavy.
 from __future__ import annotations
 
 import importlib
+import inspect
 import multiprocessing
 import os
 import pickle
@@ -114,6 +115,8 @@ def _stop(process: multiprocessing.process.BaseProcess) -> None:
 
 
 def _target_location(fn: Callable[..., Any]) -> tuple[str, str, str | None]:
+    if inspect.ismethod(fn):
+        raise TypeError(f"run_isolated needs a module-level function, not the bound method {fn!r}")
     module_name = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None)
     if not module_name or not qualname or "<" in qualname:
