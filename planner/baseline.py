@@ -40,7 +40,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                      ceilings=None, on_event: EventSink = null_sink, timeout_s: float = 600.0,
                      keep_outputs: bool = False) -> dict:
     """Measure and analyse the baseline; returns the `planner profile --json` object."""
-    from planner.evaluate import MeasureJob, measure
+    from planner.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.hardware import detect
     from planner.hardware.ceilings import measure_ceilings
 
@@ -55,7 +55,8 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     on_event(Event("stage", f"timing the baseline: {spec.label}", stage="baseline", index=2, total=4))
     budget = int(hw.memory.available_bytes * 0.5) if hw.memory.available_bytes else None
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
-                     sweep_max_batch=8 if quick else 32, memory_budget_bytes=budget)
+                     sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget,
+                     fidelity_batches=fidelity_batch_count(quick))
     result, outputs = measure(job, timeout_s=timeout_s)
     if result.status is not Status.OK:
         from planner.errors import PlannerError
@@ -105,7 +106,7 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings, *, quick: bool) ->
                 "bottleneck_classes": {}, "analysis_notes": ["ONNX-only model: no per-layer analysis"]}
     import torch
 
-    from planner.analysis import analyze_layers, bottleneck_classes, layer_verdicts, lint, model_verdict
+    from planner.analysis import analyze_layers, classify_bottlenecks, layer_verdicts, lint, model_verdict
 
     x = torch.from_numpy(model.make_inputs(count=1, seed=3)[0])
     report = analyze_layers(model.module, x, measure_time=True, repeats=3 if quick else 10)
@@ -121,8 +122,8 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings, *, quick: bool) ->
         "peak_activation_bytes": report.peak_activation_bytes,
         "findings": [f.to_dict() for f in findings],
         "bottleneck": verdict.to_dict(),
-        "layer_verdicts": {name: v.to_dict() for name, v in verdicts.items()},
-        "bottleneck_classes": bottleneck_classes(report, verdicts),
+        "layer_verdicts": {v.layer.key: v.verdict.to_dict() for v in verdicts},
+        "bottleneck_classes": classify_bottlenecks(report, ceilings).to_dict(),
     }
 
 
@@ -172,8 +173,8 @@ def format_baseline(b: dict) -> str:
     if layers:
         lines += ["", "Top layers by time:"]
         for x in layers:
-            verdict = (b.get("layer_verdicts") or {}).get(x["name"], {}).get("bound", "")
-            lines.append(f"  {x['name']:<18} {x['type']:<18} {x['time_ms']:7.2f} ms "
+            verdict = (b.get("layer_verdicts") or {}).get(x["key"], {}).get("bound", "")
+            lines.append(f"  {x['key']:<18} {x['type']:<18} {x['time_ms']:7.2f} ms "
                          f"{(x.get('time_share') or 0):6.1%}  {x['flops'] / 1e9:6.2f} GFLOPs  "
                          f"AI {x['intensity']:6.1f}  {verdict}")
     if b["findings"]:

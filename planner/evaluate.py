@@ -21,6 +21,12 @@ from planner.results import CandidateResult, Status
 
 FIDELITY_SEED = 1000
 FIDELITY_BATCHES = 16
+QUICK_FIDELITY_BATCHES = 8
+
+
+def fidelity_batch_count(quick: bool) -> int:
+    """How many input batches outputs are compared on (baseline and candidates must agree)."""
+    return QUICK_FIDELITY_BATCHES if quick else FIDELITY_BATCHES
 POOL_SIZE = 8
 
 
@@ -76,6 +82,13 @@ def run_job(job: MeasureJob) -> dict:
         sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
                                  memory_budget_bytes=job.memory_budget_bytes,
                                  settings=sweep_settings, memory_probe=current_rss_bytes)
+    if sweep is None:
+        from planner.measure.sweep import ThroughputPoint, ThroughputSweep
+
+        # No sweep asked for: the main timing is itself a measured point at the input's batch.
+        p50 = timing.stats.p50_ms
+        sweep = ThroughputSweep(points=(ThroughputPoint(shape[0], p50, shape[0] * 1e3 / p50, None),),
+                                knee_batch=None, stopped_reason="")
     cuda_peak = cuda_peak_bytes()
     return {
         "timing": timing,

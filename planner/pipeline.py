@@ -226,7 +226,7 @@ def _select_plugins(plan, options: PlanOptions, target: str) -> list[str]:
 def _run_candidates(model, hw, plan, options: PlanOptions, target: str, reference, baseline_result,
                     results: dict, results_path: Path, on_event: EventSink, cancel: CancelToken,
                     out_dir: Path) -> None:
-    from planner.evaluate import MeasureJob, measure
+    from planner.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.fidelity import DEFAULT_GATES, compare
     from planner.plugins import ModelRef, PlanContext, Precision, discover
 
@@ -270,7 +270,8 @@ def _run_candidates(model, hw, plan, options: PlanOptions, target: str, referenc
         on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
                        total=len(specs), data={"plugin": spec.plugin}))
         job = MeasureJob(model=ref, spec=spec, quick=options.quick,
-                         sweep_max_batch=4 if options.quick else 16,
+                         sweep_max_batch=0 if options.quick else 16,
+                         fidelity_batches=fidelity_batch_count(options.quick),
                          val_data=str(options.val_data) if options.val_data else None,
                          env=dict(spec.config.get("env", {})))
         result, outputs = measure(job, timeout_s=options.timeout_s)

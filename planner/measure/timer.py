@@ -11,8 +11,9 @@ Method (see the design doc; trtexec warms up 200 ms then runs >= 3 s and >= 10 i
 3. Inputs come from the pool in order, cycling, so caches are not fed the same tensor every call.
 4. Stop when the median's distribution-free 95% CI is within ``target_rel_ci`` of the median
    (checked only once ``min_samples`` and ``min_time_s`` are reached, and then every few samples),
-   or at ``max_samples``, or when the measuring phase has run ``max_time_s`` (the cap wins over
-   ``min_samples``: a model too slow for the budget is reported with the samples it gave).
+   or at ``max_samples``, or when the measuring phase has run ``max_time_s`` and has at least
+   ``min_samples`` (or has run ``HARD_CAP_FACTOR`` times the cap: a model too slow for the budget
+   is reported with the samples it gave).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class StopReason(StrEnum):
     CI = "ci"
     TIME_CAP = "time cap"
     MAX_SAMPLES = "max samples"
+
+
+HARD_CAP_FACTOR = 3
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,13 @@ class MeasureSettings:
 
     @classmethod
     def quick(cls) -> MeasureSettings:
-        """Settings for fast screening: 3 calls / 0.05 s warm-up, >= 5 samples, cap 1.5 s."""
-        return cls(warmup_count=3, warmup_s=0.05, min_samples=5, max_samples=20_000,
-                   min_time_s=0.2, max_time_s=1.5, target_rel_ci=0.02)
+        """Settings for fast screening: 3 calls / 0.2 s warm-up, >= 8 samples, cap 2 s.
+
+        The 0.2 s warm-up matters on a busy machine: thread pools that lost their cores need
+        a few hundred ms to settle, and a shorter warm-up times that settling instead.
+        """
+        return cls(warmup_count=3, warmup_s=0.2, min_samples=8, max_samples=20_000,
+                   min_time_s=0.3, max_time_s=2.0, target_rel_ci=0.02)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as a plain dict."""
@@ -171,7 +179,10 @@ def time_callable(
             next_check = n + _ci_check_step(n)
             if ci95_rel_of(samples) <= settings.target_rel_ci:
                 stopped_by = StopReason.CI
-        if stopped_by is None and elapsed >= cap_ns:
+        # The cap waits for min_samples (a median of 2 is not a measurement) unless that would
+        # take more than HARD_CAP_FACTOR times the cap: then the slow model keeps what it gave.
+        if stopped_by is None and elapsed >= cap_ns and (
+                n >= settings.min_samples or elapsed >= HARD_CAP_FACTOR * cap_ns):
             stopped_by = StopReason.TIME_CAP
 
     end_ns = read_clock()

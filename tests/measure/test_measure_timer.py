@@ -181,7 +181,7 @@ def test_settings_presets_and_validation() -> None:
     assert (default.warmup_count, default.warmup_s, default.min_samples) == (10, 0.2, 10)
     assert (default.min_time_s, default.max_time_s, default.target_rel_ci) == (1.0, 10.0, 0.02)
     quick = MeasureSettings.quick()
-    assert (quick.warmup_count, quick.warmup_s, quick.min_samples, quick.max_time_s) == (3, 0.05, 5, 1.5)
+    assert (quick.warmup_count, quick.warmup_s, quick.min_samples, quick.max_time_s) == (3, 0.2, 8, 2.0)
     assert MeasureSettings.from_dict(default.to_dict()) == default
     with pytest.raises(ValueError):
         small_settings(min_samples=0)
