@@ -1,0 +1,343 @@
+"""The named conditions the decision trees evaluate: each reads the measurements and returns its evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
+
+from planner.advice import _facts as facts
+from planner.advice._facts import fmt_bytes, fmt_ms
+from planner.advice.checklist import (
+    EDGE_SLOW_MS,
+    GPU_LOW_UTILIZATION_PCT,
+    Answer,
+    AnswerStatus,
+    BatchAssessment,
+    ThreadAssessment,
+    assess_batch,
+    assess_threads,
+    group_for,
+)
+from planner.advice.requirements import RequirementCheck, Requirements, all_met, evaluate
+
+# Throughput must grow at least this much over the sweep before batching is worth its latency.
+BATCH_GAIN_WORTH = 1.2
+# Doubling throughput from batch 1 means batch 1 ran under half of what the GPU delivers: the
+# seed's <50% utilization test, read from the batch sweep when utilization was not sampled.
+GPU_UNDERUSED_GAIN = 100.0 / GPU_LOW_UTILIZATION_PCT
+# Host-device copies above this share of the model's p50 are worth removing.
+TRANSFER_SHARE_WORTH = 0.10
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a condition decided (None: could not tell), the evidence, and options for the action."""
+
+    value: bool | None
+    evidence: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    fidelity_gated: bool | None = None  # overrides the action's own flag when set
+
+
+@dataclass(frozen=True)
+class TreeContext:
+    """Everything a condition may read."""
+
+    target: str
+    hw: Any
+    baseline: Mapping[str, Any]
+    requirements: Requirements
+    answers: Mapping[str, Answer]
+    checks: tuple[RequirementCheck, ...]
+    threads: ThreadAssessment
+    batch: BatchAssessment
+
+
+def make_context(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+                 checklist_answers: Sequence[Answer] | None) -> TreeContext:
+    """The context conditions read, with the assessments computed once."""
+    baseline = baseline or {}
+    return TreeContext(
+        target=str(target), hw=hw, baseline=baseline, requirements=requirements,
+        answers={a.id: a for a in checklist_answers or ()},
+        checks=tuple(evaluate(requirements, baseline)),
+        threads=assess_threads(hw, baseline),
+        batch=assess_batch(baseline, requirements.latency_ms),
+    )
+
+
+def _answer(ctx: TreeContext, suffix: str) -> Answer | None:
+    return ctx.answers.get(f"{group_for(ctx.target)}.{suffix}")
+
+
+def _profiled(ctx: TreeContext) -> Outcome:
+    p50 = facts.latency(ctx.baseline, "p50")
+    if p50 is None:
+        return Outcome(False, "no baseline latency: profile before optimizing (seed 003 Pitfall 1)")
+    samples = facts.latency_samples(ctx.baseline)
+    info = facts.info(ctx.baseline)
+    where = f" on {info['device']}" if info.get("device") else ""
+    prec = f" ({info['precision']})" if info.get("precision") else ""
+    count = f" over {samples} samples" if samples else ""
+    return Outcome(True, f"baseline p50 {fmt_ms(p50)}{count}{where}{prec}")
+
+
+def _on_target_device(ctx: TreeContext) -> Outcome:
+    klass = facts.device_class(ctx.hw)
+    outcome = _profiled(ctx)
+    if klass in facts.EDGE_DEVICE_CLASSES:
+        return Outcome(outcome.value, f"{outcome.evidence}, on this {klass}")
+    return Outcome(False, f"{outcome.evidence}, but on a {klass or 'machine of unknown class'}, not the edge "
+                   "device: seed 003 says profile on the target")
+
+
+def _gpu_util_low(ctx: TreeContext) -> Outcome:
+    util = facts.number(ctx.baseline.get("gpu_utilization_pct"))
+    if util is not None:
+        low = util < GPU_LOW_UTILIZATION_PCT
+        return Outcome(low, f"GPU busy {util:.0f}% {'<' if low else '>='} {GPU_LOW_UTILIZATION_PCT:.0f}% "
+                       "during the baseline run")
+    points = facts.sweep(ctx.baseline)
+    if len(points) > 1 and ctx.batch.gain is not None:
+        best = facts.best_point(points)
+        low = ctx.batch.gain >= GPU_UNDERUSED_GAIN
+        why = ("batch 1 used under half of what the GPU delivers" if low else
+               "batch 1 already used over half of what the GPU delivers")
+        return Outcome(low, f"utilization not sampled; from the batch sweep: throughput grows "
+                       f"{ctx.batch.gain:.1f}x from batch {points[0].batch} to batch {best.batch if best else '?'}, "
+                       f"so {why}")
+    return Outcome(None, "utilization not sampled and no batch sweep: assume under-used, start from batch size")
+
+
+def _batch_helps(ctx: TreeContext) -> Outcome:
+    points = facts.sweep(ctx.baseline)
+    if not points or ctx.batch.gain is None:
+        return Outcome(None, "no batch sweep in the profile: the batching plugin measures the trade-off")
+    sweep = facts.sweep_text(points)
+    if ctx.batch.gain < BATCH_GAIN_WORTH:
+        return Outcome(False, f"throughput grows only {ctx.batch.gain:.2f}x over the sweep ({sweep}): "
+                       "bigger batches would add latency for little throughput")
+    target = ctx.requirements.latency_ms
+    best = facts.best_point(points)
+    assert best is not None
+    if target is None:
+        return Outcome(True, f"throughput grows {ctx.batch.gain:.1f}x over the sweep ({sweep}); no latency "
+                       "target is set, so the batch is bounded only by the sweep (seed 003 Pitfall 4: set one)",
+                       {"max_batch": best.batch})
+    rec = ctx.batch.recommended
+    if rec is None or rec == points[0].batch:
+        return Outcome(False, f"{ctx.batch.answer} ({sweep}): a bigger batch would break the latency target "
+                       "(seed 003 Pitfall 4)")
+    return Outcome(True, f"throughput grows {ctx.batch.gain:.1f}x over the sweep ({sweep}); batch {rec} is the "
+                   f"best inside < {fmt_ms(target)}", {"max_batch": rec, "latency_budget_ms": target})
+
+
+def _user_says(ctx: TreeContext, suffix: str) -> Answer | None:
+    answer = _answer(ctx, suffix)
+    return answer if answer is not None and answer.status == AnswerStatus.USER else None
+
+
+def _preprocessing_open(ctx: TreeContext) -> Outcome:
+    reply = _user_says(ctx, "preprocessing")
+    if reply is not None and isinstance(reply.value, bool):
+        return Outcome(reply.value, f"you said: {reply.answer}")
+    return Outcome(None, "not measurable by the planner (it times the model alone): the checklist asks you")
+
+
+def _transfers_open(ctx: TreeContext) -> Outcome:
+    reply = _user_says(ctx, "transfers")
+    if reply is not None and isinstance(reply.value, bool):
+        return Outcome(reply.value, f"you said: {reply.answer}")
+    transfer = facts.number(facts.info(ctx.baseline).get("transfer_ms"))
+    p50 = facts.latency(ctx.baseline, "p50")
+    if transfer is not None and p50:
+        share = transfer / p50
+        return Outcome(share >= TRANSFER_SHARE_WORTH,
+                       f"host-device copies take {fmt_ms(transfer)}, {share:.0%} of p50 {fmt_ms(p50)}")
+    return Outcome(None, "copy time not measured: the checklist asks you")
+
+
+def _gpu_present(ctx: TreeContext) -> Outcome:
+    gpu = facts.first_gpu(ctx.hw)
+    if gpu is None:
+        return Outcome(None, "no NVIDIA GPU detected here: this step cannot be measured on this machine")
+    return Outcome(True, f"{getattr(gpu, 'name', 'GPU')}: applies to any model; measured to confirm")
+
+
+def _has_tensor_cores(ctx: TreeContext) -> Outcome:
+    gpu = facts.first_gpu(ctx.hw)
+    if gpu is None:
+        return Outcome(None, "no NVIDIA GPU detected here")
+    name = getattr(gpu, "name", "GPU")
+    generation = facts.gpu_tensor_cores(gpu)
+    if generation is None:
+        return Outcome(False, f"{name} has no tensor cores: FP16's 2x relies on them (seed 003)")
+    return Outcome(True, f"{name} has {generation} tensor cores; the baseline ran in "
+                   f"{facts.precision(ctx.baseline) or 'an unrecorded precision'}")
+
+
+def _small_model(ctx: TreeContext) -> Outcome:
+    bound = facts.bottleneck(ctx.baseline)
+    if bound == "overhead":
+        return Outcome(True, "the profile classifies the run as overhead-bound: launch overhead is what "
+                       "CUDA graphs remove")
+    if bound:
+        return Outcome(False, f"the profile classifies the run as {bound}-bound: CUDA graphs remove only "
+                       "launch overhead (seed 003: for small models)")
+    return Outcome(None, "bottleneck class not in the profile: measured to find out")
+
+
+def _threads_ok(ctx: TreeContext) -> Outcome:
+    t = ctx.threads
+    issues = f" - {'; '.join(t.issues)}" if t.issues and t.ok is False else ""
+    return Outcome(t.ok, t.evidence + issues)
+
+
+def _threads_wrong(ctx: TreeContext) -> Outcome:
+    t = ctx.threads
+    options = {"intra_op_threads": t.recommended or t.usable or 1, "inter_op_threads": 1}
+    if t.ok is None:
+        return Outcome(None, f"{t.evidence}: pin them explicitly", options)
+    if t.ok:
+        return Outcome(False, f"{t.evidence}: already right", options)
+    return Outcome(True, f"{t.evidence} - {'; '.join(t.issues)}", options)
+
+
+def _mkldnn_off(ctx: TreeContext) -> Outcome:
+    enabled = facts.info(ctx.baseline).get("mkldnn")
+    vendor = facts.cpu_vendor(ctx.hw) or "unknown vendor"
+    if enabled is True:
+        return Outcome(False, f"torch.backends.mkldnn is already enabled ({vendor})")
+    if enabled is False:
+        return Outcome(True, f"torch.backends.mkldnn is off ({vendor})")
+    return Outcome(None, f"mkldnn state not recorded ({vendor}): check torch.backends.mkldnn.is_available()")
+
+
+def _image_input(ctx: TreeContext) -> Outcome:
+    shape = facts.input_shape(ctx.baseline)
+    if shape is None:
+        return Outcome(None, "input shape not recorded: measured to find out")
+    text = "x".join(str(d) for d in shape)
+    if len(shape) == 4:
+        return Outcome(True, f"input {text} is a 4-D image batch")
+    return Outcome(False, f"input {text} is not 4-D: channels-last applies to NCHW image tensors")
+
+
+def _cpu_runtime(ctx: TreeContext) -> Outcome:
+    cpu = getattr(ctx.hw, "cpu", None)
+    model = getattr(cpu, "model", "") or facts.cpu_vendor(ctx.hw) or "CPU"
+    return Outcome(True, f"{model}, {getattr(cpu, 'usable_cores', '?')} usable cores: applies to any model")
+
+
+def _openvino(ctx: TreeContext) -> Outcome:
+    vendor = facts.cpu_vendor(ctx.hw).lower()
+    arch = str(getattr(getattr(ctx.hw, "cpu", None), "architecture", "")).lower()
+    if "intel" in vendor:
+        why = "Intel CPU: seed 003 names OpenVINO the best performer there"
+    elif "amd" in vendor:
+        why = "AMD CPU: OpenVINO targets Intel, but its CPU plugin runs here and is worth measuring"
+    elif "arm" in arch or "aarch" in arch or facts.cpu_has(ctx.hw, "neon"):
+        why = "ARM CPU: OpenVINO has an ARM CPU plugin; worth measuring"
+    else:
+        why = f"{vendor or 'unknown'} CPU: worth measuring"
+    if any(facts.cpu_has(ctx.hw, f) for f in ("avx512_bf16", "amx_bf16", "amx_tile")):
+        return Outcome(True, f"{why}; this CPU has bf16 units, where OpenVINO computes in bf16 by default, "
+                       "so f32 and bf16 are separate candidates", {"inference_precision": ["f32", "bf16"]}, True)
+    return Outcome(True, why)
+
+
+def _cpu_batch(ctx: TreeContext) -> Outcome:
+    if ctx.batch.gain is None:
+        return Outcome(None, "no batch sweep in the profile: measure batch 1 against larger batches")
+    return Outcome(True, f"{ctx.batch.answer} ({ctx.batch.evidence})",
+                   {"batch": ctx.batch.recommended if ctx.batch.recommended is not None else "?"})
+
+
+def _still_missing(ctx: TreeContext) -> Outcome:
+    met = all_met(ctx.checks)
+    if met is True:
+        return Outcome(False, "the baseline already meets every requirement: stop here (seed 003 Pitfall 6)")
+    missed = [c.name.replace("_", " ") for c in ctx.checks if c.met is False]
+    if missed:
+        return Outcome(True, f"the baseline misses {', '.join(missed)} (see the requirement checks)")
+    return Outcome(None, "requirements not fully judged from the baseline: apply if the steps above fall short")
+
+
+def _slow_per_sample(ctx: TreeContext) -> Outcome:
+    p50 = facts.latency(ctx.baseline, "p50")
+    if p50 is None:
+        return Outcome(None, "no baseline latency: profile on the device first")
+    slow = p50 > EDGE_SLOW_MS
+    return Outcome(slow, f"p50 {fmt_ms(p50)} {'>' if slow else '<='} {EDGE_SLOW_MS:.0f} ms per sample")
+
+
+def _fits_in_ram(ctx: TreeContext) -> Outcome:
+    peak, available = facts.peak_memory(ctx.baseline), facts.memory_available(ctx.hw)
+    if peak is None or available is None:
+        return Outcome(None, "peak memory or device RAM unknown")
+    fits = peak < available
+    return Outcome(fits, f"peak {fmt_bytes(peak)} {'<' if fits else '>='} {fmt_bytes(available)} available RAM")
+
+
+def _ternary_wanted(ctx: TreeContext) -> Outcome:
+    wanted = ctx.requirements.quantization
+    tier = ctx.requirements.tier or "this device"
+    if "ternary" in wanted:
+        return Outcome(True, f"the seed table suggests {'/'.join(w.upper() for w in wanted)} for {tier}")
+    return Outcome(False, f"the seed table suggests {'/'.join(w.upper() for w in wanted) or 'no quantization'} "
+                   f"for {tier}, not ternary")
+
+
+def _accelerator(ctx: TreeContext) -> Outcome:
+    if facts.device_class(ctx.hw) == "jetson":
+        return Outcome(True, "this Jetson has an integrated GPU: plan it with --target nvidia")
+    return Outcome(True, "needs added hardware; not measurable by this planner")
+
+
+def _int8_hardware(ctx: TreeContext) -> Outcome:
+    dot = [f for f in ("asimddp", "i8mm", "avx512_vnni", "avx_vnni") if facts.cpu_has(ctx.hw, f)]
+    ran = f"the baseline ran in {facts.precision(ctx.baseline) or 'an unrecorded precision'}"
+    if dot:
+        return Outcome(True, f"{ran}; the CPU has {', '.join(dot)} int8 dot-product instructions")
+    return Outcome(True, f"{ran}; the CPU reports no int8 dot-product instruction, so the gain may be "
+                   "smaller than the method expects: measured to find out")
+
+
+def _edge_runtime(ctx: TreeContext) -> Outcome:
+    return Outcome(True, "the INT8 model of step a is measured through the edge.int8 plugin; TensorFlow Lite "
+                   "with XNNPACK has no plugin in this planner")
+
+
+def _measure_each(ctx: TreeContext) -> Outcome:
+    return Outcome(True, "the planner measures every candidate with the same timer and checks its outputs "
+                   "against the original")
+
+
+CONDITIONS: Mapping[str, Callable[[TreeContext], Outcome]] = MappingProxyType({
+    "profiled": _profiled,
+    "on_target_device": _on_target_device,
+    "gpu_util_low": _gpu_util_low,
+    "batch_helps": _batch_helps,
+    "preprocessing_open": _preprocessing_open,
+    "transfers_open": _transfers_open,
+    "gpu_present": _gpu_present,
+    "has_tensor_cores": _has_tensor_cores,
+    "small_model": _small_model,
+    "threads_ok": _threads_ok,
+    "threads_wrong": _threads_wrong,
+    "mkldnn_off": _mkldnn_off,
+    "image_input": _image_input,
+    "cpu_runtime": _cpu_runtime,
+    "openvino": _openvino,
+    "cpu_batch": _cpu_batch,
+    "still_missing": _still_missing,
+    "slow_per_sample": _slow_per_sample,
+    "fits_in_ram": _fits_in_ram,
+    "ternary_wanted": _ternary_wanted,
+    "accelerator": _accelerator,
+    "int8_hardware": _int8_hardware,
+    "edge_runtime": _edge_runtime,
+    "measure_each": _measure_each,
+})
+

@@ -1,0 +1,246 @@
+"""The Plan: ordered steps (plugin or advice, why, expected effect) from the decision tree and profile findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+from planner.advice import _facts as facts
+from planner.advice._facts import fmt_rate
+from planner.advice.checklist import Answer, AnswerStatus, answer_checklist, assess_threads, group_for
+from planner.advice.requirements import CheckStatus, RequirementCheck, Requirements, all_met, evaluate
+from planner.advice.tree import (
+    FORBIDDEN_PLUGIN_PREFIXES,
+    DecisionPath,
+    RecommendedAction,
+    StepKind,
+    evaluate_tree,
+)
+
+SCHEMA_VERSION = 1
+# Architecture findings become Phase 3 advice; more than a few would bury the plan.
+MAX_FINDINGS = 3
+RETRAINING_PHASE = 3
+
+_SEVERITY_RANK = {"critical": 0, "high": 1, "warning": 2, "medium": 2, "low": 3, "info": 4}
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step: the plugin that measures it (None for advice), why (node and evidence), what the method expects."""
+
+    order: int
+    plugin: str | None
+    title: str
+    why: str
+    expected: str
+    fidelity_gated: bool
+    kind: StepKind
+    phase: int
+    optional: bool = False
+    when: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""  # the tree node or profile finding the step came from
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"order": self.order, "plugin": self.plugin, "title": self.title, "why": self.why,
+                "expected": self.expected, "fidelity_gated": self.fidelity_gated, "kind": str(self.kind),
+                "phase": self.phase, "optional": self.optional, "when": self.when,
+                "options": dict(self.options), "source": self.source}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The plan for one target: steps in order, whether the baseline already meets the requirements, and why."""
+
+    target: str
+    steps: tuple[PlanStep, ...]
+    requirements_met: bool | None
+    summary: str
+    notes: tuple[str, ...]
+    checks: tuple[RequirementCheck, ...] = ()
+    requirements: Requirements | None = None
+    answers: tuple[Answer, ...] = ()
+    path: DecisionPath | None = None
+
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """The plugins the plan measures, in step order, without repeats."""
+        return tuple(dict.fromkeys(s.plugin for s in self.steps if s.plugin))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for results.json)."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "target": self.target,
+            "requirements_met": self.requirements_met,
+            "summary": self.summary,
+            "steps": [s.to_dict() for s in self.steps],
+            "notes": list(self.notes),
+            "checks": [c.to_dict() for c in self.checks],
+            "requirements": self.requirements.to_dict() if self.requirements else None,
+            "checklist": [a.to_dict() for a in self.answers],
+            "decision_path": self.path.to_dict() if self.path else None,
+        }
+
+
+def _gate_text(requirements: Requirements) -> str:
+    if requirements.accuracy_budget is not None:
+        return (f"Fidelity-gated: kept only if accuracy drops by at most {requirements.accuracy_budget:.1%} and "
+                "outputs agree with the original; validate accuracy before deploying (seed 003 Pitfall 5).")
+    return ("Fidelity-gated: kept only if outputs agree with the original; validate accuracy before "
+            "deploying (seed 003 Pitfall 5).")
+
+
+def _from_action(rec: RecommendedAction, requirements: Requirements) -> PlanStep:
+    action = rec.action
+    expected = f"Method expectation, not a measurement: {action.expected}."
+    if rec.fidelity_gated:
+        expected += " " + _gate_text(requirements)
+    why = f"{rec.node_text}: {rec.evidence}" if rec.evidence else rec.node_text
+    return PlanStep(order=0, plugin=action.plugin, title=rec.title, why=why, expected=expected,
+                    fidelity_gated=rec.fidelity_gated, kind=action.kind, phase=action.phase, when=rec.when,
+                    options=MappingProxyType(dict(rec.options)), source=rec.node_id)
+
+
+def _finding_key(finding: Mapping[str, Any]) -> tuple[int, float, int]:
+    impact = facts.number(finding.get("impact"))
+    severity = _SEVERITY_RANK.get(str(finding.get("severity", "")).lower(), len(_SEVERITY_RANK))
+    return (0 if impact is not None else 1, -(impact or 0.0), severity)
+
+
+def _architecture_findings(baseline: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The profile's architecture findings, largest impact first (numeric impact, then severity)."""
+    raw = baseline.get("findings") if isinstance(baseline, Mapping) else None
+    findings = [f for f in raw or () if isinstance(f, Mapping) and f.get("title")]
+    # A finding that labels itself as something other than architecture is not Phase 3 work.
+    findings = [f for f in findings if str(f.get("category", "architecture")) == "architecture"]
+    return sorted(findings, key=_finding_key)
+
+
+def _from_finding(finding: Mapping[str, Any]) -> PlanStep:
+    impact = finding.get("impact")
+    impact_text = f"; impact {impact}" if impact not in (None, "") else ""
+    basis = f" ({finding['impact_basis']})" if finding.get("impact_basis") else ""
+    layers = finding.get("layers") or ()
+    where = f" in {', '.join(str(x) for x in layers[:3])}" if layers else ""
+    why = (f"profile finding {finding.get('id', '?')} ({finding.get('severity', 'unrated')}){where}: "
+           f"{finding.get('evidence', '')}{impact_text}{basis}").rstrip(": ")
+    advice = str(finding.get("advice") or "").rstrip(".")
+    expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
+                + "Phase 3: needs retraining, and accuracy must be re-measured afterwards.")
+    return PlanStep(order=0, plugin=None, title=str(finding["title"]), why=why, expected=expected,
+                    fidelity_gated=False, kind=StepKind.ADVICE, phase=RETRAINING_PHASE,
+                    source=f"finding:{finding.get('id', '?')}")
+
+
+def _is_quick_check(step: PlanStep) -> bool:
+    """A measured step that changes no precision, needs no retraining and has no precondition."""
+    return step.kind == StepKind.MEASURE and not step.fidelity_gated and not step.when and step.phase == 1
+
+
+def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
+    """Pitfall 2 as an invariant: a plan never names a plugin for the wrong hardware."""
+    forbidden = FORBIDDEN_PLUGIN_PREFIXES.get(target, ())
+    wrong = [s.plugin for s in steps if s.plugin and s.plugin.startswith(forbidden)]
+    if wrong:
+        raise ValueError(f"{target} plan names {', '.join(wrong)}: the {target} tree must not plan them")
+
+
+def _what_more_buys(baseline: Mapping[str, Any], requirements: Requirements) -> str:
+    best = facts.best_point(facts.sweep(baseline), max_latency_ms=requirements.latency_ms)
+    cost = (f"a lower cost per request (more than the measured {fmt_rate(best.samples_per_s)} at batch "
+            f"{best.batch} per machine) and " if best is not None else "")
+    return f"{cost}headroom for traffic spikes and slower inputs - not a pass, since nothing is missed"
+
+
+def _check_text(check: RequirementCheck) -> str:
+    return f"{check.name.replace('_', ' ')}: {check.margin}"
+
+
+def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequence[PlanStep],
+             baseline: Mapping[str, Any], requirements: Requirements) -> str:
+    impossible = [c for c in checks if c.status == CheckStatus.IMPOSSIBLE]
+    lead = ("Cannot be met as specified: " + "; ".join(_check_text(c) for c in impossible) + ". "
+            if impossible else "")
+    if met is True:
+        return (f"Requirements already met: {'; '.join(_check_text(c) for c in checks)}. "
+                "Further optimization is optional (seed 003 Pitfall 6: don't over-optimize). "
+                f"What more work would buy: {_what_more_buys(baseline, requirements)}. "
+                f"{len(steps)} quick measured checks are listed as optional; precision lowering and "
+                "retraining are left out.")
+    first = f", starting with {steps[0].title}" if steps else ""
+    count = f"Plan: {len(steps)} steps{first}; steps with a 'when' apply only if the earlier ones fall short."
+    if met is False:
+        missed = [c for c in checks if c.met is False and c.status != CheckStatus.IMPOSSIBLE]
+        text = "; ".join(_check_text(c) for c in missed)
+        return f"{lead}{'Requirements missed: ' + text + '. ' if text else ''}{count}"
+    open_checks = [c for c in checks if c.met is None]
+    reasons = "; ".join(_check_text(c) for c in open_checks) or "no requirements are set"
+    return f"{lead}Requirements not fully judged from the baseline ({reasons}). The method applies in full. {count}"
+
+
+def _notes(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+           answers: Sequence[Answer], findings_left_out: int, met: bool | None) -> list[str]:
+    notes = ["Expected effects are the method's expectations (seed 003/004), not measurements: "
+             "the planner measures each plugin step on this machine."]
+    if target == "nvidia" and facts.first_gpu(hw) is None:
+        notes.append("No NVIDIA GPU was detected here: the nvidia steps cannot be measured on this machine "
+                     "(plan them on the GPU host, or choose --target cpu).")
+    if target in ("cpu", "edge"):
+        threads = assess_threads(hw, baseline)
+        if threads.ok is False:
+            notes.append("Threading (seed 003 Pitfall 7): " + "; ".join(threads.issues) + ".")
+    if requirements.latency_ms is None:
+        notes.append("No latency target is set, so no batch size can be chosen safely (seed 003 Pitfall 4): "
+                     "set latency_ms.")
+    if facts.latency_unstable(baseline):
+        notes.append("The baseline latency was flagged unstable: compare steps against it with care.")
+    for answer in answers:
+        if answer.id == "edge.latency" and answer.status == AnswerStatus.NOT_MEASURED:
+            notes.append(f"{answer.answer}: seed 003 says profile on the target device; the numbers here come "
+                         "from a development machine.")
+    open_questions = [a.question.text for a in answers if a.status == AnswerStatus.ASK_USER]
+    if open_questions:
+        notes.append(f"{len(open_questions)} checklist question(s) need you: " + " / ".join(open_questions))
+    if findings_left_out and met is True:
+        notes.append(f"{findings_left_out} architecture finding(s) from the profile are not planned: the "
+                     "requirements are met, and they need retraining.")
+    elif findings_left_out:
+        notes.append(f"{findings_left_out} more architecture finding(s) in the profile are not planned: "
+                     f"only the top {MAX_FINDINGS} by impact are.")
+    return notes
+
+
+def make_plan(*, target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+              answers: Sequence[Answer] | None = None) -> Plan:
+    """Build the plan for a target from the hardware, the baseline profile dict and the requirements.
+
+    `answers` are the checklist answers (computed here when None), including any user replies.
+    """
+    target = str(target)
+    group_for(target)  # rejects an unknown target with the accepted names
+    baseline = baseline or {}
+    if answers is None:
+        answers = answer_checklist(target, hw, baseline, requirements=requirements)
+    answers = tuple(answers)
+    path = evaluate_tree(target, hw, baseline, requirements, answers)
+    checks = tuple(evaluate(requirements, baseline))
+    met = all_met(checks)
+
+    drafts = [_from_action(rec, requirements) for rec in path.actions]
+    findings = _architecture_findings(baseline)
+    if met is True:
+        drafts = [replace(step, optional=True) for step in drafts if _is_quick_check(step)]
+        findings_left_out = len(findings)
+    else:
+        drafts += [_from_finding(f) for f in findings[:MAX_FINDINGS]]
+        findings_left_out = max(0, len(findings) - MAX_FINDINGS)
+    steps = tuple(replace(step, order=i) for i, step in enumerate(drafts, start=1))
+    _check_plugins(steps, target)
+    return Plan(target=target, steps=steps, requirements_met=met,
+                summary=_summary(met, checks, steps, baseline, requirements),
+                notes=tuple(_notes(target, hw, baseline, requirements, answers, findings_left_out, met)),
+                checks=checks, requirements=requirements, answers=answers, path=path)

@@ -1,0 +1,501 @@
+"""Deployment requirements (latency, throughput, memory, size, accuracy), where each came from, and checks.
+
+Precedence is flag over file over default. Defaults come from the seed's "Performance Targets
+by Device" table, labelled as such; the table writes MB/GB and we read them as MiB/GiB, the
+units memory tools report.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from planner.advice import _facts as facts
+from planner.advice._facts import MIB, fmt_bytes, fmt_ms, fmt_rate
+from planner.errors import RequirementsError
+
+
+class Percentile(StrEnum):
+    """The latency percentile a latency target applies to."""
+
+    P50 = "p50"
+    P95 = "p95"
+    P99 = "p99"
+
+
+class DeviceTier(StrEnum):
+    """A row of the seed's 'Performance Targets by Device' table."""
+
+    SERVER = "Server"
+    DESKTOP = "Desktop"
+    MOBILE = "Mobile"
+    EDGE = "Edge"
+
+
+@dataclass(frozen=True)
+class TierTargets:
+    """One row of the seed table: latency, memory, model size and the quantization it suggests."""
+
+    latency_ms: float
+    memory_bytes: int
+    model_size_bytes: int
+    quantization: tuple[str, ...]
+
+
+# Seed 004, "Performance Targets by Device" (latency <, memory <, model size <, quantization).
+TIER_TARGETS: Mapping[DeviceTier, TierTargets] = MappingProxyType({
+    DeviceTier.SERVER: TierTargets(50.0, 1024 * MIB, 100 * MIB, ("int8",)),
+    DeviceTier.DESKTOP: TierTargets(100.0, 500 * MIB, 50 * MIB, ("int8", "ternary")),
+    DeviceTier.MOBILE: TierTargets(200.0, 100 * MIB, 10 * MIB, ("ternary",)),
+    DeviceTier.EDGE: TierTargets(500.0, 50 * MIB, 5 * MIB, ("ternary", "binary")),
+})
+
+DEVICE_TIERS: Mapping[str, DeviceTier] = MappingProxyType({
+    "datacenter_gpu": DeviceTier.SERVER,
+    "cpu_server": DeviceTier.SERVER,
+    "desktop_gpu": DeviceTier.DESKTOP,
+    "desktop_cpu": DeviceTier.DESKTOP,
+    # A Jetson has GBs of (shared) RAM and a GPU: the Edge row's <50 MB / <5 MB budgets would
+    # reject models Jetsons routinely run, and the Server row assumes datacenter power and
+    # cooling. Desktop is the nearest row; a requirements file can override it.
+    "jetson": DeviceTier.DESKTOP,
+    "raspberry_pi": DeviceTier.EDGE,
+    "arm_board": DeviceTier.EDGE,
+})
+
+# The seed table has no accuracy column; 1% is the fidelity gate's own default max_accuracy_drop.
+DEFAULT_ACCURACY_DROP = 0.01
+
+# A model call issued from Python (argument conversion, dispatch, at least one kernel launch)
+# costs microseconds before any arithmetic; a target below this cannot be met by any runtime.
+MIN_CALL_OVERHEAD_MS = 0.005
+
+# The smallest weight encoding any planner path produces is 1 bit per parameter (binary, the
+# Edge row's lowest precision); weights below that size need a smaller model.
+MIN_BITS_PER_PARAMETER = 1
+
+SOURCE_FLAG = "flag"
+SOURCE_FILE = "file"
+
+_FIELDS = ("latency_ms", "latency_percentile", "min_throughput", "memory_budget_bytes",
+           "model_size_budget_bytes", "accuracy_budget")
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What the deployment must achieve; `sources` says, per field, where each value came from."""
+
+    latency_ms: float | None = None
+    latency_percentile: Percentile = Percentile.P95
+    min_throughput: float | None = None
+    memory_budget_bytes: int | None = None
+    model_size_budget_bytes: int | None = None
+    accuracy_budget: float | None = DEFAULT_ACCURACY_DROP
+    quantization: tuple[str, ...] = ()
+    tier: DeviceTier | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, positive in (("latency_ms", True), ("min_throughput", True),
+                               ("memory_budget_bytes", True), ("model_size_budget_bytes", True)):
+            value = getattr(self, name)
+            if value is not None and (facts.number(value) is None or (positive and value <= 0)):
+                raise RequirementsError(f"requirement {name} = {value!r} is not valid",
+                                        f"{name} must be a number > 0, or None for no target")
+        if self.accuracy_budget is not None:
+            drop = facts.number(self.accuracy_budget)
+            if drop is None or not 0 <= drop < 1:
+                raise RequirementsError(f"requirement accuracy_budget = {self.accuracy_budget!r} is not valid",
+                                        "it is a fraction in [0, 1), e.g. 0.01 for a 1% drop")
+        try:
+            object.__setattr__(self, "latency_percentile", Percentile(self.latency_percentile))
+        except ValueError:
+            raise RequirementsError(f"latency percentile {self.latency_percentile!r} is not valid",
+                                    "use p50, p95 or p99") from None
+        object.__setattr__(self, "quantization", tuple(self.quantization))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def source(self, name: str) -> str:
+        """Where the named field's value came from ('flag', 'file', or a default's label)."""
+        return self.sources.get(name, "not set")
+
+    @property
+    def latency_text(self) -> str | None:
+        """The latency target as people write it, e.g. '< 50 ms p95'."""
+        if self.latency_ms is None:
+            return None
+        return f"< {fmt_ms(self.latency_ms)} {self.latency_percentile}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with each value's source."""
+        return {
+            "latency_ms": self.latency_ms,
+            "latency_percentile": str(self.latency_percentile),
+            "min_throughput": self.min_throughput,
+            "memory_budget_bytes": self.memory_budget_bytes,
+            "model_size_budget_bytes": self.model_size_budget_bytes,
+            "accuracy_budget": self.accuracy_budget,
+            "quantization": list(self.quantization),
+            "tier": str(self.tier) if self.tier else None,
+            "sources": dict(self.sources),
+        }
+
+
+def tier_for(device_class: Any) -> DeviceTier:
+    """The seed-table row for a device class (a DeviceClass or its string value)."""
+    value = str(getattr(device_class, "value", device_class))
+    try:
+        return DEVICE_TIERS[value]
+    except KeyError:
+        raise RequirementsError(f"unknown device class {value!r}",
+                                f"expected one of: {', '.join(DEVICE_TIERS)}") from None
+
+
+def defaults_for(device_class: Any) -> Requirements:
+    """The default requirements for a device class, from the seed table, each labelled with its source."""
+    tier = tier_for(device_class)
+    row = TIER_TARGETS[tier]
+    label = f"default for {tier} (seed table)"
+    return Requirements(
+        latency_ms=row.latency_ms,
+        latency_percentile=Percentile.P95,
+        min_throughput=None,
+        memory_budget_bytes=row.memory_bytes,
+        model_size_budget_bytes=row.model_size_bytes,
+        accuracy_budget=DEFAULT_ACCURACY_DROP,
+        quantization=row.quantization,
+        tier=tier,
+        sources={
+            "latency_ms": label,
+            "latency_percentile": "planner default (the seed table names no percentile)",
+            "min_throughput": "not set (the seed table has no throughput column)",
+            "memory_budget_bytes": label,
+            "model_size_budget_bytes": label,
+            "accuracy_budget": "planner default (the fidelity gate's 1% accuracy drop)",
+            "quantization": label,
+        },
+    )
+
+
+# ---- the file/flag format -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Key:
+    """One key a requirements file or flag may set: the field it fills and how it parses."""
+
+    field: str
+    accepts: str
+    parse: Callable[[Any], Any]
+
+
+def _positive(value: Any) -> float:
+    number = facts.number(value)
+    if number is None or number <= 0:
+        raise ValueError
+    return number
+
+
+def _mebibytes(value: Any) -> int:
+    return round(_positive(value) * MIB)
+
+
+def _percentile(value: Any) -> Percentile:
+    return Percentile(str(value).lower())
+
+
+def _fraction(value: Any) -> float:
+    number = facts.number(value)
+    if number is None or not 0 <= number < 1:
+        raise ValueError
+    return number
+
+
+KEYS: Mapping[str, _Key] = MappingProxyType({
+    "latency_ms": _Key("latency_ms", "a number of milliseconds > 0", _positive),
+    "latency_percentile": _Key("latency_percentile", "one of p50, p95, p99", _percentile),
+    "min_throughput": _Key("min_throughput", "samples per second > 0", _positive),
+    "memory_mb": _Key("memory_budget_bytes", "a number of MiB > 0", _mebibytes),
+    "model_size_mb": _Key("model_size_budget_bytes", "a number of MiB > 0", _mebibytes),
+    "accuracy_drop": _Key("accuracy_budget", "a fraction in [0, 1), e.g. 0.01 for 1%", _fraction),
+})
+
+# "none" removes a default target (TOML has no null); the percentile always has a value.
+_CLEARABLE = frozenset(k for k in KEYS if k != "latency_percentile")
+
+
+def _parse_entry(key: str, raw: Any, *, origin: str) -> tuple[str, Any]:
+    """(field, value) for one key=value from a file or a flag; RequirementsError naming the key."""
+    spec = KEYS.get(key)
+    if spec is None:
+        close = difflib.get_close_matches(key, list(KEYS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise RequirementsError(f"{origin}: unknown requirement key {key!r}",
+                                f"{hint}accepted keys: {', '.join(KEYS)}")
+    if isinstance(raw, str) and raw.strip().lower() == "none" and key in _CLEARABLE:
+        return spec.field, None
+    value = raw
+    if isinstance(raw, str) and origin == SOURCE_FLAG and key != "latency_percentile":
+        # Flags arrive as text from the command line; a file must use TOML numbers.
+        try:
+            value = float(raw)
+        except ValueError:
+            value = raw
+    try:
+        return spec.field, spec.parse(value)
+    except (ValueError, TypeError):
+        clear = ', or "none" for no target' if key in _CLEARABLE else ""
+        raise RequirementsError(f"{origin}: {key} = {raw!r} is not valid",
+                                f"{key} takes {spec.accepts}{clear}") from None
+
+
+def _read_toml(path: Path) -> Mapping[str, Any]:
+    """The requirement entries of a TOML file: top-level keys, or a [requirements] table."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise RequirementsError(f"requirements file {path} does not exist",
+                                "check the path given to --requirements") from None
+    except OSError as exc:
+        raise RequirementsError(f"cannot read requirements file {path}: {exc.strerror}",
+                                "check the file's permissions") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RequirementsError(f"requirements file {path} is not valid TOML: {exc}",
+                                f"write one 'key = value' per line; keys: {', '.join(KEYS)}") from None
+    if set(data) == {"requirements"} and isinstance(data["requirements"], dict):
+        data = data["requirements"]
+    for key, value in data.items():
+        if isinstance(value, dict):
+            raise RequirementsError(f"requirements file {path}: unexpected table [{key}]",
+                                    f"put the keys at the top level or under [requirements]; keys: {', '.join(KEYS)}")
+    return data
+
+
+def load_requirements(*, device_class: Any, toml_path: str | Path | None = None,
+                      overrides: Mapping[str, Any] | None = None) -> Requirements:
+    """Requirements for a device class: flags (`overrides`, file keys) over the TOML file over the seed defaults.
+
+    An override whose value is None is a flag that was not given and changes nothing.
+    """
+    base = defaults_for(device_class)
+    values: dict[str, Any] = {name: getattr(base, name) for name in _FIELDS}
+    sources = dict(base.sources)
+    if toml_path is not None:
+        path = Path(toml_path)
+        for key, raw in _read_toml(path).items():
+            name, value = _parse_entry(str(key), raw, origin=f"requirements file {path}")
+            values[name] = value
+            sources[name] = SOURCE_FILE
+    for key, raw in (overrides or {}).items():
+        if raw is None:
+            continue
+        name, value = _parse_entry(str(key), raw, origin=SOURCE_FLAG)
+        values[name] = value
+        sources[name] = SOURCE_FLAG
+    return Requirements(**values, quantization=base.quantization, tier=base.tier, sources=sources)
+
+
+# ---- checking measurements against requirements -------------------------------------------------
+
+class CheckStatus(StrEnum):
+    """The outcome of one requirement check."""
+
+    MET = "met"
+    MISSED = "missed"
+    IMPOSSIBLE = "impossible"
+    NOT_MEASURED = "not-measured"
+
+
+@dataclass(frozen=True)
+class RequirementCheck:
+    """One requirement against one measurement: met is None when it could not be judged."""
+
+    name: str
+    target: str
+    measured: str | None
+    met: bool | None
+    status: CheckStatus
+    margin: str
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"name": self.name, "target": self.target, "measured": self.measured, "met": self.met,
+                "status": str(self.status), "margin": self.margin, "source": self.source}
+
+
+def _below(value: float, target: float, text: Callable[[float], str]) -> tuple[bool, str]:
+    """(met, margin) for a 'less than' target."""
+    if value < target:
+        return True, f"{text(value)} vs < {text(target)}: met with {(target - value) / target:.0%} headroom"
+    return False, f"{text(value)} vs < {text(target)}: missed by {_miss(value / target)}"
+
+
+def _miss(ratio: float) -> str:
+    """How far a measurement is on the wrong side: '2.3x' when large, '4%' when small."""
+    return f"{ratio:.1f}x" if ratio >= 1.5 else f"{ratio - 1:.0%}"
+
+
+def _latency_check(req: Requirements, measured: Mapping[str, Any],
+                   peak_flops_per_s: float | None) -> RequirementCheck:
+    target = float(req.latency_ms)  # type: ignore[arg-type]
+    pct = str(req.latency_percentile)
+    label = req.latency_text or ""
+    source = req.source("latency_ms")
+    floors = [(MIN_CALL_OVERHEAD_MS,
+               f"a model call from Python costs about {fmt_ms(MIN_CALL_OVERHEAD_MS)} in dispatch and "
+               "kernel launch before any arithmetic")]
+    flops = facts.number(measured.get("flops_per_sample"))
+    if flops and peak_flops_per_s:
+        floors.append((flops / peak_flops_per_s * 1000.0,
+                       f"{flops / 1e9:.3g} GFLOP per sample at the measured peak "
+                       f"{peak_flops_per_s / 1e12:.3g} TFLOP/s takes {fmt_ms(flops / peak_flops_per_s * 1000.0)}"))
+    floor_ms, why = max(floors)
+    value = facts.latency(measured, pct)
+    shown = None if value is None else f"{fmt_ms(value)} {pct}"
+    if target < floor_ms:
+        return RequirementCheck("latency", label, shown, False, CheckStatus.IMPOSSIBLE,
+                                f"{label} cannot be met: {why}", source)
+    unstable = " (the timer flagged this measurement unstable)" if facts.latency_unstable(measured) else ""
+    if value is None:
+        p50 = facts.latency(measured, "p50")
+        if p50 is None:
+            return RequirementCheck("latency", label, None, None, CheckStatus.NOT_MEASURED,
+                                    "no latency was measured", source)
+        samples = facts.latency_samples(measured)
+        count = f"{samples} samples" if samples is not None else "too few samples"
+        if p50 >= target:
+            # A higher percentile is never below the median, so a missed median settles it.
+            return RequirementCheck("latency", label, f"{fmt_ms(p50)} p50", False, CheckStatus.MISSED,
+                                    f"p50 {fmt_ms(p50)} already misses < {fmt_ms(target)} by "
+                                    f"{_miss(p50 / target)}; {pct} (not measured, {count}) can only be higher"
+                                    f"{unstable}", source)
+        return RequirementCheck("latency", label, f"{fmt_ms(p50)} p50", None, CheckStatus.NOT_MEASURED,
+                                f"p50 {fmt_ms(p50)} is under {fmt_ms(target)}, but {pct} was not measured "
+                                f"({count} are too few): profile longer to judge {pct}", source)
+    met, margin = _below(value, target, fmt_ms)
+    return RequirementCheck("latency", label, shown, met, CheckStatus.MET if met else CheckStatus.MISSED,
+                            margin + unstable, source)
+
+
+def _throughput_check(req: Requirements, measured: Mapping[str, Any]) -> RequirementCheck:
+    target = float(req.min_throughput)  # type: ignore[arg-type]
+    label = f">= {fmt_rate(target)}"
+    source = req.source("min_throughput")
+    points = facts.sweep(measured)
+    if not points:
+        return RequirementCheck("throughput", label, None, None, CheckStatus.NOT_MEASURED,
+                                "no batch sweep was measured", source)
+    if req.latency_ms is not None:
+        # Pitfall 4: a batch only counts if one batch still finishes inside the latency target.
+        best = facts.best_point(points, max_latency_ms=req.latency_ms)
+        basis = f"best batch whose batch latency stays < {fmt_ms(req.latency_ms)}"
+        if best is None:
+            return RequirementCheck("throughput", label, None, False, CheckStatus.MISSED,
+                                    f"no batch size finishes inside < {fmt_ms(req.latency_ms)} "
+                                    f"(batch {points[0].batch} takes {fmt_ms(points[0].latency_ms)})", source)
+    else:
+        best = facts.best_point(points)
+        basis = "best over the sweep; no latency target bounds the batch"
+    assert best is not None
+    shown = f"{fmt_rate(best.samples_per_s)} at batch {best.batch}"
+    if best.samples_per_s >= target:
+        margin = f"{shown} vs {label}: met with {best.samples_per_s / target - 1:.0%} headroom ({basis})"
+        return RequirementCheck("throughput", label, shown, True, CheckStatus.MET, margin, source)
+    margin = f"{shown} vs {label}: missed by {_miss(target / best.samples_per_s)} ({basis})"
+    return RequirementCheck("throughput", label, shown, False, CheckStatus.MISSED, margin, source)
+
+
+def _weights_floor(measured: Mapping[str, Any], budget: int) -> tuple[CheckStatus, str] | None:
+    """Why a byte budget below the model's own weights cannot be met, when it is."""
+    params = facts.parameters(measured)
+    fp32 = params * 4 if params else None
+    if params:
+        smallest = params * MIN_BITS_PER_PARAMETER / 8
+        if budget < smallest:
+            return (CheckStatus.IMPOSSIBLE,
+                    f"cannot be met with this model: even at {MIN_BITS_PER_PARAMETER} bit per parameter its "
+                    f"{params:,} weights take {fmt_bytes(smallest)}, over the {fmt_bytes(budget)} budget; "
+                    "only a smaller model can")
+    if fp32 is not None and budget < fp32:
+        return (CheckStatus.MISSED,
+                f"cannot be met at FP32: the weights alone take {fmt_bytes(fp32)}; only lower precision "
+                f"(INT8 weights ~{fmt_bytes(params)}, an estimate at 1 byte per parameter) or a smaller model can")
+    return None
+
+
+def _bytes_check(name: str, budget: int, value: int | None, measured: Mapping[str, Any], *,
+                 basis: str, source: str) -> RequirementCheck:
+    label = f"< {fmt_bytes(budget)}"
+    floor = _weights_floor(measured, budget)
+    shown = None if value is None else fmt_bytes(value)
+    if floor is not None and (floor[0] == CheckStatus.IMPOSSIBLE or value is None or value >= budget):
+        return RequirementCheck(name, label, shown, False, floor[0], f"{label} {floor[1]}", source)
+    if value is None:
+        return RequirementCheck(name, label, None, None, CheckStatus.NOT_MEASURED,
+                                f"no {basis or name.replace('_', ' ')} was measured", source)
+    met, margin = _below(value, budget, fmt_bytes)
+    return RequirementCheck(name, label, shown, met, CheckStatus.MET if met else CheckStatus.MISSED,
+                            f"{margin} ({basis})" if basis else margin, source)
+
+
+def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> RequirementCheck:
+    budget = float(req.accuracy_budget)  # type: ignore[arg-type]
+    label = f"drop <= {budget:.1%}"
+    source = req.source("accuracy_budget")
+    fidelity = facts.mapping(measured, "fidelity")
+    acc, ref = facts.number(fidelity.get("accuracy")), facts.number(fidelity.get("reference_accuracy"))
+    if acc is not None and ref is not None:
+        drop = ref - acc
+        met = drop <= budget
+        margin = (f"accuracy {acc:.2%} vs the original's {ref:.2%}: drop {drop:.2%}, "
+                  f"{'within' if met else 'over'} the {budget:.1%} budget")
+        return RequirementCheck("accuracy", label, f"drop {drop:.2%}", met,
+                                CheckStatus.MET if met else CheckStatus.MISSED, margin, source)
+    if "model" in measured and not fidelity:
+        # A profile describes the original model itself: it is the accuracy reference.
+        return RequirementCheck("accuracy", label, "drop 0 (reference)", True, CheckStatus.MET,
+                                "the baseline is the reference model: no drop by definition", source)
+    top1 = facts.number(fidelity.get("top1_agreement"))
+    extra = f"; top-1 agreement with the original is {top1:.1%}" if top1 is not None else ""
+    return RequirementCheck("accuracy", label, None, None, CheckStatus.NOT_MEASURED,
+                            f"no labelled data, so the accuracy drop was not measured{extra}", source)
+
+
+def evaluate(requirements: Requirements, measured: Mapping[str, Any], *,
+             peak_flops_per_s: float | None = None) -> list[RequirementCheck]:
+    """Check each set requirement against a profile or candidate-result dict.
+
+    `peak_flops_per_s` (a measured ceiling) adds a compute floor to the latency check.
+    """
+    checks: list[RequirementCheck] = []
+    if requirements.latency_ms is not None:
+        checks.append(_latency_check(requirements, measured, peak_flops_per_s))
+    if requirements.min_throughput is not None:
+        checks.append(_throughput_check(requirements, measured))
+    if requirements.memory_budget_bytes is not None:
+        memory_basis = str(measured.get("memory_basis") or "peak memory")
+        checks.append(_bytes_check("memory", requirements.memory_budget_bytes, facts.peak_memory(measured),
+                                   measured, basis=memory_basis,
+                                   source=requirements.source("memory_budget_bytes")))
+    if requirements.model_size_budget_bytes is not None:
+        checks.append(_bytes_check("model_size", requirements.model_size_budget_bytes, facts.model_size(measured),
+                                   measured, basis="",
+                                   source=requirements.source("model_size_budget_bytes")))
+    if requirements.accuracy_budget is not None:
+        checks.append(_accuracy_check(requirements, measured))
+    return checks
+
+
+def all_met(checks: list[RequirementCheck] | tuple[RequirementCheck, ...]) -> bool | None:
+    """False if any check missed, True if every check was met, None if any could not be judged (or none)."""
+    if any(check.met is False for check in checks):
+        return False
+    if not checks or any(check.met is None for check in checks):
+        return None
+    return True

@@ -1,0 +1,411 @@
+"""Seed 003's hardware decision trees (GPU, CPU, edge) as data, walked against measurements with evidence.
+
+A tree is a table of nodes. STEP nodes visit their children in order; DECISION nodes take the
+yes or no branch their condition picks; ACTION nodes recommend an action (usually a plugin),
+unless their condition rules it out; NOTE nodes record a fact. Conditions are named functions
+of a `TreeContext` and return the evidence that decided them, so every branch taken can be
+shown with its numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+from planner.advice.checklist import Answer
+from planner.advice.conditions import CONDITIONS, Outcome, make_context
+from planner.advice.requirements import Requirements
+
+
+class NodeKind(StrEnum):
+    """What walking a node does."""
+
+    STEP = "step"
+    DECISION = "decision"
+    ACTION = "action"
+    NOTE = "note"
+
+
+class StepKind(StrEnum):
+    """Whether a recommended action is measured through a plugin or is advice for people."""
+
+    MEASURE = "measure"
+    ADVICE = "advice"
+
+
+@dataclass(frozen=True)
+class Action:
+    """A leaf recommendation: the plugin that measures it (None for advice), and what the method expects."""
+
+    id: str
+    title: str
+    plugin: str | None
+    kind: StepKind
+    expected: str
+    fidelity_gated: bool = False
+    phase: int = 1  # 1 runtime/config, 2 precision or heavier runtimes, 3 needs retraining
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"id": self.id, "title": self.title, "plugin": self.plugin, "kind": str(self.kind),
+                "expected": self.expected, "fidelity_gated": self.fidelity_gated, "phase": self.phase}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One tree node; `condition` names a function in CONDITIONS, `action` an entry in ACTIONS."""
+
+    id: str
+    text: str
+    kind: NodeKind
+    condition: str | None = None
+    children: tuple[str, ...] = ()
+    yes: tuple[str, ...] = ()
+    no: tuple[str, ...] = ()
+    action: str | None = None
+    unknown: str = "yes"  # the branch a DECISION takes when its condition cannot be decided
+    when: str = ""  # applies to every action under this node, e.g. "if requirements are still missed"
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A decision tree for one target: its root and its nodes by id."""
+
+    target: str
+    root: str
+    nodes: Mapping[str, Node]
+
+    def node(self, node_id: str) -> Node:
+        """The node with this id."""
+        return self.nodes[node_id]
+
+
+@dataclass(frozen=True)
+class VisitedNode:
+    """A node the walk passed through, what it decided and the evidence for it."""
+
+    id: str
+    text: str
+    kind: NodeKind
+    result: str
+    evidence: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"id": self.id, "text": self.text, "kind": str(self.kind), "result": self.result,
+                "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class RecommendedAction:
+    """An action the walk recommends, with the node and evidence that led to it."""
+
+    action: Action
+    node_id: str
+    node_text: str
+    evidence: str
+    options: Mapping[str, Any]
+    fidelity_gated: bool
+    when: str
+
+    @property
+    def title(self) -> str:
+        """The action's title with its options filled in."""
+        return self.action.title.format_map(_Fill(self.options))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"action": self.action.id, "title": self.title, "plugin": self.action.plugin,
+                "node": self.node_id, "node_text": self.node_text, "evidence": self.evidence,
+                "options": dict(self.options), "fidelity_gated": self.fidelity_gated, "when": self.when}
+
+
+@dataclass(frozen=True)
+class DecisionPath:
+    """The result of walking a tree: visited nodes in order, and the recommended actions in order."""
+
+    target: str
+    visited: tuple[VisitedNode, ...]
+    actions: tuple[RecommendedAction, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"target": self.target, "visited": [v.to_dict() for v in self.visited],
+                "actions": [a.to_dict() for a in self.actions]}
+
+
+class _Fill(dict):
+    """format_map helper: a missing option shows as its own placeholder rather than failing."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+# ---- actions -----------------------------------------------------------------------------------
+
+_M, _A = StepKind.MEASURE, StepKind.ADVICE
+
+ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
+    Action("gpu.batch", "Increase batch size up to batch {max_batch}, within the latency target", "nvidia.batching",
+           _M, "higher throughput per GPU, while each request waits longer for its batch (seed 003: "
+           "measure the latency/throughput trade-off)"),
+    Action("gpu.preprocessing", "Move preprocessing to the GPU or parallelise it", None, _A,
+           "removes a CPU-side stall that timing the model alone cannot see (seed 003)"),
+    Action("gpu.transfers", "Minimise .cuda()/.cpu() copies per request", None, _A,
+           "less of each request spent copying between host and GPU (seed 003)"),
+    Action("gpu.fp16", "Mixed precision FP16 on Tensor Cores", "nvidia.fp16", _M,
+           "about 2x speed and half the weight memory where Tensor Cores exist (seed 003)", True, 2),
+    Action("gpu.torch_compile", "torch.compile()", "nvidia.torch_compile", _M,
+           "1.5-2x from operator fusion and less Python overhead (seed 003)"),
+    Action("gpu.tensorrt", "TensorRT engine", "nvidia.tensorrt", _M,
+           "2-5x for CNNs and Transformers (seed 003); TensorRT may pick TF32/FP16 kernels", True, 2),
+    Action("gpu.cuda_graphs", "CUDA graphs (fixed input shape)", "nvidia.cuda_graphs", _M,
+           "20-30% for small models by replaying kernels without launch overhead (seed 003)"),
+    Action("gpu.int8", "INT8 quantization (TensorRT with Q/DQ ONNX)", None, _A,
+           "further speed and 4x smaller weights than FP32 (seed 003 defers the method to its "
+           "quantization guide)", True, 2),
+    Action("compression", "Model compression (pruning, distillation)", None, _A,
+           "a smaller, faster model; needs retraining (seed 003)", False, 3),
+    Action("scale_out", "Scale horizontally (more instances behind a load balancer)", None, _A,
+           "throughput grows with instances; per-request latency does not improve (seed 003)"),
+    Action("threads", "Set intra-op threads to {intra_op_threads} (physical cores), inter-op to 1", "cpu.torch", _M,
+           "every physical core works on each operator, without oversubscription (seed 003, Pitfall 7)"),
+    Action("cpu.mkldnn", "Enable oneDNN (MKLDNN): torch.backends.mkldnn.enabled = True", None, _A,
+           "oneDNN kernels for convolutions and linear layers (seed 003: Intel CPUs)"),
+    Action("cpu.channels_last", "Channels-last memory format", "cpu.torch", _M,
+           "faster convolutions through NHWC kernels (seed 003)"),
+    Action("cpu.onnxruntime", "ONNX Runtime with all graph optimizations", "cpu.onnxruntime", _M,
+           "graph-level fusion and constant folding (seed 003)"),
+    Action("cpu.openvino", "OpenVINO", "cpu.openvino", _M,
+           "the best CPU performance on Intel (seed 003); elsewhere, measured to find out"),
+    Action("cpu.batch", "Pick the batch size against the latency target (batch {batch})", None, _A,
+           "per-request latency inside the target; on CPU a smaller batch is often better (seed 003)"),
+    Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ or OpenVINO NNCF)", None, _A,
+           "2-3x on CPU and 4x smaller weights than FP32 (seed 003)", True, 2),
+    Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)", None, _A,
+           "a model sized for the device; its accuracy must be re-measured (seed 003)", False, 3),
+    Action("edge.int8", "Quantize to INT8", "edge.int8", _M,
+           "2-4x on ARM and 4x smaller weights than FP32 (seed 003: critical on ARM)", True, 2),
+    Action("edge.ternary", "Ternary weights", "edge.ternary", _M,
+           "about 16x smaller weights than FP32 (seed 004 suggests ternary for desktop and edge); "
+           "accuracy cost to measure", True, 2),
+    Action("edge.pruning", "Model pruning", None, _A,
+           "fewer weights and operations; needs fine-tuning (seed 003)", False, 3),
+    Action("edge.accelerator", "Hardware accelerator (Coral TPU, Jetson GPU)", None, _A,
+           "offloads the model from the CPU (seed 003)"),
+)})
+
+
+# ---- the trees (seed 003, "Hardware-Specific Decision Tree") --------------------------------------
+
+_S, _D, _ACT, _N = NodeKind.STEP, NodeKind.DECISION, NodeKind.ACTION, NodeKind.NOTE
+_STILL = "if requirements are still missed after the steps above"
+
+
+def _tree(target: str, root: str, nodes: Iterable[Node]) -> Tree:
+    return Tree(target, root, MappingProxyType({n.id: n for n in nodes}))
+
+
+GPU_TREE = _tree("nvidia", "gpu", (
+    Node("gpu", "GPU (NVIDIA)", _S, children=("gpu.1", "gpu.2", "gpu.3", "gpu.4", "gpu.5")),
+    Node("gpu.1", "1. Profile with PyTorch profiler or nvidia-smi", _N, "profiled"),
+    Node("gpu.2", "2. Is GPU utilization low (<50%)?", _D, "gpu_util_low",
+         yes=("gpu.2.batch", "gpu.2.preprocessing", "gpu.2.transfers"), no=("gpu.2.busy",)),
+    Node("gpu.2.batch", "Batch size too small: increase batch size", _ACT, "batch_helps", action="gpu.batch"),
+    Node("gpu.2.preprocessing", "CPU preprocessing bottleneck: move preprocessing to GPU or parallelise", _ACT,
+         "preprocessing_open", action="gpu.preprocessing"),
+    Node("gpu.2.transfers", "CPU-GPU transfers: minimise .cuda()/.cpu() calls", _ACT, "transfers_open",
+         action="gpu.transfers"),
+    Node("gpu.2.busy", "GPU is the bottleneck: optimize the model", _N),
+    Node("gpu.3", "3. Apply optimizations in order", _S,
+         children=("gpu.3a", "gpu.3b", "gpu.3c", "gpu.3d", "gpu.3e")),
+    Node("gpu.3a", "a. Increase batch size (measure latency/throughput trade-off)", _ACT, "batch_helps",
+         action="gpu.batch"),
+    Node("gpu.3b", "b. Mixed precision FP16 (if Tensor Cores available)", _ACT, "has_tensor_cores",
+         action="gpu.fp16"),
+    Node("gpu.3c", "c. torch.compile()", _ACT, "gpu_present", action="gpu.torch_compile"),
+    Node("gpu.3d", "d. TensorRT", _ACT, "gpu_present", action="gpu.tensorrt"),
+    Node("gpu.3e", "e. CUDA graphs (small models)", _ACT, "small_model", action="gpu.cuda_graphs"),
+    Node("gpu.4", "4. Measure after each optimization", _N, "measure_each"),
+    Node("gpu.5", "5. If still not meeting requirements", _S, "still_missing",
+         children=("gpu.5a", "gpu.5b", "gpu.5c"), when=_STILL),
+    Node("gpu.5a", "Consider quantization (INT8)", _ACT, action="gpu.int8"),
+    Node("gpu.5b", "Consider model compression", _ACT, action="compression"),
+    Node("gpu.5c", "Scale horizontally: add GPU instances", _ACT, action="scale_out"),
+))
+
+CPU_TREE = _tree("cpu", "cpu", (
+    Node("cpu", "CPU (Intel/AMD)", _S, children=("cpu.1", "cpu.2", "cpu.3", "cpu.4", "cpu.5")),
+    Node("cpu.1", "1. Profile with PyTorch profiler or perf", _N, "profiled"),
+    Node("cpu.2", "2. torch.get_num_threads() == number of physical cores?", _D, "threads_ok",
+         yes=("cpu.2.ok",), no=("cpu.2.set",), unknown="no"),
+    Node("cpu.2.ok", "Threading already matches the cores", _N),
+    Node("cpu.2.set", "If not, set torch.set_num_threads(num_cores)", _ACT, "threads_wrong", action="threads"),
+    Node("cpu.3", "3. Apply optimizations in order", _S,
+         children=("cpu.3a", "cpu.3b", "cpu.3c", "cpu.3d", "cpu.3e")),
+    Node("cpu.3a", "a. Set intra-op threads to number of physical cores", _ACT, "threads_wrong", action="threads"),
+    Node("cpu.3b", "b. Enable MKLDNN (Intel CPUs)", _ACT, "mkldnn_off", action="cpu.mkldnn"),
+    Node("cpu.3c", "c. Use channels-last memory format", _ACT, "image_input", action="cpu.channels_last"),
+    Node("cpu.3d", "d. Try ONNX Runtime with graph optimizations", _ACT, "cpu_runtime", action="cpu.onnxruntime"),
+    Node("cpu.3e", "e. If Intel CPU: try OpenVINO (best performance)", _ACT, "openvino", action="cpu.openvino"),
+    Node("cpu.4", "4. Measure batch size trade-off (smaller may be better for CPU)", _ACT, "cpu_batch",
+         action="cpu.batch"),
+    Node("cpu.5", "5. If still not meeting requirements", _S, "still_missing",
+         children=("cpu.5a", "cpu.5b", "cpu.5c"), when=_STILL),
+    Node("cpu.5a", "Quantize to INT8 (2-3x speedup on CPU)", _ACT, action="cpu.int8"),
+    Node("cpu.5b", "Consider model compression", _ACT, action="compression"),
+    Node("cpu.5c", "Scale horizontally", _ACT, action="scale_out"),
+))
+
+EDGE_TREE = _tree("edge", "edge", (
+    Node("edge", "Edge/ARM", _S, children=("edge.1", "edge.2", "edge.3", "edge.4", "edge.5")),
+    Node("edge.1", "1. Profile on target device (Raspberry Pi, etc.)", _N, "on_target_device"),
+    Node("edge.2", "2. Is inference >100 ms per sample?", _D, "slow_per_sample",
+         yes=("edge.2.smaller",), no=("edge.2.optimize",), unknown="no"),
+    Node("edge.2.smaller", "Model too large for device: try a smaller architecture", _ACT,
+         action="edge.smaller_arch"),
+    Node("edge.2.optimize", "Optimize the current model", _N),
+    Node("edge.3", "3. Apply optimizations in order", _S, children=("edge.3a", "edge.3b", "edge.3c")),
+    Node("edge.3a", "a. Quantize to INT8 (2-4x speedup on ARM, critical)", _ACT, "int8_hardware",
+         action="edge.int8"),
+    Node("edge.3b", "b. Set num_threads to the device's CPU cores", _ACT, "threads_wrong", action="threads"),
+    Node("edge.3c", "c. TensorFlow Lite with XNNPACK, or ONNX Runtime with INT8", _N, "edge_runtime"),
+    Node("edge.4", "4. Measure memory usage: does the model fit in RAM?", _D, "fits_in_ram",
+         yes=("edge.4.fits",), no=("edge.4.smaller",)),
+    Node("edge.4.fits", "Fits in RAM", _N),
+    Node("edge.4.smaller", "Does not fit: must use a smaller model", _ACT, action="edge.smaller_arch"),
+    Node("edge.5", "5. If still not meeting requirements", _S, "still_missing",
+         children=("edge.5a", "edge.5b", "edge.5c", "edge.5d"), when=_STILL),
+    Node("edge.5a", "Use a smaller model architecture", _ACT, action="edge.smaller_arch"),
+    Node("edge.5b", "Lower precision further, as the seed table suggests for this device", _ACT, "ternary_wanted",
+         action="edge.ternary"),
+    Node("edge.5c", "Consider model pruning", _ACT, action="edge.pruning"),
+    Node("edge.5d", "Hardware accelerator (Coral TPU, Jetson GPU)", _ACT, "accelerator",
+         action="edge.accelerator"),
+))
+
+TREES: Mapping[str, Tree] = MappingProxyType({t.target: t for t in (GPU_TREE, CPU_TREE, EDGE_TREE)})
+
+# Pitfall 2 (and its mirror): plugin prefixes a target's plan must never contain.
+FORBIDDEN_PLUGIN_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "cpu": ("nvidia.",),
+    "edge": ("nvidia.",),
+    "nvidia": ("cpu.", "edge."),
+})
+
+
+def tree_for(target: str) -> Tree:
+    """The decision tree for a target ('nvidia', 'cpu' or 'edge')."""
+    try:
+        return TREES[str(target)]
+    except KeyError:
+        raise ValueError(f"unknown target {target!r}: expected one of {', '.join(TREES)}") from None
+
+
+def validate_tree(tree: Tree) -> list[str]:
+    """Every structural problem in a tree: dangling ids, unknown conditions/actions, forbidden plugins."""
+    problems = []
+    if tree.root not in tree.nodes:
+        problems.append(f"{tree.target}: root {tree.root!r} is not a node")
+    for node in tree.nodes.values():
+        for child in (*node.children, *node.yes, *node.no):
+            if child not in tree.nodes:
+                problems.append(f"{node.id}: child {child!r} is not a node")
+        if node.condition is not None and node.condition not in CONDITIONS:
+            problems.append(f"{node.id}: unknown condition {node.condition!r}")
+        if node.kind == NodeKind.ACTION:
+            action = ACTIONS.get(node.action or "")
+            if action is None:
+                problems.append(f"{node.id}: unknown action {node.action!r}")
+            elif action.plugin and action.plugin.startswith(FORBIDDEN_PLUGIN_PREFIXES.get(tree.target, ())):
+                problems.append(f"{node.id}: plugin {action.plugin} must not be planned for {tree.target}")
+        if node.kind == NodeKind.DECISION and node.unknown not in ("yes", "no"):
+            problems.append(f"{node.id}: unknown-branch must be 'yes' or 'no'")
+    return problems
+
+
+# ---- walking -------------------------------------------------------------------------------------
+
+def evaluate_tree(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+                  checklist_answers: Sequence[Answer] | None = None) -> DecisionPath:
+    """Walk the target's tree against the measurements: visited nodes with evidence, and actions in order."""
+    tree = tree_for(target)
+    ctx = make_context(target, hw, baseline, requirements, checklist_answers)
+    visited: list[VisitedNode] = []
+    actions: list[RecommendedAction] = []
+    seen: dict[str, str] = {}
+
+    def run(node_id: str, when: str, inherited: str) -> None:
+        node = tree.node(node_id)
+        when = node.when or when
+        # A node without a condition of its own is decided by its parent's evidence.
+        outcome = CONDITIONS[node.condition](ctx) if node.condition else Outcome(True, inherited)
+        if node.kind == NodeKind.NOTE:
+            visited.append(VisitedNode(node.id, node.text, node.kind, "noted", outcome.evidence))
+        elif node.kind == NodeKind.STEP:
+            if outcome.value is False:
+                visited.append(VisitedNode(node.id, node.text, node.kind, "skipped", outcome.evidence))
+                return
+            visited.append(VisitedNode(node.id, node.text, node.kind, "step", outcome.evidence))
+            for child in node.children:
+                run(child, when, outcome.evidence if node.condition else inherited)
+        elif node.kind == NodeKind.DECISION:
+            branch = {True: "yes", False: "no"}.get(outcome.value, node.unknown)  # type: ignore[arg-type]
+            result = branch if outcome.value is not None else f"unknown, taking {branch}"
+            visited.append(VisitedNode(node.id, node.text, node.kind, result, outcome.evidence))
+            for child in (node.yes if branch == "yes" else node.no):
+                run(child, when, outcome.evidence)
+        else:
+            action = ACTIONS[node.action or ""]
+            if node.condition and inherited and inherited not in outcome.evidence:
+                # Keep the branch's reason (e.g. "GPU busy 23% < 50%") with the action's own evidence.
+                outcome = replace(outcome, evidence=f"{inherited}; {outcome.evidence}")
+            if outcome.value is False:
+                visited.append(VisitedNode(node.id, node.text, node.kind, "ruled out", outcome.evidence))
+            elif action.id in seen:
+                visited.append(VisitedNode(node.id, node.text, node.kind,
+                                           f"already recommended at {seen[action.id]}", outcome.evidence))
+            else:
+                seen[action.id] = node.id
+                gated = action.fidelity_gated if outcome.fidelity_gated is None else outcome.fidelity_gated
+                visited.append(VisitedNode(node.id, node.text, node.kind, "recommended", outcome.evidence))
+                actions.append(RecommendedAction(action, node.id, node.text, outcome.evidence,
+                                                 MappingProxyType(dict(outcome.options)), gated, when))
+
+    run(tree.root, "", "")
+    return DecisionPath(str(target), tuple(visited), tuple(actions))
+
+
+# ---- rendering -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TreeView:
+    """A node for display (e.g. a TUI Tree widget): id, text, kind, the branch it hangs on, plugin, children."""
+
+    id: str
+    text: str
+    kind: NodeKind
+    branch: str | None
+    plugin: str | None
+    children: tuple[TreeView, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready nested dict."""
+        return {"id": self.id, "text": self.text, "kind": str(self.kind), "branch": self.branch,
+                "plugin": self.plugin, "children": [c.to_dict() for c in self.children]}
+
+
+def tree_nodes(target: str) -> TreeView:
+    """The whole tree for a target as nested views, every branch included."""
+    tree = tree_for(target)
+
+    def view(node_id: str, branch: str | None) -> TreeView:
+        node = tree.node(node_id)
+        action = ACTIONS.get(node.action or "")
+        children = ([view(c, None) for c in node.children]
+                    + [view(c, "yes") for c in node.yes] + [view(c, "no") for c in node.no])
+        return TreeView(node.id, node.text, node.kind, branch, action.plugin if action else None, tuple(children))
+
+    return view(tree.root, None)

@@ -1,0 +1,179 @@
+"""Plans: the method's order per target, the pitfalls it must respect, and what a user reads in the summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from planner.advice import StepKind, answer_checklist, defaults_for, load_requirements, make_plan
+
+FINDINGS = [
+    {"id": "F-small", "severity": "low", "layers": ["fc"], "evidence": "fc is 2% of time", "impact": 0.02,
+     "impact_basis": "share of time", "title": "Tiny head", "advice": "leave it"},
+    {"id": "F-big", "severity": "high", "layers": ["layer4.1.conv2"], "evidence": "7x7 conv at full resolution",
+     "impact": 0.41, "impact_basis": "share of time", "title": "Replace the 7x7 stem", "advice": "use 3x3 convs"},
+    {"id": "F-mid", "severity": "medium", "layers": ["conv1"], "evidence": "dense 3x3 convs", "impact": 0.2,
+     "impact_basis": "share of time", "title": "Depthwise-separable convs", "advice": "retrain with them"},
+    {"id": "F-rated", "severity": "high", "layers": [], "evidence": "no BN folding", "impact": None,
+     "title": "Fold batch norm", "advice": "fold before export"},
+]
+
+
+def _slow_cpu_plan(hw, make_baseline, **kwargs):
+    base = make_baseline(p50=120.0, p95=130.0, intra=1, inter=1, **kwargs)
+    return make_plan(target="cpu", hw=hw, baseline=base, requirements=defaults_for("cpu_server"))
+
+
+def test_cpu_plan_follows_the_method_order_and_never_plans_gpu_steps(big_cpu_server, make_baseline) -> None:
+    plan = _slow_cpu_plan(big_cpu_server, make_baseline)
+    assert not [p for p in plan.plugins if p.startswith("nvidia.")]
+    titles = [s.title for s in plan.steps]
+    assert plan.steps[0].plugin == "cpu.torch" and titles[0].startswith("Set intra-op threads to 8")
+    assert plan.steps[1].plugin == "cpu.torch" and titles[1] == "Channels-last memory format"
+    assert [s.plugin for s in plan.steps[2:4]] == ["cpu.onnxruntime", "cpu.openvino"]
+    int8 = next(s for s in plan.steps if "INT8" in s.title)
+    assert int8.order > 4 and int8.kind == StepKind.ADVICE and int8.fidelity_gated
+    assert int8.when == "if requirements are still missed after the steps above"
+    assert plan.requirements_met is False and plan.summary.startswith("Requirements missed: latency")
+    assert any("Pitfall 7" in n for n in plan.notes)
+
+
+def test_openvino_is_fidelity_gated_where_it_defaults_to_bf16(big_cpu_server, cpu_server, make_baseline) -> None:
+    amx = next(s for s in _slow_cpu_plan(big_cpu_server, make_baseline).steps if s.plugin == "cpu.openvino")
+    assert amx.fidelity_gated and "bf16" in amx.why and "Fidelity-gated" in amx.expected
+    plain = next(s for s in _slow_cpu_plan(cpu_server, make_baseline).steps if s.plugin == "cpu.openvino")
+    assert not plain.fidelity_gated
+
+
+def test_every_precision_lowering_step_says_it_is_fidelity_gated(a100_server, pi4, make_baseline) -> None:
+    gpu = make_plan(target="nvidia", hw=a100_server,
+                    baseline=make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0),
+                    requirements=defaults_for("datacenter_gpu"))
+    edge = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=4),
+                     requirements=defaults_for("raspberry_pi"))
+    for plan in (gpu, edge):
+        lowering = [s for s in plan.steps if any(w in s.title for w in ("FP16", "INT8", "Ternary"))]
+        assert lowering and all(s.fidelity_gated and "accuracy drops by at most 1.0%" in s.expected
+                                for s in lowering)
+
+
+def test_gpu_plan_with_low_utilization_starts_from_batch_size(a100_server, make_baseline) -> None:
+    sweep = [{"batch": b, "latency_p50_ms": 2.0 + 0.4 * b, "samples_per_s": 1000 * b / (2.0 + 0.4 * b)}
+             for b in (1, 2, 4, 8, 16, 32, 64, 128)]
+    base = make_baseline(device="cuda", target="nvidia", gpu_utilization=23, throughput=sweep, p50=2.4, p95=2.6,
+                         bound="overhead")
+    req = load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 20, "min_throughput": 3000})
+    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req)
+    first = plan.steps[0]
+    assert first.plugin == "nvidia.batching" and "GPU busy 23% < 50%" in first.why
+    # Pitfall 4: the batch is the best one inside the 20 ms target, not the biggest measured (128).
+    assert first.options["max_batch"] == 32 and first.options["latency_budget_ms"] == 20.0
+    assert plan.plugins[:5] == ("nvidia.batching", "nvidia.fp16", "nvidia.torch_compile", "nvidia.tensorrt",
+                                "nvidia.cuda_graphs")
+    assert not [p for p in plan.plugins if p.startswith(("cpu.", "edge."))]
+
+
+def test_gpu_without_tensor_cores_skips_fp16_and_compute_bound_skips_cuda_graphs(a100_server,
+                                                                                  make_baseline) -> None:
+    a100_server.gpus[0].tensor_core_generation = None
+    base = make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0, bound="compute")
+    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=defaults_for("datacenter_gpu"))
+    assert "nvidia.fp16" not in plan.plugins and "nvidia.cuda_graphs" not in plan.plugins
+    assert "nvidia.tensorrt" in plan.plugins
+
+
+def test_nvidia_plan_on_a_machine_without_gpu_says_so(cpu_server, make_baseline) -> None:
+    plan = make_plan(target="nvidia", hw=cpu_server, baseline=make_baseline(p50=80.0, p95=90.0),
+                     requirements=defaults_for("cpu_server"))
+    assert any("No NVIDIA GPU was detected" in n for n in plan.notes)
+
+
+def test_edge_plan_for_a_slow_model_starts_with_a_smaller_architecture(pi4, make_baseline) -> None:
+    plan = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=2),
+                     requirements=defaults_for("raspberry_pi"))
+    first = plan.steps[0]
+    assert first.title.startswith("Smaller architecture") and first.plugin is None
+    assert "p50 412 ms > 100 ms" in first.why
+    assert [s.plugin for s in plan.steps[1:3]] == ["edge.int8", "cpu.torch"]
+    assert "Set intra-op threads to 4" in plan.steps[2].title
+    assert not [p for p in plan.plugins if p.startswith("nvidia.")]
+
+
+def test_edge_plan_on_a_jetson_points_at_its_gpu(jetson, make_baseline) -> None:
+    plan = make_plan(target="edge", hw=jetson, baseline=make_baseline(p50=150.0, p95=160.0, intra=6),
+                     requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50}))
+    accelerator = next(s for s in plan.steps if s.title.startswith("Hardware accelerator"))
+    assert "--target nvidia" in accelerator.why
+    assert not [p for p in plan.plugins if p.startswith("nvidia.")]
+
+
+def test_requirements_already_met_says_so_and_what_more_would_buy(cpu_server, make_baseline) -> None:
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
+                     requirements=defaults_for("cpu_server"))
+    assert plan.requirements_met is True
+    assert plan.summary.startswith("Requirements already met: latency: 22 ms vs < 50 ms: met with 56% headroom")
+    assert "What more work would buy" in plan.summary and "Pitfall 6" in plan.summary
+    assert plan.steps and all(s.optional and s.kind == StepKind.MEASURE for s in plan.steps)
+    assert not any(s.fidelity_gated or s.phase == 3 for s in plan.steps)
+    assert any("4 architecture finding(s)" in n for n in plan.notes)
+
+
+def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_baseline) -> None:
+    plan = _slow_cpu_plan(cpu_server, make_baseline, findings=FINDINGS)
+    phase3 = [s for s in plan.steps if s.source.startswith("finding:")]
+    assert [s.title for s in phase3] == ["Replace the 7x7 stem", "Depthwise-separable convs", "Tiny head"]
+    assert all(s.phase == 3 and s.plugin is None and "needs retraining" in s.expected for s in phase3)
+    assert "impact 0.41 (share of time)" in phase3[0].why
+    assert phase3[0].order > max(s.order for s in plan.steps if not s.source.startswith("finding:"))
+    assert any("1 more architecture finding(s)" in n for n in plan.notes)
+
+
+def test_impossible_requirement_leads_the_summary(cpu_server, make_baseline) -> None:
+    req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 0.001})
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(), requirements=req)
+    assert plan.requirements_met is False
+    assert plan.summary.startswith("Cannot be met as specified: latency: < 0.001 ms p95 cannot be met")
+
+
+def test_unjudged_requirements_give_the_full_method(cpu_server, make_baseline) -> None:
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=None, samples=12),
+                     requirements=defaults_for("cpu_server"))
+    assert plan.requirements_met is None and "not fully judged" in plan.summary
+    assert any(s.when for s in plan.steps)
+
+
+def test_user_reply_rules_out_preprocessing_advice(a100_server, make_baseline) -> None:
+    base = make_baseline(device="cuda", target="nvidia", gpu_utilization=20, p50=80.0, p95=90.0)
+    req = defaults_for("datacenter_gpu")
+    answers = answer_checklist("nvidia", a100_server, base, requirements=req)
+    replied = [a.with_reply("the model is 95% of each request", value=False) if a.id == "gpu.preprocessing" else a
+               for a in answers]
+    before = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=answers)
+    after = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=replied)
+    assert any("preprocessing" in s.title for s in before.steps)
+    assert not any("preprocessing" in s.title for s in after.steps)
+
+
+def test_plan_serialises_for_results_json(pi4, make_baseline) -> None:
+    plan = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, findings=FINDINGS),
+                     requirements=defaults_for("raspberry_pi"))
+    data = json.loads(json.dumps(plan.to_dict()))
+    assert data["schema"] == 1 and data["target"] == "edge"
+    assert [s["order"] for s in data["steps"]] == list(range(1, len(data["steps"]) + 1))
+    assert data["requirements"]["sources"]["latency_ms"] == "default for Edge (seed table)"
+    assert data["checklist"] and data["decision_path"]["visited"]
+
+
+def test_unknown_target_is_rejected(cpu_server, make_baseline) -> None:
+    with pytest.raises(ValueError, match="nvidia, cpu, edge"):
+        make_plan(target="tpu", hw=cpu_server, baseline=make_baseline(), requirements=defaults_for("cpu_server"))
+
+
+def test_advice_imports_without_torch_or_textual() -> None:
+    code = ("import sys, planner.advice; "
+            "print(','.join(m for m in ('torch', 'textual', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
