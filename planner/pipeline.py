@@ -158,28 +158,26 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
     except KeyboardInterrupt:
         results["status"] = "interrupted"
         results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
-        _finish(results, results_path, outcome, options, on_event)
+        _finish(results, results_path, outcome, options, on_event, requirements)
         raise
     except PlannerError:
         raise
     except Exception as exc:  # noqa: BLE001 - keep what was measured, then surface the error
         results["status"] = "failed"
         results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
-        _finish(results, results_path, outcome, options, on_event)
+        _finish(results, results_path, outcome, options, on_event, requirements)
         raise
-    _finish(results, results_path, outcome, options, on_event)
+    _finish(results, results_path, outcome, options, on_event, requirements)
     return outcome
 
 
 def _finish(results: dict, results_path: Path, outcome: PlanOutcome, options: PlanOptions,
-            on_event: EventSink) -> None:
+            on_event: EventSink, requirements) -> None:
     from planner.ranking import rank_candidates
 
     if "baseline" in results:
         rank_candidates(results)
-        from planner.advice import check_requirements
-
-        results["requirement_checks"] = check_requirements(results)
+        results["requirement_checks"] = requirement_checks(results, requirements)
     results["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     write_json_atomic(results_path, results)
     if options.write_report and "baseline" in results:
@@ -193,6 +191,26 @@ def _finish(results: dict, results_path: Path, outcome: PlanOutcome, options: Pl
             results["warnings"].append(f"report not written: {type(exc).__name__}: {exc}")
             write_json_atomic(results_path, results)
             on_event(Event("warning", f"report not written: {exc}"))
+
+
+def requirement_checks(results: dict, requirements) -> dict:
+    """Each requirement checked against the baseline and against the best ranked candidate."""
+    from planner.advice import all_met, evaluate
+
+    peak = (results.get("ceilings") or {}).get("peak_flops", {}).get("fp32")
+    out = {}
+    subjects = {"baseline": results["candidates"][0] if results["candidates"] else None}
+    if results.get("best") is not None:
+        subjects["best"] = results["candidates"][results["best"]]
+    for name, cand in subjects.items():
+        if cand is None:
+            continue
+        measured = {**cand, "model": results.get("model", {}),
+                    "flops_per_sample": (results.get("baseline") or {}).get("flops_per_sample")}
+        checks = evaluate(requirements, measured, peak_flops_per_s=peak)
+        out[name] = {"label": cand["label"], "met": all_met(checks),
+                     "checks": [c.to_dict() for c in checks]}
+    return out
 
 
 def _run_baseline(model, hw, ceilings, options: PlanOptions, on_event: EventSink) -> dict:

@@ -1,0 +1,342 @@
+"""Export a loaded torch model to one self-contained ONNX file, shared by the ONNX-based plugins.
+
+The torch.export-based exporter is tried first with a symbolic batch axis, then with a static
+batch, then the legacy TorchScript exporter. When all fail, `ExportError` names the failing op
+or reason of each attempt, so ONNX plugins report it while torch-level plugins carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import re
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from planner.errors import PlannerError
+
+if TYPE_CHECKING:
+    from planner.models.loaded import LoadedModel
+    from planner.plugins import PlanContext
+
+# protobuf cannot serialise a message over 2 GiB; leave room for the graph around the weights.
+INLINE_WEIGHTS_LIMIT_BYTES = 1_800_000_000
+# The export check compares ONNX Runtime with torch loosely: a gross difference (a traced constant,
+# a dropped branch) is worth a warning here; the fidelity gates judge the real accuracy later.
+_VERIFY_RTOL = 1e-3
+_VERIFY_ATOL = 1e-4
+_VERIFY_SEED = 7
+_SHARED_KEY = "onnx"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Exports are slow and write one file: two plugins asking at once must not both export.
+_EXPORT_LOCK = threading.Lock()
+
+
+class ExportError(PlannerError):
+    """The model could not be exported to a working ONNX file; `attempts` holds each failure."""
+
+    def __init__(self, problem: str, fix: str = "", attempts: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(problem, fix)
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """An ONNX file ready for a runtime: where it is, how it was made, and what to know about it."""
+
+    path: Path
+    exporter: str  # "torch.export", "torchscript" or "source" (the model was ONNX already)
+    dynamic_batch: bool
+    input_name: str
+    opset: int | None = None
+    seconds: float = 0.0
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def notes(self) -> tuple[str, ...]:
+        """One-line notes for candidate specs: the exporter, the batch axis, any warnings."""
+        if self.exporter == "source":
+            head = "ONNX model used as given"
+        else:
+            head = (f"exported with the {self.exporter} ONNX exporter (opset {self.opset}) "
+                    f"in {self.seconds:.1f} s")
+        batch = "dynamic batch axis" if self.dynamic_batch else "static batch (no batch sweep)"
+        return (f"{head}, {batch}", *self.warnings)
+
+
+def export_onnx(model: "LoadedModel", path: Path, *, dynamic_batch: bool = True,
+                opset: int | None = None) -> ExportResult:
+    """Export `model` to `path` (weights inside the file), check it, and say what was achieved."""
+    if model.module is None:
+        if model.onnx_path is None:
+            raise ExportError(f"{model.name} has neither a torch module nor an ONNX file",
+                              "load the model from a torch or ONNX source")
+        return ExportResult(path=Path(model.onnx_path), exporter="source",
+                            dynamic_batch=model.input_spec.dynamic_batch,
+                            input_name=model.input_spec.name, opset=_opset_of(Path(model.onnx_path)))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    external = model.size_bytes > INLINE_WEIGHTS_LIMIT_BYTES
+    arg_name, by_name = _first_arg(model.module)
+    attempts: list[tuple[str, str]] = []
+    plans: list[tuple[str, str, bool]] = []
+    if dynamic_batch:
+        plans.append(("torch.export", "torch.export, dynamic batch", True))
+    plans.append(("torch.export", "torch.export, static batch", False))
+    plans.append(("torchscript", "TorchScript, dynamic batch" if dynamic_batch else "TorchScript",
+                  dynamic_batch))
+    for exporter, title, dynamic in plans:
+        start = time.perf_counter()
+        try:
+            caught = _run_exporter(model, path, exporter=exporter, dynamic=dynamic,
+                                   arg_name=arg_name, by_name=by_name, opset=opset,
+                                   external=external)
+            _check(path)
+            achieved = _batch_is_dynamic(path)
+            achieved, verify_notes = _verify(model, path, achieved)
+        except ExportError as exc:
+            attempts.append((title, exc.problem))
+            continue
+        except Exception as exc:  # noqa: BLE001 - exporters raise many unrelated types
+            attempts.append((title, failure_reason(exc)))
+            continue
+        notes = list(verify_notes)
+        if attempts:
+            notes.insert(0, "earlier export attempts failed: "
+                         + "; ".join(f"{t}: {r}" for t, r in attempts))
+        if dynamic_batch and not achieved:
+            notes.append("the exported graph has a fixed batch size")
+        notes.extend(caught)
+        return ExportResult(path=path, exporter=exporter, dynamic_batch=achieved,
+                            input_name=_input_name(path), opset=_opset_of(path),
+                            seconds=time.perf_counter() - start, warnings=tuple(notes))
+    raise _combined_error(attempts)
+
+
+def shared_onnx(ctx: "PlanContext") -> ExportResult:
+    """The plan's one ONNX export (made on first use under ctx.workdir); a failure is cached too."""
+    with _EXPORT_LOCK:
+        cached = ctx.shared.get(_SHARED_KEY)
+        if isinstance(cached, ExportError):
+            raise ExportError(cached.problem, cached.fix, cached.attempts)
+        if isinstance(cached, ExportResult):
+            return cached
+        model = ctx.model
+        if model.module is not None:
+            ctx.log(f"exporting {model.name} to ONNX")
+        path = Path(ctx.workdir) / "onnx" / f"{_safe_name(model.name)}.onnx"
+        try:
+            result = export_onnx(model, path, dynamic_batch=model.input_spec.dynamic_batch)
+        except ExportError as exc:
+            ctx.shared[_SHARED_KEY] = exc
+            ctx.log(str(exc))
+            raise
+        ctx.shared[_SHARED_KEY] = result
+        return result
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One readable line for an exporter failure: the unsupported op when one is named."""
+    text = _ANSI.sub("", str(exc)).strip()
+    op = _unsupported_op(text)
+    if op:
+        return f"unsupported op {op}"
+    if "## Exception summary" in text:
+        # torch.export-based exporter: a boilerplate header, then the real cause.
+        text = text.split("## Exception summary", 1)[1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    line = lines[0] if lines else ""
+    line = re.sub(r"^<class '(?:[\w.]+\.)?(\w+)'>:\s*", r"\1: ", line)
+    if not line:
+        return type(exc).__name__
+    if not re.match(r"^\w+(Error|Exception|Node)\b", line):
+        line = f"{type(exc).__name__}: {line}"
+    return line if len(line) <= 240 else line[:237] + "..."
+
+
+def _unsupported_op(text: str) -> str | None:
+    patterns = (
+        r"No ONNX function found for <OpOverload\(op='([^']+)'",  # torch.export-based exporter
+        r"unrecognized namespace ([\w:.]+?)\.?\s",  # TorchScript exporter, custom namespace
+        r"Exporting the operator '?([\w:.]+?)'? to ONNX opset version \d+ is not supported",
+    )
+    for pattern in patterns:
+        match = re.search(pattern, text)
+        if match:
+            name = match.group(1)
+            return name if "::" in name else name.replace(".", "::", 1)
+    return None
+
+
+def _combined_error(attempts: list[tuple[str, str]]) -> ExportError:
+    first = attempts[0][1] if attempts else "no exporter ran"
+    distinct = list(dict.fromkeys(r for _, r in attempts))
+    detail = "" if len(distinct) <= 1 else " (" + "; ".join(f"{t}: {r}" for t, r in attempts) + ")"
+    return ExportError(f"ONNX export failed: {first}{detail}",
+                       "the ONNX-based runtimes cannot run this model; torch-level candidates "
+                       "still apply (rewrite or register the op to export it)",
+                       tuple(attempts))
+
+
+def _first_arg(module: Any) -> tuple[str, bool]:
+    """The forward's first parameter name, and whether dynamic shapes can be keyed by it."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return "x", False
+    if not params:
+        return "x", False
+    first = params[0]
+    # torch.export matches a dynamic_shapes dict to the forward's names; *args and positional-only
+    # parameters have none it accepts, so those get the positional (tuple) form.
+    return first.name, first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def _run_exporter(model: "LoadedModel", path: Path, *, exporter: str, dynamic: bool, arg_name: str,
+                  by_name: bool, opset: int | None, external: bool) -> list[str]:
+    """Run one exporter; return the warnings it raised that matter to a user."""
+    import torch
+
+    x = torch.from_numpy(model.make_inputs()[0])
+    kwargs: dict[str, Any] = {"opset_version": opset, "verbose": False, "input_names": [arg_name]}
+    if exporter == "torch.export":
+        kwargs.update(dynamo=True, external_data=external)
+        if dynamic:
+            axis = {0: torch.export.Dim("batch")}
+            kwargs["dynamic_shapes"] = {arg_name: axis} if by_name else (axis,)
+    else:
+        kwargs.update(dynamo=False, do_constant_folding=True)
+        if dynamic:
+            kwargs["dynamic_axes"] = {arg_name: {0: "batch"}}
+    if path.exists():
+        path.unlink()
+    sink = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(sink):
+        warnings.simplefilter("always")
+        with torch.inference_mode(False), torch.no_grad():
+            torch.onnx.export(model.module.eval(), (x,), str(path), **kwargs)
+    if not path.is_file():
+        raise ExportError("the exporter wrote no file")
+    return _relevant_warnings(caught)
+
+
+def _relevant_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Warnings that say the graph may not generalise (tracer constants), not deprecations."""
+    out = []
+    for w in caught:
+        if issubclass(w.category, DeprecationWarning):
+            continue
+        if "TracerWarning" in w.category.__name__ or "trace might not generalize" in str(w.message):
+            out.append("export warning: " + str(w.message).strip().splitlines()[0][:200])
+    return list(dict.fromkeys(out))
+
+
+def _check(path: Path) -> None:
+    import onnx
+
+    try:
+        # A path (not a loaded proto) lets the checker handle files with external data.
+        onnx.checker.check_model(str(path))
+    except Exception as exc:  # noqa: BLE001 - the checker raises ValidationError and others
+        raise ExportError(f"the exported file fails the ONNX checker: {failure_reason(exc)}") from exc
+
+
+def _graph_input(path: Path) -> Any:
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in proto.graph.initializer}
+    inputs = [i for i in proto.graph.input if i.name not in inits]
+    if not inputs:
+        raise ExportError("the exported graph has no input")
+    return inputs[0]
+
+
+def _batch_is_dynamic(path: Path) -> bool:
+    dims = _graph_input(path).type.tensor_type.shape.dim
+    return bool(dims) and not dims[0].HasField("dim_value")
+
+
+def _input_name(path: Path) -> str:
+    return _graph_input(path).name
+
+
+def _opset_of(path: Path) -> int | None:
+    import onnx
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # noqa: BLE001 - only informative; a bad file fails elsewhere
+        return None
+    return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list[str]]:
+    """Run the file in ONNX Runtime next to torch: it must run; a wrong batch axis is demoted."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        return dynamic, ["export not verified: onnxruntime is not installed"]
+    import onnxruntime as ort
+    import torch
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        raise ExportError(f"ONNX Runtime cannot load the exported file: {failure_reason(exc)}") from exc
+    name = session.get_inputs()[0].name
+    base = model.input_spec.batch
+    batches = [base] + ([base + 1] if dynamic else [])
+    notes: list[str] = []
+    for batch in batches:
+        array = model.make_inputs(batch=batch, seed=_VERIFY_SEED)[0]
+        try:
+            got = session.run(None, {name: array})[0]
+        except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+            if batch == base:
+                raise ExportError("the exported file does not run in ONNX Runtime: "
+                                  f"{failure_reason(exc)}") from exc
+            notes.append(f"the exported graph fails at batch {batch} ({failure_reason(exc)}); "
+                         "treated as a fixed batch size")
+            dynamic = False
+            continue
+        try:
+            with torch.inference_mode():
+                ref = _first_tensor(model.module(torch.from_numpy(array)))
+        except Exception:  # noqa: BLE001 - the model itself may reject another batch size
+            continue
+        if ref is None or tuple(ref.shape) != tuple(got.shape):
+            notes.append(f"export check: output shape {tuple(got.shape)} at batch {batch} differs "
+                         f"from torch's {None if ref is None else tuple(ref.shape)}")
+            continue
+        ref_np = ref.detach().float().numpy()
+        if not np.allclose(got.astype(np.float32), ref_np, rtol=_VERIFY_RTOL, atol=_VERIFY_ATOL):
+            diff = float(np.max(np.abs(got.astype(np.float32) - ref_np)))
+            notes.append(f"export check: ONNX output differs from torch at batch {batch} "
+                         f"(max abs diff {diff:.3g}); the fidelity check will judge it")
+    return dynamic, notes
+
+
+def _first_tensor(out: Any) -> Any:
+    import torch
+
+    while not isinstance(out, torch.Tensor):
+        if isinstance(out, dict) and out:
+            out = next(iter(out.values()))
+        elif isinstance(out, (list, tuple)) and out:
+            out = out[0]
+        else:
+            return None
+    return out
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "model"

@@ -1,0 +1,141 @@
+"""OpenVINO on the CPU: latency vs throughput hints, f32 vs native bf16, static vs dynamic shape."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from targets.cpu import compute_threads, native_bf16, onnx_source_reasons
+
+QUICK_LIMIT = 3
+_OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
+_READ_BACK = ("INFERENCE_PRECISION_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT",
+              "EXECUTION_MODE_HINT")
+
+
+class OpenVinoPlugin(Plugin):
+    """The model's ONNX file compiled by OpenVINO for the CPU device."""
+
+    name = "cpu.openvino"
+    target = Target.CPU
+    summary = "OpenVINO CPU: LATENCY/THROUGHPUT hints, explicit f32 and (where native) bf16"
+    requires = ("openvino",)
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs openvino, and onnx to export a torch model; export failures come later."""
+        reasons = super().check(hw, model)
+        reasons.extend(onnx_source_reasons(model))
+        return reasons
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """One shared export; f32 always pinned explicitly, bf16 only on CPUs with native bf16."""
+        from planner.export import shared_onnx
+
+        export = shared_onnx(ctx)
+        n = compute_threads(ctx.hw)
+        precisions = [Precision.FP32] + ([Precision.BF16] if native_bf16(ctx.hw) else [])
+        latency = [_config(p, "LATENCY", n) for p in precisions]
+        throughput = [_config(p, "THROUGHPUT", n) for p in precisions]
+        if ctx.quick:
+            configs = (latency + throughput[:1])[:QUICK_LIMIT]
+        else:
+            configs = latency + throughput
+            if export.dynamic_batch:
+                configs.append(_config(Precision.FP32, "LATENCY", n, static_shape=True))
+        for config in configs:
+            precision = Precision(config["precision"])
+            notes = export.notes()
+            if config["hint"] == "THROUGHPUT":
+                notes += ("THROUGHPUT hint: several streams for concurrent requests (batch serving); "
+                          "its latency here is one request at a time",)
+            if config["static_shape"]:
+                notes += ("input shape fixed at compile time: no per-call shape inference, "
+                          "but only this batch size runs",)
+            if precision is Precision.BF16:
+                notes += ("bf16 compute: OpenVINO's default on this CPU; the f32 candidates pin "
+                          "INFERENCE_PRECISION_HINT=f32",)
+            yield CandidateSpec(plugin=self.name, label=_label(config), config=config,
+                                precision=precision, artifacts={"onnx": str(export.path)},
+                                threads=n,
+                                dynamic_batch=export.dynamic_batch and not config["static_shape"],
+                                notes=notes)
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> "OpenVinoSession":
+        """Read the ONNX file and compile it for the CPU with the spec's properties."""
+        return OpenVinoSession(spec.artifacts["onnx"], spec.config,
+                               input_shape=tuple(model.input_shape))
+
+
+def _config(precision: Precision, hint: str, threads: int, *, static_shape: bool = False) -> dict:
+    return {"precision": str(precision), "hint": hint, "threads": threads,
+            "static_shape": static_shape}
+
+
+def _label(config: dict) -> str:
+    label = f"openvino {_OV_PRECISION[Precision(config['precision'])]} {config['hint'].lower()}"
+    label += f" {config['threads']}t"
+    return label + " static" if config["static_shape"] else label
+
+
+def compile_properties(config: dict) -> dict:
+    """The OpenVINO CPU properties a candidate config stands for."""
+    return {"PERFORMANCE_HINT": config["hint"],
+            "INFERENCE_PRECISION_HINT": _OV_PRECISION[Precision(config["precision"])],
+            "INFERENCE_NUM_THREADS": int(config["threads"])}
+
+
+class OpenVinoSession:
+    """A compiled OpenVINO model and one InferRequest, satisfying the Session protocol."""
+
+    def __init__(self, path: str, config: dict, *, input_shape: tuple[int, ...]) -> None:
+        import openvino as ov
+
+        self._ov = ov
+        core = ov.Core()
+        model = core.read_model(str(path))
+        if config.get("static_shape"):
+            model.reshape({model.inputs[0].get_any_name(): ov.PartialShape(list(input_shape))})
+        self.requested = compile_properties(config)
+        self._compiled = core.compile_model(model, "CPU", self.requested)
+        self._request = self._compiled.create_infer_request()
+        self._dtype = self._compiled.inputs[0].get_element_type().to_dtype()
+        self._static = bool(config.get("static_shape"))
+
+    def prepare(self, array: np.ndarray) -> np.ndarray:
+        """A C-contiguous array in the input's dtype, so `run` can pass it without a copy."""
+        return np.ascontiguousarray(array, dtype=self._dtype)
+
+    def run(self, prepared: np.ndarray) -> Any:
+        """One synchronous inference; outputs are views of the request's own buffers."""
+        return self._request.infer({0: prepared}, share_inputs=True, share_outputs=True)
+
+    def to_numpy(self, output: Any) -> np.ndarray:
+        """The first output, copied out of the request's buffer, as float32."""
+        return np.array(output[0], dtype=np.float32, copy=True)
+
+    def info(self) -> dict:
+        """The properties the compiled model reports, not just the ones asked for."""
+        data: dict[str, Any] = {"runtime": f"openvino {self._ov.get_version()}", "device": "CPU",
+                                "static_shape": self._static}
+        for key in _READ_BACK:
+            data[key] = _property_text(self._compiled.get_property(key))
+        asked = self.requested["INFERENCE_PRECISION_HINT"]
+        if data["INFERENCE_PRECISION_HINT"] != asked:
+            data["note"] = (f"asked for {asked} but OpenVINO computes in "
+                            f"{data['INFERENCE_PRECISION_HINT']} on this CPU")
+        return data
+
+
+def _property_text(value: Any) -> Any:
+    """A JSON-ready form of a property value: 'f32' for a Type, 'LATENCY' for a hint, ints as ints."""
+    if hasattr(value, "get_type_name"):
+        return value.get_type_name()
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    text = str(value)
+    try:
+        return int(text)
+    except ValueError:
+        return text.split(".")[-1]

@@ -1,0 +1,109 @@
+"""PyTorch on the CPU, tuned: pinned thread counts, channels_last, torch.compile, native bf16."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any, Iterable
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from targets.cpu import compute_threads, native_bf16
+
+QUICK_LIMIT = 3
+
+
+class TorchCpuPlugin(Plugin):
+    """PyTorch CPU configurations beyond the out-of-the-box baseline."""
+
+    name = "cpu.torch"
+    target = Target.CPU
+    summary = "PyTorch on CPU: thread pinning, channels_last, torch.compile (inductor), bf16"
+    requires = ("torch",)
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs torch and a torch module (an ONNX-only model has none)."""
+        reasons = super().check(hw, model)
+        if not model.has_torch:
+            reasons.append("no CPU candidates for an ONNX-only model: cpu.torch needs a PyTorch module")
+        return reasons
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """Each real configuration worth timing here; compile failures surface when measured."""
+        threads = compute_threads(ctx.hw)
+        image = len(ctx.model.input_spec.shape) == 4
+        compiler = _c_compiler()
+        notes: tuple[str, ...] = ()
+        if compiler is None:
+            notes = ("torch.compile candidates skipped: no C compiler (gcc or cc) on PATH; "
+                     "inductor needs one to build its CPU kernels",)
+            ctx.log(notes[0])
+        dynamic = ctx.model.input_spec.dynamic_batch
+        plain = _spec(threads, Precision.FP32, channels_last=False, compile_mode=None,
+                      dynamic=dynamic, notes=notes)
+        layout = _spec(threads, Precision.FP32, channels_last=True, compile_mode=None,
+                       dynamic=dynamic, notes=notes) if image else None
+        compiled = _spec(threads, Precision.FP32, channels_last=image, compile_mode="default",
+                         dynamic=dynamic, notes=notes) if compiler else None
+        bf16 = _spec(threads, Precision.BF16, channels_last=image, compile_mode=None,
+                     dynamic=dynamic, notes=notes) if native_bf16(ctx.hw) else None
+        if ctx.quick:
+            # The three most likely winners: best layout eager, compiled, and bf16 where native.
+            picks = [layout or plain, compiled, bf16 or (plain if layout else None)]
+        else:
+            compiled_plain = (_spec(threads, Precision.FP32, channels_last=False,
+                                    compile_mode="default", dynamic=dynamic, notes=notes)
+                              if compiler and image else None)
+            bf16_compiled = (_spec(threads, Precision.BF16, channels_last=image,
+                                   compile_mode="default", dynamic=dynamic, notes=notes)
+                             if compiler and bf16 else None)
+            picks = [plain, layout, compiled_plain, compiled, bf16, bf16_compiled]
+        chosen = [s for s in picks if s is not None]
+        yield from (chosen[:QUICK_LIMIT] if ctx.quick else chosen)
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
+        """Rebuild the module in the worker and wrap it in a TorchSession with the spec's settings."""
+        import torch
+
+        from planner.torch_session import TorchSession
+
+        interop = spec.config.get("interop_threads")
+        if interop:
+            try:
+                # Settable only before the first parallel op, and loading runs a forward pass.
+                torch.set_num_interop_threads(int(interop))
+                interop = None
+            except RuntimeError:
+                pass  # TorchSession retries and records why it could not
+        loaded = model.load()
+        session = TorchSession(loaded.module, device="cpu", precision=str(spec.precision),
+                               channels_last=bool(spec.config.get("channels_last")),
+                               compile_mode=spec.config.get("compile"),
+                               threads=spec.config.get("threads"), interop_threads=interop)
+        if session.compile_mode:
+            # torch.compile builds kernels on the first call; doing it here keeps compilation out
+            # of the timings and makes a compile failure fail the open, with its own message.
+            session.run(session.prepare(loaded.make_inputs()[0]))
+        return session
+
+
+def _c_compiler() -> str | None:
+    return shutil.which("gcc") or shutil.which("cc")
+
+
+def _spec(threads: int, precision: Precision, *, channels_last: bool, compile_mode: str | None,
+          dynamic: bool, notes: tuple[str, ...]) -> CandidateSpec:
+    parts = [f"torch cpu {precision}", f"{threads}t"]
+    if channels_last:
+        parts.append("channels_last")
+    if compile_mode:
+        parts.append("compile" if compile_mode == "default" else f"compile-{compile_mode}")
+    extra: tuple[str, ...] = ()
+    if precision is Precision.BF16:
+        extra = ("bf16 weights and activations: the CPU has native bf16 (AVX512-BF16/AMX)",)
+    if compile_mode:
+        extra += ("compiled with inductor when opened (a first call), so timings exclude "
+                  "compilation; a new batch size recompiles",)
+    return CandidateSpec(
+        plugin=TorchCpuPlugin.name, label=" ".join(parts),
+        config={"device": "cpu", "threads": threads, "interop_threads": 1,
+                "channels_last": channels_last, "compile": compile_mode},
+        precision=precision, threads=threads, dynamic_batch=dynamic, notes=notes + extra)

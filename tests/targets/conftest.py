@@ -1,0 +1,37 @@
+"""Fixtures for the CPU plugin tests: the tiny demo model and one plan context per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cpu_plugin_helpers import fake_hw
+
+from planner.models import load_model
+from planner.plugins import PlanContext
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """demo:tiny, loaded once per session (the plugins never mutate it)."""
+    return load_model("demo:tiny")
+
+
+@pytest.fixture(scope="session")
+def shared_ctx(tiny, tmp_path_factory) -> PlanContext:
+    """One plan context whose ONNX export is shared by every ONNX-based plugin test."""
+    return PlanContext(hw=fake_hw(), model=tiny, workdir=Path(tmp_path_factory.mktemp("plan")))
+
+
+@pytest.fixture
+def plain_cpu_hw():
+    """A 2-core x86 CPU without native bf16 (like the machine these tests were written on)."""
+    return fake_hw()
+
+
+@pytest.fixture(scope="session")
+def tiny_onnx(shared_ctx):
+    """demo:tiny loaded back from the plan's shared ONNX export: an ONNX-only model."""
+    from planner.export import shared_onnx
+
+    return load_model(str(shared_onnx(shared_ctx).path))

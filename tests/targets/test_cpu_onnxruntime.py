@@ -1,0 +1,112 @@
+"""cpu.onnxruntime: the shared export, the options grid, sessions that compute the torch function."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+import numpy as np
+import pytest
+from cpu_plugin_helpers import fake_hw, torch_output
+
+from planner.export import ExportError
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
+from targets.cpu.onnxruntime import OnnxRuntimePlugin
+
+
+@pytest.fixture(scope="module")
+def specs(shared_ctx):
+    """The full candidate list for demo:tiny on the fake 2-core CPU."""
+    return list(OnnxRuntimePlugin().candidates(shared_ctx))
+
+
+def test_registered_under_its_entry_point() -> None:
+    assert isinstance(get_plugin("cpu.onnxruntime"), OnnxRuntimePlugin)
+
+
+def test_candidates_round_trip_and_cover_the_grid(specs) -> None:
+    labels = [s.label for s in specs]
+    assert len(set(labels)) == len(labels)
+    for spec in specs:
+        assert CandidateSpec.from_dict(spec.to_dict()) == spec
+        assert spec.precision is Precision.FP32
+        assert spec.dynamic_batch
+        assert spec.artifacts["onnx"].endswith(".onnx")
+    configs = [s.config for s in specs]
+    assert {c["graph_optimization_level"] for c in configs} == {
+        "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"}
+    assert {c["execution_mode"] for c in configs} == {"ORT_SEQUENTIAL", "ORT_PARALLEL"}
+    assert {c["intra_op_threads"] for c in configs} == {1, 2}
+
+
+def test_quick_mode_keeps_three(shared_ctx) -> None:
+    quick = list(OnnxRuntimePlugin().candidates(dataclasses.replace(shared_ctx, quick=True)))
+    assert [s.label for s in quick] == ["onnxruntime all seq 2t", "onnxruntime all parallel 2x1t",
+                                        "onnxruntime basic seq 2t"]
+
+
+def test_plugins_share_one_export(shared_ctx, specs) -> None:
+    from planner.export import shared_onnx
+
+    assert {s.artifacts["onnx"] for s in specs} == {str(shared_onnx(shared_ctx).path)}
+
+
+def test_sessions_match_torch_and_report_their_options(tiny, specs) -> None:
+    plugin = OnnxRuntimePlugin()
+    for spec in specs:
+        session = plugin.open(spec, ModelRef.of(tiny))
+        for batch in (1, 4):
+            array = tiny.make_inputs(batch=batch, seed=8)[0]
+            got = session.to_numpy(session.run(session.prepare(array)))
+            np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+        info = session.info()
+        assert info["intra_op_threads"] == spec.config["intra_op_threads"]
+        assert info["inter_op_threads"] == spec.config["inter_op_threads"]
+        assert info["graph_optimization_level"] == spec.config["graph_optimization_level"]
+        assert info["execution_mode"] == spec.config["execution_mode"]
+        assert info["allow_spinning"] == ("1" if spec.config["allow_spinning"] else "0")
+        assert info["providers"] == ["CPUExecutionProvider"]
+        assert info["runtime"].startswith("onnxruntime ")
+
+
+def test_onnx_source_model_uses_its_own_file(tiny, tiny_onnx, tmp_path) -> None:
+    ctx = PlanContext(hw=fake_hw(), model=tiny_onnx, workdir=tmp_path, quick=True)
+    plugin = OnnxRuntimePlugin()
+    assert plugin.check(ctx.hw, tiny_onnx) == []
+    specs = list(plugin.candidates(ctx))
+    assert {s.artifacts["onnx"] for s in specs} == {str(tiny_onnx.onnx_path)}
+    assert not list(tmp_path.iterdir()), "an ONNX model needs no export"
+    session = plugin.open(specs[0], ModelRef.of(tiny_onnx))
+    array = tiny.make_inputs(seed=9)[0]
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(array))),
+                               torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+
+
+def test_export_failure_is_the_reason(tiny, tmp_path) -> None:
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path)
+    ctx.shared["onnx"] = ExportError("ONNX export failed: unsupported op aten::xyz")
+    with pytest.raises(ExportError, match="unsupported op aten::xyz"):
+        list(OnnxRuntimePlugin().candidates(ctx))
+
+
+def test_check_reports_a_missing_package(tiny, monkeypatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    reasons = OnnxRuntimePlugin().check(fake_hw(), tiny)
+    assert reasons == ["onnxruntime not installed (pip install onnxruntime)"]
+
+
+def test_check_needs_onnx_to_export_a_torch_model(tiny, tiny_onnx, monkeypatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnx" else real(name, *a))
+    assert any("onnx not installed" in r for r in OnnxRuntimePlugin().check(fake_hw(), tiny))
+    assert OnnxRuntimePlugin().check(fake_hw(), tiny_onnx) == []
+
+
+def test_single_core_collapses_the_thread_sweep(tiny, tmp_path, shared_ctx) -> None:
+    ctx = dataclasses.replace(shared_ctx, hw=fake_hw(usable=1, physical=1, logical=1))
+    specs = list(OnnxRuntimePlugin().candidates(ctx))
+    assert {s.config["intra_op_threads"] for s in specs} == {1}
+    assert len({s.label for s in specs}) == len(specs)

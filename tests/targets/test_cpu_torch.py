@@ -1,0 +1,128 @@
+"""cpu.torch: real configurations, JSON-round-trippable, the same function as the torch model."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cpu_plugin_helpers import fake_hw, torch_output
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
+from targets.cpu import compute_threads
+from targets.cpu.torch_cpu import TorchCpuPlugin
+
+
+def _ctx(model, tmp_path: Path, hw=None, *, quick: bool = False) -> PlanContext:
+    return PlanContext(hw=hw or fake_hw(), model=model, workdir=tmp_path, quick=quick)
+
+
+def test_registered_under_its_entry_point() -> None:
+    plugin = get_plugin("cpu.torch")
+    assert isinstance(plugin, TorchCpuPlugin)
+    assert plugin.target == "cpu"
+
+
+def test_candidates_round_trip_and_differ(tiny, tmp_path) -> None:
+    specs = list(TorchCpuPlugin().candidates(_ctx(tiny, tmp_path)))
+    labels = [s.label for s in specs]
+    assert len(set(labels)) == len(labels)
+    for spec in specs:
+        assert CandidateSpec.from_dict(spec.to_dict()) == spec
+        assert CandidateSpec.from_text(spec.to_text()) == spec
+        assert spec.config["threads"] == spec.threads == 2
+        assert spec.config["interop_threads"] == 1
+    # The plain eager fp32 run with default settings belongs to torch.eager, not here.
+    assert all(s.config["threads"] or s.config["channels_last"] or s.config["compile"] for s in specs)
+    assert {(s.config["channels_last"], s.config["compile"]) for s in specs} == {
+        (False, None), (True, None), (False, "default"), (True, "default")}
+    assert all(s.precision is Precision.FP32 for s in specs)
+
+
+def test_quick_mode_keeps_three_at_most(tiny, tmp_path) -> None:
+    bf16_hw = fake_hw(features=("avx2", "avx512f", "avx512_bf16"))
+    for hw in (fake_hw(), bf16_hw):
+        specs = list(TorchCpuPlugin().candidates(_ctx(tiny, tmp_path, hw, quick=True)))
+        assert 1 <= len(specs) <= 3
+
+
+def test_bf16_only_on_cpus_with_native_bf16(tiny, tmp_path) -> None:
+    plain = list(TorchCpuPlugin().candidates(_ctx(tiny, tmp_path)))
+    assert not any(s.precision is Precision.BF16 for s in plain)
+    for feature in ("avx512_bf16", "amx_bf16"):
+        hw = fake_hw(features=("avx2", feature))
+        specs = list(TorchCpuPlugin().candidates(_ctx(tiny, tmp_path, hw)))
+        assert any(s.precision is Precision.BF16 for s in specs)
+
+
+def test_no_compiler_means_no_compile_candidates(tiny, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    specs = list(TorchCpuPlugin().candidates(_ctx(tiny, tmp_path)))
+    assert specs
+    assert not any(s.config["compile"] for s in specs)
+    assert any("no C compiler" in note for note in specs[0].notes)
+
+
+def test_threads_are_usable_physical_cores() -> None:
+    assert compute_threads(fake_hw(usable=3, physical=8, logical=16)) == 3
+    assert compute_threads(fake_hw(usable=16, physical=8, logical=16)) == 8
+    assert compute_threads(fake_hw(usable=4, physical=None, logical=4)) == 4
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_eager_sessions_match_torch(tiny, tmp_path, channels_last) -> None:
+    spec = next(s for s in TorchCpuPlugin().candidates(_ctx(tiny, tmp_path))
+                if s.config["channels_last"] is channels_last and not s.config["compile"])
+    session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
+    array = tiny.make_inputs(seed=5)[0]
+    got = session.to_numpy(session.run(session.prepare(array)))
+    np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+    info = session.info()
+    assert info["intra_op_threads"] == 2
+    assert info["channels_last"] is channels_last
+    assert info["precision"] == "fp32"
+
+
+def test_compiled_session_matches_torch(tiny, tmp_path) -> None:
+    spec = next(s for s in TorchCpuPlugin().candidates(_ctx(tiny, tmp_path))
+                if s.config["compile"] and s.config["channels_last"])
+    session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
+    assert session.info()["compile"] == "default"
+    for batch in (1, 3):
+        array = tiny.make_inputs(batch=batch, seed=6)[0]
+        got = session.to_numpy(session.run(session.prepare(array)))
+        np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_session_is_close_to_torch(tiny, tmp_path) -> None:
+    hw = fake_hw(features=("avx2", "avx512_bf16"))
+    spec = next(s for s in TorchCpuPlugin().candidates(_ctx(tiny, tmp_path, hw))
+                if s.precision is Precision.BF16 and not s.config["compile"])
+    session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
+    array = tiny.make_inputs(seed=5)[0]
+    got = session.to_numpy(session.run(session.prepare(array)))
+    assert session.info()["precision"] == "bf16"
+    # bf16 keeps 8 mantissa bits: close, not equal.
+    np.testing.assert_allclose(got, torch_output(tiny, array), rtol=5e-2, atol=5e-2)
+
+
+def test_check_refuses_onnx_only_models(tiny, tiny_onnx, plain_cpu_hw) -> None:
+    reasons = TorchCpuPlugin().check(plain_cpu_hw, tiny_onnx)
+    assert any("ONNX-only" in r for r in reasons)
+    assert TorchCpuPlugin().check(plain_cpu_hw, tiny) == []
+
+
+def test_check_reports_a_missing_package(tiny, plain_cpu_hw, monkeypatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    assert "torch not installed (pip install torch)" in TorchCpuPlugin().check(plain_cpu_hw, tiny)
+
+
+def test_non_image_input_gets_no_channels_last(tiny, tmp_path) -> None:
+    flat = dataclasses.replace(tiny, input_spec=dataclasses.replace(tiny.input_spec, shape=(1, 16)))
+    specs = list(TorchCpuPlugin().candidates(_ctx(flat, tmp_path)))
+    assert specs and not any(s.config["channels_last"] for s in specs)
