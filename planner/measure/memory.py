@@ -22,10 +22,10 @@ def current_rss_bytes() -> int:
 
 
 def _cuda_torch() -> Any | None:
-    # Imported lazily: CPU-only runs should not pay for importing torch just to learn there is no GPU.
-    try:
-        import torch
-    except ImportError:
+    # Only a process that already imported torch can have CUDA allocations to report; importing
+    # it here would add torch's few hundred MB to an ONNX Runtime worker's measured peak RSS.
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
     return torch if torch.cuda.is_available() else None
 

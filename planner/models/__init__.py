@@ -1,9 +1,25 @@
-"""Model sources, loaders and input specs."""
+"""Model sources, loaders and input specs.
 
-from planner.models.loaded import LoadedModel, make_inputs
-from planner.models.loaders import load_model
-from planner.models.source import ModelSource, SourceKind, parse_source
-from planner.models.spec import InputSpec, parse_shape
+Names are resolved lazily so that a measuring worker that only needs `make_inputs` (an ONNX
+Runtime or OpenVINO candidate) never imports torch: its peak memory must be the runtime's own.
+"""
 
-__all__ = ["InputSpec", "LoadedModel", "ModelSource", "SourceKind", "load_model", "make_inputs",
-           "parse_shape", "parse_source"]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "InputSpec": "planner.models.spec", "parse_shape": "planner.models.spec",
+    "LoadedModel": "planner.models.loaded", "make_inputs": "planner.models.loaded",
+    "load_model": "planner.models.loaders",
+    "ModelSource": "planner.models.source", "SourceKind": "planner.models.source",
+    "parse_source": "planner.models.source",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'planner.models' has no attribute {name!r}")

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 from planner.errors import InputSpecError, ModelLoadError
-from planner.models.demo import DEMOS
+
 from planner.models.loaded import LoadedModel
 from planner.models.source import ModelSource, SourceKind, parse_source
 from planner.models.spec import InputSpec, parse_shape
@@ -58,6 +58,8 @@ def _build_module(src: ModelSource, *, trust_code: bool):
 
     torch.manual_seed(WEIGHT_SEED)
     if src.kind is SourceKind.DEMO:
+        from planner.models.demo import DEMOS
+
         demo = DEMOS.get(src.target)
         if demo is None:
             raise ModelLoadError(f"there is no demo model called {src.target!r}",
