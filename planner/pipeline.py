@@ -109,88 +109,228 @@ def environment() -> dict:
             "date": dt.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
+class PlanSession:
+    """The method as steps: the TUI walks them one screen at a time, `run_plan` in one go.
+
+    Each step stores its result on the session and in `results` (the results.json object),
+    which is written to `out_dir` after every measured candidate once an output folder is set.
+    """
+
+    def __init__(self, *, on_event: EventSink = null_sink, cancel: CancelToken | None = None) -> None:
+        self.on_event = on_event
+        self.cancel = cancel or CancelToken()
+        self.hw = None
+        self.ceilings = None
+        self.model = None
+        self.target: str | None = None
+        self.requirements = None
+        self.baseline: dict | None = None
+        self.reference = None
+        self.answers: list = []
+        self.path = None
+        self.plan = None
+        self.out_dir: Path | None = None
+        self.quick = False
+        self.results: dict = {"schema_version": SCHEMA_VERSION, "status": "running",
+                              "planner_version": __version__, "environment": environment(),
+                              "candidates": [], "warnings": [], "skipped_plugins": []}
+
+    # -- steps -------------------------------------------------------------------------------
+    def detect(self):
+        """Detect the hardware (once)."""
+        from planner.hardware import detect
+
+        if self.hw is None:
+            self.hw = detect()
+            self.results["hardware"] = self.hw.to_dict()
+        return self.hw
+
+    def measure_ceilings(self, *, quick: bool = False):
+        """Measure (or read the cached) roofline ceilings of this machine."""
+        from planner.hardware.ceilings import measure_ceilings
+
+        self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
+        self.ceilings = measure_ceilings(self.detect(), quick=quick)
+        self.results["ceilings"] = self.ceilings.to_dict()
+        return self.ceilings
+
+    def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False):
+        """Load and validate the model; resets everything measured for a previous model."""
+        from planner.models import load_model
+
+        self.model = load_model(source, input_shape=input_shape, trust_code=trust_code)
+        self.baseline = self.reference = self.plan = self.path = None
+        self.answers = []
+        self.results["model"] = self.model.describe()
+        self.results["candidates"] = []
+        for key in ("baseline", "checklist", "decision_path", "plan", "ranking", "best"):
+            self.results.pop(key, None)
+        return self.model
+
+    def set_target(self, target: str = "auto") -> str:
+        """Resolve and record the deployment target."""
+        self.target = resolve_target(target, self.detect())
+        self.results["target"] = self.target
+        return self.target
+
+    def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None):
+        """Requirements from flags, then a TOML file, then the device class's defaults."""
+        from planner.advice import load_requirements
+
+        self.requirements = load_requirements(device_class=str(self.detect().device_class),
+                                              toml_path=toml_path, overrides=overrides or {})
+        self.results["requirements"] = self.requirements.to_dict()
+        return self.requirements
+
+    def set_out_dir(self, out: Path | None) -> Path:
+        """Choose and check the output folder (before measuring, so a bad one fails early)."""
+        name = self.model.name if self.model else "model"
+        self.out_dir = prepare_out_dir(out or default_out_dir(name, self.target or "auto"))
+        return self.out_dir
+
+    def profile(self, *, quick: bool = False, timeout_s: float = 600.0) -> dict:
+        """Measure and analyse the baseline."""
+        from planner.baseline import profile_baseline
+
+        self._need("model")
+        self.quick = quick
+        self.results["quick"] = quick
+        if self.ceilings is None:
+            self.measure_ceilings(quick=quick)
+        baseline = profile_baseline(self.model, quick=quick, hw=self.detect(), ceilings=self.ceilings,
+                                    on_event=self.on_event, keep_outputs=True, timeout_s=timeout_s)
+        self.reference = baseline.pop("_reference_outputs")
+        self.baseline = baseline
+        self.results["baseline"] = baseline
+        self.results["candidates"] = [_baseline_as_candidate(baseline).to_dict()]
+        self.save()
+        return baseline
+
+    def decide(self, *, replies: dict | None = None):
+        """Answer the checklist, walk the decision tree and make the plan.
+
+        `replies` maps a checklist question's id to the user's answer ("yes"/"no" become booleans
+        the decision tree can read).
+        """
+        from planner.advice import answer_checklist, evaluate_tree, make_plan
+
+        self._need("baseline")
+        if self.target is None:
+            self.set_target("auto")
+        if self.requirements is None:
+            self.set_requirements()
+        facts = {**self.baseline, "target": self.target}
+        answers = answer_checklist(self.target, self.hw, facts, requirements=self.requirements)
+        if replies:
+            answers = [a.with_reply(replies[a.question.id], value=_reply_value(replies[a.question.id]))
+                       if replies.get(a.question.id) else a for a in answers]
+        self.answers = answers
+        self.path = evaluate_tree(self.target, self.hw, facts, self.requirements, answers)
+        self.plan = make_plan(target=self.target, hw=self.hw, baseline=facts,
+                              requirements=self.requirements, answers=answers)
+        self.results["checklist"] = [a.to_dict() for a in answers]
+        self.results["decision_path"] = self.path.to_dict()
+        self.results["plan"] = self.plan.to_dict()
+        self.save()
+        return self.plan
+
+    def planned_plugins(self) -> list[str]:
+        """The plugins the plan's steps name, in plan order (the baseline excluded)."""
+        self._need("plan")
+        names = [s.plugin for s in self.plan.steps if s.plugin]
+        return [n for n in dict.fromkeys(names) if n != "torch.eager"]
+
+    def plugin_status(self) -> list[dict]:
+        """Every registered plugin with whether it can run here, and why not."""
+        from planner.plugins import discover
+
+        plugins, issues = discover()
+        rows = []
+        planned = set(self.planned_plugins()) if self.plan else set()
+        for name, plugin in plugins.items():
+            reasons = plugin.check(self.detect(), self.model) if self.model else []
+            rows.append({"plugin": name, "target": str(plugin.target), "summary": plugin.summary,
+                         "reasons": reasons, "planned": name in planned})
+        rows += [{"plugin": i.name, "target": "?", "summary": "", "reasons": [i.reason],
+                  "planned": i.name in planned} for i in issues]
+        return rows
+
+    def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None, timeout_s: float = 300.0,
+                 val_data: Path | None = None) -> list[dict]:
+        """Build candidates from the chosen plugins, measure each in a worker, gate and rank."""
+        self._need("plan")
+        names = list(plugins) if plugins else self.planned_plugins()
+        _run_candidates(self, names, timeout_s=timeout_s, val_data=val_data)
+        from planner.ranking import rank_candidates
+
+        rank_candidates(self.results)
+        self.save()
+        return self.results["candidates"]
+
+    def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
+        """Rank, check requirements, and write results.json and the report."""
+        from planner.ranking import rank_candidates
+
+        results = self.results
+        if status:
+            results["status"] = status
+        elif results.get("status") == "running":
+            results["status"] = "interrupted" if self.cancel.cancelled else _overall_status(results)
+        if self.baseline is not None:
+            rank_candidates(results)
+            if self.requirements is not None:
+                results["requirement_checks"] = requirement_checks(results, self.requirements)
+        results["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        if self.out_dir is None:
+            self.set_out_dir(None)
+        outcome = PlanOutcome(results, self.out_dir)
+        self.save()
+        if write_report and self.baseline is not None:
+            try:
+                from planner.report import render_report_files
+
+                outcome.report_path = render_report_files(results, self.out_dir)
+            except Exception as exc:  # noqa: BLE001 - a report failure must not lose results.json
+                results["warnings"].append(f"report not written: {type(exc).__name__}: {exc}")
+                self.save()
+                self.on_event(Event("warning", f"report not written: {exc}"))
+        return outcome
+
+    def save(self) -> None:
+        """Write results.json atomically, if an output folder is set."""
+        if self.out_dir is not None:
+            write_json_atomic(self.out_dir / "results.json", self.results)
+
+    def _need(self, attr: str) -> None:
+        if getattr(self, attr) is None:
+            raise PlannerError(f"the {attr} step has not run yet", f"run the {attr} step first")
+
+
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
              cancel: CancelToken | None = None) -> PlanOutcome:
     """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
-    from planner.advice import answer_checklist, evaluate_tree, load_requirements, make_plan
-    from planner.hardware import detect
-    from planner.hardware.ceilings import measure_ceilings
-    from planner.models import load_model
-
-    cancel = cancel or CancelToken()
-    model = load_model(options.model, input_shape=options.input_shape, trust_code=options.trust_code)
-    hw = detect()
-    target = resolve_target(options.target, hw)
-    out_dir = prepare_out_dir(options.out or default_out_dir(model.name, target))
-    requirements = load_requirements(device_class=str(hw.device_class),
-                                     toml_path=options.requirements_file,
-                                     overrides=options.requirement_overrides)
-    results: dict = {
-        "schema_version": SCHEMA_VERSION, "status": "running", "planner_version": __version__,
-        "target": target, "quick": options.quick,
-        "model": model.describe(), "hardware": hw.to_dict(), "requirements": requirements.to_dict(),
-        "environment": environment(), "candidates": [], "warnings": [], "skipped_plugins": [],
-    }
-    results_path = out_dir / "results.json"
-    outcome = PlanOutcome(results, out_dir)
+    session = PlanSession(on_event=on_event, cancel=cancel)
+    session.load(options.model, input_shape=options.input_shape, trust_code=options.trust_code)
+    session.detect()
+    session.set_target(options.target)
+    session.set_out_dir(options.out)
+    session.set_requirements(toml_path=options.requirements_file,
+                             overrides=options.requirement_overrides)
     try:
-        on_event(Event("stage", "measuring ceilings", stage="ceilings", index=0, total=5))
-        ceilings = measure_ceilings(hw, quick=options.quick)
-        baseline = _run_baseline(model, hw, ceilings, options, on_event)
-        reference = baseline.pop("_reference_outputs")
-        results["baseline"] = baseline
-        results["ceilings"] = baseline["ceilings"]
-        write_json_atomic(results_path, results)
-        on_event(Event("stage", "checklist and decision tree", stage="decide", index=2, total=5))
-        answers = answer_checklist(target, hw, {**baseline, "target": target})
-        path = evaluate_tree(target, hw, {**baseline, "target": target}, requirements, answers)
-        plan = make_plan(target=target, hw=hw, baseline={**baseline, "target": target},
-                         requirements=requirements, answers=answers)
-        results["checklist"] = [a.to_dict() for a in answers]
-        results["decision_path"] = path.to_dict()
-        results["plan"] = plan.to_dict()
-        baseline_result = _baseline_as_candidate(baseline)
-        results["candidates"].append(baseline_result.to_dict())
-        write_json_atomic(results_path, results)
-        _run_candidates(model, hw, plan, options, target, reference, baseline_result, results,
-                        results_path, on_event, cancel, out_dir)
-        results["status"] = "interrupted" if cancel.cancelled else _overall_status(results)
+        session.measure_ceilings(quick=options.quick)
+        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2)
+        session.decide()
+        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s,
+                         val_data=options.val_data)
     except KeyboardInterrupt:
-        results["status"] = "interrupted"
-        results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
-        _finish(results, results_path, outcome, options, on_event, requirements)
-        raise
-    except PlannerError:
+        session.results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
+        session.finish(status="interrupted", write_report=options.write_report)
         raise
     except Exception as exc:  # noqa: BLE001 - keep what was measured, then surface the error
-        results["status"] = "failed"
-        results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
-        _finish(results, results_path, outcome, options, on_event, requirements)
+        session.results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
+        session.finish(status="failed", write_report=options.write_report)
         raise
-    _finish(results, results_path, outcome, options, on_event, requirements)
-    return outcome
-
-
-def _finish(results: dict, results_path: Path, outcome: PlanOutcome, options: PlanOptions,
-            on_event: EventSink, requirements) -> None:
-    from planner.ranking import rank_candidates
-
-    if "baseline" in results:
-        rank_candidates(results)
-        results["requirement_checks"] = requirement_checks(results, requirements)
-    results["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    write_json_atomic(results_path, results)
-    if options.write_report and "baseline" in results:
-        try:
-            from planner.report import render_report_files
-
-            outcome.report_path = render_report_files(results, results_path.parent)
-        except ImportError:
-            pass  # the report module is optional until it lands
-        except Exception as exc:  # noqa: BLE001 - a report failure must not lose results.json
-            results["warnings"].append(f"report not written: {type(exc).__name__}: {exc}")
-            write_json_atomic(results_path, results)
-            on_event(Event("warning", f"report not written: {exc}"))
+    return session.finish(write_report=options.write_report)
 
 
 def requirement_checks(results: dict, requirements) -> dict:
@@ -213,13 +353,6 @@ def requirement_checks(results: dict, requirements) -> dict:
     return out
 
 
-def _run_baseline(model, hw, ceilings, options: PlanOptions, on_event: EventSink) -> dict:
-    from planner.baseline import profile_baseline
-
-    return profile_baseline(model, quick=options.quick, hw=hw, ceilings=ceilings,
-                            on_event=on_event, keep_outputs=True, timeout_s=options.timeout_s * 2)
-
-
 def _baseline_as_candidate(baseline: dict) -> CandidateResult:
     return CandidateResult(
         plugin=baseline["spec"]["plugin"], label=baseline["runtime"], config=baseline["spec"]["config"],
@@ -233,42 +366,36 @@ def _baseline_as_candidate(baseline: dict) -> CandidateResult:
         threads=baseline["threads"], spec=baseline["spec"], stopped_by=baseline.get("stopped_by", ""))
 
 
-def _select_plugins(plan, options: PlanOptions, target: str) -> list[str]:
-    wanted = [s["plugin"] if isinstance(s, dict) else s.plugin for s in plan.steps]
-    names = [n for n in dict.fromkeys(wanted) if n and n != "torch.eager"]
-    if options.plugins:
-        names = list(options.plugins)
-    return names
-
-
-def _run_candidates(model, hw, plan, options: PlanOptions, target: str, reference, baseline_result,
-                    results: dict, results_path: Path, on_event: EventSink, cancel: CancelToken,
-                    out_dir: Path) -> None:
+def _run_candidates(session: PlanSession, names: list[str], *, timeout_s: float,
+                    val_data: Path | None) -> None:
     from planner.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.fidelity import DEFAULT_GATES, compare
     from planner.plugins import ModelRef, PlanContext, Precision, discover
 
+    results, on_event, cancel = session.results, session.on_event, session.cancel
     plugins, issues = discover()
     for issue in issues:
         results["warnings"].append(f"plugin {issue.name}: {issue.reason}")
         on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
-    workdir = out_dir / "artifacts"
+    if session.out_dir is None:
+        session.set_out_dir(None)
+    workdir = session.out_dir / "artifacts"
     workdir.mkdir(exist_ok=True)
-    ctx = PlanContext(hw=hw, model=model, workdir=workdir, quick=options.quick, cancel=cancel,
-                      log=lambda msg: on_event(Event("log", msg)))
+    ctx = PlanContext(hw=session.hw, model=session.model, workdir=workdir, quick=session.quick,
+                      cancel=cancel, log=lambda msg: on_event(Event("log", msg)))
     specs = []
-    for name in _select_plugins(plan, options, target):
+    for name in names:
         plugin = plugins.get(name)
         if plugin is None:
             reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
             results["skipped_plugins"].append({"plugin": name, "reasons": [reason]})
             continue
-        reasons = plugin.check(hw, model)
+        reasons = plugin.check(session.hw, session.model)
         if reasons:
             results["skipped_plugins"].append({"plugin": name, "reasons": reasons})
             on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
             continue
-        on_event(Event("stage", f"building candidates: {name}", stage="candidates", index=3, total=5))
+        on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
         try:
             specs.extend(plugin.candidates(ctx))
         except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
@@ -279,35 +406,43 @@ def _run_candidates(model, hw, plan, options: PlanOptions, target: str, referenc
             on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
         if cancel.cancelled:
             return
-    ref = ModelRef.of(model)
-    base_p50 = baseline_result.latency_ms["p50_ms"]
+    ref = ModelRef.of(session.model)
+    base_p50 = session.baseline["latency_ms"]["p50_ms"]
     for i, spec in enumerate(specs):
         if cancel.cancelled:
             results["warnings"].append(f"cancelled: {len(specs) - i} candidates not measured")
             return
         on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
                        total=len(specs), data={"plugin": spec.plugin}))
-        job = MeasureJob(model=ref, spec=spec, quick=options.quick,
-                         sweep_max_batch=0 if options.quick else 16,
-                         fidelity_batches=fidelity_batch_count(options.quick),
-                         val_data=str(options.val_data) if options.val_data else None,
+        job = MeasureJob(model=ref, spec=spec, quick=session.quick,
+                         sweep_max_batch=0 if session.quick else 16,
+                         fidelity_batches=fidelity_batch_count(session.quick),
+                         val_data=str(val_data) if val_data else None,
                          env=dict(spec.config.get("env", {})))
-        result, outputs = measure(job, timeout_s=options.timeout_s)
+        result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is Status.OK and outputs is not None:
             try:
-                fid = compare(reference, outputs)
+                fid = compare(session.reference, outputs)
                 result.fidelity = fid.to_dict()
-                gate = DEFAULT_GATES[Precision(result.precision)]
-                why = gate.check(fid)
+                why = DEFAULT_GATES[Precision(result.precision)].check(fid)
                 if why:
                     result.status, result.reason = Status.REJECTED, f"fidelity gate: {why}"
             except ValueError as exc:
                 result.status, result.reason = Status.REJECTED, f"outputs differ in shape: {exc}"
             result.speedup = base_p50 / result.p50 if result.p50 else None
         results["candidates"].append(result.to_dict())
-        write_json_atomic(results_path, results)
+        session.save()
         on_event(Event("candidate_done", _candidate_line(result), stage="measure", index=i + 1,
                        total=len(specs), data=result.to_dict()))
+
+
+def _reply_value(reply: str):
+    text = reply.strip().lower()
+    if text in ("yes", "y", "true"):
+        return True
+    if text in ("no", "n", "false"):
+        return False
+    return reply
 
 
 def _candidate_line(r: CandidateResult) -> str:

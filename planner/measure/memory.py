@@ -11,6 +11,15 @@ import psutil
 
 def peak_rss_bytes() -> int:
     """Return this process's peak resident set size in bytes (never decreases)."""
+    # Prefer VmHWM: it belongs to this process's address space. ru_maxrss survives fork+exec,
+    # so a spawned worker would report its parent's peak (1 GB of torch for an ORT candidate).
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports ru_maxrss in KiB, macOS in bytes.
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024

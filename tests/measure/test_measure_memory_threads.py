@@ -77,3 +77,17 @@ def test_pin_torch_threads() -> None:
         torch.set_num_threads(intra_before)
     with pytest.raises(ValueError):
         pin_torch_threads(0)
+
+
+def test_worker_peak_rss_is_its_own_not_the_parents():
+    """A spawned worker must not inherit the parent's peak: candidates are compared by it."""
+    from planner.measure import run_isolated
+    from planner.measure.memory import peak_rss_bytes
+
+    ballast = bytearray(400 * 1024 * 1024)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touch every page so it is resident
+    assert peak_rss_bytes() > 400e6
+    outcome = run_isolated(peak_rss_bytes, timeout_s=60)
+    assert outcome.ok, outcome.reason
+    assert outcome.value < 200e6
+    del ballast
