@@ -1,0 +1,90 @@
+"""Fixed larger batches on the GPU: the same fp32 eager model, fed 8 or 32 samples per call.
+
+The worker already sweeps batch sizes for every dynamic-batch candidate; this plugin makes a
+serving batch a candidate of its own, so its per-call latency sits in the table beside the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.torch_session import TorchSession
+from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
+
+BATCHES = (8, 32)
+
+
+class BatchingPlugin(Plugin):
+    """Torch eager fp32 on CUDA at fixed batch sizes 8 and 32 (latency per batch, not per sample)."""
+
+    name = "nvidia.batching"
+    target = Target.NVIDIA
+    summary = "PyTorch eager fp32 on CUDA at fixed batches of 8 and 32 samples per call"
+    requires = ("torch",)
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs a torch module, a CUDA device, and a model whose batch axis may grow."""
+        reasons = super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+        if not model.input_spec.dynamic_batch:
+            reasons.append("the model's batch size is fixed: it cannot take larger batches")
+        return reasons
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """One spec per batch size above the model's own."""
+        own = ctx.model.input_spec.batch
+        for batch in BATCHES:
+            if batch > own:
+                yield batch_spec(batch)
+            else:
+                ctx.log(f"nvidia.batching: batch {batch} skipped: the model already runs at {own}")
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> "FixedBatchSession":
+        """Rebuild the module on the GPU, feeding `config['batch']` samples per call."""
+        return FixedBatchSession(model.load().module, batch=int(spec.config["batch"]),
+                                 precision=str(spec.precision),
+                                 device=spec.config.get("device", CUDA_DEVICE))
+
+
+def batch_spec(batch: int) -> CandidateSpec:
+    """The spec of one fixed-batch configuration."""
+    return CandidateSpec(
+        plugin=BatchingPlugin.name, label=f"torch eager fp32 batch {batch} (cuda)",
+        config={"device": CUDA_DEVICE, "batch": batch}, precision=Precision.FP32,
+        dynamic_batch=False,
+        notes=(f"latency is per call of {batch} samples: divide by {batch} for per-sample "
+               "latency; the speedup column compares per call, so it understates throughput",
+               f"inputs are the measured samples repeated to fill {batch} rows; fidelity uses "
+               "the rows of the original samples"))
+
+
+class FixedBatchSession(TorchSession):
+    """A TorchSession that tiles each input to a fixed batch and returns the original rows' outputs."""
+
+    def __init__(self, module: Any, *, batch: int, precision: str = "fp32",
+                 device: str = CUDA_DEVICE) -> None:
+        super().__init__(module, device=device, precision=precision)
+        self.batch = batch
+        self._rows = batch
+
+    def prepare(self, array: np.ndarray) -> Any:
+        """Repeat the samples cyclically to `batch` rows (the originals first), then move to the GPU."""
+        if array.shape[0] > self.batch:
+            raise ValueError(f"an input of {array.shape[0]} samples does not fit a fixed batch "
+                             f"of {self.batch}")
+        # The worker prepares, runs and converts one fidelity input at a time, so remembering the
+        # last input's size is enough to cut its rows back out.
+        self._rows = array.shape[0]
+        rows = np.arange(self.batch) % array.shape[0]
+        return super().prepare(np.take(array, rows, axis=0))
+
+    def to_numpy(self, output: Any) -> np.ndarray:
+        """The outputs of the last prepared input's own samples, so fidelity compares like with like."""
+        return super().to_numpy(output)[: self._rows]
+
+    def info(self) -> dict:
+        """The torch settings plus the batch actually fed."""
+        return {**super().info(), "batch_per_call": self.batch,
+                "latency_basis": f"per call of {self.batch} samples"}

@@ -1,0 +1,55 @@
+"""PyTorch eager on the GPU in half precision: fp16 (tensor cores), bf16 on Ampere+, channels_last."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, supports_bf16, torch_module_reasons
+
+
+class Fp16Plugin(Plugin):
+    """The unchanged model cast to fp16 (and bf16 where the GPU has bf16 tensor cores)."""
+
+    name = "nvidia.fp16"
+    target = Target.NVIDIA
+    summary = "PyTorch eager on CUDA in fp16 / bf16, NCHW and channels_last"
+    requires = ("torch",)
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs a torch module and a CUDA device torch can use."""
+        return super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """fp16, fp16 channels_last (4-D inputs only), and bf16 on compute capability >= 8.0."""
+        image_like = len(ctx.model.input_spec.shape) == 4
+        yield fp16_spec(Precision.FP16, channels_last=False)
+        if image_like:
+            yield fp16_spec(Precision.FP16, channels_last=True)
+        if supports_bf16(ctx.hw):
+            yield fp16_spec(Precision.BF16, channels_last=False)
+        else:
+            ctx.log("nvidia.fp16: no bf16 candidate: the GPU's compute capability is below 8.0 "
+                    "(or unknown), so it has no bf16 tensor cores")
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
+        """Rebuild the module on the GPU in the spec's precision and memory format."""
+        from planner.torch_session import TorchSession
+
+        return TorchSession(model.load().module, device=spec.config.get("device", CUDA_DEVICE),
+                            precision=str(spec.precision),
+                            channels_last=bool(spec.config.get("channels_last", False)))
+
+
+def fp16_spec(precision: Precision, *, channels_last: bool) -> CandidateSpec:
+    """The spec of one half-precision eager configuration."""
+    layout = " channels_last" if channels_last else ""
+    notes = ["weights and activations cast to "
+             f"{precision}; accumulation precision is the kernels' choice (usually fp32)"]
+    if precision is Precision.FP16:
+        notes.append("fp16 overflows above 65504: models with large activations may produce inf")
+    if channels_last:
+        notes.append("NHWC memory format: tensor-core convolutions avoid layout transposes")
+    return CandidateSpec(plugin=Fp16Plugin.name, label=f"torch eager {precision}{layout} (cuda)",
+                         config={"device": CUDA_DEVICE, "channels_last": channels_last},
+                         precision=precision, notes=tuple(notes))

@@ -1,0 +1,352 @@
+"""TensorRT engines from the shared ONNX export: FP32, FP16 (strongly typed) and INT8 (Q/DQ).
+
+TensorRT 11 removed the FP16/INT8 builder flags: every network is strongly typed, so precision
+lives in the ONNX graph. FP16 engines are built from an fp16 copy of the export, INT8 engines
+from the symmetric Q/DQ file edge.int8's quantizer writes. Engines are cached under the plan's
+workdir, keyed by GPU name, TensorRT version, ONNX sha256 and batch profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from planner.errors import PlannerError
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, cuda_sync, gpu_name
+
+INSTALL_HINT = "TensorRT not installed (pip install planner[tensorrt] on a machine with NVIDIA's index)"
+MAX_BATCH = 32
+# Tactics that want more scratch than this are rarely the fastest; a quarter of the GPU leaves
+# room for the engine itself and for whatever else shares the device.
+WORKSPACE_CAP_BYTES = 4 << 30
+WORKSPACE_FRACTION = 4
+# protobuf cannot hold more than 2 GiB; larger models must keep their weights in a side file.
+_EXTERNAL_DATA_BYTES = 1_800_000_000
+# TensorRT DataType member names -> torch dtype attribute names (buffers are torch tensors).
+TRT_TO_TORCH_DTYPE = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8",
+                      "UINT8": "uint8", "INT32": "int32", "INT64": "int64", "BOOL": "bool"}
+_VARIANT_NOTES = {
+    "fp32": ("fp32 network; TensorRT may still pick TF32 tensor-core kernels on Ampere and newer",),
+    "fp16": ("strongly typed fp16: built from an fp16 copy of the ONNX (ONNX Runtime's float16 "
+             "converter); inputs and outputs stay fp32, cast inside the engine",),
+    "int8": ("explicit INT8: symmetric Q/DQ nodes from edge.int8's quantizer; layers without "
+             "Q/DQ run in fp32",),
+}
+_PRECISIONS = {"fp32": Precision.FP32, "fp16": Precision.FP16, "int8": Precision.INT8}
+
+
+class EngineBuildError(PlannerError):
+    """TensorRT could not parse the ONNX file or build an engine from it."""
+
+
+class TensorRTPlugin(Plugin):
+    """TensorRT engines with a dynamic-batch profile, run from torch CUDA buffers."""
+
+    name = "nvidia.tensorrt"
+    target = Target.NVIDIA
+    summary = "TensorRT engines (FP32, FP16 strongly typed, INT8 Q/DQ) from the ONNX export"
+    requires = ("tensorrt", "onnx", "torch")
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs TensorRT, onnx, a CUDA device, and a model that is or can become ONNX."""
+        reasons = []
+        if importlib.util.find_spec("tensorrt") is None:
+            reasons.append(INSTALL_HINT)
+        if importlib.util.find_spec("onnx") is None:
+            reasons.append("onnx not installed (pip install onnx onnxscript): needed for the export")
+        if model.onnx_path is None and not model.has_torch:
+            reasons.append("the model has neither a PyTorch module nor an ONNX file to build from")
+        return reasons + cuda_reasons(hw)
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """Build (or reuse) the FP32, FP16 and, outside quick runs, INT8 engines."""
+        import tensorrt as trt
+
+        from planner.export import shared_onnx
+
+        export = shared_onnx(ctx)
+        out_dir = Path(ctx.workdir) / "tensorrt"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        shape = tuple(ctx.model.input_spec.shape)
+        profile = batch_profile(shape[0], dynamic=export.dynamic_batch)
+        gpu = gpu_name(ctx.hw)
+        workspace = workspace_bytes(ctx.hw)
+        stem = export.path.stem
+        for variant in ("fp32", "fp16") if ctx.quick else ("fp32", "fp16", "int8"):
+            if ctx.cancel():  # each build can take minutes: stop between them when asked
+                return
+            extra: tuple[str, ...] = ()
+            if variant == "fp32":
+                onnx_path = export.path
+            elif variant == "fp16":
+                onnx_path = fp16_onnx(export.path, out_dir / f"{stem}.fp16.onnx")
+            else:
+                onnx_path, calib_note = _int8_onnx(ctx, export, out_dir / f"{stem}.int8-qdq.onnx")
+                extra = (calib_note,)
+            engine = out_dir / engine_file_name(variant, gpu, trt.__version__,
+                                                onnx_sha256(onnx_path), profile)
+            if engine.is_file():
+                ctx.log(f"nvidia.tensorrt: reusing cached {variant} engine {engine.name}")
+                extra += ("engine reused from the cache (same GPU, TensorRT version and ONNX)",)
+            else:
+                ctx.log(f"nvidia.tensorrt: building the {variant} engine (can take minutes)")
+                build_engine(onnx_path, engine, input_shape=shape, profile=profile,
+                             workspace_bytes=workspace)
+            yield CandidateSpec(
+                plugin=self.name, label=f"TensorRT {variant} (cuda)",
+                config={"device": CUDA_DEVICE, "variant": variant, "onnx": str(onnx_path),
+                        "profile": {"min": profile[0], "opt": profile[1], "max": profile[2]},
+                        "tensorrt": trt.__version__, "gpu": gpu},
+                precision=_PRECISIONS[variant], artifacts={"engine": str(engine)},
+                dynamic_batch=export.dynamic_batch,
+                notes=(*_VARIANT_NOTES[variant], *extra, _profile_note(profile), *export.notes()))
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> "TensorRTSession":
+        """Deserialize the engine and bind torch CUDA buffers."""
+        return TensorRTSession(spec.artifacts["engine"], precision=str(spec.precision))
+
+
+def batch_profile(batch: int, *, dynamic: bool) -> tuple[int, int, int]:
+    """The optimization profile's (min, opt, max) batch: 1..max(32, batch) tuned at `batch`."""
+    if not dynamic:
+        return batch, batch, batch
+    return 1, batch, max(MAX_BATCH, batch)
+
+
+def workspace_bytes(hw: Any) -> int:
+    """The builder's scratch-memory limit: a quarter of the GPU's memory, at most 4 GiB."""
+    total = hw.gpus[0].memory_total_bytes if hw.gpus else None
+    if not total:
+        return WORKSPACE_CAP_BYTES
+    return min(WORKSPACE_CAP_BYTES, int(total) // WORKSPACE_FRACTION)
+
+
+def onnx_sha256(path: str | Path) -> str:
+    """The sha256 of an ONNX file and its `.data` side file when it has one."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    for part in (path, path.with_name(path.name + ".data")):
+        if part.is_file():
+            with part.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()
+
+
+def engine_file_name(variant: str, gpu: str, trt_version: str, onnx_sha: str,
+                     profile: Sequence[int]) -> str:
+    """The cache file name: an engine only runs on the GPU model and TensorRT version it was built by."""
+    safe_gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-").lower() or "gpu"
+    batches = "-".join(str(b) for b in profile)
+    return f"{variant}-{safe_gpu}-trt{trt_version}-{onnx_sha[:16]}-b{batches}.engine"
+
+
+def profile_shapes(dims: Sequence[int], model_shape: Sequence[int],
+                   profile: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """(min, opt, max) shapes for one network input: -1 batch -> profile, other -1 -> model shape."""
+    if len(dims) != len(model_shape):
+        raise EngineBuildError(f"the network input has {len(dims)} dimensions but the model's "
+                               f"input shape {tuple(model_shape)} has {len(model_shape)}")
+    shapes = []
+    for batch in profile:
+        shape = [batch if i == 0 and d < 0 else (model_shape[i] if d < 0 else d)
+                 for i, d in enumerate(dims)]
+        shapes.append(tuple(int(v) for v in shape))
+    return tuple(shapes)
+
+
+def fp16_onnx(src: str | Path, dst: str | Path) -> Path:
+    """An fp16 copy of an ONNX file (fp32 inputs/outputs kept, with casts), topologically sorted."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    dst = Path(dst)
+    converted = convert_float_to_float16(onnx.load(str(src)), keep_io_types=True)
+    # The converter appends the input casts at the end of the node list; the checker and
+    # TensorRT's parser both want producers before consumers.
+    graph = OnnxModel(converted)
+    graph.topological_sort()
+    large = graph.model.ByteSize() > _EXTERNAL_DATA_BYTES
+    onnx.save(graph.model, str(dst), save_as_external_data=large,
+              location=dst.name + ".data" if large else None)
+    return dst
+
+
+def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
+    """The symmetric Q/DQ file for TensorRT, from edge.int8's quantizer, and its calibration note."""
+    from targets.edge.int8 import calibration_inputs, preprocess, quantize_qdq
+
+    source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
+    arrays, note = calibration_inputs(ctx)
+    quantize_qdq(source, dst, export.input_name, arrays, for_tensorrt=True)
+    return dst, note
+
+
+def _profile_note(profile: Sequence[int]) -> str:
+    low, opt, high = profile
+    if low == high:
+        return f"static batch {low}: the exported graph has a fixed batch size"
+    return f"dynamic batch profile {low}..{high}, tuned for batch {opt}"
+
+
+_LOGGER: Any = None
+
+
+def _logger(trt: Any) -> Any:
+    """One recording logger per process: TensorRT keeps the first logger it is given for good."""
+    global _LOGGER
+    if _LOGGER is None:
+        class RecordingLogger(trt.ILogger):
+            """Keeps error messages so a failed build can say why."""
+
+            def __init__(self) -> None:
+                trt.ILogger.__init__(self)
+                self.errors: list[str] = []
+
+            def log(self, severity: Any, msg: str) -> None:
+                """Record errors; drop the rest (the builder is chatty at INFO)."""
+                if severity in (trt.ILogger.Severity.INTERNAL_ERROR, trt.ILogger.Severity.ERROR):
+                    self.errors.append(msg.strip())
+
+        _LOGGER = RecordingLogger()
+    return _LOGGER
+
+
+def _parser_error_text(error: Any) -> str:
+    node = error.node_name()
+    where = f"{error.node_operator()} node {node!r}: " if node else ""
+    return where + error.desc()
+
+
+def build_engine(onnx_path: str | Path, engine_path: str | Path, *, input_shape: Sequence[int],
+                 profile: Sequence[int], workspace_bytes: int) -> Path:
+    """Parse the ONNX file and write a serialized engine to `engine_path`; EngineBuildError if not."""
+    import tensorrt as trt
+
+    onnx_path, engine_path = Path(onnx_path), Path(engine_path)
+    logger = _logger(trt)
+    logger.errors.clear()
+    builder = trt.Builder(logger)
+    # Ignored by TensorRT 11 (always strongly typed); opts TensorRT 10.x into the same behaviour.
+    strong = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
+    network = builder.create_network(0 if strong is None else 1 << int(strong))
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse_from_file(str(onnx_path)):
+        errors = [_parser_error_text(parser.get_error(i)) for i in range(parser.num_errors)]
+        raise EngineBuildError(f"TensorRT's ONNX parser rejected {onnx_path.name}: "
+                               + "; ".join(errors or logger.errors or ["no error was reported"]),
+                               "the op named may need a newer TensorRT or a TensorRT plugin")
+    config = builder.create_builder_config()
+    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_bytes))
+    opt_profile = builder.create_optimization_profile()
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        low, opt, high = profile_shapes(tuple(tensor.shape), input_shape, profile)
+        opt_profile.set_shape(tensor.name, low, opt, high)
+    config.add_optimization_profile(opt_profile)
+    blob = builder.build_serialized_network(network, config)
+    if blob is None:
+        raise EngineBuildError(f"TensorRT could not build an engine from {onnx_path.name}: "
+                               + "; ".join(logger.errors or ["no error was reported"]))
+    # Write then rename: a build killed mid-write must not leave a truncated engine in the cache.
+    partial = engine_path.with_name(engine_path.name + ".partial")
+    with partial.open("wb") as fh:
+        fh.write(blob)
+    partial.replace(engine_path)
+    return engine_path
+
+
+class TensorRTSession:
+    """A deserialized engine with torch CUDA buffers; runs on the current torch stream."""
+
+    needs_sync = True
+
+    def __init__(self, engine_path: str | Path, *, precision: str) -> None:
+        import tensorrt as trt
+        import torch
+
+        self._torch = torch
+        self._trt = trt
+        self.precision = precision
+        self.engine_path = Path(engine_path)
+        runtime = trt.Runtime(_logger(trt))
+        self._runtime = runtime  # the engine must not outlive its runtime
+        self.engine = runtime.deserialize_cuda_engine(self.engine_path.read_bytes())
+        if self.engine is None:
+            raise EngineBuildError(f"TensorRT could not load {self.engine_path.name}",
+                                   "it was built by another TensorRT version or for another GPU; "
+                                   "delete it to rebuild")
+        self.context = self.engine.create_execution_context()
+        names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
+        inputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        self._outputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
+        if len(inputs) != 1:
+            raise ValueError(f"the engine has {len(inputs)} inputs; the planner feeds exactly one")
+        self._input = inputs[0]
+        self._input_dtype = self._dtype(self._input)
+        self._bound_shape: tuple[int, ...] | None = None
+        self._buffers: list[Any] = []
+
+    def _dtype(self, name: str) -> Any:
+        kind = self.engine.get_tensor_dtype(name).name
+        if kind not in TRT_TO_TORCH_DTYPE:
+            raise ValueError(f"tensor {name!r} has TensorRT type {kind}, which has no torch buffer here")
+        return getattr(self._torch, TRT_TO_TORCH_DTYPE[kind])
+
+    def prepare(self, array: np.ndarray) -> Any:
+        """The input as a contiguous CUDA tensor of the engine's input type."""
+        tensor = self._torch.from_numpy(np.ascontiguousarray(array))
+        return tensor.to(device=CUDA_DEVICE, dtype=self._input_dtype).contiguous()
+
+    def _bind(self, shape: tuple[int, ...]) -> None:
+        """Set the input shape and (re)allocate output buffers; done once per new shape."""
+        if not self.context.set_input_shape(self._input, shape):
+            profile = self.engine.get_tensor_profile_shape(self._input, 0)
+            raise ValueError(f"input shape {shape} is outside the engine's optimization profile "
+                             f"(min {tuple(profile[0])}, max {tuple(profile[2])})")
+        self._buffers = []
+        for name in self._outputs:
+            dims = tuple(self.context.get_tensor_shape(name))
+            if any(d < 0 for d in dims):
+                raise ValueError(f"output {name!r} has a data-dependent shape {dims}; this session "
+                                 "preallocates outputs and cannot run it")
+            buffer = self._torch.empty(dims, dtype=self._dtype(name), device=CUDA_DEVICE)
+            self.context.set_tensor_address(name, buffer.data_ptr())
+            self._buffers.append(buffer)
+        self._bound_shape = shape
+
+    def run(self, prepared: Any) -> Any:
+        """Enqueue one inference on the current torch stream; the returned buffer is reused."""
+        shape = tuple(prepared.shape)
+        if shape != self._bound_shape:
+            self._bind(shape)
+        self.context.set_tensor_address(self._input, prepared.data_ptr())
+        stream = self._torch.cuda.current_stream().cuda_stream
+        if not self.context.execute_async_v3(stream):
+            errors = "; ".join(_logger(self._trt).errors) or "no error was reported"
+            raise RuntimeError(f"TensorRT execute_async_v3 failed: {errors}")
+        return self._buffers[0]
+
+    def sync(self) -> None:
+        """Wait for the enqueued engine work."""
+        cuda_sync()
+
+    def to_numpy(self, output: Any) -> np.ndarray:
+        """The first output as float32 numpy."""
+        return output.detach().float().cpu().numpy()
+
+    def info(self) -> dict:
+        """The runtime, device, engine and precision in force."""
+        torch = self._torch
+        return {"runtime": f"TensorRT {self._trt.__version__}",
+                "device": torch.cuda.get_device_name(torch.cuda.current_device()),
+                "precision": self.precision, "engine": self.engine_path.name,
+                "engine_bytes": self.engine_path.stat().st_size,
+                "input_dtype": str(self._input_dtype).replace("torch.", "")}

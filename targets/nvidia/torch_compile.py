@@ -1,0 +1,95 @@
+"""torch.compile (Inductor) on the GPU: default, reduce-overhead (CUDA graphs) and max-autotune."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from typing import Any, Iterable
+
+import numpy as np
+
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.torch_session import TorchSession
+from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
+
+QUICK_MODES = ("default", "reduce-overhead")
+FULL_MODES = (*QUICK_MODES, "max-autotune")
+PRECISIONS = (Precision.FP32, Precision.FP16)
+# These modes replay CUDA graphs, whose output buffers the next replay overwrites.
+_CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+_NOTES = {
+    "default": "Inductor fuses elementwise ops into generated Triton kernels",
+    "reduce-overhead": "Inductor plus CUDA graphs: cuts per-kernel launch overhead; "
+                       "one graph is recorded per input shape",
+    "max-autotune": "Inductor benchmarks matmul/conv kernel choices at compile time "
+                    "(slow to compile) and uses CUDA graphs",
+}
+
+
+class TorchCompilePlugin(Plugin):
+    """The model compiled by torch.compile in several modes, fp32 and fp16."""
+
+    name = "nvidia.torch_compile"
+    target = Target.NVIDIA
+    summary = "torch.compile on CUDA: default / reduce-overhead / max-autotune, fp32 and fp16"
+    requires = ("torch",)
+
+    def check(self, hw: Any, model: Any) -> list[str]:
+        """Needs a torch module and a CUDA device (Inductor's GPU backend generates Triton)."""
+        reasons = super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+        if not reasons and not _has_triton():
+            reasons.append("triton not installed (pip install triton): Inductor needs it for CUDA")
+        return reasons
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """Every mode x precision; max-autotune only outside quick runs (it compiles for minutes)."""
+        modes = QUICK_MODES if ctx.quick else FULL_MODES
+        for precision in PRECISIONS:
+            for mode in modes:
+                yield compile_spec(mode, precision)
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> "CompiledTorchSession":
+        """Rebuild, compile, and run once so compilation is not counted in the timings."""
+        loaded = model.load()
+        return CompiledTorchSession(loaded.module, precision=str(spec.precision),
+                                    compile_mode=spec.config["compile_mode"],
+                                    warmup_input=loaded.make_inputs(seed=3)[0])
+
+
+def compile_spec(mode: str, precision: Precision) -> CandidateSpec:
+    """The spec of one compile mode at one precision."""
+    return CandidateSpec(plugin=TorchCompilePlugin.name,
+                         label=f"torch.compile {mode} {precision} (cuda)",
+                         config={"device": CUDA_DEVICE, "compile_mode": mode},
+                         precision=precision,
+                         notes=(_NOTES[mode], "compiled before timing (compile time is in info); a "
+                                "new batch size may trigger one recompile during the batch sweep"))
+
+
+class CompiledTorchSession(TorchSession):
+    """A TorchSession whose module is compiled eagerly at open, with the compile time recorded."""
+
+    def __init__(self, module: Any, *, precision: str, compile_mode: str,
+                 warmup_input: np.ndarray) -> None:
+        super().__init__(module, device=CUDA_DEVICE, precision=precision, compile_mode=compile_mode)
+        self._mark_step = compile_mode in _CUDAGRAPH_MODES
+        start = time.perf_counter()
+        # torch.compile is lazy: the first call traces and compiles; do it here, not in the timed loop.
+        self.run(self.prepare(warmup_input))
+        self.sync()
+        self.compile_s = time.perf_counter() - start
+
+    def run(self, prepared: Any) -> Any:
+        """One forward pass; with CUDA graphs, tell the graph tree a new iteration begins."""
+        if self._mark_step:
+            # Without this, cudagraph trees cannot tell when earlier outputs may be overwritten.
+            self._torch.compiler.cudagraph_mark_step_begin()
+        return super().run(prepared)
+
+    def info(self) -> dict:
+        """The torch settings plus the measured first-call (compile) time."""
+        return {**super().info(), "compile_s": round(self.compile_s, 2)}
+
+
+def _has_triton() -> bool:
+    return importlib.util.find_spec("triton") is not None

@@ -1,0 +1,256 @@
+"""NVIDIA plugins without a GPU: clear reasons from check(), candidate specs, TensorRT helpers."""
+
+from __future__ import annotations
+
+import importlib.util
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.plugins import CandidateSpec, PlanContext, Precision, Target
+from targets.nvidia import common
+from targets.nvidia.batching import BatchingPlugin, FixedBatchSession
+from targets.nvidia.cuda_graphs import CudaGraphsPlugin
+from targets.nvidia.fp16 import Fp16Plugin
+from targets.nvidia.tensorrt import (INSTALL_HINT, TRT_TO_TORCH_DTYPE, TensorRTPlugin, batch_profile,
+                                     engine_file_name, fp16_onnx, onnx_sha256, profile_shapes,
+                                     workspace_bytes)
+from targets.nvidia.torch_compile import TorchCompilePlugin
+
+PLUGINS = (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, TensorRTPlugin, CudaGraphsPlugin)
+NO_CUDA = "no CUDA device: torch.cuda.is_available() is False"
+NO_GPU = "no NVIDIA GPU detected"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _ctx(model, hw, tmp_path: Path, *, quick: bool = False) -> PlanContext:
+    return PlanContext(hw=hw, model=model, workdir=tmp_path, quick=quick)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_names_and_targets_are_the_registered_ones():
+    names = {p.name for p in PLUGINS}
+    assert names == {"nvidia.batching", "nvidia.fp16", "nvidia.torch_compile", "nvidia.tensorrt",
+                     "nvidia.cuda_graphs"}
+    assert all(p.target is Target.NVIDIA and p.summary for p in PLUGINS)
+
+
+@pytest.mark.skipif(_cuda_available(), reason="asserts the reasons given on a machine without CUDA")
+@pytest.mark.parametrize("plugin_cls", PLUGINS, ids=lambda p: p.name)
+def test_check_says_why_without_a_gpu(plugin_cls, nv_tiny, hw_without_gpu):
+    reasons = plugin_cls().check(hw_without_gpu, nv_tiny)
+    assert NO_CUDA in reasons
+    assert any(r.startswith(NO_GPU) for r in reasons)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="TensorRT is installed")
+def test_tensorrt_check_names_the_missing_package(nv_tiny, hw_with_gpu):
+    reasons = TensorRTPlugin().check(hw_with_gpu(), nv_tiny)
+    assert INSTALL_HINT in reasons
+    assert INSTALL_HINT == ("TensorRT not installed (pip install planner[tensorrt] on a machine "
+                            "with NVIDIA's index)")
+
+
+def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monkeypatch, hw_with_gpu):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    reasons = common.cuda_reasons(hw_with_gpu())
+    if torch.version.cuda is None:
+        assert reasons == [f"no CUDA device: torch {torch.__version__} is a CPU-only build "
+                           "(torch.version.cuda is None)"]
+    else:
+        assert reasons == [NO_CUDA]
+
+
+def test_cuda_reasons_trust_torch_when_nvml_missed_the_gpu(monkeypatch, hw_without_gpu):
+    import torch
+
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert common.cuda_reasons(hw_without_gpu) == []
+
+
+def test_torch_plugins_reject_an_onnx_only_model(hw_with_gpu):
+    onnx_only = types.SimpleNamespace(has_torch=False, onnx_path=Path("m.onnx"),
+                                      input_spec=types.SimpleNamespace(dynamic_batch=True))
+    for plugin_cls in (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin):
+        assert common.NO_TORCH_MODULE in plugin_cls().check(hw_with_gpu(), onnx_only)
+    assert common.NO_TORCH_MODULE not in TensorRTPlugin().check(hw_with_gpu(), onnx_only)
+
+
+def test_bf16_needs_compute_capability_8(hw_with_gpu):
+    assert common.supports_bf16(hw_with_gpu((8, 0)))
+    assert common.supports_bf16(hw_with_gpu((9, 0)))
+    assert not common.supports_bf16(hw_with_gpu((7, 5)))
+
+
+def test_fp16_candidates(nv_tiny, hw_with_gpu, tmp_path):
+    ampere = list(Fp16Plugin().candidates(_ctx(nv_tiny, hw_with_gpu((8, 6)), tmp_path)))
+    assert [(s.precision, s.config["channels_last"]) for s in ampere] == [
+        (Precision.FP16, False), (Precision.FP16, True), (Precision.BF16, False)]
+    turing = list(Fp16Plugin().candidates(_ctx(nv_tiny, hw_with_gpu((7, 5)), tmp_path)))
+    assert Precision.BF16 not in {s.precision for s in turing}
+
+
+def test_torch_compile_modes_depend_on_quick(nv_tiny, hw_with_gpu, tmp_path):
+    plugin = TorchCompilePlugin()
+    quick = list(plugin.candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path, quick=True)))
+    full = list(plugin.candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path)))
+    assert {s.config["compile_mode"] for s in quick} == {"default", "reduce-overhead"}
+    assert {s.config["compile_mode"] for s in full} == {"default", "reduce-overhead", "max-autotune"}
+    assert {s.precision for s in full} == {Precision.FP32, Precision.FP16}
+    assert len(full) == 6
+
+
+def test_cuda_graph_spec_is_static_fp16(nv_tiny, hw_with_gpu, tmp_path):
+    (spec,) = CudaGraphsPlugin().candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path))
+    assert spec.precision is Precision.FP16
+    assert spec.dynamic_batch is False
+    assert spec.config["shape"] == [1, 3, 32, 32]
+
+
+def test_batching_specs_are_fixed_batches(nv_tiny, hw_with_gpu, tmp_path):
+    specs = list(BatchingPlugin().candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path)))
+    assert [s.config["batch"] for s in specs] == [8, 32]
+    assert all(not s.dynamic_batch and s.precision is Precision.FP32 for s in specs)
+    assert all("per call of" in s.notes[0] for s in specs)
+
+
+def test_fixed_batch_session_tiles_and_returns_the_original_rows(nv_tiny):
+    import copy
+
+    import torch
+
+    session = FixedBatchSession(copy.deepcopy(nv_tiny.module), batch=8, device="cpu")
+    x = nv_tiny.make_inputs(batch=3, seed=5)[0]
+    prepared = session.prepare(x)
+    assert tuple(prepared.shape) == (8, 3, 32, 32)
+    out = session.to_numpy(session.run(prepared))
+    with torch.inference_mode():
+        ref = nv_tiny.module(torch.from_numpy(x)).numpy()
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="does not fit"):
+        session.prepare(nv_tiny.make_inputs(batch=9)[0])
+
+
+def test_specs_round_trip_through_json(nv_tiny, hw_with_gpu, tmp_path):
+    ctx = _ctx(nv_tiny, hw_with_gpu(), tmp_path)
+    specs = [s for cls in (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin)
+             for s in cls().candidates(ctx)]
+    assert specs
+    for spec in specs:
+        assert CandidateSpec.from_text(spec.to_text()) == spec
+
+
+def test_batch_profile_and_profile_shapes():
+    assert batch_profile(1, dynamic=True) == (1, 1, 32)
+    assert batch_profile(64, dynamic=True) == (1, 64, 64)
+    assert batch_profile(4, dynamic=False) == (4, 4, 4)
+    assert profile_shapes((-1, 3, 32, 32), (1, 3, 32, 32), (1, 4, 32)) == (
+        (1, 3, 32, 32), (4, 3, 32, 32), (32, 3, 32, 32))
+    # A dynamic non-batch axis (sequence length) takes the model's own size.
+    assert profile_shapes((-1, -1), (2, 128), (1, 2, 32))[2] == (32, 128)
+    assert profile_shapes((4, 3), (4, 3), (4, 4, 4)) == ((4, 3),) * 3
+
+
+def test_engine_cache_key_changes_with_gpu_version_and_onnx(tmp_path):
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    a.write_bytes(b"graph one")
+    b.write_bytes(b"graph two")
+    def key(gpu="NVIDIA H100 80GB HBM3", version="11.0.0", onnx=a, profile=(1, 1, 32)) -> str:
+        return engine_file_name("fp16", gpu, version, onnx_sha256(onnx), profile)
+
+    base = key()
+    assert base.endswith(".engine") and " " not in base
+    assert base == key()
+    assert len({base, key(gpu="NVIDIA A10G"), key(version="11.1.0"), key(onnx=b),
+                key(profile=(1, 8, 32))}) == 5
+    (tmp_path / "a.onnx.data").write_bytes(b"weights")
+    assert onnx_sha256(a) != onnx_sha256(b) and len(onnx_sha256(a)) == 64
+
+
+def test_workspace_is_a_quarter_of_the_gpu_capped_at_4_gib(hw_with_gpu):
+    assert workspace_bytes(hw_with_gpu(memory=8 << 30)) == 2 << 30
+    assert workspace_bytes(hw_with_gpu(memory=80 << 30)) == 4 << 30
+
+
+def test_dtype_table_names_real_torch_dtypes():
+    import torch
+
+    assert all(isinstance(getattr(torch, name), torch.dtype) for name in TRT_TO_TORCH_DTYPE.values())
+
+
+def test_fp16_onnx_is_valid_fp16_and_close_to_fp32(nv_tiny, tmp_path):
+    import onnx
+    import onnxruntime as ort
+
+    from planner.export import export_onnx
+
+    src = export_onnx(nv_tiny, tmp_path / "tiny.onnx").path
+    dst = fp16_onnx(src, tmp_path / "tiny.fp16.onnx")
+    onnx.checker.check_model(str(dst))  # also checks topological order
+    proto = onnx.load(str(dst))
+    float_inits = [i for i in proto.graph.initializer
+                   if i.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)]
+    assert float_inits and all(i.data_type == onnx.TensorProto.FLOAT16 for i in float_inits)
+    assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    fp32 = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
+    fp16 = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
+    for x in nv_tiny.make_inputs(batch=4, count=2, seed=11):
+        ref = fp32.run(None, {fp32.get_inputs()[0].name: x})[0]
+        got = fp16.run(None, {fp16.get_inputs()[0].name: x})[0]
+        assert got.dtype == np.float32
+        assert _cosine(got, ref) > 0.999
+
+
+def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, tmp_path):
+    import onnx
+    import onnxruntime as ort
+    import torch
+    from onnx import numpy_helper
+
+    from planner.export import export_onnx
+    from targets.edge.int8 import quantize_qdq
+
+    src = export_onnx(nv_tiny, tmp_path / "tiny.onnx")
+    dst = quantize_qdq(src.path, tmp_path / "tiny.qdq.onnx", src.input_name,
+                       nv_tiny.make_inputs(count=8, seed=3), for_tensorrt=True)
+    proto = onnx.load(str(dst))
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    qdq = [n for n in proto.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+    assert qdq
+    for node in qdq:
+        # TensorRT's explicit quantization takes only zero point 0, and int8 (never int32) data.
+        if len(node.input) > 2:
+            assert not inits[node.input[2]].any()
+            assert inits[node.input[2]].dtype == np.int8
+        if node.op_type == "DequantizeLinear" and node.input[0] in inits:
+            assert inits[node.input[0]].dtype != np.int32
+    conv_weights = [n.input[1] for n in proto.graph.node if n.op_type == "Conv"]
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    for name in conv_weights:
+        dq = producers[name]
+        assert dq.op_type == "DequantizeLinear"
+        assert producers[dq.input[0]].op_type == "QuantizeLinear"  # fp32 weight behind a Q/DQ pair
+    # Unoptimized, ORT runs Q and DQ as float ops: this measures the quantization itself, not
+    # this CPU's INT8 kernels (which, without VNNI, saturate on full-range symmetric weights).
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(dst), opts, providers=["CPUExecutionProvider"])
+    x = nv_tiny.make_inputs(batch=4, seed=1000)[0]
+    with torch.inference_mode():
+        ref = nv_tiny.module(torch.from_numpy(x)).numpy()
+    assert _cosine(session.run(None, {src.input_name: x})[0], ref) > 0.99
