@@ -182,7 +182,7 @@ ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
            "the best CPU performance on Intel (seed 003); elsewhere, measured to find out"),
     Action("cpu.batch", "Pick the batch size against the latency target (batch {batch})", None, _A,
            "per-request latency inside the target; on CPU a smaller batch is often better (seed 003)"),
-    Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ or OpenVINO NNCF)", None, _A,
+    Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ, static and dynamic)", "edge.int8", _M,
            "2-3x on CPU and 4x smaller weights than FP32 (seed 003)", True, 2),
     Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)", None, _A,
            "a model sized for the device; its accuracy must be re-measured (seed 003)", False, 3),

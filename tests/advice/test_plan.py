@@ -35,7 +35,8 @@ def test_cpu_plan_follows_the_method_order_and_never_plans_gpu_steps(big_cpu_ser
     assert plan.steps[1].plugin == "cpu.torch" and titles[1] == "Channels-last memory format"
     assert [s.plugin for s in plan.steps[2:4]] == ["cpu.onnxruntime", "cpu.openvino"]
     int8 = next(s for s in plan.steps if "INT8" in s.title)
-    assert int8.order > 4 and int8.kind == StepKind.ADVICE and int8.fidelity_gated
+    assert int8.order > 4 and int8.kind == StepKind.MEASURE and int8.plugin == "edge.int8"
+    assert int8.fidelity_gated
     assert int8.when == "if requirements are still missed after the steps above"
     assert plan.requirements_met is False and plan.summary.startswith("Requirements missed: latency")
     assert any("Pitfall 7" in n for n in plan.notes)
