@@ -91,6 +91,10 @@ class OrtSession:
         self._ort = ort
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        if config.get("defaults"):
+            # ONNX Runtime exactly as a user gets it: the peer/baseline for ONNX-only models.
+            self._finish(ort, path, opts)
+            return
         opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
                                                 config.get("graph_optimization_level", "ORT_ENABLE_ALL"))
         opts.execution_mode = getattr(ort.ExecutionMode, config.get("execution_mode", "ORT_SEQUENTIAL"))
@@ -101,6 +105,9 @@ class OrtSession:
         spinning = "1" if config.get("allow_spinning", True) else "0"
         opts.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        self._finish(ort, path, opts)
+
+    def _finish(self, ort, path: str, opts) -> None:
         self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         first = self._session.get_inputs()[0]
         self._input_name = first.name

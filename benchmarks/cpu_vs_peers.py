@@ -1,0 +1,140 @@
+"""Compare the planner's best CPU candidate with what peers give out of the box, in one run.
+
+For each model: `planner plan --target cpu --quick` screens the candidates; the top planner
+candidates are then re-measured with the full method (adaptive sampling to a 2% CI), side by
+side with the peers measured the same way in isolated workers:
+  - PyTorch eager with default settings (the planner's baseline),
+  - ONNX Runtime's default InferenceSession on the same ONNX file,
+and OpenVINO's `benchmark_app` with its defaults (its own clock: the THROUGHPUT hint, async) and
+with `-hint latency` (sync, one request at a time — comparable with single-request latency).
+
+Goal (issue 4): the planner's best validated candidate is at least as fast as the best peer at
+the fidelity gate. A peer running bf16 is marked, since its fidelity is not the planner's f32.
+
+Usage: .venv/bin/python benchmarks/cpu_vs_peers.py [--models demo:inefficient tv:resnet18 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from planner.evaluate import MeasureJob, measure  # noqa: E402
+from planner.pipeline import PlanOptions, run_plan  # noqa: E402
+from planner.plugins import CandidateSpec, ModelRef  # noqa: E402
+
+_MEDIAN_RE = re.compile(r"Median:\s+([0-9.]+)\s*(ms|us)")
+_TPUT_RE = re.compile(r"Throughput:\s+([0-9.]+)\s*FPS")
+_PREC_RE = re.compile(r"INFERENCE_PRECISION_HINT: (\S+)")
+_UNIT_MS = {"ms": 1.0, "us": 1e-3}
+DEFAULT_MODELS = ["demo:inefficient", "tv:resnet18", "tv:mobilenet_v3_small"]
+
+
+def remeasure(ref: ModelRef, spec: CandidateSpec) -> float | None:
+    """p50 (ms) of one spec with the full method in a fresh worker; None if it failed."""
+    result, _ = measure(MeasureJob(model=ref, spec=spec, quick=False, fidelity_batches=1),
+                        timeout_s=600)
+    if result.status != "ok":
+        print(f"  {spec.label}: {result.status}: {result.reason}", file=sys.stderr)
+        return None
+    return result.latency_ms["p50_ms"]
+
+
+def benchmark_app(onnx: Path, *, latency: bool, seconds: int) -> dict:
+    """Run benchmark_app on the ONNX file; its median latency, throughput and precision."""
+    exe = shutil.which("benchmark_app", path=str(Path(sys.executable).parent)) or "benchmark_app"
+    cmd = [exe, "-m", str(onnx), "-d", "CPU", "-t", str(seconds)]
+    if latency:
+        cmd += ["-hint", "latency", "-api", "sync"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    median = _MEDIAN_RE.search(out)
+    if proc.returncode != 0 or median is None:
+        return {"error": f"benchmark_app failed (exit {proc.returncode}): {out[-400:]}"}
+    tput = _TPUT_RE.search(out)
+    prec = _PREC_RE.search(out)
+    return {"median_ms": float(median.group(1)) * _UNIT_MS[median.group(2)],
+            "fps": float(tput.group(1)) if tput else None,
+            "precision": prec.group(1) if prec else "?"}
+
+
+def run_model(source: str, *, top: int, seconds: int) -> dict:
+    """Plan, then re-measure the top candidates and the peers; returns one table row."""
+    out = Path(tempfile.mkdtemp(prefix="peers-"))
+    print(f"\n== {source}: planning (quick screen) in {out}", file=sys.stderr)
+    outcome = run_plan(PlanOptions(model=source, target="cpu", quick=True, out=out,
+                                   write_report=False))
+    results = outcome.results
+    model = results["model"]
+    ref = ModelRef(source, tuple(model["input"]["shape"]))
+    ranked = sorted((c for c in results["candidates"] if c.get("rank")), key=lambda c: c["rank"])
+    planner_best = None
+    for cand in ranked[:top]:
+        if cand["plugin"] == "torch.eager":
+            continue  # that is the PyTorch peer, measured below
+        p50 = remeasure(ref, CandidateSpec.from_dict(cand["spec"]))
+        print(f"  planner {cand['label']}: {p50}", file=sys.stderr)
+        if p50 is not None and (planner_best is None or p50 < planner_best[1]):
+            planner_best = (cand["label"], p50, cand["fidelity"].get("cosine"))
+    torch_p50 = remeasure(ref, CandidateSpec.from_dict(results["candidates"][0]["spec"]))
+    onnx = next((out / "artifacts" / "onnx").glob("*.onnx"))
+    ort_p50 = remeasure(ref, CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults",
+                                           config={"defaults": True}, artifacts={"onnx": str(onnx)}))
+    ba_default = benchmark_app(onnx, latency=False, seconds=seconds)
+    ba_latency = benchmark_app(onnx, latency=True, seconds=seconds)
+    return {"model": source, "planner": planner_best, "torch": torch_p50, "ort": ort_p50,
+            "ba_default": ba_default, "ba_latency": ba_latency}
+
+
+def _ms(v: float | None) -> str:
+    return "failed" if v is None else f"{v:.2f}"
+
+
+def print_table(rows: list[dict]) -> None:
+    """The comparison table with ratios (peer p50 / planner p50: > 1 means the planner is faster)."""
+    print("\np50 latency at batch 1, ms (benchmark_app: its median). ratio = peer / planner best")
+    print(f"{'model':<24} {'planner best':>12} {'torch eager':>12} {'ORT default':>12} "
+          f"{'OV bapp lat':>12} {'OV bapp dflt':>13}  planner candidate")
+    for r in rows:
+        best = r["planner"][1] if r["planner"] else None
+        cells = []
+        for v in (r["torch"], r["ort"], r["ba_latency"].get("median_ms"), r["ba_default"].get("median_ms")):
+            cells.append(f"{_ms(v)} ({v / best:.2f}x)" if v and best else _ms(v))
+        prec = r["ba_default"].get("precision", "?")
+        print(f"{r['model']:<24} {_ms(best):>12} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12} "
+              f"{cells[3]:>13}  {r['planner'][0] if r['planner'] else '-'}"
+              f" (cosine {r['planner'][2]:.5f})" if r["planner"] else "")
+        print(f"{'':<24} benchmark_app default mode: {r['ba_default'].get('fps')} FPS at "
+              f"{prec} (throughput hint, async, several requests in flight)")
+    peers_ok = []
+    for r in rows:
+        best = r["planner"][1] if r["planner"] else None
+        peer = min(v for v in (r["torch"], r["ort"], r["ba_latency"].get("median_ms")) if v)
+        peers_ok.append(best is not None and best <= peer * 1.02)
+        print(f"{r['model']}: planner {_ms(best)} ms vs best single-request peer {peer:.2f} ms -> "
+              f"{'at least as fast (within 2% noise)' if peers_ok[-1] else 'SLOWER'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the comparison for each model and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
+    parser.add_argument("--top", type=int, default=3, help="planner candidates to re-measure")
+    parser.add_argument("--time", type=int, default=10, help="benchmark_app seconds per run")
+    args = parser.parse_args(argv)
+    rows = [run_model(m, top=args.top, seconds=args.time) for m in args.models]
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
