@@ -1,0 +1,193 @@
+"""A defensive view of results.json for the report: every key may be missing or mistyped in a
+partial or hand-edited file, so sections read through these accessors instead of indexing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from planner.report.fmt import real
+
+PARTIAL_STATUSES = ("partial", "interrupted", "failed", "running")
+"""Statuses under which the report says it is partial."""
+
+
+def as_dict(value: Any) -> dict:
+    """The value if it is a dict, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """The value if it is a list (or tuple), else an empty list."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """data[k1][k2]... or None where any level is missing or not a dict."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def first(data: Mapping, *keys: str) -> Any:
+    """The first of these keys that holds a value (other engineers' names still settle)."""
+    for key in keys:
+        value = data.get(key) if isinstance(data, Mapping) else None
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def text(value: Any) -> str:
+    """A string from results.json, or '' when absent."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def best_throughput(entry: Mapping) -> dict | None:
+    """The throughput point with the most samples/s, or None."""
+    points = [p for p in as_list(entry.get("throughput")) if real(as_dict(p).get("samples_per_s")) is not None]
+    return max(points, key=lambda p: p["samples_per_s"]) if points else None
+
+
+def latency(entry: Mapping) -> dict:
+    """The latency statistics of a candidate or the baseline ({} when not measured)."""
+    return as_dict(entry.get("latency_ms"))
+
+
+def p50(entry: Mapping) -> float | None:
+    """Median latency in ms, if measured."""
+    return real(latency(entry).get("p50_ms"))
+
+
+@dataclass
+class ReportData:
+    """Everything the sections need, read defensively once from a results dict."""
+
+    results: dict
+    figures: dict[str, str] | None = None
+    figure_notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """The run's status ('unknown' when missing)."""
+        return text(self.results.get("status")) or "unknown"
+
+    @property
+    def is_partial(self) -> bool:
+        """Whether the run stopped before finishing cleanly."""
+        return self.status in PARTIAL_STATUSES or self.status == "unknown"
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings recorded during the run."""
+        return [text(w) for w in as_list(self.results.get("warnings")) if text(w)]
+
+    @property
+    def model(self) -> dict:
+        """The model description (falls back to the baseline's copy)."""
+        return as_dict(self.results.get("model")) or as_dict(self.baseline.get("model"))
+
+    @property
+    def hardware(self) -> dict:
+        """The hardware profile."""
+        return as_dict(self.results.get("hardware"))
+
+    @property
+    def baseline(self) -> dict:
+        """The baseline profile ({} when the run never got that far)."""
+        return as_dict(self.results.get("baseline"))
+
+    @property
+    def ceilings(self) -> dict:
+        """The roofline ceilings (top level, else the baseline's copy)."""
+        return as_dict(self.results.get("ceilings")) or as_dict(self.baseline.get("ceilings"))
+
+    @property
+    def requirements(self) -> dict:
+        """The requirements the run was asked to meet."""
+        return as_dict(self.results.get("requirements"))
+
+    @property
+    def candidates(self) -> list[dict]:
+        """Every candidate result, baseline first."""
+        return [c for c in as_list(self.results.get("candidates")) if isinstance(c, dict)]
+
+    @property
+    def best(self) -> dict | None:
+        """The best-ranked candidate, or None when nothing was ranked."""
+        index = self.results.get("best")
+        cands = self.candidates
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(cands):
+            return cands[index]
+        ranked = [c for c in cands if isinstance(c.get("rank"), int)]
+        return min(ranked, key=lambda c: c["rank"]) if ranked else None
+
+    @property
+    def reference(self) -> dict:
+        """The baseline as a candidate (the one with fidelity.reference), else the baseline profile."""
+        for c in self.candidates:
+            if dig(c, "fidelity", "reference") is True:
+                return c
+        return self.candidates[0] if self.candidates else self.baseline
+
+    def is_reference(self, cand: Mapping) -> bool:
+        """Whether this candidate is the baseline itself."""
+        return cand is self.reference or dig(cand, "fidelity", "reference") is True
+
+    @property
+    def base_p50(self) -> float | None:
+        """The baseline's median latency in ms."""
+        return p50(self.baseline) if p50(self.baseline) is not None else p50(self.reference)
+
+    def speedup(self, cand: Mapping) -> float | None:
+        """The candidate's recorded speedup, else baseline p50 over its p50."""
+        recorded = real(cand.get("speedup"))
+        if recorded is not None:
+            return recorded
+        base, mine = self.base_p50, p50(cand)
+        if base is None or not mine:
+            return None
+        return base / mine
+
+    @property
+    def plan(self) -> dict:
+        """The plan (ordered steps)."""
+        return as_dict(self.results.get("plan"))
+
+    @property
+    def steps(self) -> list[dict]:
+        """The plan's steps in order."""
+        steps = [s for s in as_list(self.plan.get("steps")) if isinstance(s, dict)]
+        return sorted(steps, key=lambda s: (real(s.get("order")) is None, real(s.get("order")) or 0))
+
+    @property
+    def findings(self) -> list[dict]:
+        """Architecture findings, highest impact first (the lint's order breaks ties)."""
+        found = [f for f in as_list(self.baseline.get("findings")) if isinstance(f, dict)]
+        return sorted(found, key=lambda f: -(real(f.get("impact")) or 0.0))
+
+    @property
+    def skipped_plugins(self) -> list[dict]:
+        """Plugins that could not run here, with reasons."""
+        return [s for s in as_list(self.results.get("skipped_plugins")) if isinstance(s, dict)]
+
+    def skip_reason(self, plugin: str) -> str:
+        """Why a plugin was skipped, or ''."""
+        for s in self.skipped_plugins:
+            if s.get("plugin") == plugin:
+                return "; ".join(text(r) for r in as_list(s.get("reasons"))) or "skipped"
+        return ""
+
+    def candidates_of(self, plugin: str) -> list[dict]:
+        """The candidates a plugin produced."""
+        return [c for c in self.candidates if c.get("plugin") == plugin and not self.is_reference(c)]
+
+    def missing(self, what: str) -> str:
+        """Why a part of the report is empty: the run stopped early, or the file lacks it."""
+        if self.is_partial:
+            return f"not recorded: the run's status is {self.status}, so it stopped before {what}"
+        return f"not recorded in results.json ({what} is absent)"

@@ -1,0 +1,109 @@
+"""Candidates: every configuration measured, its numbers and status; rejections, failures, skips."""
+
+from __future__ import annotations
+
+from planner.report import figdata, fmt
+from planner.report.data import ReportData, as_dict, as_list, best_throughput, latency, p50, text
+from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
+
+_NOT_RANKED = ("rejected", "failed", "skipped")
+
+
+def label(cand: dict) -> str:
+    """A candidate's display name."""
+    return text(cand.get("label")) or text(cand.get("plugin")) or "unnamed candidate"
+
+
+def ordered(data: ReportData) -> list[dict]:
+    """Ranked candidates by rank, then the rest in the order they were measured."""
+    cands = data.candidates
+    ranked = sorted((c for c in cands if isinstance(c.get("rank"), int)), key=lambda c: c["rank"])
+    return ranked + [c for c in cands if not isinstance(c.get("rank"), int)]
+
+
+def p95_cell(cand: dict) -> str:
+    """p95 latency, or the sample count it needs."""
+    lat = latency(cand)
+    if lat.get("p95_ms") is not None:
+        return fmt.ms(lat["p95_ms"])
+    if not lat:
+        return fmt.NOT_MEASURED
+    return f"needs ≥{PERCENTILE_MIN_SAMPLES['p95']} samples"
+
+
+def fidelity_cells(cand: dict) -> tuple[str, str]:
+    """(cosine, top-1) as table cells; the reference is marked as such."""
+    fid = as_dict(cand.get("fidelity"))
+    if fid.get("reference") is True:
+        return "reference", "reference"
+    if not fid:
+        return fmt.NOT_MEASURED, fmt.NOT_MEASURED
+    top1 = fid.get("top1_agreement")
+    return (fmt.cosine(fid.get("cosine")),
+            fmt.pct(top1) if top1 is not None else "n/a (output is not class scores)")
+
+
+def _row(data: ReportData, cand: dict) -> list[str]:
+    best = best_throughput(cand)
+    cos, top1 = fidelity_cells(cand)
+    size = cand.get("size_bytes")
+    if size is None and data.is_reference(cand):
+        size = data.model.get("size_bytes")
+    status = text(cand.get("status")) or "unknown"
+    return [fmt.number(cand["rank"]) if isinstance(cand.get("rank"), int) else "—",
+            f"**{label(cand)}**" if cand is data.best else label(cand),
+            text(cand.get("precision")) or "—",
+            fmt.ms(p50(cand)), p95_cell(cand),
+            f"{fmt.rate(best.get('samples_per_s'))} @ batch {fmt.number(best.get('batch'))}" if best
+            else fmt.NOT_MEASURED,
+            fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1,
+            fmt.times(data.speedup(cand)) if p50(cand) is not None else "—", status]
+
+
+def _settings(data: ReportData, cand: dict) -> str:
+    parts = [f"- **{label(cand)}** (`{text(cand.get('plugin')) or 'plugin not recorded'}`)"]
+    config = cand.get("config")
+    if config:
+        parts.append(f"config `{fmt.compact(config)}`")
+    info = {k: v for k, v in as_dict(cand.get("info")).items() if k != "sweep_stopped"}
+    if info:
+        parts.append("in force: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in info.items()))
+    threads = {k: v for k, v in as_dict(cand.get("threads")).items() if v not in (None, [], "")}
+    if threads:
+        parts.append("threads: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items()))
+    if cand.get("memory_basis"):
+        parts.append(f"memory basis: {cand['memory_basis']}")
+    return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def render(data: ReportData) -> list[str]:
+    """The Candidates section."""
+    lines = ["## Candidates", ""]
+    cands = ordered(data)
+    if not cands:
+        lines += [f"No candidates: {data.missing('measuring candidates')}.", ""]
+        lines += figdata.figure_block(data, figdata.CANDIDATES) + [""]
+    else:
+        ranked_by = text(data.results.get("ranked_by"))
+        lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
+                  + "only candidates that passed the fidelity gate are ranked. Speedup is the "
+                  "baseline's p50 over the candidate's.", ""]
+        lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
+                            "Peak memory", "Size", "Cosine", "Top-1", "Speedup", "Status"],
+                           [_row(data, c) for c in cands])
+        lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
+        lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]
+        problems = [c for c in cands if text(c.get("status")) in _NOT_RANKED]
+        if problems:
+            lines += ["### Not ranked", ""]
+            lines += [f"- **{label(c)}** — {text(c.get('status'))}: "
+                      f"{text(c.get('reason')) or 'no reason recorded'}" for c in problems]
+            lines.append("")
+    skipped = data.skipped_plugins
+    if skipped:
+        lines += ["### Skipped plugins", ""]
+        for s in skipped:
+            reasons = "; ".join(text(r) for r in as_list(s.get("reasons"))) or "no reason recorded"
+            lines.append(f"- `{text(s.get('plugin')) or 'unnamed plugin'}`: {reasons}")
+        lines.append("")
+    return lines

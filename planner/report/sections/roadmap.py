@@ -1,0 +1,178 @@
+"""Roadmap: seed 002's phases — quick wins, extra impact, architecture redesign — each step with its
+measured effect (or labelled estimate) and accuracy risk, then the combined effect."""
+
+from __future__ import annotations
+
+from planner.report import fmt
+from planner.report.data import ReportData, as_dict, first, p50, text
+from planner.report.fmt import real
+from planner.report.sections.candidates import label, ordered
+from planner.report.sections.findings import impact_text
+
+# Words that put a candidate or plan step in Phase 2 (changes the numbers, needs calibration or
+# validation data) or Phase 3 (changes the architecture, needs retraining).
+_PHASE2 = ("int8", "int4", "ternary", "quant", "calib", "compress", "prun", "low-rank", "lowrank",
+           "distil", "sparsi")
+_PHASE3 = ("architecture", "redesign", "retrain")
+PHASES = (1, 2, 3)
+"""Seed 002's roadmap phases: quick wins, extra impact, architecture redesign."""
+
+
+def _haystack(*values: object) -> str:
+    return " ".join(text(v).lower() for v in values)
+
+
+def step_phase(step: dict) -> int:
+    """The plan's phase for a step, else one read from its kind, plugin and title."""
+    phase = step.get("phase")
+    if isinstance(phase, int) and not isinstance(phase, bool) and phase in PHASES:
+        return phase
+    hay = _haystack(step.get("kind"), step.get("plugin"), step.get("title"))
+    if any(w in hay for w in _PHASE3) and not any(w in hay for w in _PHASE2):
+        return 3
+    return 2 if any(w in hay for w in _PHASE2) else 1
+
+
+def candidate_phase(data: ReportData, cand: dict) -> int:
+    """2 for quantization or compression; else the phase the plan gave its plugin (1 by default)."""
+    hay = _haystack(cand.get("precision"), cand.get("plugin"), cand.get("label"))
+    if any(w in hay for w in _PHASE2):
+        return 2
+    phases = [step_phase(s) for s in data.steps if s.get("plugin") and s.get("plugin") == cand.get("plugin")]
+    return min(phases) if phases else 1
+
+
+def accuracy_risk(cand: dict) -> str:
+    """The accuracy risk as measured by fidelity against the original."""
+    fid = as_dict(cand.get("fidelity"))
+    if not fid:
+        return "accuracy risk not measured (no fidelity check ran)"
+    parts = []
+    if fid.get("accuracy") is not None:
+        parts.append(f"accuracy {fmt.pct(fid['accuracy'], 2)}")
+        if fid.get("reference_accuracy") is not None:
+            parts[-1] += f" vs {fmt.pct(fid['reference_accuracy'], 2)} for the original"
+    if fid.get("cosine") is not None:
+        parts.append(f"cosine {fmt.cosine(fid['cosine'])}")
+    if fid.get("top1_agreement") is not None:
+        parts.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
+    if fid.get("samples") is not None:
+        parts.append(f"over {fmt.number(fid['samples'])} samples")
+    verdict = {"ok": "passed the fidelity gate", "rejected": "failed the fidelity gate"}.get(
+        text(cand.get("status")), "")
+    return "accuracy risk: " + ", ".join(parts) + (f" — {verdict}" if verdict else "")
+
+
+def _measured(data: ReportData, cand: dict) -> str:
+    status = text(cand.get("status"))
+    if status in ("failed", "skipped") or p50(cand) is None:
+        return f"**{label(cand)}** — {status or 'not measured'}: {text(cand.get('reason')) or 'no reason recorded'}"
+    effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.times(data.speedup(cand))} the baseline's "
+              "speed")
+    line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
+    if status == "rejected":
+        line += f". Not recommended: {text(cand.get('reason')) or 'rejected'}"
+    return line
+
+
+def _unmeasured_step(data: ReportData, step: dict) -> str:
+    what = text(first(step, "title", "plugin")) or "planned step"
+    plugin = text(step.get("plugin"))
+    reason = data.skip_reason(plugin) if plugin else ""
+    if not reason:
+        reason = ("no candidate of this step ran" if plugin else
+                  "no plugin implements it, so it is advice only")
+    expected = text(step.get("expected")).rstrip(".")
+    line = f"**{what}** — not measured in this run ({reason})"
+    if step.get("when"):
+        line += f"; {text(step['when'])}"
+    if expected:
+        labelled = any(w in expected.lower() for w in ("estimate", "not a measurement", "expectation"))
+        line += f". Expected: {expected if labelled else 'estimate — ' + expected}"
+    if step.get("why"):
+        line += f". Why: {text(step['why']).rstrip('.')}"
+    return line + "."
+
+
+def _finding_ids(data: ReportData) -> set[str]:
+    return {f"finding:{text(f.get('id'))}" for f in data.findings if f.get("id")}
+
+
+def _phase_items(data: ReportData, phase: int) -> list[str]:
+    items = [_measured(data, c) for c in ordered(data)
+             if not data.is_reference(c) and candidate_phase(data, c) == phase]
+    measured_plugins = {c.get("plugin") for c in data.candidates}
+    # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
+    listed = _finding_ids(data)
+    items += [_unmeasured_step(data, s) for s in data.steps
+              if step_phase(s) == phase and text(s.get("source")) not in listed
+              and (not s.get("plugin") or s.get("plugin") not in measured_plugins)]
+    return items
+
+
+def _combined(data: ReportData) -> list[str]:
+    lines = ["### Combined effect", ""]
+    best = data.best
+    base = data.base_p50
+    if best is not None and not data.is_reference(best):
+        lines.append(f"- Measured: **{label(best)}** runs at p50 {fmt.ms(p50(best))} against "
+                     f"{fmt.ms(base)} for the baseline, {fmt.times(data.speedup(best))} the "
+                     "baseline's speed. This is the only combined number measured in this run.")
+        start, start_label = p50(best), label(best)
+    else:
+        others = [c for c in data.candidates if not data.is_reference(c)]
+        lines.append(("- Measured: no candidate beat the baseline in this run" if others else
+                      f"- Measured: no optimized candidate ({data.missing('measuring candidates')})")
+                     + (f"; baseline p50 {fmt.ms(base)}." if base is not None else "."))
+        start, start_label = base, "the baseline"
+    findings = data.findings
+    impact = real(findings[0].get("impact")) if findings else None
+    if findings and impact is not None and start is not None:
+        title = text(findings[0].get("title")) or text(findings[0].get("id"))
+        lines.append(f"- Estimate: if the Phase 3 change for *{title}* saved the same share of time "
+                     f"on {start_label} ({impact_text(findings[0])}), p50 would fall to about "
+                     f"{fmt.ms(start * (1 - impact))}. This assumes the saving carries over "
+                     "unchanged to the optimized runtime; optimizations interact, so re-run the "
+                     "planner on the changed model to measure it.")
+    lines.append("- Steps marked *not measured in this run* are not included in any number above.")
+    return lines + [""]
+
+
+def render(data: ReportData) -> list[str]:
+    """The Roadmap section."""
+    lines = ["## Roadmap", ""]
+    if not data.baseline and not data.candidates:
+        return lines + [f"Roadmap: {data.missing('profiling the baseline')}.", ""]
+    phases = (
+        (1, "Quick wins", "no retraining: runtimes, graph compilers and settings measured here"),
+        (2, "Extra impact", "calibration, quantization and compression that need no retraining: "
+                            "trust them only after checking accuracy on validation data"),
+    )
+    for number, name, scope in phases:
+        lines += [f"### Phase {number}: {name}", "", f"*{scope[0].upper()}{scope[1:]}.*", ""]
+        items = _phase_items(data, number)
+        why = "" if data.candidates else f" ({data.missing('measuring candidates')})"
+        if items:
+            lines += [f"- {item}" for item in items]
+        elif number == 1:
+            lines.append(f"- No quick win was measured in this run{why}.")
+        else:
+            lines.append("- Not measured in this run: no calibration, quantization or compression "
+                         f"candidate was planned or ran{why}.")
+        lines.append("")
+    lines += ["### Phase 3: Architecture redesign", "",
+              "*Needs retraining; every effect here is an estimate from the profile, not a "
+              "measurement.*", ""]
+    items = []
+    for f in data.findings:
+        title = text(f.get("title")) or text(f.get("id")) or "finding"
+        layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])
+        item = f"**{title}** — {impact_text(f)}"
+        if layers:
+            item += f"; layers {layers}"
+        if f.get("advice"):
+            item += f". {text(f['advice'])}"
+        items.append(item + " Accuracy risk: unknown until retrained and validated.")
+    items += _phase_items(data, 3)
+    lines += [f"- {i}" for i in items] if items else ["- The architecture lint suggested no change."]
+    return lines + [""] + _combined(data)

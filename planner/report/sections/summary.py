@@ -1,0 +1,137 @@
+"""Summary: one paragraph on where the model stands, the best measured deployment, and the biggest
+remaining win (labelled as an estimate)."""
+
+from __future__ import annotations
+
+from planner.report import fmt
+from planner.report.data import ReportData, as_dict, dig, first, latency, p50, text
+from planner.report.sections import requirements
+from planner.report.sections.hardware import machine_phrase
+
+
+def _model_sentence(data: ReportData) -> str:
+    m = data.model
+    if not m:
+        return f"The model was {data.missing('loading the model')}."
+    name = text(m.get("name")) or text(m.get("source")) or "The model"
+    facts = []
+    if m.get("source") and m.get("source") != m.get("name"):
+        facts.append(f"`{m['source']}`")
+    if m.get("parameters") is not None:
+        facts.append(f"{fmt.number(m['parameters'])} parameters")
+    if m.get("size_bytes") is not None:
+        facts.append(f"{fmt.size(m['size_bytes'])} of weights")
+    inp = as_dict(m.get("input"))
+    shape = inp.get("shape") or data.baseline.get("input_shape")
+    if shape:
+        facts.append(f"input {fmt.shape(shape)}" + (f" {inp['dtype']}" if inp.get("dtype") else ""))
+    target = text(data.results.get("target"))
+    where = f" on {machine_phrase(data)}" if data.hardware else ""
+    return (f"**{name}**" + (f" ({'; '.join(facts)})" if facts else "") + where
+            + (f", planned for the `{target}` target" if target else "") + ".")
+
+
+def _baseline_sentence(data: ReportData) -> str:
+    b = data.baseline
+    if not b:
+        return f"The baseline was {data.missing('profiling the baseline')}."
+    lat = latency(b)
+    runtime = text(b.get("runtime")) or "the original runtime"
+    tail = [f"p{q} {fmt.ms(lat[f'p{q}_ms'])}" for q in ("95", "99") if lat.get(f"p{q}_ms") is not None]
+    sentence = f"Out of the box ({runtime}) it takes {fmt.ms(lat.get('p50_ms'))} at p50"
+    sentence += (" (" + ", ".join(tail) + ")") if tail else ""
+    bound = text(as_dict(b.get("bottleneck")).get("bound"))
+    return sentence + (f" and is {bound}-bound on this machine." if bound else ".")
+
+
+def _best_sentence(data: ReportData) -> str:
+    best = data.best
+    others = [c for c in data.candidates if not data.is_reference(c)]
+    if best is None:
+        if not others:
+            return f"No optimized candidate was measured ({data.missing('measuring candidates')})."
+        return ("No optimized candidate both passed the fidelity gate and was measured, so the "
+                "baseline stands.")
+    if data.is_reference(best):
+        return ("None of the measured candidates beat the baseline: it stays the fastest "
+                "configuration measured here.")
+    fid = as_dict(best.get("fidelity"))
+    label = text(best.get("label")) or text(best.get("plugin")) or "a candidate"
+    ranked_by = text(data.results.get("ranked_by"))
+    sentence = (f"The best deployment found{f' (ranked by {ranked_by})' if ranked_by else ''} is "
+                f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
+                f"baseline, {fmt.times(data.speedup(best))} the baseline's speed (measured)")
+    agreement = []
+    if fid.get("cosine") is not None:
+        agreement.append(f"cosine {fmt.cosine(fid['cosine'])}")
+    if fid.get("top1_agreement") is not None:
+        agreement.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
+    if fid.get("accuracy") is not None:
+        agreement.append(f"accuracy {fmt.pct(fid['accuracy'], 2)}")
+    if agreement:
+        sentence += ", with " + " and ".join(agreement) + " against the original"
+    return sentence + "."
+
+
+def _requirements_sentence(data: ReportData) -> str:
+    found, subject = requirements.checks(data)
+    if not found:
+        return f"Requirements were {data.missing('checking the requirements')}."
+
+    def _named(c: dict) -> str:
+        target = c.get("target")
+        name = requirements.name_of(c)
+        return name + (f" {requirements.value_text(name, target)}" if target is not None else "")
+
+    groups = {"missed": [], "met": [], "other": []}
+    for c in found:
+        verdict = requirements.verdict(c)
+        key = verdict if verdict in ("missed", "met") else "other"
+        groups[key].append(f"{_named(c)} ({requirements.margin(c)})" if key != "met" else _named(c))
+    parts = []
+    if groups["missed"]:
+        parts.append("it misses " + " and ".join(groups["missed"]))
+    if groups["met"]:
+        parts.append("it meets " + " and ".join(groups["met"]))
+    if groups["other"]:
+        parts.append("not judged: " + " and ".join(groups["other"]))
+    on = " (checked on the baseline)" if subject else ""
+    return f"Against the requirements{on}, " + "; ".join(parts) + "."
+
+
+def _biggest_win(data: ReportData) -> str:
+    findings = data.findings
+    if findings:
+        f = findings[0]
+        layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])
+        basis = text(f.get("impact_basis")) or "basis not recorded"
+        impact = f"{fmt.pct(f.get('impact'), 0)} — {basis}" if f.get("impact") is not None else basis
+        return (f"The single biggest remaining win is architectural and needs retraining: "
+                f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
+                + f" (estimate: {impact}).")
+    measured = {c.get("plugin") for c in data.candidates}
+    for step in data.steps:
+        if step.get("plugin") not in measured:
+            what = text(first(step, "title", "plugin")) or "a planned step"
+            expected = text(step.get("expected")) or "effect not estimated"
+            return (f"The biggest remaining step, not measured in this run, is {what} "
+                    f"(estimate: {expected}).")
+    return "No remaining win beyond the measured candidates was identified."
+
+
+def render(data: ReportData) -> list[str]:
+    """The Summary section."""
+    lines = ["## Summary", ""]
+    if data.is_partial:
+        why = "; ".join(data.warnings) or "no warnings recorded"
+        lines += [f"> **Partial report: {data.status} — {why}**", ""]
+    paragraph = [_model_sentence(data), _baseline_sentence(data)]
+    if data.baseline or data.candidates:
+        paragraph.append(_best_sentence(data))
+    paragraph += [_requirements_sentence(data), _biggest_win(data)]
+    lines += [" ".join(paragraph), ""]
+    if data.warnings and not data.is_partial:
+        lines += ["Warnings from the run:", ""] + [f"- {w}" for w in data.warnings] + [""]
+    if dig(data.results, "quick") is True:
+        lines += ["*Quick mode: fewer samples and smaller sweeps than a full run.*", ""]
+    return lines

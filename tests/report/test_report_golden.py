@@ -1,0 +1,36 @@
+"""The report rendered from the fixture results.json matches the reviewed golden Markdown."""
+
+from __future__ import annotations
+
+import os
+
+from planner.report import render_markdown
+
+from report_fixtures import FIGURE_LINKS, FIXTURES
+
+GOLDEN = FIXTURES / "expected_report.md"
+
+
+def test_report_matches_golden(fixture_results) -> None:
+    """Set UPDATE_GOLDEN=1 to rewrite the golden file after a deliberate change, then review it."""
+    text = render_markdown(fixture_results, figures=FIGURE_LINKS)
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(text)
+    assert GOLDEN.is_file(), "no golden report yet: run with UPDATE_GOLDEN=1 and review it"
+    expected = GOLDEN.read_text()
+    assert text == expected, "the report changed: review the diff, then re-run with UPDATE_GOLDEN=1"
+
+
+def test_sections_in_order(fixture_results) -> None:
+    text = render_markdown(fixture_results, figures=FIGURE_LINKS)
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == ["Summary", "Hardware", "Baseline", "Bottlenecks", "Architecture findings",
+                        "Checklist", "Decision path", "Candidates", "Requirements", "Roadmap",
+                        "Environment", "Reproduce"]
+
+
+def test_render_is_pure_and_deterministic(fixture_results, results) -> None:
+    before = repr(results)
+    first = render_markdown(results, figures=FIGURE_LINKS)
+    assert render_markdown(results, figures=FIGURE_LINKS) == first
+    assert repr(results) == before, "rendering must not modify the results"
