@@ -7,8 +7,10 @@ tensorrt) happen inside `candidates`/`open`, never at module import.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from importlib.metadata import entry_points
@@ -174,11 +176,37 @@ class PluginIssue:
     reason: str
 
 
+EXTRA_PLUGINS_ENV = "PLANNER_PLUGINS"
+
+
+@dataclass(frozen=True)
+class _EnvEntryPoint:
+    """A plugin named in PLANNER_PLUGINS as `module:Class`, loaded like an entry point."""
+
+    name: str
+    value: str
+
+    def load(self):
+        module, _, attr = self.value.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def _env_entry_points() -> list[_EnvEntryPoint]:
+    # Lets a user try an unpackaged plugin (and tests inject failing ones) without installing
+    # it; worker processes inherit the variable, so they find the same plugins.
+    raw = os.environ.get(EXTRA_PLUGINS_ENV, "")
+    return [_EnvEntryPoint(item.strip(), item.strip()) for item in raw.split(",") if item.strip()]
+
+
 def discover() -> tuple[dict[str, Plugin], list[PluginIssue]]:
-    """Load every plugin registered under `planner.targets`; a broken one becomes an issue."""
+    """Load every plugin registered under `planner.targets` (and in PLANNER_PLUGINS).
+
+    A plugin that fails to load becomes an issue with its reason; the others still load.
+    """
     plugins: dict[str, Plugin] = {}
     issues: list[PluginIssue] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    for ep in [*found, *_env_entry_points()]:
         try:
             obj = ep.load()
             plugin = obj() if isinstance(obj, type) else obj

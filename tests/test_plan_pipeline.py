@@ -1,0 +1,153 @@
+"""`planner plan` end to end on a tiny model: results.json, ranking, failures kept, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.events import CancelToken
+from planner.pipeline import PlanOptions, run_plan
+
+FIXTURE_PLUGINS = Path(__file__).parent / "fixtures" / "plugins"
+BAD = ("plan_test_plugins:CrashPlugin,plan_test_plugins:HangPlugin,"
+       "plan_test_plugins:BuildFailPlugin,plan_test_plugins:MissingPackagePlugin,"
+       "plan_test_plugins:NotThere")
+
+
+@pytest.fixture(scope="module")
+def tiny_plan(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan")
+    code_out = {}
+    from planner.cli import main
+    import contextlib
+    import io
+
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
+        code_out["code"] = main(["plan", "--model", "demo:tiny", "--target", "cpu", "--quick",
+                                 "--plugins", "cpu.onnxruntime,cpu.openvino", "--out", str(out)])
+    return out, code_out["code"], buf.getvalue()
+
+
+def test_plan_writes_ranked_results(tiny_plan):
+    out, code, stdout = tiny_plan
+    assert code == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["schema_version"] == 1 and results["status"] == "ok"
+    assert results["hardware"]["cpu"]["usable_cores"] >= 1
+    assert results["baseline"]["latency_ms"]["p50_ms"] > 0
+    assert results["checklist"] and results["plan"]["steps"]
+    cands = results["candidates"]
+    assert cands[0]["plugin"] == "torch.eager" and cands[0]["speedup"] == 1.0
+    plugins = {c["plugin"] for c in cands}
+    assert {"cpu.onnxruntime", "cpu.openvino"} <= plugins
+    ranked = sorted((c for c in cands if c.get("rank")), key=lambda c: c["rank"])
+    assert len(ranked) >= 4
+    assert [c["latency_ms"]["p50_ms"] for c in ranked] == sorted(c["latency_ms"]["p50_ms"] for c in ranked)
+    for c in ranked:
+        assert c["fidelity"]["cosine"] > 0.9999
+        assert c["reproduce"].startswith("planner bench --model demo:tiny")
+        assert c["peak_memory_bytes"] > 0 and c["throughput"]
+    assert "Best:" in stdout and (out / "report.md").is_file()
+
+
+def test_reproduce_command_remeasures(tiny_plan, cli):
+    import shlex
+
+    out, _, _ = tiny_plan
+    results = json.loads((out / "results.json").read_text())
+    best = results["candidates"][results["best"]]
+    args = shlex.split(best["reproduce"])[1:]
+    code, stdout, err = cli(*args, "--json")
+    assert code == 0, err
+    again = json.loads(stdout)
+    assert again["status"] == "ok" and again["plugin"] == best["plugin"]
+    assert again["latency_ms"]["p50_ms"] > 0
+
+
+def test_failing_plugins_never_end_the_plan(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
+    monkeypatch.setenv("PLANNER_PLUGINS", BAD)
+    events = []
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+                                   plugins=("test.crash", "test.hang", "test.buildfail",
+                                            "test.missing", "cpu.onnxruntime"),
+                                   timeout_s=15, write_report=True), on_event=events.append)
+    results = json.loads((tmp_path / "results.json").read_text())
+    by_plugin = {c["plugin"]: c for c in results["candidates"]}
+    assert by_plugin["test.crash"]["status"] == "failed"
+    assert "SIGABRT" in by_plugin["test.crash"]["reason"]
+    assert by_plugin["test.hang"]["status"] == "failed"
+    assert "did not finish within 15" in by_plugin["test.hang"]["reason"]
+    assert "no candidates today" in by_plugin["test.buildfail"]["reason"]
+    skipped = {s["plugin"]: s["reasons"] for s in results["skipped_plugins"]}
+    assert "surely_not_an_installed_package not installed" in skipped["test.missing"][0]
+    assert any("plan_test_plugins:NotThere" in w for w in results["warnings"])
+    assert by_plugin["cpu.onnxruntime"]["status"] == "ok"
+    assert results["status"] == "partial"
+    assert outcome.report_path and "Partial report" in outcome.report_path.read_text()
+
+
+def test_cancel_keeps_what_was_measured(tmp_path):
+    cancel = CancelToken()
+
+    def on_event(event):
+        if event.kind == "candidate_done":
+            cancel.cancel()
+
+    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+                         plugins=("cpu.onnxruntime",)), on_event=on_event, cancel=cancel)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["status"] == "interrupted"
+    measured = [c for c in results["candidates"] if c["plugin"] == "cpu.onnxruntime"]
+    assert len(measured) == 1
+    assert any("not measured" in w for w in results["warnings"])
+    assert (tmp_path / "report.md").is_file()
+
+
+def test_impossible_requirement_is_explained(tmp_path):
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+                                   requirement_overrides={"latency_ms": 1e-6},
+                                   plugins=("cpu.onnxruntime",)))
+    checks = outcome.results["requirement_checks"]
+    latency = next(c for c in checks if c["name"] == "latency")
+    assert latency["met"] is False and "cannot be met" in latency["margin"]
+
+
+def test_unwritable_out_dir_fails_before_measuring(cli, tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    code, out, err = cli("plan", "--model", "demo:tiny", "--quick", "--out", str(blocker / "sub"))
+    assert code == 2
+    assert "cannot write to output folder" in err and "--out" in err
+    assert "baseline" not in err
+
+
+def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
+    model_file = tmp_path / "custom_op_model.py"
+    model_file.write_text(
+        "import torch\n"
+        "INPUT_SHAPE = (1, 8)\n"
+        "@torch.library.custom_op('plannertest::double', mutates_args=())\n"
+        "def double(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x * 2\n"
+        "@double.register_fake\n"
+        "def _(x):\n"
+        "    return torch.empty_like(x)\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(8, 4)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(double(x))\n"
+        "def make():\n"
+        "    return M()\n")
+    outcome = run_plan(PlanOptions(model=f"{model_file}:make", trust_code=True, target="cpu",
+                                   quick=True, out=tmp_path / "out",
+                                   plugins=("cpu.onnxruntime", "cpu.torch")))
+    cands = outcome.results["candidates"]
+    ort = [c for c in cands if c["plugin"] == "cpu.onnxruntime"]
+    assert ort and ort[0]["status"] == "failed" and "ONNX export failed" in ort[0]["reason"]
+    assert any(c["plugin"] == "cpu.torch" and c["status"] == "ok" for c in cands)
