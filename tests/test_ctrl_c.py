@@ -1,0 +1,36 @@
+"""Ctrl-C half way through `planner plan`: exit 130, results.json and a partial report kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner.cli", "plan", "--model", "demo:tiny", "--target", "cpu",
+         "--quick", "--plugins", "cpu.onnxruntime,cpu.openvino", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        # A background shell may have left SIGINT ignored; a user's terminal would not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    seen = ""
+    while time.time() < deadline:
+        line = proc.stderr.readline()
+        seen += line
+        if "ok: onnxruntime" in line:
+            break
+    assert "ok: onnxruntime" in seen, seen
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    results = json.loads((out / "results.json").read_text())
+    assert results["status"] == "interrupted"
+    assert any(c["plugin"] == "cpu.onnxruntime" and c["status"] == "ok" for c in results["candidates"])
+    assert "Partial report" in (out / "report.md").read_text()
