@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from targets.cpu.onnxruntime import OrtSession
 
 CALIBRATION_SEED = 4242  # distinct from the fidelity inputs' seed, so calibration never sees them
 CALIBRATION_BATCHES = 32
@@ -211,57 +212,18 @@ def _model_bytes(path: Path) -> int:
     return path.stat().st_size + (data.stat().st_size if data.is_file() else 0)
 
 
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
-             "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
-
-
-class Int8Session:
-    """An ONNX Runtime CPU session over a quantized file (the Session protocol)."""
-
-    needs_sync = False
+class Int8Session(OrtSession):
+    """An ONNX Runtime CPU session over a quantized file: the fp32 ORT session with INT8 facts."""
 
     def __init__(self, path: str | Path, *, threads: int | None, mode: str) -> None:
-        import onnxruntime as ort
-
-        self._ort = ort
-        self.mode = mode
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            opts.intra_op_num_threads = int(threads)
         # One graph, one request at a time: inter-op threads would only compete with intra-op ones.
-        opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        first = self._session.get_inputs()[0]
-        self._input_name = first.name
-        self._input_dtype = _NP_TYPES.get(first.type)
+        super().__init__(str(path), {"graph_optimization_level": "ORT_ENABLE_ALL",
+                                     "execution_mode": "ORT_SEQUENTIAL",
+                                     "intra_op_threads": threads, "inter_op_threads": 1})
+        self.mode = mode
         self.path = Path(path)
 
-    def prepare(self, array: np.ndarray) -> dict:
-        """The feed dict, in the dtype the graph declares."""
-        if self._input_dtype is not None and array.dtype != self._input_dtype:
-            array = array.astype(self._input_dtype)
-        return {self._input_name: np.ascontiguousarray(array)}
-
-    def run(self, prepared: dict) -> list:
-        """One inference; every output."""
-        return self._session.run(None, prepared)
-
-    def sync(self) -> None:
-        """Nothing to wait for: CPU runs return when done."""
-
-    def to_numpy(self, output: list) -> np.ndarray:
-        """The first output as float32."""
-        return np.asarray(output[0], dtype=np.float32)
-
     def info(self) -> dict:
-        """The settings the session really runs with, read back from it."""
-        opts = self._session.get_session_options()
-        return {"runtime": f"onnxruntime {self._ort.__version__}",
-                "providers": list(self._session.get_providers()),
-                "precision": "int8", "quantization": self.mode,
-                "intra_op_threads": opts.intra_op_num_threads,
-                "inter_op_threads": opts.inter_op_num_threads,
+        """The settings the session really runs with, plus the quantization and file size."""
+        return {**super().info(), "precision": "int8", "quantization": self.mode,
                 "model_file_bytes": _model_bytes(self.path)}
