@@ -132,7 +132,7 @@ def format_baseline(b: dict) -> str:
     lat = b["latency_ms"]
     m = b["model"]
     lines = [f"Baseline profile: {m['source']} ({m['parameters']:,} parameters, "
-             f"{m['size_bytes'] / 1e6:.1f} MB), input {'x'.join(map(str, b['input_shape']))}, "
+             f"{m['size_bytes'] / 2**20:.1f} MiB), input {'x'.join(map(str, b['input_shape']))}, "
              f"{b['runtime']}", ""]
     pct = [f"p{q} {lat[f'p{q}_ms']:.2f} ms" for q in (95, 99) if lat.get(f"p{q}_ms") is not None]
     missing = [f"p{q}" for q in (90, 95, 99) if lat.get(f"p{q}_ms") is None]
@@ -154,10 +154,10 @@ def format_baseline(b: dict) -> str:
         lines.append(f"Compute      {gflops:.2f} GFLOPs per sample (2 per MAC); "
                      f"{achieved:.1f} GFLOP/s achieved at batch 1")
     mem = b.get("peak_memory_bytes")
-    lines.append(f"Memory       peak {mem / 1e6:.0f} MB ({b['memory_basis']}); weights "
-                 f"{m['size_bytes'] / 1e6:.1f} MB" if mem else "Memory       not measured")
+    lines.append(f"Memory       peak {mem / 2**20:.0f} MiB ({b['memory_basis']}); weights "
+                 f"{m['size_bytes'] / 2**20:.1f} MiB" if mem else "Memory       not measured")
     if b.get("peak_activation_bytes"):
-        lines[-1] += f"; largest activation {b['peak_activation_bytes'] / 1e6:.1f} MB"
+        lines[-1] += f"; largest activation {b['peak_activation_bytes'] / 2**20:.1f} MiB"
     c = b["ceilings"]
     peak = c["peak_flops"].get("fp32")
     lines.append(f"Ceilings     fp32 {peak / 1e9:.1f} GFLOP/s, {c['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s "

@@ -18,7 +18,7 @@ def _load(args: argparse.Namespace):
 
 
 def _mb(n: int | float | None) -> str:
-    return "n/a" if n is None else f"{n / 1e6:.1f} MB"
+    return "n/a" if n is None else f"{n / 2**20:.1f} MiB"
 
 
 def cmd_default(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ def format_ranking(results: dict) -> str:
     """The ranked candidate table, then rejected/failed ones with their reasons."""
     rows = sorted(results["candidates"], key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
     head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} "
-            f"{'mem MB':>7} {'cosine':>8} {'speedup':>7} status")
+            f"{'mem MiB':>7} {'cosine':>8} {'speedup':>7} status")
     lines = [f"Candidates ranked by {results.get('ranked_by', 'p50 latency')} "
              f"(status: {results.get('status')})", head, "-" * len(head)]
     for c in rows:
@@ -49,7 +49,7 @@ def format_ranking(results: dict) -> str:
         lines.append(
             f"{_fmt(c.get('rank'), 'd', ''):>2} {c['label'][:44]:<44} {_fmt(lat.get('p50_ms'), '.2f'):>8} "
             f"{_fmt(lat.get('p95_ms'), '.2f'):>8} {_fmt(best, '.1f'):>8} "
-            f"{_fmt(mem / 1e6 if mem else None, '.0f'):>7} {_fmt(cos, '.5f'):>8} "
+            f"{_fmt(mem / 2**20 if mem else None, '.0f'):>7} {_fmt(cos, '.5f'):>8} "
             f"{_fmt(c.get('speedup'), '.2f'):>6}x {c['status']}")
     problems = [c for c in rows if c["status"] in ("rejected", "failed", "skipped")]
     if problems:
