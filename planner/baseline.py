@@ -38,7 +38,7 @@ def _cuda_usable(hw: "HardwareProfile") -> bool:
 
 def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "HardwareProfile | None" = None,
                      ceilings=None, on_event: EventSink = null_sink, timeout_s: float = 600.0,
-                     keep_outputs: bool = False) -> dict:
+                     keep_outputs: bool = False, val_data=None) -> dict:
     """Measure and analyse the baseline; returns the `planner profile --json` object."""
     from planner.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.hardware import detect
@@ -56,7 +56,8 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     budget = int(hw.memory.available_bytes * 0.5) if hw.memory.available_bytes else None
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
                      sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget,
-                     fidelity_batches=fidelity_batch_count(quick))
+                     fidelity_batches=fidelity_batch_count(quick),
+                     val_data=str(val_data) if val_data else None)
     result, outputs = measure(job, timeout_s=timeout_s)
     if result.status is not Status.OK:
         from planner.errors import PlannerError

@@ -68,8 +68,9 @@ DEFAULT_GATES: dict[Precision, FidelityGate] = {
 }
 
 
-def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> Fidelity:
-    """Compare outputs batch by batch with the reference ones."""
+def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
+            labels: Sequence[np.ndarray] | None = None) -> Fidelity:
+    """Compare outputs batch by batch with the reference ones (and with labels, if given)."""
     if len(reference) != len(outputs):
         raise ValueError(f"{len(outputs)} output batches for {len(reference)} reference batches")
     ref = np.concatenate([np.asarray(r, dtype=np.float64).reshape(len(r), -1) for r in reference])
@@ -83,6 +84,14 @@ def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> F
     top1 = None
     if ref.shape[1] > 1:
         top1 = float(np.mean(ref.argmax(axis=1) == out.argmax(axis=1)))
+    accuracy = reference_accuracy = None
+    if labels is not None:
+        truth = np.concatenate([np.asarray(lab).reshape(-1) for lab in labels])
+        if len(truth) != ref.shape[0]:
+            raise ValueError(f"{len(truth)} labels for {ref.shape[0]} outputs")
+        accuracy = float(np.mean(out.argmax(axis=1) == truth))
+        reference_accuracy = float(np.mean(ref.argmax(axis=1) == truth))
     return Fidelity(cosine=cosine, max_abs_error=float(diff.max(initial=0.0)),
                     mean_abs_error=float(diff.mean()) if diff.size else 0.0,
-                    top1_agreement=top1, samples=int(ref.shape[0]))
+                    top1_agreement=top1, samples=int(ref.shape[0]), accuracy=accuracy,
+                    reference_accuracy=reference_accuracy)

@@ -3,6 +3,7 @@ rank → results.json and report. The CLI and the TUI both drive this through ev
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -131,6 +132,7 @@ class PlanSession:
         self.plan = None
         self.out_dir: Path | None = None
         self.quick = False
+        self.val_data: Path | None = None
         self.results: dict = {"schema_version": SCHEMA_VERSION, "status": "running",
                               "planner_version": __version__, "environment": environment(),
                               "candidates": [], "warnings": [], "skipped_plugins": []}
@@ -188,17 +190,23 @@ class PlanSession:
         self.out_dir = prepare_out_dir(out or default_out_dir(name, self.target or "auto"))
         return self.out_dir
 
-    def profile(self, *, quick: bool = False, timeout_s: float = 600.0) -> dict:
-        """Measure and analyse the baseline."""
+    def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
+                val_data: Path | None = None) -> dict:
+        """Measure and analyse the baseline (and its outputs on `val_data`, when given)."""
         from planner.baseline import profile_baseline
+        from planner.valdata import load_val_data
 
         self._need("model")
+        if val_data is not None:
+            load_val_data(val_data, input_shape=self.model.input_spec.shape)  # fail early, clearly
+        self.val_data = val_data
         self.quick = quick
         self.results["quick"] = quick
         if self.ceilings is None:
             self.measure_ceilings(quick=quick)
         baseline = profile_baseline(self.model, quick=quick, hw=self.detect(), ceilings=self.ceilings,
-                                    on_event=self.on_event, keep_outputs=True, timeout_s=timeout_s)
+                                    on_event=self.on_event, keep_outputs=True, timeout_s=timeout_s,
+                                    val_data=val_data)
         self.reference = baseline.pop("_reference_outputs")
         self.baseline = baseline
         self.results["baseline"] = baseline
@@ -255,12 +263,12 @@ class PlanSession:
                   "planned": i.name in planned} for i in issues]
         return rows
 
-    def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None, timeout_s: float = 300.0,
-                 val_data: Path | None = None) -> list[dict]:
+    def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None,
+                 timeout_s: float = 300.0) -> list[dict]:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank."""
         self._need("plan")
         names = list(plugins) if plugins else self.planned_plugins()
-        _run_candidates(self, names, timeout_s=timeout_s, val_data=val_data)
+        _run_candidates(self, names, timeout_s=timeout_s, val_data=self.val_data)
         from planner.ranking import rank_candidates
 
         rank_candidates(self.results)
@@ -326,10 +334,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
                              overrides=options.requirement_overrides)
     try:
         session.measure_ceilings(quick=options.quick)
-        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2)
+        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
+                        val_data=options.val_data)
         session.decide()
-        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s,
-                         val_data=options.val_data)
+        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
     except KeyboardInterrupt:
         session.results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
         session.finish(status="interrupted", write_report=options.write_report)
@@ -404,6 +412,17 @@ def _run_candidates(session: PlanSession, names: list[str], *, timeout_s: float,
             on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
         if cancel.cancelled:
             return
+    from planner.valdata import labels_of
+
+    labels = labels_of(val_data)
+    if val_data is not None:
+        results["validation"] = {"folder": str(val_data), "labels": labels is not None,
+                                 "samples": int(sum(len(b) for b in session.reference))}
+        if labels is not None and results["candidates"]:
+            own = compare(session.reference, session.reference, labels=labels)
+            results["candidates"][0]["fidelity"]["accuracy"] = own.accuracy
+            results["validation"]["baseline_accuracy"] = own.accuracy
+    budget = getattr(session.requirements, "accuracy_budget", None)
     ref = ModelRef.of(session.model)
     base_p50 = session.baseline["latency_ms"]["p50_ms"]
     for i, spec in enumerate(specs):
@@ -420,9 +439,12 @@ def _run_candidates(session: PlanSession, names: list[str], *, timeout_s: float,
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is Status.OK and outputs is not None:
             try:
-                fid = compare(session.reference, outputs)
+                fid = compare(session.reference, outputs, labels=labels)
                 result.fidelity = fid.to_dict()
-                why = DEFAULT_GATES[Precision(result.precision)].check(fid)
+                gate = DEFAULT_GATES[Precision(result.precision)]
+                if budget is not None:
+                    gate = dataclasses.replace(gate, max_accuracy_drop=budget)
+                why = gate.check(fid)
                 if why:
                     result.status, result.reason = Status.REJECTED, f"fidelity gate: {why}"
             except ValueError as exc:

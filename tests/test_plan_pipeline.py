@@ -151,3 +151,41 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
     ort = [c for c in cands if c["plugin"] == "cpu.onnxruntime"]
     assert ort and ort[0]["status"] == "failed" and "ONNX export failed" in ort[0]["reason"]
     assert any(c["plugin"] == "cpu.torch" and c["status"] == "ok" for c in cands)
+
+
+def test_val_data_measures_accuracy(tmp_path):
+    import numpy as np
+    import torch
+
+    from planner.models import load_model
+
+    model = load_model("demo:tiny")
+    data = tmp_path / "val"
+    data.mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(2):
+        batch = rng.standard_normal((4, 3, 32, 32)).astype(np.float32)
+        np.save(data / f"batch{i}.npy", batch)
+        with torch.no_grad():
+            logits = model.module(torch.from_numpy(batch)).numpy()
+        labels = logits.argmax(axis=1)
+        labels[0] = (labels[0] + 1) % 10  # one wrong label per batch: the original scores 6/8
+        np.save(data / f"batch{i}_labels.npy", labels)
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path / "o",
+                                   val_data=data, plugins=("cpu.onnxruntime",)))
+    res = outcome.results
+    assert res["validation"]["labels"] is True and res["validation"]["samples"] == 8
+    assert res["validation"]["baseline_accuracy"] == 0.75
+    ort = [c for c in res["candidates"] if c["plugin"] == "cpu.onnxruntime" and c["status"] == "ok"]
+    assert ort and ort[0]["fidelity"]["accuracy"] == 0.75
+
+
+def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
+    import numpy as np
+
+    data = tmp_path / "val"
+    data.mkdir()
+    np.save(data / "b.npy", np.zeros((2, 3, 8, 8), dtype=np.float32))
+    code, _, err = cli("plan", "--model", "demo:tiny", "--quick", "--out", str(tmp_path / "o"),
+                       "--val-data", str(data))
+    assert code == 2 and "has shape 2x3x8x8" in err and "Bx3x32x32" in err
