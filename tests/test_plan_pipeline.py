@@ -189,3 +189,23 @@ def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
     code, _, err = cli("plan", "--model", "demo:tiny", "--quick", "--out", str(tmp_path / "o"),
                        "--val-data", str(data))
     assert code == 2 and "has shape 2x3x8x8" in err and "Bx3x32x32" in err
+
+
+def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
+    import torch
+
+    from planner.models import load_model
+
+    model = load_model("demo:tiny")
+    path = tmp_path / "tiny.onnx"
+    torch.onnx.export(model.module, (torch.randn(1, 3, 32, 32),), str(path), dynamo=False,
+                      input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, out=tmp_path / "o",
+                                   plugins=("cpu.openvino", "cpu.torch")))
+    res = outcome.results
+    base = res["candidates"][0]
+    assert base["label"] == "onnxruntime defaults (ONNX model)" and base["status"] == "ok"
+    assert base["info"]["allow_spinning"] == "default"
+    assert any(c["plugin"] == "cpu.openvino" and c["status"] == "ok" for c in res["candidates"])
+    skipped = {s["plugin"]: s["reasons"][0] for s in res["skipped_plugins"]}
+    assert "ONNX-only" in skipped["cpu.torch"]

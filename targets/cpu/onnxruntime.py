@@ -137,9 +137,17 @@ class OrtSession:
             "execution_mode": str(opts.execution_mode).split(".")[-1],
             "intra_op_threads": opts.intra_op_num_threads,
             "inter_op_threads": opts.inter_op_num_threads,
-            "allow_spinning": opts.get_session_config_entry("session.intra_op.allow_spinning"),
+            "allow_spinning": _config_entry(opts, "session.intra_op.allow_spinning"),
             "input": self._input_name,
         }
+
+
+def _config_entry(opts, key: str) -> str:
+    # ORT raises for a key that was never set: then the session runs ORT's own default.
+    try:
+        return opts.get_session_config_entry(key)
+    except RuntimeError:
+        return "default"
 
 
 _NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
