@@ -34,7 +34,7 @@ from planner.plugins import CandidateSpec, ModelRef  # noqa: E402
 
 _MEDIAN_RE = re.compile(r"Median:\s+([0-9.]+)\s*(ms|us)")
 _TPUT_RE = re.compile(r"Throughput:\s+([0-9.]+)\s*FPS")
-_PREC_RE = re.compile(r"INFERENCE_PRECISION_HINT: (\S+)")
+_PREC_RE = re.compile(r"INFERENCE_PRECISION_HINT: (?:<Type: ')?([\w.]+)")
 _UNIT_MS = {"ms": 1.0, "us": 1e-3}
 DEFAULT_MODELS = ["demo:inefficient", "tv:resnet18", "tv:mobilenet_v3_small"]
 
@@ -49,10 +49,12 @@ def remeasure(ref: ModelRef, spec: CandidateSpec) -> float | None:
     return result.latency_ms["p50_ms"]
 
 
-def benchmark_app(onnx: Path, *, latency: bool, seconds: int) -> dict:
+def benchmark_app(onnx: Path, shape: tuple[int, ...], *, latency: bool, seconds: int) -> dict:
     """Run benchmark_app on the ONNX file; its median latency, throughput and precision."""
     exe = shutil.which("benchmark_app", path=str(Path(sys.executable).parent)) or "benchmark_app"
-    cmd = [exe, "-m", str(onnx), "-d", "CPU", "-t", str(seconds)]
+    # The export has a dynamic batch axis, so benchmark_app needs the shape it should feed.
+    cmd = [exe, "-m", str(onnx), "-d", "CPU", "-t", str(seconds),
+           "-data_shape", "[" + ",".join(map(str, shape)) + "]"]
     if latency:
         cmd += ["-hint", "latency", "-api", "sync"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -68,7 +70,11 @@ def benchmark_app(onnx: Path, *, latency: bool, seconds: int) -> dict:
 
 
 def run_model(source: str, *, top: int, seconds: int) -> dict:
-    """Plan, then re-measure the top candidates and the peers; returns one table row."""
+    """Plan, then re-measure the ranked candidates and the peers; returns one table row.
+
+    The quick screen only orders candidates; every ranked candidate is re-measured with the
+    full method so the planner's pick does not hinge on one noisy 2-second sample.
+    """
     out = Path(tempfile.mkdtemp(prefix="peers-"))
     print(f"\n== {source}: planning (quick screen) in {out}", file=sys.stderr)
     outcome = run_plan(PlanOptions(model=source, target="cpu", quick=True, out=out,
@@ -89,8 +95,8 @@ def run_model(source: str, *, top: int, seconds: int) -> dict:
     onnx = next((out / "artifacts" / "onnx").glob("*.onnx"))
     ort_p50 = remeasure(ref, CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults",
                                            config={"defaults": True}, artifacts={"onnx": str(onnx)}))
-    ba_default = benchmark_app(onnx, latency=False, seconds=seconds)
-    ba_latency = benchmark_app(onnx, latency=True, seconds=seconds)
+    ba_default = benchmark_app(onnx, ref.input_shape, latency=False, seconds=seconds)
+    ba_latency = benchmark_app(onnx, ref.input_shape, latency=True, seconds=seconds)
     return {"model": source, "planner": planner_best, "torch": torch_p50, "ort": ort_p50,
             "ba_default": ba_default, "ba_latency": ba_latency}
 
@@ -128,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the comparison for each model and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
-    parser.add_argument("--top", type=int, default=3, help="planner candidates to re-measure")
+    parser.add_argument("--top", type=int, default=100,
+                        help="how many ranked planner candidates to re-measure (default: all)")
     parser.add_argument("--time", type=int, default=10, help="benchmark_app seconds per run")
     args = parser.parse_args(argv)
     rows = [run_model(m, top=args.top, seconds=args.time) for m in args.models]
