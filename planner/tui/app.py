@@ -1,0 +1,426 @@
+"""The planner's Textual app: the step sidebar, the step panes, key bindings and the command palette."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Header, OptionList, TabbedContent, TabPane
+from textual.worker import Worker
+
+from planner.pipeline import PlanSession
+from planner.tui.bridge import EventBridge
+from planner.tui.screens.base import StepPane
+from planner.tui.screens.checklist import ChecklistPane
+from planner.tui.screens.confirm import ConfirmQuit
+from planner.tui.screens.hardware import HardwarePane
+from planner.tui.screens.help import HelpScreen
+from planner.tui.screens.model import ModelPane
+from planner.tui.screens.optimize import OptimizePane
+from planner.tui.screens.profile import ProfilePane
+from planner.tui.screens.report import ReportPane
+from planner.tui.screens.requirements import RequirementsPane
+from planner.tui.screens.results import ResultsPane
+from planner.tui.screens.tree import TreePane
+from planner.tui.steps import STEP_BY_ID, STEPS
+from planner.tui.terminal import default_log_path, prepare_subprocesses, stray_output_to
+from planner.tui.widgets.step_list import StepList
+from planner.tui.screens.too_small import TooSmallScreen
+from planner.tui.widgets.too_small import is_too_small
+
+# The same default as planner.models.demo.DEFAULT_DEMO, written out so that starting the TUI does
+# not import torch before the first frame is drawn (tests check the two agree).
+DEFAULT_MODEL = "demo:inefficient"
+
+JOB_TITLES = {
+    "detect": "Hardware detection", "ceilings": "Measuring the ceilings", "demos": "Listing the demos",
+    "load": "Loading the model", "profile": "Profiling", "plugins": "Listing the plugins",
+    "optimize": "Optimizing", "save": "Saving the report",
+}
+
+PANES: dict[str, type[StepPane]] = {
+    "hardware": HardwarePane, "model": ModelPane, "requirements": RequirementsPane,
+    "profile": ProfilePane, "checklist": ChecklistPane, "tree": TreePane, "optimize": OptimizePane,
+    "results": ResultsPane, "report": ReportPane,
+}
+
+Command = tuple[str, str, Callable[[], object]]
+PaneT = TypeVar("PaneT", bound=StepPane)
+
+
+@dataclass
+class Job:
+    """The engine job in progress: one at a time, so measurements never compete for the machine."""
+
+    name: str
+    title: str
+    pane: StepPane
+    worker: Worker | None = None
+
+
+class StepCommands(Provider):
+    """Command palette entries: 'Go to: <step>' for every step, and each step's action."""
+
+    def _commands(self) -> list[Command]:
+        app = self.app
+        return app.palette_commands() if isinstance(app, PlannerApp) else []
+
+    async def discover(self) -> Hits:
+        """Every command, before anything is typed."""
+        for title, help_text, callback in self._commands():
+            yield DiscoveryHit(title, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        """Commands whose title fuzzily matches the query."""
+        matcher = self.matcher(query)
+        for title, help_text, callback in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_text)
+
+
+class MainScreen(Screen):
+    """Header, the step list beside the current step's pane, and the footer with the keys."""
+
+    def compose(self) -> ComposeResult:
+        """Header, step list and step panes, footer."""
+        yield Header()
+        with Horizontal(id="main"):
+            yield StepList(id="steps")
+            with ContentSwitcher(initial="hardware", id="panes"):
+                for step in STEPS:
+                    yield PANES[step.id](id=step.id)
+        yield Footer()
+
+
+class PlannerApp(App[int]):
+    """Walks the method step by step on one `PlanSession`; long work runs in thread workers."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "planner"
+    COMMANDS = App.COMMANDS | {StepCommands}
+    BINDINGS = [
+        Binding("n", "next_step", "Next"),
+        Binding("p", "prev_step", "Prev"),
+        Binding("r", "run", "Run"),
+        Binding("c", "cancel_run", "Cancel"),
+        Binding("s", "save", "Save"),
+        Binding("o", "sort", "Sort"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "request_quit", "Quit"),
+        Binding("right_square_bracket", "switch_tab(1)", "Next tab", show=False),
+        Binding("left_square_bracket", "switch_tab(-1)", "Previous tab", show=False),
+        Binding("escape", "focus_steps", "Step list", show=False),
+        *(Binding(str(s.number), f"goto('{s.id}')", s.title, show=False) for s in STEPS),
+    ]
+
+    def __init__(self, *, model: str | None = None, input_shape: str | None = None, trust_code: bool = False,
+                 session: PlanSession | None = None, out_dir: Path | None = None, autostart: bool = True,
+                 log_path: str | None = None) -> None:
+        super().__init__()
+        prepare_subprocesses()
+        self.bridge = EventBridge()
+        self.session = session if session is not None else PlanSession(on_event=self.bridge)
+        self.session.on_event = self.bridge
+        self.initial_model = model or DEFAULT_MODEL
+        self.initial_shape = input_shape
+        self.initial_trust = trust_code
+        self.out_dir = out_dir
+        self.autostart = autostart
+        self.log_path = log_path
+        # Queries go to this screen, not `self.screen`: a job may finish while a modal is on top.
+        self.main = MainScreen()
+        self.job: Job | None = None
+        self.replies: dict[str, str] = {}
+        self.checklist_confirmed = False
+        self.optimized = False
+        self.saved_to: Path | None = None
+        self.current = STEPS[0].id
+        self.visited: set[str] = {self.current}
+        self._initial_load_done = False
+        self._plan_stale = False
+
+    def get_default_screen(self) -> Screen:
+        """The main screen: the step list and panes (help, palette and dialogs open over it)."""
+        return self.main
+
+    def on_ready(self) -> None:
+        """The main screen is up: show step 1 and start detecting the hardware."""
+        self.pane("model", ModelPane).prefill(self.initial_model, self.initial_shape, self.initial_trust)
+        self.goto(self.current)
+        self.main.query_one(StepList).focus()
+        self.check_size(self.size.width, self.size.height)
+        if self.autostart:
+            self.pane("hardware", HardwarePane).detect()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below 80×24 the layout cannot fit: cover it with the too-small message."""
+        self.check_size(event.size.width, event.size.height)
+
+    def check_size(self, width: int, height: int) -> None:
+        """Show, update or remove the too-small screen for the terminal's size."""
+        covered = isinstance(self.screen, TooSmallScreen)
+        if is_too_small(width, height):
+            if covered:
+                self.screen.show_size(width, height)  # type: ignore[attr-defined]
+            else:
+                self.push_screen(TooSmallScreen(width, height))
+        elif covered:
+            self.pop_screen()
+
+    # -- panes and steps ---------------------------------------------------------------------
+    def pane(self, step_id: str, kind: type[PaneT] = StepPane) -> PaneT:  # type: ignore[assignment]
+        """The pane of a step."""
+        return self.main.query_one(f"#{step_id}", kind)
+
+    @property
+    def current_pane(self) -> StepPane:
+        """The pane on screen."""
+        return self.pane(self.current)
+
+    def goto(self, step_id: str) -> None:
+        """Show a step."""
+        step = STEP_BY_ID[step_id]
+        self.current = step_id
+        self.visited.add(step_id)
+        self.main.query_one("#panes", ContentSwitcher).current = step_id
+        self.sub_title = f"step {step.number}/9 · {step.title}"
+        pane = self.current_pane
+        pane.sync()
+        self._show_steps()
+        self.refresh_bindings()
+        focused = self.main.focused
+        if focused is None or (focused is not self.main.query_one(StepList) and pane not in focused.ancestors):
+            self.main.query_one(StepList).focus()
+
+    def done_steps(self) -> set[str]:
+        """The steps whose result exists (and that the user has seen, for steps that only show)."""
+        s = self.session
+        done = {
+            "hardware": s.hw is not None and s.ceilings is not None,
+            "model": s.model is not None,
+            "requirements": s.requirements is not None and "requirements" in self.visited,
+            "profile": s.baseline is not None,
+            "checklist": s.plan is not None and self.checklist_confirmed,
+            "tree": s.plan is not None and self.checklist_confirmed and "tree" in self.visited,
+            "optimize": self.optimized,
+            "results": self.optimized and "results" in self.visited,
+            "report": self.saved_to is not None,
+        }
+        return {step for step, ok in done.items() if ok}
+
+    def _show_steps(self) -> None:
+        self.main.query_one(StepList).show_state(current=self.current, done=self.done_steps())
+
+    def session_changed(self) -> None:
+        """Every pane re-reads the session; the sidebar and footer update."""
+        for step in STEPS:
+            self.pane(step.id).sync()
+        self._show_steps()
+        self.refresh_bindings()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """A click (or Enter) on a step in the sidebar."""
+        if isinstance(event.option_list, StepList) and event.option.id:
+            self.goto(event.option.id)
+
+    # -- jobs --------------------------------------------------------------------------------
+    def job_title(self, job: str) -> str:
+        """A job's name as people read it."""
+        return JOB_TITLES.get(job, job or "The run")
+
+    def begin_job(self, pane: StepPane, name: str) -> bool:
+        """Claim the engine for a job; one at a time, so runs never compete for the cores."""
+        if self.job is not None:
+            self.notify(f"{self.job.title} is still running: wait for it, or press c to cancel an optimize.",
+                        title="Busy", severity="warning", timeout=4)
+            return False
+        self.job = Job(name, self.job_title(name), pane)
+        self.bridge.attach(pane)
+        self.refresh_bindings()
+        return True
+
+    def job_worker(self, worker: Worker) -> None:
+        """Record the worker that runs the current job."""
+        if self.job is not None:
+            self.job.worker = worker
+
+    def end_job(self, worker: Worker | None) -> None:
+        """Release the engine if `worker` runs the current job (messages for other workers are ignored)."""
+        if self.job is None or worker is None or self.job.worker is not worker:
+            return
+        self.job = None
+        self.bridge.attach(None)
+        self.refresh_bindings()
+        if self._plan_stale:
+            self._plan_stale = False
+            self.requirements_changed()
+
+    def startup_continue(self, finished: str) -> None:
+        """On start: detect, then measure the ceilings (quick, cached per machine), then load the model."""
+        if not self.autostart:
+            return
+        if finished == "detect" and self.session.ceilings is None:
+            self.pane("hardware", HardwarePane).measure(quick=True)
+        elif finished in ("detect", "ceilings") and not self._initial_load_done:
+            self._initial_load_done = True
+            if self.session.model is None:
+                self.pane("model", ModelPane).run_step()
+
+    def model_loaded(self) -> None:
+        """A new model resets everything measured for the previous one."""
+        self.replies = {}
+        self.checklist_confirmed = False
+        self.optimized = False
+        self.saved_to = None
+        if self.out_dir is None:
+            # The default folder is named after the model: let the next run pick a new one.
+            self.session.out_dir = None
+
+    def requirements_changed(self) -> None:
+        """New requirements or target: re-plan from the existing baseline (after any running job)."""
+        if self.session.baseline is None:
+            self._show_steps()
+            return
+        if self.job is not None:
+            self._plan_stale = True
+            return
+        # Deciding is pure computation over the baseline (milliseconds): no worker needed.
+        self.session.decide(replies=self.replies)
+        self.session_changed()
+
+    def stop_running_job(self) -> None:
+        """Stop the job in progress: cancel between candidates and end the measuring processes."""
+        self.session.cancel.cancel()
+        # The measurement runs in a child process; ending it lets the worker thread return promptly
+        # instead of holding the exit until the measurement completes.
+        for child in multiprocessing.active_children():
+            child.terminate()
+
+    # -- actions -----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Show each key only where it does something."""
+        if action == "run":
+            return self.current_pane.RUN_LABEL is not None
+        if action == "cancel_run":
+            return self.job is not None and self.job.name == "optimize"
+        if action == "save":
+            return True if self.session.baseline is not None else None
+        if action == "sort":
+            return self.current == "results"
+        return True
+
+    def action_goto(self, step_id: str) -> None:
+        """Go to a step (keys 1–9)."""
+        self.goto(step_id)
+
+    def action_next_step(self) -> None:
+        """Go to the next step."""
+        index = [s.id for s in STEPS].index(self.current)
+        self.goto(STEPS[min(index + 1, len(STEPS) - 1)].id)
+
+    def action_prev_step(self) -> None:
+        """Go to the previous step."""
+        index = [s.id for s in STEPS].index(self.current)
+        self.goto(STEPS[max(index - 1, 0)].id)
+
+    def action_run(self) -> None:
+        """Run the current step's action."""
+        self.current_pane.run_step()
+
+    def run_on(self, step_id: str) -> None:
+        """Go to a step and run its action (for the command palette)."""
+        self.goto(step_id)
+        self.current_pane.run_step()
+
+    def action_cancel_run(self) -> None:
+        """Cancel the running optimize after its current candidate."""
+        if self.job is None or not self.job.pane.cancel_step():
+            self.notify("Nothing to cancel: only an optimize run stops between candidates.", timeout=3)
+
+    def action_save(self) -> None:
+        """Save results.json and report.md (from any step)."""
+        self.run_on("report")
+
+    def action_sort(self) -> None:
+        """Sort the results table by the next column."""
+        self.pane("results", ResultsPane).sort_next()
+
+    def sort_results(self) -> None:
+        """Show the results and sort them by the next column (for the command palette)."""
+        self.goto("results")
+        self.action_sort()
+
+    def action_switch_tab(self, step: int) -> None:
+        """Show the next (or previous) tab of the current step's tabbed view, if it has one."""
+        tabs = self.current_pane.query(TabbedContent)
+        if not tabs:
+            return
+        content = tabs.first()
+        ids = [pane.id for pane in content.query(TabPane) if pane.id]
+        if content.active in ids:
+            content.active = ids[(ids.index(content.active) + step) % len(ids)]
+
+    def action_help(self) -> None:
+        """Open the help screen."""
+        self.push_screen(HelpScreen(self.log_path))
+
+    def action_focus_steps(self) -> None:
+        """Return focus to the step list."""
+        self.main.query_one(StepList).focus()
+
+    def action_request_quit(self) -> None:
+        """Quit; while a job runs, ask first."""
+        if self.job is None:
+            self.exit(0)
+            return
+        self.push_screen(ConfirmQuit(self.job.title), self._quit_answer)
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q: the same as q (asks first while something runs)."""
+        self.action_request_quit()
+
+    def _quit_answer(self, quit_now: bool | None) -> None:
+        if quit_now:
+            self.stop_running_job()
+            self.exit(0)
+
+    def palette_commands(self) -> list[Command]:
+        """The command palette's entries: each step, and the actions."""
+        commands: list[Command] = [(f"Go to: {s.title}", f"step {s.number}", partial(self.goto, s.id))
+                                   for s in STEPS]
+        for step_id, title in (("hardware", "Measure ceilings"), ("model", "Load model"),
+                               ("requirements", "Apply requirements"), ("profile", "Run profile"),
+                               ("checklist", "Continue with the checklist answers"),
+                               ("optimize", "Run optimize"), ("report", "Save report")):
+            step = STEP_BY_ID[step_id]
+            commands.append((title, f"step {step.number}: {step.title}", partial(self.run_on, step_id)))
+        commands.append(("Cancel run", "stop the optimize after the current candidate", self.action_cancel_run))
+        commands.append(("Sort results", "step 8: sort the table by the next column", self.sort_results))
+        commands.append(("Help", "keys and steps", self.action_help))
+        return commands
+
+
+def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool) -> int:
+    """Open the planner TUI on a model (None: the default demo); returns the exit status."""
+    log_path = default_log_path()
+    with stray_output_to(log_path) as redirected:
+        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code,
+                         log_path=str(log_path) if redirected else None)
+        result = app.run()
+    if log_path.exists():
+        if log_path.stat().st_size:
+            print(f"planner: what the measuring processes printed is in {log_path}", file=sys.stderr)
+        else:
+            log_path.unlink()
+    return 0 if result is None else int(result)

@@ -1,0 +1,132 @@
+"""Step 5, Checklist: the profiling checklist, answered from measurements, with the open items for the user."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Button, Label, Select, Static
+
+from planner.errors import PlannerError
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.notice import Notice
+
+_UNSET = object()
+
+# How each answer status reads in the list (a word, so it reads without colour too).
+STATUS_MARK = {"auto": "✓ measured", "user": "✓ you said", "ask-user": "? your turn",
+               "not-measured": "– not measured"}
+REPLIES = (("yes", "yes"), ("no", "no"))
+
+
+def reply_id(question_id: str) -> str:
+    """A widget id for a question's reply control."""
+    return "reply-" + re.sub(r"[^A-Za-z0-9_-]", "-", question_id)
+
+
+def answer_text(answer: Any) -> Text:
+    """A checklist item: status, question (and hint), the answer, and the evidence behind it."""
+    status = str(answer.status)
+    text = Text()
+    text.append(f"{STATUS_MARK.get(status, status)}  ", style="bold")
+    text.append(answer.question.text, style="bold")
+    if answer.question.hint:
+        text.append(f"  ({answer.question.hint})", style="dim")
+    text.append(f"\n{answer.answer}")
+    if answer.evidence:
+        text.append("\nevidence: ", style="italic")
+        text.append(answer.evidence)
+    if status == "ask-user" and answer.prompt:
+        text.append(f"\n{answer.prompt}", style="italic")
+    return text
+
+
+class ChecklistPane(StepPane):
+    """Shows every answer; ask-user items get a yes/no reply; Continue re-plans with the replies."""
+
+    STEP_ID = "checklist"
+    RUN_LABEL = "Continue with these answers"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: object = _UNSET
+
+    def compose(self) -> ComposeResult:
+        """Intro, the items, and the Continue button."""
+        yield Label("Run the Profile step (4) first: the answers come from the baseline.", id="intro",
+                    classes="hint")
+        yield VerticalScroll(id="items")
+        with Horizontal(classes="toolbar"):
+            yield Button("Continue (r)", id="continue", compact=True)
+            yield Label("", id="status", classes="status")
+        yield Notice(id="notice")
+
+    def sync(self) -> None:
+        """Rebuild the items when the session holds new answers."""
+        answers = self.session.answers
+        if answers is self._shown:
+            return
+        self._shown = answers
+        items = self.query_one("#items", VerticalScroll)
+        if not answers:
+            self.replace_children(items, [])
+            self.query_one("#intro", Label).update(
+                "Run the Profile step (4) first: the answers come from the baseline.")
+            return
+        open_items = sum(1 for a in answers if str(a.status) in ("ask-user", "user"))
+        self.query_one("#intro", Label).update(
+            f"{len(answers)} items for target {self.session.target}: {len(answers) - open_items} from "
+            f"measurements, {open_items} for you. Answer, then Continue (r).")
+        widgets = []
+        # The items waiting for the user come first: they are what this step asks of them.
+        for answer in sorted(answers, key=lambda a: str(a.status) not in ("ask-user", "user")):
+            status = str(answer.status)
+            children: list = [Static(answer_text(answer))]
+            if status in ("ask-user", "user"):
+                previous = self.planner.replies.get(answer.question.id, "").strip().lower()
+                value = previous if previous in ("yes", "no") else Select.NULL
+                children.append(Select(REPLIES, prompt="your answer (yes/no)", value=value,
+                                       id=reply_id(answer.question.id), compact=True))
+            widgets.append(Vertical(*children, classes=f"check-item -{status}"))
+        self.replace_children(items, widgets)
+
+    def replies(self) -> dict[str, str]:
+        """The user's answers by question id (unanswered items are left out)."""
+        out = {}
+        for answer in self.session.answers:
+            for select in self.query(f"#{reply_id(answer.question.id)}").results(Select):
+                if isinstance(select.value, str):
+                    out[answer.question.id] = select.value
+        return out
+
+    def run_step(self) -> None:
+        """Re-plan with the replies and go on to the decision tree."""
+        if self.session.baseline is None:
+            self.query_one(Notice).show_error("there is no baseline to answer the checklist from",
+                                              "run the Profile step first (press 4, then r)")
+            return
+        if self.planner.job is not None:
+            self.notify(f"{self.planner.job.title} is running: continue when it finishes.",
+                        severity="warning")
+            return
+        replies = self.replies()
+        try:
+            # Deciding is pure computation over the baseline (milliseconds), so no worker is needed.
+            self.session.decide(replies=replies)
+        except PlannerError as exc:
+            self.query_one(Notice).show_exception(exc)
+            return
+        self.query_one(Notice).clear()
+        self.planner.replies = replies
+        self.planner.checklist_confirmed = True
+        self.query_one("#status", Label).update(f"planned with {len(replies)} of your answers")
+        self.planner.session_changed()
+        self.planner.goto("tree")
+
+    @on(Button.Pressed, "#continue")
+    def _continue_pressed(self) -> None:
+        self.run_step()

@@ -1,0 +1,193 @@
+"""Step 1, Hardware: the detected profile, the measured roofline ceilings, and why any probe could not run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button
+
+from planner.hardware.render import format_bytes, isa_rows
+from planner.tui import formatting as fmt
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.toggles import Tick
+from planner.tui.widgets.kv import KeyValues, Row
+from planner.tui.widgets.notice import Notice
+from planner.tui.widgets.progress import RunProgress
+
+
+def machine_rows(hw: Any) -> list[Row]:
+    """The hardware profile as labelled rows."""
+    cpu = hw.cpu
+    physical = cpu.physical_cores if cpu.physical_cores is not None else "unknown"
+    clock = f", up to {cpu.max_mhz:.0f} MHz" if cpu.max_mhz else ""
+    rows: list[Row] = [
+        ("Device class", f"{hw.device_class.label} ({hw.device_class})"),
+        ("CPU", f"{cpu.model} ({cpu.vendor}, {cpu.architecture}){clock}"),
+        ("Cores", f"{cpu.usable_cores} usable, {cpu.logical_cores} logical, {physical} physical"),
+    ]
+    caches = ", ".join(f"{level} {format_bytes(size)}" for level, size in cpu.caches.items())
+    rows.append(("Caches", caches or "unknown"))
+    isa = isa_rows(cpu)
+    have = [name for name, value in isa if value != "no"]
+    lack = [name for name, value in isa if value == "no"]
+    rows.append(("ISA", f"has {', '.join(have) or 'none of the listed'}"
+                        + (f"; lacks {', '.join(lack)}" if lack else "")))
+    memory = f"{fmt.size(hw.memory.total_bytes)} total, {fmt.size(hw.memory.available_bytes)} available"
+    if hw.memory.limit_bytes is not None:
+        memory += f", container limit {fmt.size(hw.memory.limit_bytes)}"
+    rows.append(("Memory", memory))
+    if hw.gpus:
+        for gpu in hw.gpus:
+            detail = [fmt.size(gpu.memory_total_bytes)]
+            if gpu.cc_text:
+                detail.append(f"cc {gpu.cc_text}")
+            if gpu.tensor_core_generation:
+                detail.append(f"tensor cores {gpu.tensor_core_generation}")
+            rows.append((f"GPU {gpu.index}", f"{gpu.name} ({', '.join(detail)})"))
+        versions = [v for v in (f"driver {hw.driver_version}" if hw.driver_version else "",
+                                f"CUDA {hw.cuda_version}" if hw.cuda_version else "") if v]
+        if versions:
+            rows.append(("GPU software", ", ".join(versions)))
+    elif hw.note("gpu") or hw.note("nvml"):
+        rows.append(("GPU", "none found (why: see the probe notes below)"))
+    else:
+        rows.append(("GPU", "none: NVML reported no NVIDIA GPU"))
+    if hw.board:
+        rows.append(("Board", hw.board + (f" ({hw.soc})" if hw.soc else "")))
+    return rows
+
+
+def software_rows(hw: Any) -> list[Row]:
+    """Python, torch and the OS."""
+    return [("Software", f"Python {hw.python_version or '?'}, torch {hw.torch_version or 'not installed'}"),
+            ("OS", hw.os or "unknown")]
+
+
+def ceiling_rows(ceilings: Any) -> list[Row]:
+    """The roofline ceilings as labelled rows, saying where they came from."""
+    details = dict(ceilings.details or {})
+    mode = f", {details['mode']}" if details.get("mode") else ""
+    rows: list[Row] = [
+        ("Source", f"{ceilings.source} on {ceilings.device}{mode}"),
+        ("Peak", ", ".join(f"{p} {fmt.flops_rate(v)}" for p, v in ceilings.peak_flops.items())),
+        ("Bandwidth", fmt.bandwidth(ceilings.bandwidth_bytes_per_s)),
+    ]
+    if ceilings.bandwidth_bytes_per_s and "fp32" in ceilings.peak_flops:
+        rows.append(("Ridge point", f"{ceilings.ridge_point('fp32'):.1f} FLOP/byte (fp32): below it a "
+                                    "layer is memory bound, above it compute bound"))
+    for key, value in sorted(details.items()):
+        if key.endswith("_omitted"):
+            rows.append((f"No {key.removesuffix('_omitted')}", str(value)))
+        elif key in ("gpu_measurement_error", "cache", "error", "estimate"):
+            rows.append((key.replace("_", " ").capitalize(), str(value)))
+    return rows
+
+
+def note_rows(hw: Any) -> list[Row]:
+    """Why each probe that could not run did not run."""
+    notes = hw.notes
+    if not notes:
+        return [("Probes", "every probe ran")]
+    return [(probe, reason) for probe, reason in notes.items()]
+
+
+def section(title: str) -> Row:
+    """A section heading row."""
+    return (title, None)
+
+
+class HardwarePane(StepPane):
+    """Detects the machine on start, then measures its ceilings in a worker."""
+
+    STEP_ID = "hardware"
+    RUN_LABEL = "Measure ceilings"
+
+    def compose(self) -> ComposeResult:
+        """Toolbar, progress, and the profile's sections."""
+        with Horizontal(classes="toolbar"):
+            yield Button("Measure ceilings (r)", id="measure", compact=True)
+            yield Tick("full (slower, more samples)", id="full", compact=True)
+        yield RunProgress(id="progress")
+        yield Notice(id="notice")
+        with VerticalScroll(id="hw-scroll"):
+            yield KeyValues([("Hardware", "detecting…")], id="machine")
+            yield KeyValues([], id="ceilings", classes="section")
+            yield KeyValues([], id="notes", classes="section")
+
+    # -- actions -----------------------------------------------------------------------------
+    def detect(self) -> None:
+        """Detect the hardware (the app calls this on start)."""
+        if self.start("detect", self._detect):
+            self.query_one(RunProgress).begin("detecting hardware…")
+
+    def run_step(self) -> None:
+        """Measure the ceilings (quick unless 'full' is ticked)."""
+        if self.session.hw is None:
+            self.notify("Hardware detection has not finished yet.", severity="warning")
+            return
+        self.measure(quick=not self.query_one("#full", Tick).value)
+
+    def measure(self, *, quick: bool) -> None:
+        """Measure (or read the cached) ceilings in a worker."""
+        if self.start("ceilings", self._measure, quick):
+            self.query_one(Notice).clear()
+            kind = "quick" if quick else "full"
+            self.query_one(RunProgress).begin(f"measuring ceilings ({kind}: peak FLOP/s, memory bandwidth)…")
+
+    @on(Button.Pressed, "#measure")
+    def _measure_pressed(self) -> None:
+        self.run_step()
+
+    # -- workers -----------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, name="detect", group="hardware")
+    def _detect(self) -> None:
+        hw = self.session.detect()
+        # Resolve the target and default requirements here, off the UI thread: resolving
+        # "auto" may import torch to ask whether CUDA works.
+        if self.session.target is None:
+            self.session.set_target("auto")
+        if self.session.requirements is None:
+            self.session.set_requirements()
+        self.report("detect", hw)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="ceilings", group="hardware")
+    def _measure(self, quick: bool) -> None:
+        self.report("ceilings", self.session.measure_ceilings(quick=quick))
+
+    # -- results -----------------------------------------------------------------------------
+    def engine_events(self, events: list) -> None:
+        """The ceilings measurement reports one stage; show it."""
+        self.query_one(RunProgress).apply(events)
+
+    def job_done(self, job: str, result: Any) -> None:
+        """Show the profile or the ceilings; on start, go on to measure the ceilings."""
+        progress = self.query_one(RunProgress)
+        if job == "detect":
+            progress.end(f"detected: {result.cpu.model}, {result.device_class.label}")
+            self.planner.startup_continue("detect")
+        elif job == "ceilings":
+            progress.end(f"ceilings: {result.source}, fp32 {fmt.flops_rate(result.peak_flops.get('fp32'))}")
+            self.planner.startup_continue("ceilings")
+
+    def job_failed(self, job: str, error: BaseException) -> None:
+        """Show the error in place; the rest of the planner still works without ceilings."""
+        self.query_one(RunProgress).end(f"{self.planner.job_title(job)} failed", ok=False)
+        super().job_failed(job, error)
+        if job == "ceilings":
+            self.planner.startup_continue("ceilings")
+
+    def sync(self) -> None:
+        """Show what the session knows about the machine."""
+        hw, ceilings = self.session.hw, self.session.ceilings
+        if hw is None:
+            return
+        self.query_one("#machine", KeyValues).set_rows([section("Machine"), *machine_rows(hw)])
+        self.query_one("#ceilings", KeyValues).set_rows(
+            [section("Ceilings"), *(ceiling_rows(ceilings) if ceilings is not None else
+                                    [("Status", "not measured yet: press r (the Profile step "
+                                                "also measures them)")])])
+        self.query_one("#notes", KeyValues).set_rows([section("Software"), *software_rows(hw),
+                                                       section("Probe notes"), *note_rows(hw)])

@@ -1,0 +1,199 @@
+"""Step 7, Optimize: choose plugins, measure their candidates in a worker with progress, cancel between candidates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, Label, RichLog, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from planner.events import CancelToken
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.notice import Notice
+from planner.tui.widgets.toggles import TickList
+from planner.tui.widgets.progress import RunProgress, log_events, new_log
+
+_UNSET = object()
+# The baseline plugin: its candidate is the profile step's baseline, measured already.
+BASELINE_PLUGIN = "torch.eager"
+PROMPT_WIDTH = 56
+
+
+def plugin_prompt(row: dict) -> Text:
+    """One plugin line: name, target, and either 'planned' or why it cannot run here."""
+    text = Text()
+    text.append(row["plugin"], style="bold")
+    text.append(f" ({row['target']})")
+    if row["plugin"] == BASELINE_PLUGIN:
+        text.append(" — the baseline, measured in step 4", style="dim")
+    elif row["reasons"]:
+        text.append(f" — unavailable: {row['reasons'][0]}", style="dim")
+    elif row["planned"]:
+        text.append(" — planned")
+    # One line per item: the list maps screen lines to items one to one.
+    text.truncate(PROMPT_WIDTH, overflow="ellipsis")
+    return text
+
+
+def plugin_detail(row: dict) -> Text:
+    """The highlighted plugin's summary and every reason it cannot run."""
+    text = Text()
+    text.append(f"{row['plugin']}: ", style="bold")
+    text.append(row["summary"] or "no summary")
+    for reason in row["reasons"]:
+        text.append(f"\n✗ {reason}")
+    return text
+
+
+class OptimizePane(StepPane):
+    """Runs `PlanSession.optimize` on the chosen plugins; the Cancel button stops after the current candidate."""
+
+    STEP_ID = "optimize"
+    RUN_LABEL = "Run the chosen plugins"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: object = _UNSET
+        self._rows: dict[str, dict] = {}
+
+    def compose(self) -> ComposeResult:
+        """Plugin list, its detail, run controls, progress and log."""
+        yield Label("Answer the checklist (step 5) first: the plan picks the plugins.", id="intro",
+                    classes="hint")
+        yield TickList(id="plugins", compact=True)
+        yield Static("", id="plugin-detail")
+        with Horizontal(classes="toolbar"):
+            yield Button("Run (r)", id="run", compact=True)
+            yield Button("Cancel (c)", id="cancel", compact=True, disabled=True)
+            yield Label("", id="status", classes="status")
+        yield RunProgress(id="progress")
+        yield Notice(id="notice")
+        yield new_log(id="log")
+
+    # -- the plugin list ---------------------------------------------------------------------
+    def sync(self) -> None:
+        """List the plugins once a plan exists (and again when the plan changes)."""
+        plan = self.session.plan
+        if plan is self._shown:
+            return
+        self._shown = plan
+        if plan is None:
+            self.query_one(SelectionList).clear_options()
+            self._rows = {}
+            return
+        self.query_one("#intro", Label).update("Checking which plugins can run here…")
+        self._plugin_status()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="plugins", group="plugins")
+    def _plugin_status(self) -> None:
+        # Discovering plugins imports their runtimes (ONNX Runtime, OpenVINO…): off the UI thread.
+        self.report("plugins", self.session.plugin_status())
+
+    def _show_plugins(self, rows: list[dict]) -> None:
+        self._rows = {r["plugin"]: r for r in rows}
+        options = []
+        # Planned first (in plan order), then the rest that can run, then the unavailable.
+        order = {name: i for i, name in enumerate(self.session.planned_plugins())}
+        rows = sorted(rows, key=lambda r: (r["plugin"] not in order, bool(r["reasons"]) or
+                                           r["plugin"] == BASELINE_PLUGIN, order.get(r["plugin"], 0),
+                                           r["plugin"]))
+        for row in rows:
+            unavailable = bool(row["reasons"]) or row["plugin"] == BASELINE_PLUGIN
+            options.append(Selection(plugin_prompt(row), row["plugin"], initial_state=row["planned"]
+                                     and not unavailable, disabled=unavailable))
+        plugins = self.query_one(SelectionList)
+        plugins.clear_options()
+        plugins.add_options(options)
+        if options:
+            plugins.highlighted = 0
+        planned = sum(1 for r in rows if r["planned"] and not r["reasons"])
+        self.query_one("#intro", Label).update(
+            f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates.")
+        if options:
+            self.query_one("#plugin-detail", Static).update(plugin_detail(rows[0]))
+
+    @on(SelectionList.SelectionHighlighted)
+    def _highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+        row = self._rows.get(event.selection.value)
+        if row is not None:
+            self.query_one("#plugin-detail", Static).update(plugin_detail(row))
+
+    # -- running -----------------------------------------------------------------------------
+    def run_step(self) -> None:
+        """Measure the candidates of the ticked plugins."""
+        if self.session.plan is None:
+            self.query_one(Notice).show_error("there is no plan yet", "answer the checklist (step 5) and "
+                                              "press Continue")
+            return
+        chosen = list(self.query_one(SelectionList).selected)
+        if not chosen:
+            self.query_one(Notice).show_error("no plugin is ticked", "tick at least one plugin (space)")
+            return
+        # A fresh token: a cancelled earlier run must not stop this one.
+        self.session.cancel = CancelToken()
+        if self.start("optimize", self._optimize, chosen):
+            self.query_one(Notice).clear()
+            self.query_one("#cancel", Button).disabled = False
+            self.query_one("#status", Label).update("running…")
+            self.query_one(RunProgress).begin(f"building candidates: {', '.join(chosen)}")
+            self.query_one(RichLog).write(Text(f"▶ optimize: {', '.join(chosen)}", style="bold"))
+
+    def cancel_step(self) -> bool:
+        """Ask the engine to stop after the candidate being measured."""
+        if self.planner.job is None or self.planner.job.name != "optimize":
+            return False
+        self.session.cancel.cancel()
+        self.query_one("#cancel", Button).disabled = True
+        self.query_one("#status", Label).update("cancelling after the current candidate…")
+        self.query_one(RichLog).write(Text("! cancel requested: the current candidate finishes first",
+                                           style="bold"))
+        return True
+
+    @on(Button.Pressed, "#run")
+    def _run_pressed(self) -> None:
+        self.run_step()
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel_pressed(self) -> None:
+        self.cancel_step()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="optimize", group="optimize")
+    def _optimize(self, plugins: list[str]) -> None:
+        if self.session.out_dir is None:
+            # Candidates write artifacts (ONNX files, engines) into the output folder.
+            self.session.set_out_dir(self.planner.out_dir)
+        candidates = self.session.optimize(plugins=plugins)
+        self.report("optimize", {"measured": len(candidates) - 1, "cancelled": self.session.cancel.cancelled,
+                                 "out_dir": str(self.session.out_dir)})
+
+    # -- results -----------------------------------------------------------------------------
+    def engine_events(self, events: list) -> None:
+        """Per-candidate progress and the live log."""
+        self.query_one(RunProgress).apply(events)
+        log_events(self.query_one(RichLog), events)
+
+    def job_done(self, job: str, result: Any) -> None:
+        """Show the plugin list, or how the run ended."""
+        if job == "plugins":
+            self._show_plugins(result)
+            return
+        self.query_one("#cancel", Button).disabled = True
+        how = "cancelled" if result["cancelled"] else "done"
+        message = f"{how}: {result['measured']} candidates measured; results in {result['out_dir']}"
+        self.query_one(RunProgress).end(message, ok=not result["cancelled"])
+        self.query_one("#status", Label).update(how)
+        self.query_one(RichLog).write(Text(f"✓ {message}", style="bold"))
+        self.planner.optimized = True
+
+    def job_failed(self, job: str, error: BaseException) -> None:
+        """Say the run stopped, in place and in the log."""
+        if job == "optimize":
+            self.query_one("#cancel", Button).disabled = True
+            self.query_one(RunProgress).end("optimize failed", ok=False)
+            self.query_one("#status", Label).update("failed")
+            self.query_one(RichLog).write(Text(f"✗ {error}", style="bold"))
+        super().job_failed(job, error)

@@ -1,0 +1,251 @@
+"""Step 4, Profile: measure the baseline in a worker, then its latency, layers and findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, DataTable, Label, RichLog, Static, TabbedContent, TabPane
+
+from planner.tui import formatting as fmt
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.toggles import Tick
+from planner.tui.widgets.kv import KeyValues, Row
+from planner.tui.widgets.notice import Notice
+from planner.tui.widgets.plots import BarChart, LineChart
+from planner.tui.widgets.progress import RunProgress, log_events, new_log
+from planner.tui.widgets.table import cells
+
+PERCENTILES = ("p50", "p90", "p95", "p99")
+_UNSET = object()
+# The columns that decide what to optimize come first; narrow terminals scroll to the rest.
+LAYER_COLUMNS = ("Layer", "ms", "Share", "Verdict", "Type", "{unit}", "FLOP/B")
+NAME_WIDTH = 18
+
+
+def latency_rows(baseline: dict) -> list[Row]:
+    """The baseline's headline numbers as labelled rows."""
+    lat = baseline.get("latency_ms") or {}
+    rows: list[Row] = [
+        ("Runtime", f"{baseline.get('runtime')} on {baseline.get('device')}"),
+        ("Latency (ms)", " · ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'), unit=False)}" for p in PERCENTILES)),
+    ]
+    stability = "unstable" if lat.get("unstable") else "stable"
+    spread = fmt.num(lat.get("iqr_over_median"))
+    rows.append(("Samples", f"{lat.get('samples', fmt.MISSING)}, {stability}"
+                            + (f" (IQR {spread:.0%} of the median)" if spread is not None else "")))
+    sweep = baseline.get("throughput") or []
+    best = max(sweep, key=lambda p: p.get("samples_per_s") or 0, default=None)
+    if best is not None:
+        rows.append(("Throughput", f"best {fmt.rate(best.get('samples_per_s'))} at batch {best.get('batch')}"
+                                   f" ({len(sweep)} batch sizes measured)"))
+    rows.append(("Peak memory", f"{fmt.size(baseline.get('peak_memory_bytes'))}"
+                                + (f" ({baseline['memory_basis']})" if baseline.get("memory_basis") else "")))
+    rows.append(("FLOPs/sample", fmt.flops(baseline.get("flops_per_sample"))))
+    bottleneck = baseline.get("bottleneck") or {}
+    if bottleneck.get("bound"):
+        rows.append(("Bound", f"{bottleneck['bound']}-bound"))
+    return rows
+
+
+def percentile_bars(baseline: dict) -> tuple[list[str], list[float], str, str]:
+    """(labels, values, title, note) for the measured percentiles; the note names unmeasured ones."""
+    lat = baseline.get("latency_ms") or {}
+    labels, values, missing = [], [], []
+    for p in PERCENTILES:
+        value = fmt.num(lat.get(f"{p}_ms"))
+        if value is None:
+            missing.append(p)
+        else:
+            labels.append(p)
+            values.append(value)
+    # plotext drops a title wider than the plot, so the title stays short and the note says the rest.
+    title = f"Baseline latency percentiles, ms ({lat.get('samples', '?')} samples)"
+    note = (f"Not measured: {', '.join(missing)} (too few samples to estimate them; a full profile "
+            "takes more)." if missing else "Every percentile measured.")
+    return labels, values, title, note
+
+
+def throughput_points(baseline: dict) -> tuple[list[float], list[float]]:
+    """(batch sizes, samples/s) of the baseline's batch sweep."""
+    points = [(fmt.num(p.get("batch")), fmt.num(p.get("samples_per_s"))) for p in baseline.get("throughput") or []]
+    points = [(b, r) for b, r in points if b is not None and r is not None]
+    return [b for b, _ in points], [r for _, r in points]
+
+
+def flop_unit(layers: list[dict]) -> tuple[str, float]:
+    """GFLOP for real models; MFLOP when every layer is below a GFLOP (small models read better)."""
+    largest = max((fmt.num(layer.get("flops")) or 0.0 for layer in layers), default=0.0)
+    return ("GFLOP", 1e9) if largest >= 1e9 else ("MFLOP", 1e6)
+
+
+def layer_cells(layer: dict, verdicts: dict, scale: float) -> tuple[Text, ...]:
+    """One layer table row: name, ms, share, roofline verdict, type, FLOPs, intensity (FLOP/byte)."""
+    verdict = (verdicts.get(layer.get("key")) or {}).get("bound", fmt.MISSING)
+    intensity = fmt.num(layer.get("intensity"))
+    flops = fmt.num(layer.get("flops"))
+    return cells(fmt.truncate(str(layer.get("name")), NAME_WIDTH), fmt.ms(layer.get("time_ms"), unit=False),
+                 fmt.pct(layer.get("time_share")), str(verdict), fmt.truncate(str(layer.get("type")), 14),
+                 fmt.MISSING if flops is None else f"{flops / scale:.3g}",
+                 fmt.MISSING if intensity is None else f"{intensity:.1f}", right=(1, 2, 5, 6))
+
+
+def layer_detail(layer: dict, verdicts: dict) -> str:
+    """The highlighted layer's roofline explanation (the engine's words and numbers)."""
+    verdict = verdicts.get(layer.get("key")) or {}
+    return str(verdict.get("explanation") or f"{layer.get('name')}: no roofline verdict")
+
+
+def finding_text(finding: dict) -> Text:
+    """A finding: severity and title, its layers, the estimated impact and the advice."""
+    text = Text()
+    text.append(f"[{finding.get('severity', '?')}] ", style="bold")
+    text.append(str(finding.get("title")), style="bold")
+    layers = finding.get("layers") or []
+    if layers:
+        text.append(f"\nlayers: {', '.join(layers)}")
+    impact = fmt.num(finding.get("impact"))
+    if impact is not None:
+        text.append(f"\nimpact: {fmt.pct(impact)} ({finding.get('impact_basis', 'estimate')})")
+    if finding.get("advice"):
+        text.append(f"\n{finding['advice']}")
+    return text
+
+
+class ProfilePane(StepPane):
+    """Runs `PlanSession.profile` (then answers the checklist) and shows the baseline."""
+
+    STEP_ID = "profile"
+    RUN_LABEL = "Run profile"
+
+    def compose(self) -> ComposeResult:
+        """Toolbar, progress, and the result tabs."""
+        with Horizontal(classes="toolbar"):
+            yield Button("Run profile (r)", id="run", compact=True)
+            yield Tick("quick", value=True, id="quick", compact=True)
+            yield Label("", id="status", classes="status")
+        yield RunProgress(id="progress")
+        yield Notice(id="notice")
+        with TabbedContent(id="profile-tabs"):
+            with TabPane("Summary", id="tab-latency"):
+                with VerticalScroll():
+                    yield KeyValues([("Baseline", "not measured yet: press r")], id="latency")
+                    yield Static("", id="bound", classes="hint")
+            with TabPane("Latency", id="tab-chart"):
+                yield BarChart(id="percentiles")
+                yield Label("", id="percentile-note", classes="hint")
+            with TabPane("Throughput", id="tab-throughput"):
+                yield LineChart(id="sweep")
+            with TabPane("Layers", id="tab-layers"):
+                yield DataTable(id="layers", cursor_type="row", zebra_stripes=True, cell_padding=0)
+                yield Static("", id="layer-detail", classes="hint")
+            with TabPane("Findings", id="tab-findings"):
+                yield VerticalScroll(id="findings")
+            with TabPane("Log", id="tab-log"):
+                yield new_log(id="log")
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: object = _UNSET
+        self._layers: list[dict] = []
+        self._verdicts: dict = {}
+
+
+    # -- actions -----------------------------------------------------------------------------
+    def run_step(self) -> None:
+        """Profile the loaded model."""
+        if self.session.model is None:
+            self.query_one(Notice).show_error("no model is loaded", "load one in step 2 (press 2)")
+            return
+        quick = self.query_one("#quick", Tick).value
+        if self.start("profile", self._profile, quick, dict(self.planner.replies)):
+            self.query_one(Notice).clear()
+            self.query_one(RunProgress).begin("starting the baseline…", total=4)
+            self.query_one("#status", Label).update("running…")
+            self.query_one("#log", RichLog).write(
+                Text(f"▶ profile {self.session.model.name} ({'quick' if quick else 'full'})", style="bold"))
+            self.query_one(TabbedContent).active = "tab-log"
+
+    @on(Button.Pressed, "#run")
+    def _run_pressed(self) -> None:
+        self.run_step()
+
+    @on(DataTable.RowHighlighted, "#layers")
+    def _layer_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        index = int(event.row_key.value or 0)
+        if 0 <= index < len(self._layers):
+            self.query_one("#layer-detail", Static).update(layer_detail(self._layers[index], self._verdicts))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="profile", group="profile")
+    def _profile(self, quick: bool, replies: dict[str, str]) -> None:
+        baseline = self.session.profile(quick=quick)
+        # The checklist's automatic answers come from the baseline, so answer it now.
+        self.session.decide(replies=replies)
+        self.report("profile", baseline)
+
+    # -- results -----------------------------------------------------------------------------
+    def engine_events(self, events: list) -> None:
+        """Progress bar and log from the profile's stage events."""
+        self.query_one(RunProgress).apply(events)
+        log_events(self.query_one("#log", RichLog), events)
+
+    def job_done(self, job: str, result: Any) -> None:
+        """The baseline is in: show it and switch to its latency tab."""
+        lat = result.get("latency_ms") or {}
+        message = f"baseline p50 {fmt.ms(lat.get('p50_ms'))} over {lat.get('samples')} samples"
+        self.query_one(RunProgress).end(message)
+        self.query_one("#status", Label).update("done")
+        self.query_one("#log", RichLog).write(Text(f"✓ {message}", style="bold"))
+        self.query_one(TabbedContent).active = "tab-latency"
+
+    def job_failed(self, job: str, error: BaseException) -> None:
+        """Say the run failed, in place and in the log."""
+        self.query_one(RunProgress).end("profile failed", ok=False)
+        self.query_one("#status", Label).update("failed")
+        self.query_one("#log", RichLog).write(Text(f"✗ {error}", style="bold"))
+        super().job_failed(job, error)
+
+    def sync(self) -> None:
+        """Rebuild the tables and chart when the session holds a new baseline."""
+        baseline = self.session.baseline
+        if baseline is self._shown:
+            return
+        self._shown = baseline
+        table = self.query_one("#layers", DataTable)
+        table.clear(columns=True)
+        findings = self.query_one("#findings", VerticalScroll)
+        if baseline is None:
+            self.query_one("#latency", KeyValues).set_rows([("Baseline", "not measured yet: press r")])
+            self.query_one("#percentiles", BarChart).display = False
+            self.query_one("#sweep", LineChart).display = False
+            self.query_one("#percentile-note", Label).update("Not measured yet: press r.")
+            self.query_one("#bound", Static).update("")
+            self.replace_children(findings, [])
+            return
+        self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline))
+        labels, values, title, note = percentile_bars(baseline)
+        chart = self.query_one("#percentiles", BarChart)
+        chart.display = True
+        chart.plot(labels, values, title=title, ylabel="ms")
+        self.query_one("#percentile-note", Label).update(note)
+        batches, rates = throughput_points(baseline)
+        sweep = self.query_one("#sweep", LineChart)
+        sweep.display = True
+        sweep.plot(batches, rates, title="Baseline throughput against batch size", xlabel="batch",
+                   ylabel="samples/s")
+        self.query_one("#bound", Static).update((baseline.get("bottleneck") or {}).get("explanation", ""))
+        verdicts = baseline.get("layer_verdicts") or {}
+        layers = baseline.get("layers") or []
+        unit, scale = flop_unit(layers)
+        table.add_columns(*cells(*(c.format(unit=unit) for c in LAYER_COLUMNS), right=(1, 2, 5, 6)))
+        for index, layer in enumerate(layers):
+            table.add_row(*layer_cells(layer, verdicts, scale), key=str(index))
+        self._layers, self._verdicts = layers, verdicts
+        if layers:
+            self.query_one("#layer-detail", Static).update(layer_detail(layers[0], verdicts))
+        items = baseline.get("findings") or []
+        self.replace_children(findings, [Static(finding_text(f), classes="finding") for f in items] or
+                              [Static("No architecture findings for this model.", classes="hint")])

@@ -1,0 +1,119 @@
+"""Step 9, Report: write results.json and report.md to a folder, and preview the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Input, Label, Markdown
+
+from planner.errors import PlannerError
+from planner.pipeline import default_out_dir
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.notice import Notice
+
+PLACEHOLDER = ("*Press **s** (or Save) to write `results.json` and `report.md` to the folder above; "
+               "the report appears here.*")
+
+
+class ReportPane(StepPane):
+    """Save runs `PlanSession.finish` in a worker and previews the report.md it wrote."""
+
+    STEP_ID = "report"
+    RUN_LABEL = "Save the report"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._edited = False
+        self._previewing = False
+
+    def compose(self) -> ComposeResult:
+        """Folder field, Save button, status and the report preview."""
+        with Horizontal(classes="form-row"):
+            yield Label("Folder", classes="short-label")
+            yield Input(id="out-dir", compact=True)
+            yield Button("Save (s)", id="save", compact=True)
+        yield Notice(id="notice")
+        yield Label("", id="saved", classes="status")
+        with VerticalScroll(id="report-box"):
+            yield Markdown(PLACEHOLDER, id="report-md")
+
+    def sync(self) -> None:
+        """Show the folder the report will go to (unless the user has typed one)."""
+        if self.planner.saved_to is None and self._previewing:
+            # A new model (or a new run) makes the previewed report stale.
+            self._previewing = False
+            self.query_one("#report-md", Markdown).update(PLACEHOLDER).call_next(self)
+            self.query_one("#saved", Label).update("")
+        if self._edited:
+            return
+        value = str(self.default_folder())
+        field = self.query_one("#out-dir", Input)
+        if field.value != value:
+            with self.prevent(Input.Changed):
+                field.value = value
+
+    def default_folder(self) -> Path:
+        """Where the session writes: its folder once set, else the app's, else reports/<date>-<model>-<target>."""
+        if self.session.out_dir is not None:
+            return self.session.out_dir
+        if self.planner.out_dir is not None:
+            return self.planner.out_dir
+        name = self.session.model.name if self.session.model is not None else "model"
+        return default_out_dir(name, self.session.target or "auto")
+
+    @on(Input.Changed, "#out-dir")
+    def _typed(self) -> None:
+        self._edited = True
+
+    # -- saving ------------------------------------------------------------------------------
+    def run_step(self) -> None:
+        """Write results.json and report.md to the chosen folder."""
+        if self.session.baseline is None:
+            self.query_one(Notice).show_error("there is nothing to report yet",
+                                              "run the Profile step first (press 4, then r)")
+            return
+        text = self.query_one("#out-dir", Input).value.strip()
+        folder = Path(text).expanduser() if text else None
+        if self.start("save", self._save, folder):
+            self.query_one(Notice).clear()
+            self.query_one("#saved", Label).update("writing…")
+
+    @on(Button.Pressed, "#save")
+    @on(Input.Submitted, "#out-dir")
+    def _save_pressed(self) -> None:
+        self.run_step()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="save", group="save")
+    def _save(self, folder: Path | None) -> None:
+        # An unwritable folder raises OutputDirError here, before anything is written.
+        self.session.set_out_dir(folder)
+        outcome = self.session.finish(write_report=True)
+        report = outcome.report_path
+        markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
+        self.report("save", {"out_dir": outcome.out_dir, "report": report, "markdown": markdown})
+
+    def job_done(self, job: str, result: Any) -> None:
+        """Show where the files went and preview the report."""
+        out_dir: Path = result["out_dir"]
+        if result["report"] is None:
+            self.query_one("#saved", Label).update(f"Saved {out_dir / 'results.json'} (no report: see warnings)")
+        else:
+            self.query_one("#saved", Label).update(f"Saved {result['report']} and results.json")
+            # Markdown.update returns an awaitable that does the rendering: schedule it.
+            self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
+            self._previewing = True
+        self.planner.saved_to = out_dir
+        self._edited = False
+
+    def job_failed(self, job: str, error: BaseException) -> None:
+        """An unwritable folder (or a failed report) is shown under the folder field."""
+        self.query_one("#saved", Label).update("not saved")
+        if isinstance(error, PlannerError):
+            self.query_one(Notice).show_exception(error)
+            self.notify(error.problem, title="Save failed", severity="error", timeout=8)
+        else:
+            super().job_failed(job, error)

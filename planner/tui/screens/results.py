@@ -1,0 +1,247 @@
+"""Step 8, Results: every candidate in a sortable table, plots of p50 and throughput, and the details of one."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
+
+from planner.tui import formatting as fmt
+from planner.tui.screens.base import StepPane
+from planner.tui.widgets.plots import BarChart
+from planner.tui.widgets.table import cells
+
+PLOT_LABEL_WIDTH = 18
+_UNSET = object()
+
+
+# Short status words keep the table inside 80 columns; the details panel spells them out.
+STATUS_SHORT = {"ok": "ok", "rejected": "rej", "failed": "fail", "skipped": "skip", "partial": "part"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A results column: header, width, how to show a candidate, and its sort key (None sorts last)."""
+
+    key: str
+    header: str
+    width: int
+    show: Callable[[dict], str]
+    sort: Callable[[dict], Any]
+    descending: bool = False  # bigger is better: the first sort puts the largest on top
+
+    @property
+    def sort_name(self) -> str:
+        """The column's name in the 'sorted by' line."""
+        return SORT_NAMES.get(self.key, self.header)
+
+
+def _lat(c: dict, p: str) -> float | None:
+    return fmt.num((c.get("latency_ms") or {}).get(f"{p}_ms"))
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("p50", "p50 ms", 6, lambda c: fmt.ms(_lat(c, "p50"), unit=False), lambda c: _lat(c, "p50")),
+    Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95")),
+    Column("rate", "best/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
+    Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
+           lambda c: fmt.num(c.get("peak_memory_bytes"))),
+    Column("speedup", "speed", 5, lambda c: fmt.speedup(c.get("speedup")),
+           lambda c: fmt.num(c.get("speedup")), True),
+    Column("status", "stat", 4, lambda c: STATUS_SHORT.get(str(c.get("status")), str(c.get("status"))[:4]),
+           lambda c: str(c.get("status"))),
+)
+COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
+SORT_NAMES = {"p50": "p50", "p95": "p95", "rate": "throughput", "mem": "memory", "speedup": "speedup",
+              "status": "status"}
+SORT_CYCLE = tuple(c.key for c in COLUMNS)
+
+
+def sorted_candidates(candidates: list[dict], key: str, reverse: bool) -> list[tuple[int, dict]]:
+    """(index, candidate) pairs ordered by a column; missing values always sort last."""
+    column = COLUMN_BY_KEY[key]
+    present = [(i, c) for i, c in enumerate(candidates) if column.sort(c) is not None]
+    missing = [(i, c) for i, c in enumerate(candidates) if column.sort(c) is None]
+    present.sort(key=lambda pair: column.sort(pair[1]), reverse=reverse)
+    return present + missing
+
+
+def candidate_detail(c: dict, index: int) -> Text:
+    """Everything about one candidate: status and reason, numbers, fidelity, config and how to reproduce it."""
+    text = Text()
+    text.append(str(c.get("label")), style="bold")
+    rank = f"rank {c['rank']}" if c.get("rank") else "not ranked"
+    text.append(f"\n{c.get('plugin')} · {c.get('precision')} · {c.get('status')} · {rank}"
+                + (" · the baseline" if index == 0 else ""))
+    if c.get("reason"):
+        text.append(f"\nreason: {c['reason']}", style="bold")
+    lat = c.get("latency_ms") or {}
+    if lat:
+        text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
+                    + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
+    sweep = c.get("throughput") or []
+    if sweep:
+        text.append("\nthroughput: " + ", ".join(f"batch {p.get('batch')} {fmt.rate(p.get('samples_per_s'))}"
+                                                 for p in sweep))
+    if c.get("peak_memory_bytes") is not None:
+        text.append(f"\nmemory: {fmt.size(c['peak_memory_bytes'])}"
+                    + (f" ({c['memory_basis']})" if c.get("memory_basis") else ""))
+    if c.get("size_bytes") is not None:
+        text.append(f"\nsize: {fmt.size(c['size_bytes'])}")
+    fid = c.get("fidelity") or {}
+    if fid:
+        parts = []
+        if fid.get("reference"):
+            parts.append("the reference")
+        for name in ("cosine", "max_abs_error", "top1_agreement", "accuracy"):
+            value = fmt.num(fid.get(name))
+            if value is not None:
+                parts.append(f"{name} {value:.6g}")
+        text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
+    if c.get("config"):
+        text.append(f"\nconfig: {json.dumps(c['config'], sort_keys=True, default=str)}")
+    if c.get("reproduce"):
+        text.append("\nreproduce: ", style="bold")
+        text.append(str(c["reproduce"]))
+    return text
+
+
+def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
+    """(labels, values) in rank order (unranked after), for candidates that have the value."""
+    ordered = sorted(candidates, key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
+    pairs = [(fmt.truncate_middle(str(c.get("label")), PLOT_LABEL_WIDTH), value(c)) for c in ordered]
+    pairs = [(label, v) for label, v in pairs if v is not None]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+class ResultsPane(StepPane):
+    """The candidates table (click a header or press o to sort), two plots, and a details panel."""
+
+    STEP_ID = "results"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: object = _UNSET
+        self._sort = "p50"
+        self._reverse = False
+        self._label_width = 0
+        self._candidates: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        """Table (with details) and two plot tabs."""
+        with TabbedContent(id="results-tabs"):
+            with TabPane("Table", id="tab-table"):
+                yield Label("Run the Optimize step (7) to measure candidates.", id="sorted", classes="hint")
+                yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, cell_padding=0)
+                with VerticalScroll(id="detail-box"):
+                    yield Static("", id="candidate-detail")
+            with TabPane("p50 plot", id="tab-p50"):
+                yield BarChart(id="p50-plot")
+            with TabPane("Throughput plot", id="tab-rate"):
+                yield BarChart(id="rate-plot")
+
+    def sync(self) -> None:
+        """Rebuild when the candidate list changed (a new run, or a new measurement)."""
+        candidates = self.session.results.get("candidates") or []
+        stamp = (id(candidates), len(candidates), self.session.results.get("ranking") is not None)
+        if stamp == self._shown:
+            return
+        self._shown = stamp
+        self._candidates = list(candidates)
+        self._fill_table(keep_cursor=False)
+        self._fill_plots()
+        if not self._candidates:
+            self.query_one("#sorted", Label).update("Run the Optimize step (7) to measure candidates.")
+            self.query_one("#candidate-detail", Static).update("")
+
+    def on_resize(self) -> None:
+        """Give the label column the new width."""
+        self._fit_labels()
+
+    def on_show(self) -> None:
+        """A table filled while this step was hidden had no width to fit: fit it now."""
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        if self._candidates and self._label_column_width() != self._label_width:
+            self._fill_table()
+
+    def _label_column_width(self) -> int:
+        # The label gets what the numeric columns leave: each cell starts with one space, and the
+        # vertical scrollbar takes two columns.
+        fixed = sum(c.width + 1 for c in COLUMNS) + 1 + 2
+        # A step that has never been shown has no size yet; the pane area it will fill has.
+        width = self.size.width or (self.parent.content_size.width if isinstance(self.parent, Widget) else 0)
+        return max(12, width - fixed)
+
+    def _fill_table(self, *, keep_cursor: bool = True) -> None:
+        """Rebuild the table in the current order (keeping the highlighted candidate when asked)."""
+        table = self.query_one("#candidates", DataTable)
+        highlighted = None
+        if keep_cursor and table.row_count and table.cursor_row < table.row_count:
+            highlighted = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        table.clear(columns=True)
+        self._label_width = self._label_column_width()
+        right = tuple(range(1, len(COLUMNS)))  # numbers align right; label and status left
+        headers = cells("candidate", *(c.header for c in COLUMNS), right=right)
+        table.add_column(headers[0], width=self._label_width + 1, key="label")
+        for column, header in zip(COLUMNS, headers[1:]):
+            table.add_column(header, width=column.width + 1, key=column.key)
+        rows = sorted_candidates(self._candidates, self._sort, self._reverse)
+        for index, c in rows:
+            table.add_row(*cells(fmt.truncate_middle(str(c.get("label")), self._label_width),
+                                 *(col.show(c) for col in COLUMNS), right=right), key=str(index))
+        arrow = "↓" if self._reverse else "↑"
+        if self._candidates:
+            self.query_one("#sorted", Label).update(
+                f"{len(self._candidates)} candidates · sorted by {COLUMN_BY_KEY[self._sort].sort_name} {arrow}"
+                " · o or a header click sorts")
+        if highlighted is not None:
+            row = [str(i) for i, _ in rows].index(highlighted) if highlighted in {str(i) for i, _ in rows} else 0
+            table.move_cursor(row=row)
+        elif rows:
+            table.move_cursor(row=0)
+            self._show_detail(rows[0][0])
+
+    def _fill_plots(self) -> None:
+        labels, values = plot_series(self._candidates, lambda c: _lat(c, "p50"))
+        self.query_one("#p50-plot", BarChart).plot(
+            labels, values, title="p50 latency per candidate, ms (lower is better)", horizontal=True)
+        labels, values = plot_series(self._candidates, fmt.best_rate)
+        self.query_one("#rate-plot", BarChart).plot(
+            labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
+
+    def sort_next(self) -> None:
+        """Sort by the next column in turn (the `o` key)."""
+        i = SORT_CYCLE.index(self._sort)
+        self.sort_by(SORT_CYCLE[(i + 1) % len(SORT_CYCLE)])
+
+    def sort_by(self, key: str) -> None:
+        """Sort by a column; sorting by the same column again reverses the order."""
+        if key == self._sort:
+            self._reverse = not self._reverse
+        else:
+            self._sort, self._reverse = key, COLUMN_BY_KEY[key].descending
+        self._fill_table()
+
+    @on(DataTable.HeaderSelected, "#candidates")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = event.column_key.value
+        if key in COLUMN_BY_KEY:
+            self.sort_by(key)
+
+    @on(DataTable.RowHighlighted, "#candidates")
+    def _row(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._show_detail(int(event.row_key.value))
+
+    def _show_detail(self, index: int) -> None:
+        if 0 <= index < len(self._candidates):
+            self.query_one("#candidate-detail", Static).update(candidate_detail(self._candidates[index], index))

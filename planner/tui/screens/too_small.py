@@ -1,0 +1,39 @@
+"""TooSmallScreen: covers everything (modals included) while the terminal is below 80×24."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+
+from planner.tui.widgets.too_small import TooSmall
+
+
+class TooSmallScreen(ModalScreen[None]):
+    """Shows the size message; the app pops it once the terminal is large enough again."""
+
+    DEFAULT_CSS = """
+    TooSmallScreen { background: $background; }
+    TooSmallScreen TooSmall { display: block; }
+    """
+    BINDINGS = [Binding("q", "quit_app", "Quit")]
+
+    def __init__(self, width: int, height: int) -> None:
+        super().__init__()
+        self._size_now = (width, height)
+
+    def compose(self) -> ComposeResult:
+        """The size message."""
+        yield TooSmall()
+
+    def on_mount(self) -> None:
+        """Show the size the screen was opened for."""
+        self.show_size(*self._size_now)
+
+    def show_size(self, width: int, height: int) -> None:
+        """Update the size in the message."""
+        self.query_one(TooSmall).show_size(width, height)
+
+    def action_quit_app(self) -> None:
+        """q still quits (asking first while a run is in progress)."""
+        self.app.action_request_quit()  # type: ignore[attr-defined]

@@ -1,0 +1,223 @@
+"""TUI test support: a PlanSession that replays a recorded run (fixed numbers), and pilot utilities."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from planner.errors import ModelLoadError
+from planner.events import Event
+from planner.hardware import HardwareProfile
+from planner.hardware.ceilings import Ceilings
+from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir, write_json_atomic
+from planner.ranking import rank_candidates
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def load_fixture() -> dict:
+    """The recorded run: `planner plan --model demo:tiny --target cpu --quick`'s results.json."""
+    return json.loads((FIXTURES / "results.json").read_text())
+
+
+class RecordedModel:
+    """Stands in for a LoadedModel: its name and `describe()` are the recorded ones."""
+
+    def __init__(self, info: dict) -> None:
+        self.info = info
+        self.name = info["name"]
+
+    def describe(self) -> dict:
+        """The recorded description."""
+        return copy.deepcopy(self.info)
+
+
+class RecordedSession(PlanSession):
+    """Replays tests/tui/fixtures: detection, ceilings, baseline, plugins, candidates and report.
+
+    The checklist, decision path and plan are the real engine's, computed from the recorded
+    baseline, so the TUI's views of them are exercised for real. `gate` (when set) holds the
+    profile and each candidate until the test releases it, to test runs in progress.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fixture = load_fixture()
+        self.gate: threading.Event | None = None
+        self.fail_profile: BaseException | None = None
+
+    def _wait_gate(self) -> None:
+        if self.gate is not None:
+            assert self.gate.wait(30), "the test never released the gate"
+
+    def detect(self):
+        if self.hw is None:
+            self.hw = HardwareProfile.from_dict(self.fixture["hardware"])
+            self.results["hardware"] = self.hw.to_dict()
+        return self.hw
+
+    def measure_ceilings(self, *, quick: bool = False):
+        self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
+        self.ceilings = Ceilings.from_dict(self.fixture["ceilings"])
+        self.results["ceilings"] = self.ceilings.to_dict()
+        return self.ceilings
+
+    def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False):
+        if source != self.fixture["model"]["source"]:
+            raise ModelLoadError(f"unknown model {source!r} in the recorded session",
+                                 f"use {self.fixture['model']['source']}")
+        self.model = RecordedModel(self.fixture["model"])
+        self.baseline = self.reference = self.plan = self.path = None
+        self.answers = []
+        self.results["model"] = self.model.describe()
+        self.results["candidates"] = []
+        return self.model
+
+    def set_target(self, target: str = "auto") -> str:
+        self.target = self.fixture["target"] if target == "auto" else target
+        self.results["target"] = self.target
+        return self.target
+
+    def profile(self, *, quick: bool = False, timeout_s: float = 600.0) -> dict:
+        self._need("model")
+        self.quick = quick
+        if self.ceilings is None:
+            self.measure_ceilings(quick=quick)
+        self.on_event(Event("stage", "timing the baseline: torch eager fp32 (cpu)", stage="baseline",
+                            index=2, total=4))
+        self._wait_gate()
+        if self.fail_profile is not None:
+            raise self.fail_profile
+        baseline = copy.deepcopy(self.fixture["baseline"])
+        self.on_event(Event("stage_done", "baseline measured", stage="baseline"))
+        self.baseline = baseline
+        self.results["baseline"] = baseline
+        self.results["candidates"] = [copy.deepcopy(self.fixture["candidates"][0])]
+        return baseline
+
+    def plugin_status(self) -> list[dict]:
+        rows = json.loads((FIXTURES / "plugin_status.json").read_text())
+        planned = set(self.planned_plugins()) if self.plan else set()
+        for row in rows:
+            row["planned"] = row["plugin"] in planned
+        return rows
+
+    def optimize(self, *, plugins=None, timeout_s: float = 300.0, val_data=None) -> list[dict]:
+        self._need("plan")
+        if self.out_dir is None:
+            self.set_out_dir(None)
+        recorded = [copy.deepcopy(c) for c in self.fixture["candidates"][1:]]
+        for i, cand in enumerate(recorded):
+            if self.cancel.cancelled:
+                self.results["warnings"].append(f"cancelled: {len(recorded) - i} candidates not measured")
+                break
+            self.on_event(Event("candidate", f"measuring {cand['label']}", stage="measure", index=i,
+                                total=len(recorded)))
+            self._wait_gate()
+            self.results["candidates"].append(cand)
+            self.on_event(Event("candidate_done", f"  ok: {cand['label']}", stage="measure", index=i + 1,
+                                total=len(recorded)))
+        rank_candidates(self.results)
+        return self.results["candidates"]
+
+    def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
+        if self.out_dir is None:
+            self.set_out_dir(None)
+        rank_candidates(self.results)
+        self.results["status"] = status or "ok"
+        write_json_atomic(self.out_dir / "results.json", self.results)
+        report = self.out_dir / "report.md"
+        shutil.copyfile(FIXTURES / "report.md", report)
+        return PlanOutcome(self.results, self.out_dir, report)
+
+    def set_out_dir(self, out: Path | None) -> Path:
+        self.out_dir = prepare_out_dir(out or Path("out"))
+        return self.out_dir
+
+
+def run_app(app, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
+    """Run `body(pilot)` against the app at a terminal size (tests are synchronous: no asyncio plugin)."""
+
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await body(pilot)
+
+    asyncio.run(main())
+
+
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 120.0, what: str = "") -> None:
+    """Poll (letting the app process messages) until `condition()` holds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if condition():
+            await pilot.pause(0.05)
+            return
+    raise AssertionError(f"timed out waiting for {what or condition}")
+
+
+async def wait_idle(pilot, timeout: float = 120.0) -> None:
+    """Wait until no engine job runs and every worker has finished."""
+    app = pilot.app
+    await wait_for(pilot, lambda: app.job is None, timeout, "the running job")
+    await app.workers.wait_for_complete()
+    await pilot.pause(0.1)
+
+
+def screen_text(app) -> str:
+    """The screen as plain text (what a tmux capture would show)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=app.size.width, height=app.size.height, record=True,
+                      color_system=None, legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+async def drive(pilot, upto: str) -> None:
+    """Walk a recorded app from start-up to the step `upto`, doing each step's action on the way."""
+    from textual.widgets import Select
+
+    from planner.tui.steps import STEP_BY_ID
+    from planner.tui.widgets.toggles import TickList
+
+    app = pilot.app
+    order = ("hardware", "model", "requirements", "profile", "checklist", "tree", "optimize", "results",
+             "report")
+    last = order.index(upto)
+    await wait_for(pilot, lambda: app.session.model is not None, 60, "the start-up load")
+    await wait_idle(pilot)
+    if last >= order.index("profile"):
+        await pilot.press("4", "r")
+        await wait_idle(pilot)
+    if last >= order.index("tree"):
+        await pilot.press("5")
+        await pilot.pause(0.2)
+        for select in app.query("#items Select").results(Select):
+            select.value = "no"
+        await pilot.press("r")
+        await pilot.pause(0.1)
+    if last >= order.index("optimize"):
+        await pilot.press("7")
+        plugins = app.query_one(TickList)
+        await wait_for(pilot, lambda: plugins.option_count > 0, 30, "the plugin list")
+        await wait_idle(pilot)
+    if last >= order.index("results"):
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.optimized, 30, "the optimize run")
+        await wait_idle(pilot)
+    if last >= order.index("report"):
+        await pilot.press("9", "s")
+        await wait_idle(pilot)
+    await pilot.press(str(STEP_BY_ID[upto].number))
+    await wait_idle(pilot)
+    app.clear_notifications()
+    await pilot.pause(0.2)
