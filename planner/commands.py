@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -201,7 +202,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """Open the Textual TUI, or explain the headless commands when there is no terminal."""
-    if not sys.stdin.isatty() or not sys.stdout.isatty():
+    # textual-serve runs the app over pipes with its web driver named in TEXTUAL_DRIVER.
+    served = bool(os.environ.get("TEXTUAL_DRIVER"))
+    if not served and (not sys.stdin.isatty() or not sys.stdout.isatty()):
         print("planner: no interactive terminal (stdin or stdout is not a TTY).\n"
               "Run it headless instead, e.g.:\n"
               "  planner plan --model demo:inefficient --target cpu --quick\n"

@@ -41,3 +41,11 @@ def test_cli_help_and_version(cli):
     with pytest.raises(SystemExit) as exc:
         cli("--version")
     assert exc.value.code == 0
+
+
+def test_no_tty_points_to_headless_commands():
+    out = subprocess.run([sys.executable, "-m", "planner.cli"], input="", capture_output=True,
+                         text=True, timeout=120, cwd=Path(__file__).parent.parent)
+    assert out.returncode == 2
+    assert "no interactive terminal" in out.stderr and "planner plan" in out.stderr
+    assert "Traceback" not in out.stderr
