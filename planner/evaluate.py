@@ -70,6 +70,11 @@ def run_job(job: MeasureJob) -> dict:
     outputs = [session.to_numpy(session.run(session.prepare(a)))
                for a in _val_or_fidelity_inputs(job, shape)]
 
+    # The candidate's peak memory is read here, at the model's own batch: VmHWM only grows, and
+    # the sweep's larger batches would otherwise be charged to every swept candidate but not to
+    # fixed-shape ones. Each sweep point records its own peak.
+    peak_at_batch = peak_rss_bytes()
+    cuda_peak = cuda_peak_bytes()
     sweep = None
     if job.sweep_max_batch > 1 and job.spec.dynamic_batch:
         sweep_settings = MeasureSettings.quick()
@@ -89,12 +94,11 @@ def run_job(job: MeasureJob) -> dict:
         p50 = timing.stats.p50_ms
         sweep = ThroughputSweep(points=(ThroughputPoint(shape[0], p50, shape[0] * 1e3 / p50, None),),
                                 knee_batch=None, stopped_reason="")
-    cuda_peak = cuda_peak_bytes()
     return {
         "timing": timing,
         "sweep": sweep,
         "outputs": outputs,
-        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_bytes": peak_at_batch,
         "rss_before_open_bytes": rss_before,
         "cuda_peak_bytes": cuda_peak,
         "info": session.info(),

@@ -432,7 +432,7 @@ def _run_candidates(session: PlanSession, names: list[str], *, timeout_s: float,
         on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
                        total=len(specs), data={"plugin": spec.plugin}))
         job = MeasureJob(model=ref, spec=spec, quick=session.quick,
-                         sweep_max_batch=0 if session.quick else 16,
+                         sweep_max_batch=0 if session.quick else 8,
                          fidelity_batches=fidelity_batch_count(session.quick),
                          val_data=str(val_data) if val_data else None,
                          env=dict(spec.config.get("env", {})))

@@ -58,7 +58,8 @@ def format_ranking(results: dict) -> str:
     for s in results.get("skipped_plugins", []):
         lines.append(f"  plugin {s['plugin']} skipped: {'; '.join(s['reasons'])}")
     if any(c.get("latency_ms", {}).get("p95_ms") is None for c in rows if c.get("latency_ms")):
-        lines.append("\n— p95 needs at least 128 samples; quick runs may not collect that many.")
+        lines.append("\n— p95 needs at least 128 samples; a slow model or a quick run gives fewer "
+                     "within the time cap.")
     for c in rows:
         if c.get("rank") == 1:
             lines += ["", f"Best: {c['label']} — reproduce with:", f"  {c['reproduce']}"]
