@@ -351,10 +351,14 @@ def _latency_check(req: Requirements, measured: Mapping[str, Any],
                f"a model call from Python costs about {fmt_ms(MIN_CALL_OVERHEAD_MS)} in dispatch and "
                "kernel launch before any arithmetic")]
     flops = facts.number(measured.get("flops_per_sample"))
-    if flops and peak_flops_per_s:
+    precision = str(measured.get("precision") or "fp32")
+    # The peak is the fp32 one: it bounds fp32 runs only (int8/bf16 kernels can go faster).
+    if flops and peak_flops_per_s and precision == "fp32":
         floors.append((flops / peak_flops_per_s * 1000.0,
-                       f"{flops / 1e9:.3g} GFLOP per sample at the measured peak "
-                       f"{peak_flops_per_s / 1e12:.3g} TFLOP/s takes {fmt_ms(flops / peak_flops_per_s * 1000.0)}"))
+                       f"at fp32 this model's {flops / 1e9:.3g} GFLOP per sample take at least "
+                       f"{fmt_ms(flops / peak_flops_per_s * 1000.0)} at the measured peak "
+                       f"{peak_flops_per_s / 1e12:.3g} TFLOP/s; only fewer FLOPs (a redesign) or "
+                       "lower precision can reach it"))
     floor_ms, why = max(floors)
     value = facts.latency(measured, pct)
     shown = None if value is None else f"{fmt_ms(value)} {pct}"

@@ -86,7 +86,8 @@ def _requirements_sentence(data: ReportData) -> str:
     groups = {"missed": [], "met": [], "other": []}
     for c in found:
         verdict = requirements.verdict(c)
-        key = verdict if verdict in ("missed", "met") else "other"
+        # An impossible requirement is missed too; its margin says why it cannot be met.
+        key = "missed" if verdict == "cannot be met" else verdict if verdict in ("missed", "met") else "other"
         groups[key].append(f"{_named(c)} ({requirements.margin(c)})" if key != "met" else _named(c))
     parts = []
     if groups["missed"]:
