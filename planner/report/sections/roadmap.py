@@ -99,8 +99,16 @@ def _finding_ids(data: ReportData) -> set[str]:
 
 
 def _phase_items(data: ReportData, phase: int) -> list[str]:
-    items = [_measured(data, c) for c in ordered(data)
-             if not data.is_reference(c) and candidate_phase(data, c) == phase]
+    measured = [c for c in ordered(data) if not data.is_reference(c) and candidate_phase(data, c) == phase]
+    # Only candidates faster than the baseline are wins; slower ones are named once, as evidence
+    # that the setting does not pay here.
+    gains = [c for c in measured if (data.speedup(c) or 0) > 1]
+    slower = [c for c in measured if c not in gains and p50(c) is not None]
+    items = [_measured(data, c) for c in gains]
+    items += [_measured(data, c) for c in measured if p50(c) is None]  # failed: say why
+    if slower:
+        items.append("Measured and not faster than the baseline, so not worth deploying here: "
+                     + ", ".join(f"{label(c)} ({fmt.times(data.speedup(c))})" for c in slower))
     measured_plugins = {c.get("plugin") for c in data.candidates}
     # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
     listed = _finding_ids(data)
@@ -126,14 +134,13 @@ def _combined(data: ReportData) -> list[str]:
                      + (f"; baseline p50 {fmt.ms(base)}." if base is not None else "."))
         start, start_label = base, "the baseline"
     findings = data.findings
-    impact = real(findings[0].get("impact")) if findings else None
-    if findings and impact is not None and start is not None:
+    if findings and start is not None:
+        # No p50 is projected from a finding: its impact is a share of FLOPs, time or memory the
+        # pattern touches, not a saving, and optimizations interact (seed 001).
         title = text(findings[0].get("title")) or text(findings[0].get("id"))
-        lines.append(f"- Estimate: if the Phase 3 change for *{title}* saved the same share of time "
-                     f"on {start_label} ({impact_text(findings[0])}), p50 would fall to about "
-                     f"{fmt.ms(start * (1 - impact))}. This assumes the saving carries over "
-                     "unchanged to the optimized runtime; optimizations interact, so re-run the "
-                     "planner on the changed model to measure it.")
+        lines.append(f"- Estimate: the largest architectural lever is *{title}* "
+                     f"({impact_text(findings[0])}). Its effect on {start_label} is not projected: "
+                     "re-run the planner on the redesigned model to measure it.")
     lines.append("- Steps marked *not measured in this run* are not included in any number above.")
     return lines + [""]
 
