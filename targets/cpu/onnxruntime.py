@@ -39,11 +39,15 @@ class OnnxRuntimePlugin(Plugin):
         inter = 2 if n >= 2 else 1
         parallel = _config("ORT_ENABLE_ALL", "ORT_PARALLEL", max(1, n // inter), inter)
         basic = _config("ORT_ENABLE_BASIC", "ORT_SEQUENTIAL", n, 1)
+        # ORT as it comes is always a candidate, so the plan never loses to the default session
+        # (measured here: on small models its own thread pool beat an explicit 2-thread one).
+        defaults = {"defaults": True}
         if ctx.quick:
-            configs = [best, parallel, basic]
+            configs = [best, defaults, basic]
         else:
             fewer = sorted({t for t in (n // 2, 1) if 1 <= t < n}, reverse=True)
-            configs = [best, *(_config("ORT_ENABLE_ALL", "ORT_SEQUENTIAL", t, 1) for t in fewer),
+            configs = [best, defaults,
+                       *(_config("ORT_ENABLE_ALL", "ORT_SEQUENTIAL", t, 1) for t in fewer),
                        _config("ORT_ENABLE_ALL", "ORT_SEQUENTIAL", n, 1, spinning=False),
                        parallel,
                        _config("ORT_ENABLE_EXTENDED", "ORT_SEQUENTIAL", n, 1), basic]
@@ -52,15 +56,17 @@ class OnnxRuntimePlugin(Plugin):
             configs = configs[:QUICK_LIMIT]
         for config in configs:
             notes = export.notes()
-            if config["execution_mode"] == "ORT_PARALLEL":
+            if config.get("defaults"):
+                notes += ("ONNX Runtime's defaults: it chooses the thread pool and every option",)
+            elif config["execution_mode"] == "ORT_PARALLEL":
                 notes += ("parallel mode runs independent graph branches at once; it only helps "
                           "graphs that have them",)
-            if not config["allow_spinning"]:
+            if not config.get("allow_spinning", True):
                 notes += ("idle threads sleep instead of spinning: slower hand-offs, but no "
                           "CPU burnt while waiting (helps on shared or busy machines)",)
             yield CandidateSpec(plugin=self.name, label=_label(config), config=config,
                                 precision=Precision.FP32, artifacts={"onnx": str(export.path)},
-                                threads=config["intra_op_threads"],
+                                threads=config.get("intra_op_threads"),
                                 dynamic_batch=export.dynamic_batch, notes=notes)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OrtSession":
@@ -74,6 +80,8 @@ def _config(level: str, mode: str, intra: int, inter: int, *, spinning: bool = T
 
 
 def _label(config: dict) -> str:
+    if config.get("defaults"):
+        return "onnxruntime defaults"
     mode = "seq" if config["execution_mode"] == "ORT_SEQUENTIAL" else "parallel"
     threads = f"{config['intra_op_threads']}t"
     if config["execution_mode"] == "ORT_PARALLEL":
