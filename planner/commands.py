@@ -217,8 +217,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the TUI in a browser through textual-serve on localhost."""
-    from textual_serve.server import Server
+    from planner.tui.serve import serve
 
-    print(f"Serving planner on http://localhost:{args.port} (Ctrl-C to stop)")
-    Server(f"{sys.executable} -m planner.cli tui", host="localhost", port=args.port).serve()
-    return 0
+    return serve(port=args.port)
