@@ -29,26 +29,26 @@ class Dataflow:
     def descendants(self, key: str) -> set[str]:
         """Every node that depends, directly or not, on this node's output."""
         seen: set[str] = set()
-        todo = list(self.consumers.get(key, ()))
-        while todo:
-            k = todo.pop()
+        pending = list(self.consumers.get(key, ()))
+        while pending:
+            k = pending.pop()
             if k not in seen:
                 seen.add(k)
-                todo.extend(self.consumers.get(k, ()))
+                pending.extend(self.consumers.get(k, ()))
         return seen
 
     def reaches_back(self, key: str, target: str, *, through: Callable[[Node], bool]) -> bool:
         """Whether `target` feeds `key` along a path whose intermediate nodes all pass `through`."""
-        todo = list(self.producers(key))
+        pending = list(self.producers(key))
         seen: set[str] = set()
-        while todo:
-            k = todo.pop()
+        while pending:
+            k = pending.pop()
             if k == target:
                 return True
             if k in seen or k not in self.nodes or not through(self.nodes[k]):
                 continue
             seen.add(k)
-            todo.extend(self.producers(k))
+            pending.extend(self.producers(k))
         return False
 
     def fed_by_input(self, key: str) -> bool:
@@ -57,14 +57,14 @@ class Dataflow:
 
     def feeds_output(self, key: str) -> bool:
         """Whether this node's output becomes the model output with only functional ops in between."""
-        todo = list(self.report.output_from)
+        pending = list(self.report.output_from)
         seen: set[str] = set()
-        while todo:
-            k = todo.pop()
+        while pending:
+            k = pending.pop()
             if k == key:
                 return True
             if k in seen or not isinstance(self.nodes.get(k), FunctionalOp):
                 continue
             seen.add(k)
-            todo.extend(self.producers(k))
+            pending.extend(self.producers(k))
         return False
