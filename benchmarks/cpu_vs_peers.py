@@ -28,7 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from planner.evaluate import MeasureJob, measure  # noqa: E402
+from planner.measure.evaluate import MeasureJob, measure  # noqa: E402
 from planner.pipeline import PlanOptions, run_plan  # noqa: E402
 from planner.plugins import CandidateSpec, ModelRef  # noqa: E402
 

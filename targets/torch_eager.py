@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.pipeline.baseline import TORCH_BASELINE_PLUGIN
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Target
 
 
 class TorchEagerPlugin(Plugin):
     """PyTorch eager mode with default settings: what every candidate is compared against."""
 
-    name = "torch.eager"
+    name = TORCH_BASELINE_PLUGIN
     target = Target.ANY
     summary = "PyTorch eager, fp32, default settings (the baseline)"
     requires = ("torch",)
@@ -24,18 +25,14 @@ class TorchEagerPlugin(Plugin):
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """The single baseline configuration on the planned device."""
-        yield baseline_spec(device="cuda" if ctx.hw.gpus else "cpu")
+        from planner.pipeline.baseline import torch_baseline_spec
+
+        yield torch_baseline_spec(device="cuda" if ctx.hw.gpus else "cpu")
 
     def open(self, spec: CandidateSpec, model: ModelRef):
         """Rebuild the module and wrap it in a TorchSession."""
-        from planner.torch_session import TorchSession
+        from planner.plugins.torch_session import TorchSession
 
         loaded = model.load()
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"),
                             precision=str(spec.precision))
-
-
-def baseline_spec(*, device: str = "cpu") -> CandidateSpec:
-    """The spec of the out-of-the-box baseline on a device."""
-    return CandidateSpec(plugin=TorchEagerPlugin.name, label=f"torch eager fp32 ({device})",
-                         config={"device": device}, precision=Precision.FP32)

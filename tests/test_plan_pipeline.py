@@ -20,9 +20,10 @@ BAD = ("plan_test_plugins:CrashPlugin,plan_test_plugins:HangPlugin,"
 def tiny_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("plan")
     code_out = {}
-    from planner.cli import main
     import contextlib
     import io
+
+    from planner.cli import main
 
     buf, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):

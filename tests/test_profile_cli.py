@@ -9,9 +9,10 @@ import pytest
 
 @pytest.fixture(scope="module")
 def profile_json():
-    from planner.cli import main
     import contextlib
     import io
+
+    from planner.cli import main
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

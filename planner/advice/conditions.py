@@ -19,7 +19,12 @@ from planner.advice.checklist import (
     assess_threads,
     group_for,
 )
-from planner.advice.requirements import RequirementCheck, Requirements, all_met, evaluate
+from planner.advice.requirements import (
+    RequirementCheck,
+    Requirements,
+    all_met,
+    evaluate,
+)
 
 # Throughput must grow at least this much over the sweep before batching is worth its latency.
 BATCH_GAIN_WORTH = 1.2

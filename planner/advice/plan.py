@@ -8,8 +8,20 @@ from typing import Any, Mapping, Sequence
 
 from planner.advice import _facts as facts
 from planner.advice._facts import fmt_rate
-from planner.advice.checklist import Answer, AnswerStatus, answer_checklist, assess_threads, group_for
-from planner.advice.requirements import CheckStatus, RequirementCheck, Requirements, all_met, evaluate
+from planner.advice.checklist import (
+    Answer,
+    AnswerStatus,
+    answer_checklist,
+    assess_threads,
+    group_for,
+)
+from planner.advice.requirements import (
+    CheckStatus,
+    RequirementCheck,
+    Requirements,
+    all_met,
+    evaluate,
+)
 from planner.advice.tree import (
     FORBIDDEN_PLUGIN_PREFIXES,
     DecisionPath,

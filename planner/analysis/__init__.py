@@ -9,7 +9,12 @@ from planner.analysis.bottlenecks import (
 )
 from planner.analysis.findings import Finding, Severity
 from planner.analysis.graph import Dataflow
-from planner.analysis.layers import FunctionalOp, LayerReport, LayerStats, analyze_layers
+from planner.analysis.layers import (
+    FunctionalOp,
+    LayerReport,
+    LayerStats,
+    analyze_layers,
+)
 from planner.analysis.lint import lint
 from planner.analysis.roofline import (
     OVERHEAD_FACTOR,

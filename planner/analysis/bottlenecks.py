@@ -14,7 +14,6 @@ from planner.analysis.roofline import (
     classify,
 )
 
-
 TINY_CALL_S = 50e-6
 """A call under 50 us is dominated by launch and dispatch cost (a CUDA launch alone is ~5-10 us)."""
 

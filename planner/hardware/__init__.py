@@ -2,7 +2,13 @@
 
 from planner.hardware.ceilings import Ceilings, measure_ceilings
 from planner.hardware.detect import detect
-from planner.hardware.profile import CpuInfo, DeviceClass, GpuInfo, HardwareProfile, MemoryInfo
+from planner.hardware.profile import (
+    CpuInfo,
+    DeviceClass,
+    GpuInfo,
+    HardwareProfile,
+    MemoryInfo,
+)
 from planner.hardware.render import format_profile
 
 __all__ = [

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
+from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
 CACHE_FORMAT = 1
@@ -356,10 +357,7 @@ def _store(path: Path, key: dict[str, Any], ceilings: Ceilings) -> str | None:
     """Write the cache atomically; the reason on failure (a read-only home must not stop the planner)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "key": key, "ceilings": ceilings.to_dict()}, indent=2),
-                       encoding="utf-8")
-        os.replace(tmp, path)
+        write_json_atomic(path, {"format": CACHE_FORMAT, "key": key, "ceilings": ceilings.to_dict()})
     except OSError as exc:
         return f"cache not written to {path}: {exc}"
     return None

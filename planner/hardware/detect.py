@@ -12,10 +12,21 @@ from typing import Any, TypeVar
 
 from planner.hardware import cgroup
 from planner.hardware._files import REAL_ROOT, at, is_real_root, read_text
-from planner.hardware.arm import BoardInfo, BoardKind, jetson_integrated_gpu, probe_board
+from planner.hardware.arm import (
+    BoardInfo,
+    BoardKind,
+    jetson_integrated_gpu,
+    probe_board,
+)
 from planner.hardware.cpu import CpuInfoText, probe_cpu
 from planner.hardware.nvml import NvmlProbe, probe_gpus
-from planner.hardware.profile import CpuInfo, DeviceClass, GpuInfo, HardwareProfile, MemoryInfo
+from planner.hardware.profile import (
+    CpuInfo,
+    DeviceClass,
+    GpuInfo,
+    HardwareProfile,
+    MemoryInfo,
+)
 
 T = TypeVar("T")
 

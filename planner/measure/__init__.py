@@ -66,7 +66,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from planner.measure.memory import cuda_peak_bytes, current_rss_bytes, peak_rss_bytes, reset_cuda_peak
+    from planner.measure.memory import (
+        cuda_peak_bytes,
+        current_rss_bytes,
+        peak_rss_bytes,
+        reset_cuda_peak,
+    )
     from planner.measure.stats import (
         PERCENTILE_MIN_SAMPLES,
         UNSTABLE_IQR_OVER_MEDIAN,

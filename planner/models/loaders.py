@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 from planner.errors import InputSpecError, ModelLoadError
-
 from planner.models.loaded import LoadedModel
 from planner.models.source import ModelSource, SourceKind, parse_source
 from planner.models.spec import InputSpec, parse_shape

@@ -13,9 +13,9 @@ matplotlib.use("Agg")  # headless: no display on servers, boards or CI, and no G
 import matplotlib.pyplot as plt  # noqa: E402 - must follow the backend choice
 from matplotlib.figure import Figure  # noqa: E402
 
+from planner.io import write_atomic  # noqa: E402
 from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
-from planner.report.files import write_atomic  # noqa: E402
 
 _STATUS_COLOURS = {"ok": "#2a9d8f", "rejected": "#e9c46a", "failed": "#e76f51", "skipped": "#8d99ae"}
 _BOUND_COLOURS = {"compute": "#264653", "memory": "#e76f51", "overhead": "#e9c46a"}

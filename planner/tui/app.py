@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -15,11 +14,19 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Header, OptionList, TabbedContent, TabPane
+from textual.widgets import (
+    ContentSwitcher,
+    Footer,
+    Header,
+    OptionList,
+    TabbedContent,
+    TabPane,
+)
 from textual.worker import Worker
 
 from planner.pipeline import PlanSession
 from planner.tui.bridge import EventBridge
+from planner.tui.host import Job
 from planner.tui.screens.base import StepPane
 from planner.tui.screens.checklist import ChecklistPane
 from planner.tui.screens.confirm import ConfirmQuit
@@ -31,11 +38,11 @@ from planner.tui.screens.profile import ProfilePane
 from planner.tui.screens.report import ReportPane
 from planner.tui.screens.requirements import RequirementsPane
 from planner.tui.screens.results import ResultsPane
+from planner.tui.screens.too_small import TooSmallScreen
 from planner.tui.screens.tree import TreePane
 from planner.tui.steps import STEP_BY_ID, STEPS
 from planner.tui.terminal import default_log_path, prepare_subprocesses, stray_output_to
 from planner.tui.widgets.step_list import StepList
-from planner.tui.screens.too_small import TooSmallScreen
 from planner.tui.widgets.too_small import is_too_small
 
 # The same default as planner.models.demo.DEFAULT_DEMO, written out so that starting the TUI does
@@ -56,16 +63,6 @@ PANES: dict[str, type[StepPane]] = {
 
 Command = tuple[str, str, Callable[[], object]]
 PaneT = TypeVar("PaneT", bound=StepPane)
-
-
-@dataclass
-class Job:
-    """The engine job in progress: one at a time, so measurements never compete for the machine."""
-
-    name: str
-    title: str
-    pane: StepPane
-    worker: Worker | None = None
 
 
 class StepCommands(Provider):

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import threading
 
+from textual.message import Message
 from textual.message_pump import MessagePump
 
 from planner.events import Event
-from planner.tui.messages import EngineEvents
+
+
+class EngineEvents(Message):
+    """Engine events are waiting in the bridge; the handler drains them all at once."""
+
+    def __init__(self, bridge: EventBridge) -> None:
+        super().__init__()
+        self.bridge = bridge
+
+    def drain(self) -> list[Event]:
+        """Every event queued since the last drain."""
+        return self.bridge.drain()
 
 
 class EventBridge:

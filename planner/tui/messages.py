@@ -1,4 +1,4 @@
-"""Messages the TUI's workers and engine bridge post back to the UI thread."""
+"""Messages the TUI's workers post back to the UI thread."""
 
 from __future__ import annotations
 
@@ -8,21 +8,6 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from textual.worker import Worker
-
-    from planner.events import Event
-    from planner.tui.bridge import EventBridge
-
-
-class EngineEvents(Message):
-    """Engine events are waiting in the bridge; the handler drains them all at once."""
-
-    def __init__(self, bridge: EventBridge) -> None:
-        super().__init__()
-        self.bridge = bridge
-
-    def drain(self) -> list[Event]:
-        """Every event queued since the last drain."""
-        return self.bridge.drain()
 
 
 class JobDone(Message):

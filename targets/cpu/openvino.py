@@ -6,7 +6,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
 from targets.cpu import compute_threads, native_bf16, onnx_source_reasons
 
 QUICK_LIMIT = 3
@@ -31,7 +38,7 @@ class OpenVinoPlugin(Plugin):
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One shared export; f32 always pinned explicitly, bf16 only on CPUs with native bf16."""
-        from planner.export import shared_onnx
+        from planner.onnx.export import shared_onnx
 
         export = shared_onnx(ctx)
         n = compute_threads(ctx.hw)

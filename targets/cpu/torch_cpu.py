@@ -5,7 +5,14 @@ from __future__ import annotations
 import shutil
 from typing import Any, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
 from targets.cpu import compute_threads, native_bf16
 
 QUICK_LIMIT = 3
@@ -63,7 +70,7 @@ class TorchCpuPlugin(Plugin):
         """Rebuild the module in the worker and wrap it in a TorchSession with the spec's settings."""
         import torch
 
-        from planner.torch_session import TorchSession
+        from planner.plugins.torch_session import TorchSession
 
         interop = spec.config.get("interop_threads")
         if interop:

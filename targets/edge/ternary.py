@@ -12,8 +12,15 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
-from planner.torch_session import TorchSession
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
+from planner.plugins.torch_session import TorchSession
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
-from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, supports_bf16, torch_module_reasons
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
+from targets.nvidia.common import (
+    CUDA_DEVICE,
+    cuda_reasons,
+    supports_bf16,
+    torch_module_reasons,
+)
 
 
 class Fp16Plugin(Plugin):
@@ -34,7 +46,7 @@ class Fp16Plugin(Plugin):
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
         """Rebuild the module on the GPU in the spec's precision and memory format."""
-        from planner.torch_session import TorchSession
+        from planner.plugins.torch_session import TorchSession
 
         return TorchSession(model.load().module, device=spec.config.get("device", CUDA_DEVICE),
                             precision=str(spec.precision),

@@ -2,7 +2,7 @@
 
 TensorRT 11 removed the FP16/INT8 builder flags: every network is strongly typed, so precision
 lives in the ONNX graph. FP16 engines are built from an fp16 copy of the export, INT8 engines
-from the symmetric Q/DQ file edge.int8's quantizer writes. Engines are cached under the plan's
+from the symmetric Q/DQ file the shared ONNX quantizer writes. Engines are cached under the plan's
 workdir, keyed by GPU name, TensorRT version, ONNX sha256 and batch profile.
 """
 
@@ -17,7 +17,16 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.io import write_atomic
+from planner.onnx.fp16 import fp16_onnx
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
 from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, cuda_sync, gpu_name
 
 INSTALL_HINT = "TensorRT not installed (pip install planner[tensorrt] on a machine with NVIDIA's index)"
@@ -26,8 +35,6 @@ MAX_BATCH = 32
 # room for the engine itself and for whatever else shares the device.
 WORKSPACE_CAP_BYTES = 4 << 30
 WORKSPACE_FRACTION = 4
-# protobuf cannot hold more than 2 GiB; larger models must keep their weights in a side file.
-_EXTERNAL_DATA_BYTES = 1_800_000_000
 # TensorRT DataType member names -> torch dtype attribute names (buffers are torch tensors).
 TRT_TO_TORCH_DTYPE = {"FLOAT": "float32", "HALF": "float16", "BF16": "bfloat16", "INT8": "int8",
                       "UINT8": "uint8", "INT32": "int32", "INT64": "int64", "BOOL": "bool"}
@@ -35,7 +42,7 @@ _VARIANT_NOTES = {
     "fp32": ("fp32 network; TensorRT may still pick TF32 tensor-core kernels on Ampere and newer",),
     "fp16": ("strongly typed fp16: built from an fp16 copy of the ONNX (ONNX Runtime's float16 "
              "converter); inputs and outputs stay fp32, cast inside the engine",),
-    "int8": ("explicit INT8: symmetric Q/DQ nodes from edge.int8's quantizer; layers without "
+    "int8": ("explicit INT8: symmetric Q/DQ nodes from the shared ONNX quantizer; layers without "
              "Q/DQ run in fp32",),
 }
 _PRECISIONS = {"fp32": Precision.FP32, "fp16": Precision.FP16, "int8": Precision.INT8}
@@ -68,7 +75,7 @@ class TensorRTPlugin(Plugin):
         """Build (or reuse) the FP32, FP16 and, outside quick runs, INT8 engines."""
         import tensorrt as trt
 
-        from planner.export import shared_onnx
+        from planner.onnx.export import shared_onnx
 
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "tensorrt"
@@ -161,27 +168,9 @@ def profile_shapes(dims: Sequence[int], model_shape: Sequence[int],
     return tuple(shapes)
 
 
-def fp16_onnx(src: str | Path, dst: str | Path) -> Path:
-    """An fp16 copy of an ONNX file (fp32 inputs/outputs kept, with casts), topologically sorted."""
-    import onnx
-    from onnxruntime.transformers.float16 import convert_float_to_float16
-    from onnxruntime.transformers.onnx_model import OnnxModel
-
-    dst = Path(dst)
-    converted = convert_float_to_float16(onnx.load(str(src)), keep_io_types=True)
-    # The converter appends the input casts at the end of the node list; the checker and
-    # TensorRT's parser both want producers before consumers.
-    graph = OnnxModel(converted)
-    graph.topological_sort()
-    large = graph.model.ByteSize() > _EXTERNAL_DATA_BYTES
-    onnx.save(graph.model, str(dst), save_as_external_data=large,
-              location=dst.name + ".data" if large else None)
-    return dst
-
-
 def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
-    """The symmetric Q/DQ file for TensorRT, from edge.int8's quantizer, and its calibration note."""
-    from targets.edge.int8 import calibration_inputs, preprocess, quantize_qdq
+    """The symmetric Q/DQ file for TensorRT, from the shared ONNX quantizer, and its calibration note."""
+    from planner.onnx.quantize import calibration_inputs, preprocess, quantize_qdq
 
     source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
     arrays, note = calibration_inputs(ctx)
@@ -255,11 +244,8 @@ def build_engine(onnx_path: str | Path, engine_path: str | Path, *, input_shape:
     if blob is None:
         raise EngineBuildError(f"TensorRT could not build an engine from {onnx_path.name}: "
                                + "; ".join(logger.errors or ["no error was reported"]))
-    # Write then rename: a build killed mid-write must not leave a truncated engine in the cache.
-    partial = engine_path.with_name(engine_path.name + ".partial")
-    with partial.open("wb") as fh:
-        fh.write(blob)
-    partial.replace(engine_path)
+    # Atomic: a build killed mid-write must not leave a truncated engine in the cache.
+    write_atomic(engine_path, lambda fh: fh.write(blob))
     return engine_path
 
 

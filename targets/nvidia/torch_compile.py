@@ -8,8 +8,15 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
-from planner.torch_session import TorchSession
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
+from planner.plugins.torch_session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
 
 QUICK_MODES = ("default", "reduce-overhead")

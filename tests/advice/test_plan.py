@@ -8,7 +8,13 @@ import sys
 
 import pytest
 
-from planner.advice import StepKind, answer_checklist, defaults_for, load_requirements, make_plan
+from planner.advice import (
+    StepKind,
+    answer_checklist,
+    defaults_for,
+    load_requirements,
+    make_plan,
+)
 
 FINDINGS = [
     {"id": "F-small", "severity": "low", "layers": ["fc"], "evidence": "fc is 2% of time", "impact": 0.02,

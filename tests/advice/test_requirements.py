@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.advice import CheckStatus, Requirements, defaults_for, evaluate, load_requirements
+from planner.advice import (
+    CheckStatus,
+    Requirements,
+    defaults_for,
+    evaluate,
+    load_requirements,
+)
 from planner.errors import RequirementsError
 
 MIB = 1 << 20

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from planner.analysis import BottleneckClass, LayerReport, LayerStats, classify_bottlenecks
+from planner.analysis import (
+    BottleneckClass,
+    LayerReport,
+    LayerStats,
+    classify_bottlenecks,
+)
 
 
 def _layer(name: str, index: int, flops: int, bytes_moved: int, time_ms: float | None) -> LayerStats:

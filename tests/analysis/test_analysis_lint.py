@@ -6,7 +6,13 @@ import json
 
 import pytest
 import torch
-from analysis_models import CleanNet, DecoderNet, DenseHeadNet, FunctionalGeluNet, UpsampleModuleNet
+from analysis_models import (
+    CleanNet,
+    DecoderNet,
+    DenseHeadNet,
+    FunctionalGeluNet,
+    UpsampleModuleNet,
+)
 from torch import nn
 
 from planner.analysis import Finding, Severity, analyze_layers, lint

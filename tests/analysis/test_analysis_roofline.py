@@ -6,7 +6,14 @@ import pytest
 import torch
 from analysis_models import CleanNet
 
-from planner.analysis import Bound, CeilingsLike, analyze_layers, classify, layer_verdicts, model_verdict
+from planner.analysis import (
+    Bound,
+    CeilingsLike,
+    analyze_layers,
+    classify,
+    layer_verdicts,
+    model_verdict,
+)
 
 
 def test_fake_ceilings_fit_the_protocol(ceilings) -> None:

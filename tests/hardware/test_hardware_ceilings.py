@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from hardware_fake_nvml import FakeGpu, FakeNvml, a100
+from hardware_trees import FIXTURES
 
 import planner.hardware.ceilings as ceilings_module
-from hardware_fake_nvml import FakeNvml, FakeGpu, a100
-from hardware_trees import FIXTURES
 from planner.hardware import Ceilings, detect, measure_ceilings
 from planner.hardware.ceilings import cache_path
 

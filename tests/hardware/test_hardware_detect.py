@@ -8,9 +8,9 @@ import platform
 from pathlib import Path
 
 import pytest
-
 from hardware_fake_nvml import FakeNvml, NVMLError_DriverNotLoaded, a100, rtx4090
 from hardware_trees import write
+
 from planner.hardware import DeviceClass, HardwareProfile, detect
 
 # The package re-exports the function `detect`, which shadows the submodule attribute of the same name.

@@ -10,6 +10,7 @@ from hardware_fake_nvml import (
     a100,
     rtx4090,
 )
+
 from planner.hardware.nvml import probe_gpus
 
 GIB = 1 << 30

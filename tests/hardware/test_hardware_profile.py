@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from hardware_fake_nvml import FakeNvml, a100, rtx4090
 from hardware_trees import FIXTURES
+
 from planner.hardware import DeviceClass, GpuInfo, HardwareProfile, detect
 from planner.hardware.arm import parse_l4t_release
 from planner.hardware.cgroup import cpu_quota_to_threads

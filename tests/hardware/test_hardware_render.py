@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hardware_fake_nvml import FakeNvml, NVMLError_DriverNotLoaded, a100
 from hardware_trees import FIXTURES
+
 from planner.hardware import detect, format_profile
 
 

@@ -6,7 +6,13 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from planner.measure import MeasureSettings, SweepStop, ThroughputPoint, find_knee, throughput_sweep
+from planner.measure import (
+    MeasureSettings,
+    SweepStop,
+    ThroughputPoint,
+    find_knee,
+    throughput_sweep,
+)
 from planner.measure import timer as timer_module
 from planner.measure.sweep import batch_sizes, is_out_of_memory
 

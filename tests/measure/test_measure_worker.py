@@ -6,10 +6,10 @@ import os
 import signal
 import time
 
+import measure_worker_targets as targets
 import numpy as np
 import pytest
 
-import measure_worker_targets as targets
 from planner.measure import WorkerStatus, run_isolated
 
 

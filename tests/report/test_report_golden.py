@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from planner.report import render_markdown
-
 from report_fixtures import FIGURE_LINKS, FIXTURES
+
+from planner.report import render_markdown
 
 GOLDEN = FIXTURES / "expected_report.md"
 

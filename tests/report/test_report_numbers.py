@@ -7,12 +7,12 @@ compare number by number) and its documented structural exclusions.
 from __future__ import annotations
 
 import pytest
+from report_fixtures import FIGURE_LINKS
+from report_numbers import literal_numbers, perturb, perturb_float, perturb_int, tokens
 
 from planner.report import render_markdown
 from planner.report.data import ReportData
 from planner.report.sections import SECTIONS, summary
-from report_fixtures import FIGURE_LINKS
-from report_numbers import literal_numbers, perturb, perturb_float, perturb_int, tokens
 
 
 def _literals(results: dict) -> list[str]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-
-from planner.report import render_markdown
-from planner.report.data import ReportData
-from planner.report import figdata
 from report_fixtures import FIGURE_LINKS
+
+from planner.report import figdata, render_markdown
+from planner.report.data import ReportData
 
 
 def test_interrupted_run_says_partial(partial_results) -> None:

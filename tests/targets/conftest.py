@@ -32,6 +32,6 @@ def plain_cpu_hw():
 @pytest.fixture(scope="session")
 def tiny_onnx(shared_ctx):
     """demo:tiny loaded back from the plan's shared ONNX export: an ONNX-only model."""
-    from planner.export import shared_onnx
+    from planner.onnx.export import shared_onnx
 
     return load_model(str(shared_onnx(shared_ctx).path))

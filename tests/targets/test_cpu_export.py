@@ -1,4 +1,4 @@
-"""planner.export: dynamic-batch ONNX export, clear failures, and the per-plan shared export."""
+"""planner.onnx.export: dynamic-batch ONNX export, clear failures, and the per-plan shared export."""
 
 from __future__ import annotations
 
@@ -11,14 +11,19 @@ import numpy as np
 import onnx
 import pytest
 import torch
-
-import planner.export as export_mod
-from planner.errors import PlannerError
-from planner.export import ExportError, ExportResult, export_onnx, failure_reason, shared_onnx
-from planner.models import load_model
-from planner.plugins import PlanContext
-
 from cpu_plugin_helpers import fake_hw, torch_output
+
+import planner.onnx.export as export_mod
+from planner.errors import PlannerError
+from planner.models import load_model
+from planner.onnx.export import (
+    ExportError,
+    ExportResult,
+    export_onnx,
+    failure_reason,
+    shared_onnx,
+)
+from planner.plugins import PlanContext
 
 
 @torch.library.custom_op("plannertest::mystery", mutates_args=())
@@ -181,7 +186,7 @@ def test_failure_reason_reads_the_exporters_messages() -> None:
 
 
 def test_modules_import_no_heavy_runtime() -> None:
-    code = ("import sys, planner.export, targets.cpu.torch_cpu, targets.cpu.onnxruntime, "
+    code = ("import sys, planner.onnx.export, targets.cpu.torch_cpu, targets.cpu.onnxruntime, "
             "targets.cpu.openvino; print(sorted(m for m in ('torch', 'onnx', 'onnxruntime', "
             "'openvino', 'textual') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

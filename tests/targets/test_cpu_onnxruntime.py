@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from cpu_plugin_helpers import fake_hw, torch_output
 
-from planner.export import ExportError
+from planner.onnx.export import ExportError
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
 from targets.cpu.onnxruntime import OnnxRuntimePlugin
 
@@ -47,7 +47,7 @@ def test_quick_mode_keeps_three(shared_ctx) -> None:
 
 
 def test_plugins_share_one_export(shared_ctx, specs) -> None:
-    from planner.export import shared_onnx
+    from planner.onnx.export import shared_onnx
 
     assert {s.artifacts["onnx"] for s in specs} == {str(shared_onnx(shared_ctx).path)}
 

@@ -5,15 +5,22 @@ from __future__ import annotations
 import threading
 
 from textual.widgets import DataTable, Input, Label, RichLog
-from tui_support import RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+from tui_support import (
+    RecordedSession,
+    drive,
+    run_app,
+    screen_text,
+    wait_for,
+    wait_idle,
+)
 
 from planner.events import Event
 from planner.tui.app import DEFAULT_MODEL, PlannerApp
 from planner.tui.bridge import EventBridge
 from planner.tui.screens.confirm import ConfirmQuit
 from planner.tui.screens.help import HelpScreen
-from planner.tui.widgets.notice import Notice
 from planner.tui.screens.too_small import TooSmallScreen
+from planner.tui.widgets.notice import Notice
 
 
 def recorded_app(session: RecordedSession, tmp_path) -> PlannerApp:

@@ -15,8 +15,9 @@ from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
-from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir, write_json_atomic
-from planner.ranking import rank_candidates
+from planner.io import write_json_atomic
+from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
+from planner.results.ranking import rank_candidates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

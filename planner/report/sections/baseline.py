@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from planner.measure.stats import PERCENTILE_MIN_SAMPLES
 from planner.report import figdata, fmt
-from planner.report.data import ReportData, as_dict, as_list, best_throughput, latency, text
+from planner.report.data import (
+    ReportData,
+    as_dict,
+    as_list,
+    best_throughput,
+    latency,
+    text,
+)
 from planner.report.fmt import real
 
 TOP_LAYERS = 10

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from planner.report import figdata, fmt
-from planner.report.data import ReportData, as_dict, as_list, best_throughput, latency, p50, text
+from planner.report.data import (
+    ReportData,
+    as_dict,
+    as_list,
+    best_throughput,
+    latency,
+    p50,
+    text,
+)
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
 
 _NOT_RANKED = ("rejected", "failed", "skipped")

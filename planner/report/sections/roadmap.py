@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, first, p50, text
-from planner.report.fmt import real
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
 

@@ -10,12 +10,13 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from planner.errors import PlannerError
 from planner.events import Event
-from planner.tui.messages import EngineEvents, JobDone
+from planner.tui.bridge import EngineEvents
+from planner.tui.messages import JobDone
 from planner.tui.widgets.notice import Notice
 
 if TYPE_CHECKING:
     from planner.pipeline import PlanSession
-    from planner.tui.app import PlannerApp
+    from planner.tui.host import PlannerHost
 
 
 class StepPane(Vertical):
@@ -30,9 +31,9 @@ class StepPane(Vertical):
     RUN_LABEL: ClassVar[str | None] = None
 
     @property
-    def planner(self) -> PlannerApp:
-        """The app, typed."""
-        return cast("PlannerApp", self.app)
+    def planner(self) -> PlannerHost:
+        """The app, as the panes may use it."""
+        return cast("PlannerHost", self.app)
 
     @property
     def session(self) -> PlanSession:

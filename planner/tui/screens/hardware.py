@@ -12,10 +12,10 @@ from textual.widgets import Button
 from planner.hardware.render import format_bytes, isa_rows
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
-from planner.tui.widgets.toggles import Tick
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress
+from planner.tui.widgets.toggles import Tick
 
 
 def machine_rows(hw: Any) -> list[Row]:

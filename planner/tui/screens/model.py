@@ -11,9 +11,9 @@ from textual.widgets import Button, Input, Label, Select
 
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
-from planner.tui.widgets.toggles import Tick
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
+from planner.tui.widgets.toggles import Tick
 
 SOURCE_HINT = "demo:NAME · tv:NAME (torchvision) · model.onnx · model.pt2 · model.pt · file.py:factory"
 

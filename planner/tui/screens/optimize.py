@@ -14,8 +14,8 @@ from textual.widgets.selection_list import Selection
 from planner.events import CancelToken
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
-from planner.tui.widgets.toggles import TickList
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
+from planner.tui.widgets.toggles import TickList
 
 _UNSET = object()
 # The baseline plugin: its candidate is the profile step's baseline, measured already.

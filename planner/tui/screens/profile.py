@@ -8,16 +8,24 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, DataTable, Label, RichLog, Static, TabbedContent, TabPane
+from textual.widgets import (
+    Button,
+    DataTable,
+    Label,
+    RichLog,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
-from planner.tui.widgets.toggles import Tick
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.plots import BarChart, LineChart
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
 from planner.tui.widgets.table import cells
+from planner.tui.widgets.toggles import Tick
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 _UNSET = object()

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.onnx.quantize import NO_INT8_DOT_NOTE, int8_cpu_notes, needs_reduced_range
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, Target
-from targets.edge.int8 import (NO_INT8_DOT_NOTE, Int8Plugin, int8_cpu_notes, needs_reduced_range)
+from targets.edge.int8 import Int8Plugin
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -96,8 +97,8 @@ def test_cpu_notes_and_reduced_range_follow_the_int8_dot_features(fake_hw):
 
 def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(edge_tiny, fake_hw, tmp_path,
                                                                       monkeypatch):
-    from planner.export import ExportResult
     import targets.edge.int8 as int8
+    from planner.onnx.export import ExportResult
 
     def broken(*args, **kwargs):
         raise RuntimeError("calibration exploded")
@@ -113,7 +114,7 @@ def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(edge_tiny
 
 def test_the_measure_worker_times_and_sweeps_it(built, edge_tiny, monkeypatch):
     import planner.plugins
-    from planner.evaluate import MeasureJob, run_job
+    from planner.measure.evaluate import MeasureJob, run_job
 
     # Entry points are registered by the package metadata; look the plugin up directly here.
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: Int8Plugin())

@@ -7,8 +7,13 @@ import copy
 import numpy as np
 
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, Target
-from targets.edge.ternary import (THRESHOLD_FACTOR, TernaryPlugin, TernarySession,
-                                  ternarize_module, ternarize_weight)
+from targets.edge.ternary import (
+    THRESHOLD_FACTOR,
+    TernaryPlugin,
+    TernarySession,
+    ternarize_module,
+    ternarize_weight,
+)
 
 
 def _ternary_layers(module):
@@ -114,7 +119,7 @@ def test_a_higher_threshold_zeroes_more_weights(edge_tiny):
 
 def test_the_measure_worker_times_it(edge_tiny, fake_hw, tmp_path, monkeypatch):
     import planner.plugins
-    from planner.evaluate import MeasureJob, run_job
+    from planner.measure.evaluate import MeasureJob, run_job
 
     # Entry points are registered by the package metadata; look the plugin up directly here.
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: TernaryPlugin())

@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from planner.fidelity import DEFAULT_GATES
+from planner.measure.fidelity import DEFAULT_GATES
 from planner.plugins import ModelRef, PlanContext, Precision
 from targets.nvidia.batching import BatchingPlugin
 from targets.nvidia.cuda_graphs import CudaGraphsPlugin
@@ -110,7 +110,7 @@ def test_tensorrt_engines_build_run_match_and_are_cached(nv_tiny, gpu_hw, tmp_pa
 def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_hw, tmp_path,
                                                        monkeypatch):
     import planner.plugins
-    from planner.evaluate import MeasureJob, run_job
+    from planner.measure.evaluate import MeasureJob, run_job
 
     if plugin_cls is TensorRTPlugin:
         pytest.importorskip("tensorrt", reason="TensorRT not installed")

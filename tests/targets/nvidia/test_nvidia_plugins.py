@@ -9,14 +9,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from planner.onnx.fp16 import fp16_onnx
 from planner.plugins import CandidateSpec, PlanContext, Precision, Target
 from targets.nvidia import common
 from targets.nvidia.batching import BatchingPlugin, FixedBatchSession
 from targets.nvidia.cuda_graphs import CudaGraphsPlugin
 from targets.nvidia.fp16 import Fp16Plugin
-from targets.nvidia.tensorrt import (INSTALL_HINT, TRT_TO_TORCH_DTYPE, TensorRTPlugin, batch_profile,
-                                     engine_file_name, fp16_onnx, onnx_sha256, profile_shapes,
-                                     workspace_bytes)
+from targets.nvidia.tensorrt import (
+    INSTALL_HINT,
+    TRT_TO_TORCH_DTYPE,
+    TensorRTPlugin,
+    batch_profile,
+    engine_file_name,
+    onnx_sha256,
+    profile_shapes,
+    workspace_bytes,
+)
 from targets.nvidia.torch_compile import TorchCompilePlugin
 
 PLUGINS = (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, TensorRTPlugin, CudaGraphsPlugin)
@@ -197,7 +205,7 @@ def test_fp16_onnx_is_valid_fp16_and_close_to_fp32(nv_tiny, tmp_path):
     import onnx
     import onnxruntime as ort
 
-    from planner.export import export_onnx
+    from planner.onnx.export import export_onnx
 
     src = export_onnx(nv_tiny, tmp_path / "tiny.onnx").path
     dst = fp16_onnx(src, tmp_path / "tiny.fp16.onnx")
@@ -222,8 +230,8 @@ def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, t
     import torch
     from onnx import numpy_helper
 
-    from planner.export import export_onnx
-    from targets.edge.int8 import quantize_qdq
+    from planner.onnx.export import export_onnx
+    from planner.onnx.quantize import quantize_qdq
 
     src = export_onnx(nv_tiny, tmp_path / "tiny.onnx")
     dst = quantize_qdq(src.path, tmp_path / "tiny.qdq.onnx", src.input_name,

@@ -51,9 +51,18 @@ def fidelity_inputs(shape: tuple[int, ...], *, count: int = FIDELITY_BATCHES) ->
 
 def run_job(job: MeasureJob) -> dict:
     """Worker side: open the candidate, time it, sweep batches, return numbers and outputs."""
-    from planner.measure import (MeasureSettings, peak_rss_bytes, thread_settings,
-                                 throughput_sweep, time_callable)
-    from planner.measure.memory import cuda_peak_bytes, current_rss_bytes, reset_cuda_peak
+    from planner.measure import (
+        MeasureSettings,
+        peak_rss_bytes,
+        thread_settings,
+        throughput_sweep,
+        time_callable,
+    )
+    from planner.measure.memory import (
+        cuda_peak_bytes,
+        current_rss_bytes,
+        reset_cuda_peak,
+    )
     from planner.plugins import get_plugin
 
     settings = MeasureSettings.quick() if job.quick else MeasureSettings.default()
@@ -108,7 +117,7 @@ def run_job(job: MeasureJob) -> dict:
 
 def _val_or_fidelity_inputs(job: MeasureJob, shape: tuple[int, ...]) -> list[np.ndarray]:
     if job.val_data:
-        from planner.valdata import load_val_data
+        from planner.measure.valdata import load_val_data
 
         return [batch for batch, _ in load_val_data(Path(job.val_data))]
     return fidelity_inputs(shape, count=job.fidelity_batches)

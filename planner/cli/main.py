@@ -1,9 +1,8 @@
-"""`planner` entry point: no arguments opens the TUI; subcommands run the same engine headless."""
+"""`planner` entry point: parse arguments, dispatch to a subcommand, turn errors into exit codes."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import traceback
@@ -91,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from planner import commands
+    from planner.cli import commands
 
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         None: commands.cmd_default, "detect": commands.cmd_detect, "models": commands.cmd_models,
@@ -123,11 +122,3 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "  run again with --debug for the traceback, and report it", file=sys.stderr)
         return 1
 
-
-def print_json(data: object) -> None:
-    """Print an object as indented JSON on stdout."""
-    print(json.dumps(data, indent=2, default=str))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

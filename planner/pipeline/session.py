@@ -1,39 +1,19 @@
-"""The method end to end: detect → load → baseline → checklist → plan → candidates → measure →
-rank → results.json and report. The CLI and the TUI both drive this through events."""
+"""The method as steps on one session: detect → load → baseline → checklist → plan → candidates →
+measure → rank → results.json and report. The TUI walks the steps; `run_plan` runs them in one go."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import json
-import os
-import platform
-import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from planner import __version__
-from planner.errors import OutputDirError, PlannerError
+from planner.errors import PlannerError
 from planner.events import CancelToken, Event, EventSink, null_sink
+from planner.io import write_json_atomic
+from planner.pipeline.environment import environment
+from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.results import SCHEMA_VERSION, CandidateResult, Status
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    """What `planner plan` was asked to do."""
-
-    model: str
-    input_shape: str | None = None
-    trust_code: bool = False
-    target: str = "auto"
-    quick: bool = False
-    out: Path | None = None
-    requirements_file: Path | None = None
-    requirement_overrides: dict = field(default_factory=dict)
-    val_data: Path | None = None
-    plugins: tuple[str, ...] = ()
-    timeout_s: float = 300.0
-    write_report: bool = True
 
 
 @dataclass
@@ -49,65 +29,13 @@ def resolve_target(requested: str, hw) -> str:
     """`auto` → nvidia where CUDA runs, edge on ARM boards, else cpu."""
     if requested != "auto":
         return requested
-    from planner.baseline import _cuda_usable
+    from planner.pipeline.baseline import _cuda_usable
 
     if _cuda_usable(hw):
         return "nvidia"
     if str(hw.device_class) in ("raspberry_pi", "arm_board", "jetson"):
         return "edge"
     return "cpu"
-
-
-def default_out_dir(model_name: str, target: str, *, root: Path = Path("reports")) -> Path:
-    """reports/<date>-<model>-<target>, with a counter if it already exists."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in model_name)
-    base = root / f"{dt.date.today().isoformat()}-{safe}-{target}"
-    path, n = base, 2
-    while path.exists() and any(path.iterdir()):
-        path = Path(f"{base}-{n}")
-        n += 1
-    return path
-
-
-def prepare_out_dir(path: Path) -> Path:
-    """Create the output folder and prove it is writable, before any measuring starts."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-test-", delete=True):
-            pass
-    except OSError as exc:
-        raise OutputDirError(f"cannot write to output folder {path}: {exc.strerror or exc}",
-                             "pass --out with a folder you can write to") from exc
-    return path
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON through a temporary file and rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def environment() -> dict:
-    """Versions and settings that affect the numbers."""
-    import importlib.metadata as md
-
-    versions = {}
-    for pkg in ("torch", "torchvision", "onnx", "onnxruntime", "openvino", "tensorrt", "numpy"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            versions[pkg] = None
-    return {"planner": __version__, "python": platform.python_version(),
-            "platform": platform.platform(), "packages": versions,
-            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                   "CUDA_VISIBLE_DEVICES") if os.environ.get(k)},
-            "date": dt.datetime.now().astimezone().isoformat(timespec="seconds")}
 
 
 class PlanSession:
@@ -193,8 +121,8 @@ class PlanSession:
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
                 val_data: Path | None = None) -> dict:
         """Measure and analyse the baseline (and its outputs on `val_data`, when given)."""
-        from planner.baseline import profile_baseline
-        from planner.valdata import load_val_data
+        from planner.measure.valdata import load_val_data
+        from planner.pipeline.baseline import profile_baseline
 
         self._need("model")
         if val_data is not None:
@@ -268,8 +196,10 @@ class PlanSession:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank."""
         self._need("plan")
         names = list(plugins) if plugins else self.planned_plugins()
-        _run_candidates(self, names, timeout_s=timeout_s, val_data=self.val_data)
-        from planner.ranking import rank_candidates
+        from planner.pipeline.candidates import run_candidates
+
+        run_candidates(self, names, timeout_s=timeout_s, val_data=self.val_data)
+        from planner.results.ranking import rank_candidates
 
         rank_candidates(self.results)
         self.save()
@@ -277,7 +207,7 @@ class PlanSession:
 
     def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
         """Rank, check requirements, and write results.json and the report."""
-        from planner.ranking import rank_candidates
+        from planner.results.ranking import rank_candidates
 
         results = self.results
         if status:
@@ -322,33 +252,6 @@ class PlanSession:
             raise PlannerError(f"the {attr} step has not run yet", f"run the {attr} step first")
 
 
-def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
-             cancel: CancelToken | None = None) -> PlanOutcome:
-    """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
-    session = PlanSession(on_event=on_event, cancel=cancel)
-    session.load(options.model, input_shape=options.input_shape, trust_code=options.trust_code)
-    session.detect()
-    session.set_target(options.target)
-    session.set_out_dir(options.out)
-    session.set_requirements(toml_path=options.requirements_file,
-                             overrides=options.requirement_overrides)
-    try:
-        session.measure_ceilings(quick=options.quick)
-        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
-                        val_data=options.val_data)
-        session.decide()
-        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
-    except KeyboardInterrupt:
-        session.results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
-        session.finish(status="interrupted", write_report=options.write_report)
-        raise
-    except Exception as exc:  # noqa: BLE001 - keep what was measured, then surface the error
-        session.results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
-        session.finish(status="failed", write_report=options.write_report)
-        raise
-    return session.finish(write_report=options.write_report)
-
-
 def requirement_checks(results: dict, requirements, *, subject: dict) -> list[dict]:
     """Each requirement checked against one measured candidate (the best, or the baseline)."""
     from planner.advice import evaluate
@@ -372,90 +275,6 @@ def _baseline_as_candidate(baseline: dict) -> CandidateResult:
         threads=baseline["threads"], spec=baseline["spec"], stopped_by=baseline.get("stopped_by", ""))
 
 
-def _run_candidates(session: PlanSession, names: list[str], *, timeout_s: float,
-                    val_data: Path | None) -> None:
-    from planner.evaluate import MeasureJob, fidelity_batch_count, measure
-    from planner.fidelity import DEFAULT_GATES, compare
-    from planner.plugins import ModelRef, PlanContext, Precision, discover
-
-    results, on_event, cancel = session.results, session.on_event, session.cancel
-    plugins, issues = discover()
-    for issue in issues:
-        results["warnings"].append(f"plugin {issue.name}: {issue.reason}")
-        on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
-    if session.out_dir is None:
-        session.set_out_dir(None)
-    workdir = session.out_dir / "artifacts"
-    workdir.mkdir(exist_ok=True)
-    ctx = PlanContext(hw=session.hw, model=session.model, workdir=workdir, quick=session.quick,
-                      cancel=cancel, log=lambda msg: on_event(Event("log", msg)))
-    specs = []
-    for name in names:
-        plugin = plugins.get(name)
-        if plugin is None:
-            reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
-            results["skipped_plugins"].append({"plugin": name, "reasons": [reason]})
-            continue
-        reasons = plugin.check(session.hw, session.model)
-        if reasons:
-            results["skipped_plugins"].append({"plugin": name, "reasons": reasons})
-            on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
-            continue
-        on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
-        try:
-            specs.extend(plugin.candidates(ctx))
-        except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
-            reason = f"{type(exc).__name__}: {exc}"
-            results["candidates"].append(CandidateResult(
-                plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
-                status=Status.FAILED, reason=f"building candidates failed: {reason}").to_dict())
-            on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
-        if cancel.cancelled:
-            return
-    from planner.valdata import labels_of
-
-    labels = labels_of(val_data)
-    if val_data is not None:
-        results["validation"] = {"folder": str(val_data), "labels": labels is not None,
-                                 "samples": int(sum(len(b) for b in session.reference))}
-        if labels is not None and results["candidates"]:
-            own = compare(session.reference, session.reference, labels=labels)
-            results["candidates"][0]["fidelity"]["accuracy"] = own.accuracy
-            results["validation"]["baseline_accuracy"] = own.accuracy
-    budget = getattr(session.requirements, "accuracy_budget", None)
-    ref = ModelRef.of(session.model)
-    base_p50 = session.baseline["latency_ms"]["p50_ms"]
-    for i, spec in enumerate(specs):
-        if cancel.cancelled:
-            results["warnings"].append(f"cancelled: {len(specs) - i} candidates not measured")
-            return
-        on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
-                       total=len(specs), data={"plugin": spec.plugin}))
-        job = MeasureJob(model=ref, spec=spec, quick=session.quick,
-                         sweep_max_batch=0 if session.quick else 8,
-                         fidelity_batches=fidelity_batch_count(session.quick),
-                         val_data=str(val_data) if val_data else None,
-                         env=dict(spec.config.get("env", {})))
-        result, outputs = measure(job, timeout_s=timeout_s)
-        if result.status is Status.OK and outputs is not None:
-            try:
-                fid = compare(session.reference, outputs, labels=labels)
-                result.fidelity = fid.to_dict()
-                gate = DEFAULT_GATES[Precision(result.precision)]
-                if budget is not None:
-                    gate = dataclasses.replace(gate, max_accuracy_drop=budget)
-                why = gate.check(fid)
-                if why:
-                    result.status, result.reason = Status.REJECTED, f"fidelity gate: {why}"
-            except ValueError as exc:
-                result.status, result.reason = Status.REJECTED, f"outputs differ in shape: {exc}"
-            result.speedup = base_p50 / result.p50 if result.p50 else None
-        results["candidates"].append(result.to_dict())
-        session.save()
-        on_event(Event("candidate_done", _candidate_line(result), stage="measure", index=i + 1,
-                       total=len(specs), data=result.to_dict()))
-
-
 def _reply_value(reply: str):
     text = reply.strip().lower()
     if text in ("yes", "y", "true"):
@@ -463,13 +282,6 @@ def _reply_value(reply: str):
     if text in ("no", "n", "false"):
         return False
     return reply
-
-
-def _candidate_line(r: CandidateResult) -> str:
-    if r.status in (Status.OK, Status.REJECTED) and r.p50:
-        tail = f" — {r.reason}" if r.status is Status.REJECTED else ""
-        return f"  {r.status}: {r.label}: p50 {r.p50:.2f} ms ({r.speedup:.2f}x){tail}"
-    return f"  {r.status}: {r.label}: {r.reason}"
 
 
 def _overall_status(results: dict) -> str:

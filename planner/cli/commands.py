@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from planner.cli import print_json
+from planner.cli.output import print_json
 from planner.errors import PlannerError
 
 
@@ -110,8 +110,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """Measure the baseline and print the profile (or its JSON)."""
-    from planner.baseline import format_baseline, profile_baseline
-    from planner.progress import CliProgress
+    from planner.cli.output import format_baseline
+    from planner.cli.progress import CliProgress
+    from planner.pipeline.baseline import profile_baseline
 
     model = _load(args)
     with CliProgress(enabled=not args.json) as progress:
@@ -125,8 +126,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """Run the whole method headless and write results (and the report) to a folder."""
+    from planner.cli.progress import CliProgress
     from planner.pipeline import PlanOptions, run_plan
-    from planner.progress import CliProgress
 
     overrides = {k: v for k, v in {
         "latency_ms": args.latency_ms, "latency_percentile": args.latency_percentile,
@@ -146,7 +147,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome.results)
     else:
-        from planner.ranking import format_ranking
+        from planner.cli.output import format_ranking
 
         print(format_ranking(outcome.results))
         print(f"\nWrote {outcome.out_dir / 'results.json'}")
@@ -157,7 +158,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Re-measure one candidate the way the plan did."""
-    from planner.evaluate import MeasureJob, measure
+    from planner.measure.evaluate import MeasureJob, measure
     from planner.plugins import CandidateSpec, ModelRef
 
     try:

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from planner.events import Event, EventSink, null_sink
-from planner.plugins import CandidateSpec, ModelRef
+from planner.plugins import CandidateSpec, ModelRef, Precision
 from planner.results import Status
 
 if TYPE_CHECKING:
@@ -15,12 +15,20 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
 
 
+TORCH_BASELINE_PLUGIN = "torch.eager"
+"""The plugin that runs a torch model as it comes (targets/torch_eager.py registers it)."""
+
+
+def torch_baseline_spec(*, device: str = "cpu") -> CandidateSpec:
+    """The spec of the out-of-the-box torch baseline on a device."""
+    return CandidateSpec(plugin=TORCH_BASELINE_PLUGIN, label=f"torch eager fp32 ({device})",
+                         config={"device": device}, precision=Precision.FP32)
+
+
 def baseline_spec_for(model: "LoadedModel", hw: "HardwareProfile") -> CandidateSpec:
     """What 'out of the box' means for this model: torch eager, or ORT defaults for ONNX files."""
-    from targets.torch_eager import baseline_spec
-
     if model.has_torch:
-        return baseline_spec(device="cuda" if _cuda_usable(hw) else "cpu")
+        return torch_baseline_spec(device="cuda" if _cuda_usable(hw) else "cpu")
     return CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults (ONNX model)",
                          config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)})
 
@@ -40,9 +48,9 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                      ceilings=None, on_event: EventSink = null_sink, timeout_s: float = 600.0,
                      keep_outputs: bool = False, val_data=None) -> dict:
     """Measure and analyse the baseline; returns the `planner profile --json` object."""
-    from planner.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.hardware import detect
     from planner.hardware.ceilings import measure_ceilings
+    from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
 
     started = time.time()
     on_event(Event("stage", "detecting hardware", stage="hardware", index=0, total=4))
@@ -107,7 +115,13 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings, *, quick: bool) ->
                 "bottleneck_classes": {}, "analysis_notes": ["ONNX-only model: no per-layer analysis"]}
     import torch
 
-    from planner.analysis import analyze_layers, classify_bottlenecks, layer_verdicts, lint, model_verdict
+    from planner.analysis import (
+        analyze_layers,
+        classify_bottlenecks,
+        layer_verdicts,
+        lint,
+        model_verdict,
+    )
 
     x = torch.from_numpy(model.make_inputs(count=1, seed=3)[0])
     report = analyze_layers(model.module, x, measure_time=True, repeats=3 if quick else 10)
@@ -126,64 +140,3 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings, *, quick: bool) ->
         "layer_verdicts": {v.layer.key: v.verdict.to_dict() for v in verdicts},
         "bottleneck_classes": classify_bottlenecks(report, ceilings).to_dict(),
     }
-
-
-def format_baseline(b: dict) -> str:
-    """A readable profile in the shape of seed 002's 'overall performance profile'."""
-    lat = b["latency_ms"]
-    m = b["model"]
-    lines = [f"Baseline profile: {m['source']} ({m['parameters']:,} parameters, "
-             f"{m['size_bytes'] / 2**20:.1f} MiB), input {'x'.join(map(str, b['input_shape']))}, "
-             f"{b['runtime']}", ""]
-    pct = [f"p{q} {lat[f'p{q}_ms']:.2f} ms" for q in (95, 99) if lat.get(f"p{q}_ms") is not None]
-    missing = [f"p{q}" for q in (90, 95, 99) if lat.get(f"p{q}_ms") is None]
-    lines.append(f"Latency      p50 {lat['p50_ms']:.2f} ms" + (", " + ", ".join(pct) if pct else "")
-                 + f"; mean {lat['mean_ms']:.2f} ± {lat['std_ms']:.2f} ms; {lat['samples']} samples"
-                 + (f" ({', '.join(missing)} need more samples)" if missing else ""))
-    if lat.get("unstable"):
-        lines.append(f"             UNSTABLE: IQR/median {lat['iqr_over_median']:.0%} > 10%; "
-                     "close other programs and re-run")
-    if b["throughput"]:
-        best = max(b["throughput"], key=lambda p: p["samples_per_s"])
-        pts = ", ".join(f"b{p['batch']} {p['samples_per_s']:.1f}/s" for p in b["throughput"])
-        lines.append(f"Throughput   {pts}")
-        lines.append(f"             best {best['samples_per_s']:.1f} samples/s at batch {best['batch']}"
-                     + (f"; knee at batch {b['knee_batch']}" if b.get("knee_batch") else ""))
-    if b.get("flops_per_sample"):
-        gflops = b["flops_per_sample"] / 1e9
-        achieved = b["flops_per_sample"] / (lat["p50_ms"] / 1e3) / 1e9
-        lines.append(f"Compute      {gflops:.2f} GFLOPs per sample (2 per MAC); "
-                     f"{achieved:.1f} GFLOP/s achieved at batch 1")
-    mem = b.get("peak_memory_bytes")
-    lines.append(f"Memory       peak {mem / 2**20:.0f} MiB ({b['memory_basis']}); weights "
-                 f"{m['size_bytes'] / 2**20:.1f} MiB" if mem else "Memory       not measured")
-    if b.get("peak_activation_bytes"):
-        lines[-1] += f"; largest activation {b['peak_activation_bytes'] / 2**20:.1f} MiB"
-    c = b["ceilings"]
-    peak = c["peak_flops"].get("fp32")
-    lines.append(f"Ceilings     fp32 {peak / 1e9:.1f} GFLOP/s, {c['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s "
-                 f"({c['source']})" if peak else f"Ceilings     {c['source']}")
-    bn = b.get("bottleneck") or {}
-    if bn.get("bound"):
-        lines.append(f"Bottleneck   {bn['bound']}-bound: {bn.get('explanation', '')}")
-    threads = b.get("threads", {})
-    if threads:
-        lines.append("Threads      " + ", ".join(f"{k}={v}" for k, v in threads.items() if v is not None))
-    layers = sorted((x for x in b["layers"] if x.get("time_ms") is not None),
-                    key=lambda x: x["time_ms"], reverse=True)[:5]
-    if layers:
-        lines += ["", "Top layers by time:"]
-        for x in layers:
-            verdict = (b.get("layer_verdicts") or {}).get(x["key"], {}).get("bound", "")
-            lines.append(f"  {x['key']:<18} {x['type']:<18} {x['time_ms']:7.2f} ms "
-                         f"{(x.get('time_share') or 0):6.1%}  {x['flops'] / 1e9:6.2f} GFLOPs  "
-                         f"AI {x['intensity']:6.1f}  {verdict}")
-    if b["findings"]:
-        lines += ["", "Architecture findings (ranked by impact):"]
-        for i, f in enumerate(b["findings"][:8], 1):
-            lines.append(f"  {i}. [{f['severity']}] {f['title']} — {f['impact']:.0%} "
-                         f"{f['impact_basis']}; layers: {', '.join(f['layers'][:5])}"
-                         + (" …" if len(f['layers']) > 5 else ""))
-            lines.append(f"     {f['advice']}")
-    lines.append(f"\nMeasured in {b['wall_s']:.0f} s; reproduce: {b['reproduce']}")
-    return "\n".join(lines)

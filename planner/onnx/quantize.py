@@ -1,0 +1,140 @@
+"""INT8 in ONNX: ORT's pre-processing, static QDQ (calibrated, per-channel) and dynamic weights,
+and the CPU facts that decide how to quantize (VNNI, reduce_range)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from planner.errors import PlannerError
+from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
+
+if TYPE_CHECKING:
+    from planner.plugins import PlanContext
+
+CALIBRATION_SEED = 4242  # distinct from the fidelity inputs' seed, so calibration never sees them
+
+
+CALIBRATION_BATCHES = 32
+
+
+CALIBRATION_BATCHES_QUICK = 8
+
+
+INT8_DOT_FEATURES = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+
+
+NO_INT8_DOT_NOTE = ("no VNNI: INT8 may not be faster here (the CPU has none of "
+                    + ", ".join(INT8_DOT_FEATURES) + ")")
+
+
+class QuantizationError(PlannerError):
+    """ONNX Runtime's quantizer could not produce an INT8 model."""
+
+
+def int8_cpu_notes(hw: Any) -> list[str]:
+    """Whether this CPU has native INT8 dot products, as a note for the specs."""
+    found = [f for f in INT8_DOT_FEATURES if hw.cpu.has(f)]
+    if found:
+        return [f"the CPU has {', '.join(found)}: INT8 dot products run natively"]
+    return [NO_INT8_DOT_NOTE]
+
+
+def needs_reduced_range(hw: Any) -> bool:
+    """Whether to quantize weights to 7 bits: an x86 CPU without VNNI/AMX (16-bit intermediate sums)."""
+    is_x86 = bool(getattr(hw.cpu, "is_x86", False))
+    return is_x86 and not any(hw.cpu.has(f) for f in INT8_DOT_FEATURES)
+
+
+def calibration_inputs(ctx: "PlanContext") -> tuple[list[np.ndarray], str]:
+    """The calibration batches and a note saying what they were: --val-data when given, else random."""
+    count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
+    val_data = getattr(ctx, "val_data", None)
+    if val_data:
+        from planner.measure.valdata import load_val_data
+
+        arrays = [batch for batch, _ in load_val_data(Path(val_data))][:count]
+        if arrays:
+            return arrays, f"calibrated on {len(arrays)} batches of --val-data"
+    arrays = ctx.model.make_inputs(count=count, seed=CALIBRATION_SEED)
+    return arrays, (f"calibrated on {count} random inputs (not real data): activation ranges may "
+                    "not match real inputs; pass --val-data to calibrate on real samples")
+
+
+def preprocess(src: Path, dst: Path) -> tuple[Path, tuple[str, ...]]:
+    """ORT's quantization pre-processing (shape inference, BN folding); the original on failure."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from planner.onnx.export import failure_reason
+
+    large = model_bytes(src) > EXTERNAL_DATA_BYTES
+    try:
+        quant_pre_process(str(src), str(dst), save_as_external_data=large)
+        return dst, ()
+    except Exception as exc:  # noqa: BLE001 - symbolic shape inference raises many types
+        first = failure_reason(exc)
+    try:
+        # Symbolic shape inference is the usual failure; ONNX's own inference is often enough.
+        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True, save_as_external_data=large)
+        return dst, (f"quantization pre-processing without symbolic shapes ({first})",)
+    except Exception as exc:  # noqa: BLE001 - as above
+        return Path(src), (f"quantization pre-processing skipped ({failure_reason(exc)}): "
+                           "quantizing the export as it is",)
+
+
+def quantize_qdq(src: Path, dst: Path, input_name: str, arrays: Sequence[np.ndarray], *,
+                 reduce_range: bool = False, for_tensorrt: bool = False) -> Path:
+    """Static INT8 in QDQ form, per-channel weights, MinMax-calibrated on `arrays`; returns `dst`.
+
+    `for_tensorrt` makes the form TensorRT's explicit quantization accepts: symmetric activations
+    (zero point 0), fp32 weights behind a Q/DQ pair TensorRT folds, and float biases.
+    """
+    from onnxruntime.quantization import (
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    if not arrays:
+        raise QuantizationError("static quantization needs at least one calibration input")
+    extra: dict = {}
+    if for_tensorrt:
+        extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "AddQDQPairToWeight": True,
+                 "QuantizeBias": False, "DedicatedQDQPair": True}
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    quantize_static(str(src), str(dst), _calibration_reader(input_name, arrays),
+                    quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    calibrate_method=CalibrationMethod.MinMax,
+                    use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
+                    extra_options=extra)
+    return Path(dst)
+
+
+def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False) -> Path:
+    """Dynamic INT8: weights quantized now, activations per call; returns `dst`."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, reduce_range=reduce_range,
+                     use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES)
+    return Path(dst)
+
+
+def _calibration_reader(input_name: str, arrays: Sequence[np.ndarray]) -> Any:
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class _Reader(CalibrationDataReader):
+        """Feeds each calibration array once, then None (ORT's end-of-data signal)."""
+
+        def __init__(self) -> None:
+            self._feeds = iter([{input_name: np.ascontiguousarray(a)} for a in arrays])
+
+        def get_next(self) -> dict | None:
+            """The next feed dict, or None when done."""
+            return next(self._feeds, None)
+
+    return _Reader()

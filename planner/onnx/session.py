@@ -1,0 +1,78 @@
+"""The ONNX Runtime CPU session every ONNX-based candidate runs in (ORT plugin, INT8, baseline)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class OrtSession:
+    """An ONNX Runtime CPU session with the candidate's options, satisfying the Session protocol."""
+
+    def __init__(self, path: str, config: dict) -> None:
+        import onnxruntime as ort
+
+        self._ort = ort
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        if config.get("defaults"):
+            # ONNX Runtime exactly as a user gets it: the peer/baseline for ONNX-only models.
+            self._finish(ort, path, opts)
+            return
+        opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel,
+                                                config.get("graph_optimization_level", "ORT_ENABLE_ALL"))
+        opts.execution_mode = getattr(ort.ExecutionMode, config.get("execution_mode", "ORT_SEQUENTIAL"))
+        if config.get("intra_op_threads"):
+            opts.intra_op_num_threads = int(config["intra_op_threads"])
+        if config.get("inter_op_threads"):
+            opts.inter_op_num_threads = int(config["inter_op_threads"])
+        spinning = "1" if config.get("allow_spinning", True) else "0"
+        opts.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+        opts.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        self._finish(ort, path, opts)
+
+    def _finish(self, ort, path: str, opts) -> None:
+        self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        first = self._session.get_inputs()[0]
+        self._input_name = first.name
+        self._input_dtype = _NP_TYPES.get(first.type)
+
+    def prepare(self, array: np.ndarray) -> dict:
+        """The feed dict for `run`, in the dtype the graph declares."""
+        if self._input_dtype is not None and array.dtype != self._input_dtype:
+            array = array.astype(self._input_dtype)
+        return {self._input_name: np.ascontiguousarray(array)}
+
+    def run(self, prepared: dict) -> list:
+        """One inference; returns every output."""
+        return self._session.run(None, prepared)
+
+    def to_numpy(self, output: list) -> np.ndarray:
+        """The first output as float32."""
+        return np.asarray(output[0], dtype=np.float32)
+
+    def info(self) -> dict:
+        """The options the session actually runs with, read back from it."""
+        opts = self._session.get_session_options()
+        return {
+            "runtime": f"onnxruntime {self._ort.__version__}",
+            "providers": list(self._session.get_providers()),
+            "graph_optimization_level": str(opts.graph_optimization_level).split(".")[-1],
+            "execution_mode": str(opts.execution_mode).split(".")[-1],
+            "intra_op_threads": opts.intra_op_num_threads,
+            "inter_op_threads": opts.inter_op_num_threads,
+            "allow_spinning": _config_entry(opts, "session.intra_op.allow_spinning"),
+            "input": self._input_name,
+        }
+
+
+def _config_entry(opts, key: str) -> str:
+    # ORT raises for a key that was never set: then the session runs ORT's own default.
+    try:
+        return opts.get_session_config_entry(key)
+    except RuntimeError:
+        return "default"
+
+
+_NP_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
+             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
+             "tensor(int8)": np.int8, "tensor(bool)": np.bool_}

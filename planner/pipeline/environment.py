@@ -1,0 +1,26 @@
+"""The versions and settings that affect the numbers, recorded with every run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+
+from planner import __version__
+
+
+def environment() -> dict:
+    """Versions and settings that affect the numbers."""
+    import importlib.metadata as md
+
+    versions = {}
+    for pkg in ("torch", "torchvision", "onnx", "onnxruntime", "openvino", "tensorrt", "numpy"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            versions[pkg] = None
+    return {"planner": __version__, "python": platform.python_version(),
+            "platform": platform.platform(), "packages": versions,
+            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                   "CUDA_VISIBLE_DEVICES") if os.environ.get(k)},
+            "date": dt.datetime.now().astimezone().isoformat(timespec="seconds")}

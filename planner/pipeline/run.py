@@ -1,0 +1,54 @@
+"""The whole method in one call, for `planner plan`: options in, results.json and report out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.events import CancelToken, EventSink, null_sink
+from planner.pipeline.session import PlanOutcome, PlanSession
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What `planner plan` was asked to do."""
+
+    model: str
+    input_shape: str | None = None
+    trust_code: bool = False
+    target: str = "auto"
+    quick: bool = False
+    out: Path | None = None
+    requirements_file: Path | None = None
+    requirement_overrides: dict = field(default_factory=dict)
+    val_data: Path | None = None
+    plugins: tuple[str, ...] = ()
+    timeout_s: float = 300.0
+    write_report: bool = True
+
+
+def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
+             cancel: CancelToken | None = None) -> PlanOutcome:
+    """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
+    session = PlanSession(on_event=on_event, cancel=cancel)
+    session.load(options.model, input_shape=options.input_shape, trust_code=options.trust_code)
+    session.detect()
+    session.set_target(options.target)
+    session.set_out_dir(options.out)
+    session.set_requirements(toml_path=options.requirements_file,
+                             overrides=options.requirement_overrides)
+    try:
+        session.measure_ceilings(quick=options.quick)
+        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
+                        val_data=options.val_data)
+        session.decide()
+        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
+    except KeyboardInterrupt:
+        session.results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
+        session.finish(status="interrupted", write_report=options.write_report)
+        raise
+    except Exception as exc:  # noqa: BLE001 - keep what was measured, then surface the error
+        session.results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
+        session.finish(status="failed", write_report=options.write_report)
+        raise
+    return session.finish(write_report=options.write_report)

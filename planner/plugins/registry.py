@@ -1,0 +1,76 @@
+"""Finding plugins: the entry-point group `planner.targets` (built-ins register there too, so a
+third-party package registers exactly as ours do) plus `module:Class` names in PLANNER_PLUGINS."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+
+from planner.plugins.contract import Plugin
+
+ENTRY_POINT_GROUP = "planner.targets"
+
+
+@dataclass(frozen=True)
+class PluginIssue:
+    """A plugin that could not be loaded, with the reason."""
+
+    name: str
+    reason: str
+
+
+EXTRA_PLUGINS_ENV = "PLANNER_PLUGINS"
+
+
+@dataclass(frozen=True)
+class _EnvEntryPoint:
+    """A plugin named in PLANNER_PLUGINS as `module:Class`, loaded like an entry point."""
+
+    name: str
+    value: str
+
+    def load(self):
+        module, _, attr = self.value.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+def _env_entry_points() -> list[_EnvEntryPoint]:
+    # Lets a user try an unpackaged plugin (and tests inject failing ones) without installing
+    # it; worker processes inherit the variable, so they find the same plugins.
+    raw = os.environ.get(EXTRA_PLUGINS_ENV, "")
+    return [_EnvEntryPoint(item.strip(), item.strip()) for item in raw.split(",") if item.strip()]
+
+
+def discover() -> tuple[dict[str, Plugin], list[PluginIssue]]:
+    """Load every plugin registered under `planner.targets` (and in PLANNER_PLUGINS).
+
+    A plugin that fails to load becomes an issue with its reason; the others still load.
+    """
+    plugins: dict[str, Plugin] = {}
+    issues: list[PluginIssue] = []
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    for ep in [*found, *_env_entry_points()]:
+        try:
+            obj = ep.load()
+            plugin = obj() if isinstance(obj, type) else obj
+        except Exception as exc:  # noqa: BLE001 - a third-party plugin may raise anything
+            issues.append(PluginIssue(ep.name, f"failed to load: {type(exc).__name__}: {exc}"))
+            continue
+        if not isinstance(plugin, Plugin) or not plugin.name:
+            issues.append(PluginIssue(ep.name, "entry point is not a planner Plugin"))
+            continue
+        plugins[plugin.name] = plugin
+    return plugins, issues
+
+
+def get_plugin(name: str) -> Plugin:
+    """The plugin registered under `name`; KeyError with the known names otherwise."""
+    plugins, issues = discover()
+    if name in plugins:
+        return plugins[name]
+    broken = {i.name: i.reason for i in issues}
+    if name in broken:
+        raise KeyError(f"plugin {name} is broken: {broken[name]}")
+    raise KeyError(f"no plugin {name!r}; known: {', '.join(sorted(plugins))}")

@@ -1,0 +1,63 @@
+"""What the step panes may use of the app: the running job and the `PlannerHost` protocol, so that
+panes need not import the app module that imports them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+    from textual.worker import Worker
+
+    from planner.pipeline import PlanSession
+
+
+@dataclass
+class Job:
+    """The engine job in progress: one at a time, so measurements never compete for the machine."""
+
+    name: str
+    title: str
+    pane: Widget
+    worker: Worker | None = None
+
+
+class PlannerHost(Protocol):
+    """The app as the panes see it: the session, the job in progress and the step bookkeeping."""
+
+    session: PlanSession
+    out_dir: Path | None
+    job: Job | None
+    replies: dict[str, str]
+    saved_to: Path | None
+    checklist_confirmed: bool
+    optimized: bool
+
+    def goto(self, step_id: str) -> None:
+        """Show a step."""
+
+    def session_changed(self) -> None:
+        """Re-read the session in every pane."""
+
+    def job_title(self, job: str) -> str:
+        """A job's name as people read it."""
+
+    def begin_job(self, pane: Widget, name: str) -> bool:
+        """Claim the machine for a job; False when another job runs."""
+
+    def job_worker(self, worker: Worker) -> None:
+        """Attach the worker that runs the current job."""
+
+    def end_job(self, worker: Worker | None) -> None:
+        """Release the machine when the current job's worker ends."""
+
+    def startup_continue(self, finished: str) -> None:
+        """Go on with the start-up sequence after a step finished."""
+
+    def model_loaded(self) -> None:
+        """Forget what was measured for the previous model."""
+
+    def requirements_changed(self) -> None:
+        """Re-decide with the new requirements."""
