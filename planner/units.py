@@ -1,14 +1,14 @@
 """Units and the one rounding policy: how every number with a unit is written, everywhere.
 
 The CLI, the TUI, the advice text and the Markdown report all format numbers through this
-module, so one measured value prints the same on every surface (50 ms is "50.0 ms" in each).
+module, so one measured value prints the same on every surface (50 ms is "50 ms" in each).
 
 The policy, applied by `sig()`:
 
-* Three significant figures, trailing zeros kept, so every value shows the same precision:
-  412 → "412", 38.24 → "38.2", 50 → "50.0", 1.25 → "1.25", 0.04271 → "0.0427".
-  Small values (sub-millisecond latencies) therefore keep their leading digits instead of
-  rounding to "0.00".
+* Three significant figures, then trailing zeros dropped, so a round value reads as people
+  write it: 412 → "412", 38.24 → "38.2", 50 → "50", 1.25 → "1.25", 2.004 → "2",
+  0.04271 → "0.0427". Small values (sub-millisecond latencies) keep their leading digits
+  instead of rounding to "0.00".
 * From 1,000 up, whole numbers with thousands separators and no decimals:
   27489.3 → "27,489". Such values already carry more than three significant figures.
 * Zero is "0"; a negative value is written like its magnitude with a minus sign.
@@ -71,7 +71,7 @@ def finite(value: Any) -> float | None:
 
 
 def sig(value: Any, *, missing: str = MISSING) -> str:
-    """A bare number under the rounding policy: '412', '38.2', '50.0', '0.0427', '27,489'."""
+    """A bare number under the rounding policy: '412', '38.2', '50', '0.0427', '27,489'."""
     v = finite(value)
     if v is None:
         return missing
@@ -89,7 +89,10 @@ def sig(value: Any, *, missing: str = MISSING) -> str:
         return f"{sign}{rounded:,.0f}"
     if rounded == 0:
         return "0"
-    return f"{sign}{rounded:.{decimals}f}"
+    text = f"{rounded:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{sign}{text}"
 
 
 def _with_unit(value: Any, unit: str, *, show_unit: bool, missing: str) -> str:
@@ -101,7 +104,7 @@ def _with_unit(value: Any, unit: str, *, show_unit: bool, missing: str) -> str:
 
 
 def ms(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
-    """A latency in milliseconds: '412 ms', '50.0 ms', '0.0427 ms' (bare number when unit=False)."""
+    """A latency in milliseconds: '412 ms', '50 ms', '0.0427 ms' (bare number when unit=False)."""
     return _with_unit(value, "ms", show_unit=unit, missing=missing)
 
 
@@ -116,7 +119,7 @@ def seconds(value: Any, *, missing: str = MISSING) -> str:
 
 
 def size(value: Any, *, missing: str = MISSING) -> str:
-    """A byte count in binary units: '512 B', '1.50 KiB', '44.7 MiB', '1.00 GiB'."""
+    """A byte count in binary units: '512 B', '1.5 KiB', '44.7 MiB', '1 GiB'."""
     v = finite(value)
     if v is None:
         return missing
@@ -139,12 +142,12 @@ def gib(value: Any, *, missing: str = MISSING) -> str:
 
 
 def rate(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
-    """A throughput in samples per second: '27,489 samples/s', '8.40 samples/s'."""
+    """A throughput in samples per second: '27,489 samples/s', '8.4 samples/s'."""
     return _with_unit(value, "samples/s", show_unit=unit, missing=missing)
 
 
 def si(value: Any, unit: str, *, missing: str = MISSING) -> str:
-    """A quantity with an SI prefix chosen by size: si(4.8e9, 'FLOP') → '4.80 GFLOP'."""
+    """A quantity with an SI prefix chosen by size: si(4.8e9, 'FLOP') → '4.8 GFLOP'."""
     v = finite(value)
     if v is None:
         return missing
@@ -155,18 +158,18 @@ def si(value: Any, unit: str, *, missing: str = MISSING) -> str:
 
 
 def flops(value: Any, *, missing: str = MISSING) -> str:
-    """Floating-point operations (2 per multiply-add): '1.03 MFLOP', '4.10 GFLOP'."""
+    """Floating-point operations (2 per multiply-add): '1.03 MFLOP', '4.1 GFLOP'."""
     return si(value, "FLOP", missing=missing)
 
 
 def gflops(value: Any, *, missing: str = MISSING) -> str:
-    """A FLOP count as a bare number of GFLOP, for a column titled in GFLOP: '4.10', '0.0123'."""
+    """A FLOP count as a bare number of GFLOP, for a column titled in GFLOP: '4.1', '0.0123'."""
     v = finite(value)
     return missing if v is None else sig(v / 1e9)
 
 
 def flop_rate(value: Any, *, missing: str = MISSING) -> str:
-    """Compute speed in FLOP/s: '67.1 GFLOP/s', '1.20 TFLOP/s'."""
+    """Compute speed in FLOP/s: '67.1 GFLOP/s', '1.2 TFLOP/s'."""
     return si(value, "FLOP/s", missing=missing)
 
 
@@ -176,7 +179,7 @@ def bandwidth(value: Any, *, missing: str = MISSING) -> str:
 
 
 def pct(value: Any, *, missing: str = MISSING) -> str:
-    """A fraction as a percentage: 0.387 → '38.7%', 1.0 → '100%', 0.05 → '5.00%'."""
+    """A fraction as a percentage: 0.387 → '38.7%', 1.0 → '100%', 0.05 → '5%'."""
     v = finite(value)
     return missing if v is None else f"{sig(v * 100)}%"
 

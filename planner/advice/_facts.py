@@ -1,4 +1,7 @@
-"""Read the numbers the advice needs from a profile (or candidate) dict, and format them for people.
+"""Read the numbers the advice needs from a profile (or candidate) dict.
+
+Formatting them for people is planner.units' job, so advice text prints a value exactly as the
+report, the CLI and the TUI do.
 
 Every reader tolerates a missing or malformed field by returning None: a partial profile must
 still give a partial plan, never a crash.
@@ -6,15 +9,10 @@ still give a partial plan, never a crash.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-MIB = 1 << 20
-GIB = 1 << 30
-
-# Device classes whose own CPU/RAM is the deployment target (compared by their string value).
-EDGE_DEVICE_CLASSES = ("jetson", "raspberry_pi", "arm_board")
+from planner import units
 
 
 @dataclass(frozen=True)
@@ -26,40 +24,9 @@ class SweepPoint:
     samples_per_s: float
 
 
-def fmt_ms(ms: float) -> str:
-    """A latency in ms with precision that suits its size, e.g. '412 ms', '38.2 ms', '50 ms', '0.001 ms'."""
-    if ms >= 100 or (ms >= 1 and float(ms).is_integer()):
-        return f"{ms:,.0f} ms"
-    if ms >= 10:
-        return f"{ms:.1f} ms"
-    if ms >= 1:
-        return f"{ms:.2f} ms"
-    return f"{ms:.3g} ms"
-
-
-def fmt_bytes(n: float) -> str:
-    """A byte count in binary units, e.g. '44.7 MiB', '300 MiB', '1 GiB'."""
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            value = n / size
-            text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}".removesuffix(".0")
-            return f"{text} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_rate(samples_per_s: float) -> str:
-    """A throughput, e.g. '2,340 samples/s' or '8.4 samples/s'."""
-    if samples_per_s >= 100:
-        return f"{samples_per_s:,.0f} samples/s"
-    return f"{samples_per_s:.1f} samples/s"
-
-
 def number(value: Any) -> float | None:
     """A finite float from an int/float, else None (booleans are not numbers here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+    return units.finite(value)
 
 
 def mapping(obj: Any, key: str) -> Mapping[str, Any]:
@@ -117,7 +84,7 @@ def sweep_text(points: tuple[SweepPoint, ...], *, limit: int = 4) -> str:
         chosen = [points[round(i * step)] for i in range(limit)]
     else:
         chosen = list(points)
-    return "; ".join(f"batch {p.batch}: {fmt_ms(p.latency_ms)}, {fmt_rate(p.samples_per_s)}" for p in chosen)
+    return "; ".join(f"batch {p.batch}: {units.ms(p.latency_ms)}, {units.rate(p.samples_per_s)}" for p in chosen)
 
 
 def knee_batch(measured: Mapping[str, Any]) -> int | None:

@@ -6,9 +6,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Callable, Mapping
 
+from planner import units
 from planner.advice import _facts as facts
-from planner.advice._facts import fmt_bytes, fmt_ms, fmt_rate
 from planner.advice.requirements import Requirements
+from planner.hardware.profile import EDGE_DEVICE_CLASSES
 
 # Seed 003's edge tree: more than this per sample means the model is too large for the device.
 EDGE_SLOW_MS = 100.0
@@ -93,7 +94,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("edge.threading", Group.EDGE, "Is threading configured for device cores?", "",
              "torch's threads recorded with the baseline against the device's cores"),
     Question("edge.architecture", Group.EDGE, "Is model architecture appropriate for device?", "too large?",
-             f"latency per sample against the seed's {EDGE_SLOW_MS:.0f} ms edge threshold, and size"),
+             f"latency per sample against the seed's {units.ms(EDGE_SLOW_MS)} edge threshold, and size"),
     Question("edge.preprocessing", Group.EDGE, _PREPROCESSING_TEXT, "profile the whole request",
              _PREPROCESSING_HOW, _PREPROCESSING_SOURCE),
 )
@@ -223,19 +224,19 @@ def assess_batch(baseline: Mapping[str, Any], latency_ms: float | None) -> Batch
     evidence = facts.sweep_text(points) + (f" (throughput stops growing at batch {knee})" if knee else "")
     if latency_ms is None:
         return BatchAssessment(None, gain, evidence,
-                               f"Cannot choose: throughput peaks at batch {best.batch} ({fmt_rate(best.samples_per_s)}), "
+                               f"Cannot choose: throughput peaks at batch {best.batch} ({units.rate(best.samples_per_s)}), "
                                "but no latency target is set, and a bigger batch adds latency (seed 003 Pitfall 4)")
     within = facts.best_point(points, max_latency_ms=latency_ms)
     if within is None:
         return BatchAssessment(first.batch, gain, evidence,
-                               f"No batch meets < {fmt_ms(latency_ms)}: batch {first.batch} already takes "
-                               f"{fmt_ms(first.latency_ms)}")
+                               f"No batch meets < {units.ms(latency_ms)}: batch {first.batch} already takes "
+                               f"{units.ms(first.latency_ms)}")
     if within.batch == first.batch:
-        answer = (f"Batch {within.batch} is best inside < {fmt_ms(latency_ms)}: "
-                  f"{fmt_rate(within.samples_per_s)} at {fmt_ms(within.latency_ms)} per batch")
+        answer = (f"Batch {within.batch} is best inside < {units.ms(latency_ms)}: "
+                  f"{units.rate(within.samples_per_s)} at {units.ms(within.latency_ms)} per batch")
     else:
-        answer = (f"Batch {within.batch}: {fmt_rate(within.samples_per_s)} ({within.samples_per_s / first.samples_per_s:.1f}x "
-                  f"batch {first.batch}) with {fmt_ms(within.latency_ms)} per batch, inside < {fmt_ms(latency_ms)}")
+        answer = (f"Batch {within.batch}: {units.rate(within.samples_per_s)} ({units.speedup(within.samples_per_s / first.samples_per_s)} "
+                  f"batch {first.batch}) with {units.ms(within.latency_ms)} per batch, inside < {units.ms(latency_ms)}")
     return BatchAssessment(within.batch, gain, evidence, answer)
 
 
@@ -248,8 +249,8 @@ def slowest_layers_text(baseline: Mapping[str, Any], *, count: int = 3) -> str |
     for row in rows:
         share = facts.number(row.get("time_share"))
         kind = f" ({row['type']})" if row.get("type") else ""
-        parts.append(f"{row.get('name', '?')}{kind} {fmt_ms(float(row['time_ms']))}"
-                     + (f", {share:.0%}" if share is not None else ""))
+        parts.append(f"{row.get('name', '?')}{kind} {units.ms(float(row['time_ms']))}"
+                     + (f", {units.pct(share)}" if share is not None else ""))
     return "; ".join(parts)
 
 
@@ -275,14 +276,14 @@ def _gpu_utilization(q: Question, inp: _Inputs) -> Answer:
     util = facts.number(inp.baseline.get("gpu_utilization_pct"))
     if util is not None:
         low = util < GPU_LOW_UTILIZATION_PCT
-        verdict = (f"low: under the seed's {GPU_LOW_UTILIZATION_PCT:.0f}%, the GPU waits on something"
+        verdict = (f"low: under the seed's {units.pct(GPU_LOW_UTILIZATION_PCT / 100)}, the GPU waits on something"
                    if low else "the GPU is the busy part")
-        return Answer(q, f"{util:.0f}% busy during the baseline run ({verdict})",
-                      f"NVML utilization sampled during the run: {util:.0f}%", AnswerStatus.AUTO,
+        return Answer(q, f"{units.pct(util / 100)} busy during the baseline run ({verdict})",
+                      f"NVML utilization sampled during the run: {units.pct(util / 100)}", AnswerStatus.AUTO,
                       value={"utilization_pct": util, "low": low})
     gpu = facts.first_gpu(inp.hw)
     snapshot = facts.number(getattr(gpu, "utilization_pct", None)) if gpu is not None else None
-    extra = (f"; nvidia-smi read {snapshot:.0f}% when the hardware was detected, which describes the "
+    extra = (f"; nvidia-smi read {units.pct(snapshot / 100)} when the hardware was detected, which describes the "
              "machine at that moment, not this model") if snapshot is not None else ""
     return Answer(q, "Not measured during the model run", f"no utilization samples in the profile{extra}",
                   AnswerStatus.NOT_MEASURED)
@@ -296,11 +297,11 @@ def _gpu_memory(q: Question, inp: _Inputs) -> Answer:
     if peak is None:
         return Answer(q, "Not measured", "no peak memory in the profile", AnswerStatus.NOT_MEASURED)
     if not total:
-        return Answer(q, f"Peak {fmt_bytes(peak)}", f"{basis}: {fmt_bytes(peak)}; GPU memory size unknown",
+        return Answer(q, f"Peak {units.size(peak)}", f"{basis}: {units.size(peak)}; GPU memory size unknown",
                       AnswerStatus.AUTO, value={"peak_bytes": peak})
     share = peak / total
-    return Answer(q, f"Peak {fmt_bytes(peak)} of {fmt_bytes(total)} ({share:.1%})",
-                  f"{basis}: {fmt_bytes(peak)}; {getattr(gpu, 'name', 'GPU')} has {fmt_bytes(total)}",
+    return Answer(q, f"Peak {units.size(peak)} of {units.size(total)} ({units.pct(share)})",
+                  f"{basis}: {units.size(peak)}; {getattr(gpu, 'name', 'GPU')} has {units.size(total)}",
                   AnswerStatus.AUTO, value={"peak_bytes": peak, "share": round(share, 4)})
 
 
@@ -317,9 +318,9 @@ def _gpu_transfers(q: Question, inp: _Inputs) -> Answer:
     transfer = facts.number(facts.info(inp.baseline).get("transfer_ms"))
     p50 = facts.latency(inp.baseline, "p50")
     if transfer is not None:
-        share = f" ({transfer / p50:.0%} of p50 {fmt_ms(p50)})" if p50 else ""
-        return Answer(q, f"Host-device copies take {fmt_ms(transfer)} per call{share}",
-                      f"copy time measured with the baseline: {fmt_ms(transfer)}{share}", AnswerStatus.AUTO,
+        share = f" ({units.pct(transfer / p50)} of p50 {units.ms(p50)})" if p50 else ""
+        return Answer(q, f"Host-device copies take {units.ms(transfer)} per call{share}",
+                      f"copy time measured with the baseline: {units.ms(transfer)}{share}", AnswerStatus.AUTO,
                       value={"transfer_ms": transfer})
     return Answer(q, "Not measurable here: the planner times the model with its inputs already prepared",
                   "no host-device copy timing in the profile", AnswerStatus.ASK_USER,
@@ -367,7 +368,7 @@ def _cpu_utilization(q: Question, inp: _Inputs) -> Answer:
     busy = facts.number(inp.baseline.get("cpu_utilization_pct"))
     threads = assess_threads(inp.hw, inp.baseline)
     if busy is not None:
-        return Answer(q, f"{busy:.0f}% busy during the baseline run", f"CPU utilization sampled: {busy:.0f}%; "
+        return Answer(q, f"{units.pct(busy / 100)} busy during the baseline run", f"CPU utilization sampled: {units.pct(busy / 100)}; "
                       f"{threads.evidence}", AnswerStatus.AUTO, value={"utilization_pct": busy})
     if threads.intra is None:
         return Answer(q, "Not measured", threads.evidence, AnswerStatus.NOT_MEASURED)
@@ -406,8 +407,8 @@ def _edge_latency(q: Question, inp: _Inputs) -> Answer:
     if p50 is None:
         return Answer(q, "Not measured", "no latency in the profile", AnswerStatus.NOT_MEASURED)
     p95 = facts.latency(inp.baseline, "p95")
-    numbers = f"p50 {fmt_ms(p50)}" + (f", p95 {fmt_ms(p95)}" if p95 is not None else "")
-    if klass not in facts.EDGE_DEVICE_CLASSES:
+    numbers = f"p50 {units.ms(p50)}" + (f", p95 {units.ms(p95)}" if p95 is not None else "")
+    if klass not in EDGE_DEVICE_CLASSES:
         return Answer(q, f"Not on the target device: {numbers} was measured on this {klass or 'machine'}",
                       f"{numbers} on a {klass or 'machine of unknown class'}; seed 003: profile on the device "
                       "itself - run the planner there", AnswerStatus.NOT_MEASURED, value={"p50_ms": p50})
@@ -420,12 +421,12 @@ def _edge_memory(q: Question, inp: _Inputs) -> Answer:
     if peak is None:
         return Answer(q, "Not measured", "no peak memory in the profile", AnswerStatus.NOT_MEASURED)
     if available is None:
-        return Answer(q, f"Peak {fmt_bytes(peak)}", f"peak {fmt_bytes(peak)}; device RAM unknown",
+        return Answer(q, f"Peak {units.size(peak)}", f"peak {units.size(peak)}; device RAM unknown",
                       AnswerStatus.AUTO, value={"peak_bytes": peak})
     fits = peak < available
-    ram = f"{fmt_bytes(available)} available" + (f" of {fmt_bytes(total)}" if total else "")
-    return Answer(q, f"{'Fits' if fits else 'Does not fit'}: peak {fmt_bytes(peak)}, {ram}",
-                  f"peak {fmt_bytes(peak)} ({inp.baseline.get('memory_basis') or 'peak memory'}); {ram}",
+    ram = f"{units.size(available)} available" + (f" of {units.size(total)}" if total else "")
+    return Answer(q, f"{'Fits' if fits else 'Does not fit'}: peak {units.size(peak)}, {ram}",
+                  f"peak {units.size(peak)} ({inp.baseline.get('memory_basis') or 'peak memory'}); {ram}",
                   AnswerStatus.AUTO, value={"peak_bytes": peak, "fits": fits})
 
 
@@ -447,12 +448,12 @@ def _edge_architecture(q: Question, inp: _Inputs) -> Answer:
     if p50 is None:
         return Answer(q, "Not measured", "no latency in the profile", AnswerStatus.NOT_MEASURED)
     size, params = facts.model_size(inp.baseline), facts.parameters(inp.baseline)
-    model = ", ".join(x for x in (f"{params:,} parameters" if params else "",
-                                  fmt_bytes(size) if size else "") if x)
+    model = ", ".join(x for x in (f"{units.count(params)} parameters" if params else "",
+                                  units.size(size) if size else "") if x)
     slow = p50 > EDGE_SLOW_MS
-    verdict = (f"Likely too large: p50 {fmt_ms(p50)} > {EDGE_SLOW_MS:.0f} ms per sample" if slow else
-               f"Size looks workable: p50 {fmt_ms(p50)} <= {EDGE_SLOW_MS:.0f} ms per sample")
-    return Answer(q, verdict, f"p50 {fmt_ms(p50)} against the seed's {EDGE_SLOW_MS:.0f} ms edge threshold"
+    verdict = (f"Likely too large: p50 {units.ms(p50)} > {units.ms(EDGE_SLOW_MS)} per sample" if slow else
+               f"Size looks workable: p50 {units.ms(p50)} <= {units.ms(EDGE_SLOW_MS)} per sample")
+    return Answer(q, verdict, f"p50 {units.ms(p50)} against the seed's {units.ms(EDGE_SLOW_MS)} edge threshold"
                   + (f"; model {model}" if model else ""), AnswerStatus.AUTO, value={"too_slow": slow})
 
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from planner import units
 from planner.advice import _facts as facts
-from planner.advice._facts import fmt_bytes, fmt_ms
 from planner.advice.checklist import (
     EDGE_SLOW_MS,
     GPU_LOW_UTILIZATION_PCT,
@@ -25,6 +25,7 @@ from planner.advice.requirements import (
     all_met,
     evaluate,
 )
+from planner.hardware.profile import EDGE_DEVICE_CLASSES, DeviceClass
 
 # Throughput must grow at least this much over the sweep before batching is worth its latency.
 BATCH_GAIN_WORTH = 1.2
@@ -85,13 +86,13 @@ def _profiled(ctx: TreeContext) -> Outcome:
     where = f" on {info['device']}" if info.get("device") else ""
     prec = f" ({info['precision']})" if info.get("precision") else ""
     count = f" over {samples} samples" if samples else ""
-    return Outcome(True, f"baseline p50 {fmt_ms(p50)}{count}{where}{prec}")
+    return Outcome(True, f"baseline p50 {units.ms(p50)}{count}{where}{prec}")
 
 
 def _on_target_device(ctx: TreeContext) -> Outcome:
     klass = facts.device_class(ctx.hw)
     outcome = _profiled(ctx)
-    if klass in facts.EDGE_DEVICE_CLASSES:
+    if klass in EDGE_DEVICE_CLASSES:
         return Outcome(outcome.value, f"{outcome.evidence}, on this {klass}")
     return Outcome(False, f"{outcome.evidence}, but on a {klass or 'machine of unknown class'}, not the edge "
                    "device: seed 003 says profile on the target")
@@ -101,7 +102,7 @@ def _gpu_util_low(ctx: TreeContext) -> Outcome:
     util = facts.number(ctx.baseline.get("gpu_utilization_pct"))
     if util is not None:
         low = util < GPU_LOW_UTILIZATION_PCT
-        return Outcome(low, f"GPU busy {util:.0f}% {'<' if low else '>='} {GPU_LOW_UTILIZATION_PCT:.0f}% "
+        return Outcome(low, f"GPU busy {units.pct(util / 100)} {'<' if low else '>='} {units.pct(GPU_LOW_UTILIZATION_PCT / 100)} "
                        "during the baseline run")
     points = facts.sweep(ctx.baseline)
     if len(points) > 1 and ctx.batch.gain is not None:
@@ -110,7 +111,7 @@ def _gpu_util_low(ctx: TreeContext) -> Outcome:
         why = ("batch 1 used under half of what the GPU delivers" if low else
                "batch 1 already used over half of what the GPU delivers")
         return Outcome(low, f"utilization not sampled; from the batch sweep: throughput grows "
-                       f"{ctx.batch.gain:.1f}x from batch {points[0].batch} to batch {best.batch if best else '?'}, "
+                       f"{units.speedup(ctx.batch.gain)} from batch {points[0].batch} to batch {best.batch if best else '?'}, "
                        f"so {why}")
     return Outcome(None, "utilization not sampled and no batch sweep: assume under-used, start from batch size")
 
@@ -121,21 +122,21 @@ def _batch_helps(ctx: TreeContext) -> Outcome:
         return Outcome(None, "no batch sweep in the profile: the batching plugin measures the trade-off")
     sweep = facts.sweep_text(points)
     if ctx.batch.gain < BATCH_GAIN_WORTH:
-        return Outcome(False, f"throughput grows only {ctx.batch.gain:.2f}x over the sweep ({sweep}): "
+        return Outcome(False, f"throughput grows only {units.speedup(ctx.batch.gain)} over the sweep ({sweep}): "
                        "bigger batches would add latency for little throughput")
     target = ctx.requirements.latency_ms
     best = facts.best_point(points)
     assert best is not None
     if target is None:
-        return Outcome(True, f"throughput grows {ctx.batch.gain:.1f}x over the sweep ({sweep}); no latency "
+        return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); no latency "
                        "target is set, so the batch is bounded only by the sweep (seed 003 Pitfall 4: set one)",
                        {"max_batch": best.batch})
     rec = ctx.batch.recommended
     if rec is None or rec == points[0].batch:
         return Outcome(False, f"{ctx.batch.answer} ({sweep}): a bigger batch would break the latency target "
                        "(seed 003 Pitfall 4)")
-    return Outcome(True, f"throughput grows {ctx.batch.gain:.1f}x over the sweep ({sweep}); batch {rec} is the "
-                   f"best inside < {fmt_ms(target)}", {"max_batch": rec, "latency_budget_ms": target})
+    return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); batch {rec} is the "
+                   f"best inside < {units.ms(target)}", {"max_batch": rec, "latency_budget_ms": target})
 
 
 def _user_says(ctx: TreeContext, suffix: str) -> Answer | None:
@@ -159,7 +160,7 @@ def _transfers_open(ctx: TreeContext) -> Outcome:
     if transfer is not None and p50:
         share = transfer / p50
         return Outcome(share >= TRANSFER_SHARE_WORTH,
-                       f"host-device copies take {fmt_ms(transfer)}, {share:.0%} of p50 {fmt_ms(p50)}")
+                       f"host-device copies take {units.ms(transfer)}, {units.pct(share)} of p50 {units.ms(p50)}")
     return Outcome(None, "copy time not measured: the checklist asks you")
 
 
@@ -274,7 +275,7 @@ def _slow_per_sample(ctx: TreeContext) -> Outcome:
     if p50 is None:
         return Outcome(None, "no baseline latency: profile on the device first")
     slow = p50 > EDGE_SLOW_MS
-    return Outcome(slow, f"p50 {fmt_ms(p50)} {'>' if slow else '<='} {EDGE_SLOW_MS:.0f} ms per sample")
+    return Outcome(slow, f"p50 {units.ms(p50)} {'>' if slow else '<='} {units.ms(EDGE_SLOW_MS)} per sample")
 
 
 def _fits_in_ram(ctx: TreeContext) -> Outcome:
@@ -282,7 +283,7 @@ def _fits_in_ram(ctx: TreeContext) -> Outcome:
     if peak is None or available is None:
         return Outcome(None, "peak memory or device RAM unknown")
     fits = peak < available
-    return Outcome(fits, f"peak {fmt_bytes(peak)} {'<' if fits else '>='} {fmt_bytes(available)} available RAM")
+    return Outcome(fits, f"peak {units.size(peak)} {'<' if fits else '>='} {units.size(available)} available RAM")
 
 
 def _ternary_wanted(ctx: TreeContext) -> Outcome:
@@ -295,7 +296,7 @@ def _ternary_wanted(ctx: TreeContext) -> Outcome:
 
 
 def _accelerator(ctx: TreeContext) -> Outcome:
-    if facts.device_class(ctx.hw) == "jetson":
+    if facts.device_class(ctx.hw) == DeviceClass.JETSON:
         return Outcome(True, "this Jetson has an integrated GPU: plan it with --target nvidia")
     return Outcome(True, "needs added hardware; not measurable by this planner")
 

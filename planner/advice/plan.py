@@ -6,8 +6,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
+from planner import units
 from planner.advice import _facts as facts
-from planner.advice._facts import fmt_rate
 from planner.advice.checklist import (
     Answer,
     AnswerStatus,
@@ -100,7 +100,7 @@ class Plan:
 
 def _gate_text(requirements: Requirements) -> str:
     if requirements.accuracy_budget is not None:
-        return (f"Fidelity-gated: kept only if accuracy drops by at most {requirements.accuracy_budget:.1%} and "
+        return (f"Fidelity-gated: kept only if accuracy drops by at most {units.accuracy(requirements.accuracy_budget)} and "
                 "outputs agree with the original; validate accuracy before deploying (seed 003 Pitfall 5).")
     return ("Fidelity-gated: kept only if outputs agree with the original; validate accuracy before "
             "deploying (seed 003 Pitfall 5).")
@@ -163,7 +163,7 @@ def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
 
 def _what_more_buys(baseline: Mapping[str, Any], requirements: Requirements) -> str:
     best = facts.best_point(facts.sweep(baseline), max_latency_ms=requirements.latency_ms)
-    cost = (f"a lower cost per request (more than the measured {fmt_rate(best.samples_per_s)} at batch "
+    cost = (f"a lower cost per request (more than the measured {units.rate(best.samples_per_s)} at batch "
             f"{best.batch} per machine) and " if best is not None else "")
     return f"{cost}headroom for traffic spikes and slower inputs - not a pass, since nothing is missed"
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
+from planner import units
 from planner.advice import _facts as facts
-from planner.advice._facts import MIB, fmt_bytes, fmt_ms, fmt_rate
 from planner.errors import RequirementsError
+from planner.hardware.profile import DeviceClass
+from planner.units import MIB
 
 
 class Percentile(StrEnum):
@@ -55,17 +57,17 @@ TIER_TARGETS: Mapping[DeviceTier, TierTargets] = MappingProxyType({
     DeviceTier.EDGE: TierTargets(500.0, 50 * MIB, 5 * MIB, ("ternary", "binary")),
 })
 
-DEVICE_TIERS: Mapping[str, DeviceTier] = MappingProxyType({
-    "datacenter_gpu": DeviceTier.SERVER,
-    "cpu_server": DeviceTier.SERVER,
-    "desktop_gpu": DeviceTier.DESKTOP,
-    "desktop_cpu": DeviceTier.DESKTOP,
+DEVICE_TIERS: Mapping[DeviceClass, DeviceTier] = MappingProxyType({
+    DeviceClass.DATACENTER_GPU: DeviceTier.SERVER,
+    DeviceClass.CPU_SERVER: DeviceTier.SERVER,
+    DeviceClass.DESKTOP_GPU: DeviceTier.DESKTOP,
+    DeviceClass.DESKTOP_CPU: DeviceTier.DESKTOP,
     # A Jetson has GBs of (shared) RAM and a GPU: the Edge row's <50 MB / <5 MB budgets would
     # reject models Jetsons routinely run, and the Server row assumes datacenter power and
     # cooling. Desktop is the nearest row; a requirements file can override it.
-    "jetson": DeviceTier.DESKTOP,
-    "raspberry_pi": DeviceTier.EDGE,
-    "arm_board": DeviceTier.EDGE,
+    DeviceClass.JETSON: DeviceTier.DESKTOP,
+    DeviceClass.RASPBERRY_PI: DeviceTier.EDGE,
+    DeviceClass.ARM_BOARD: DeviceTier.EDGE,
 })
 
 # The seed table has no accuracy column; 1% is the fidelity gate's own default max_accuracy_drop.
@@ -129,7 +131,7 @@ class Requirements:
         """The latency target as people write it, e.g. '< 50 ms p95'."""
         if self.latency_ms is None:
             return None
-        return f"< {fmt_ms(self.latency_ms)} {self.latency_percentile}"
+        return f"< {units.ms(self.latency_ms)} {self.latency_percentile}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with each value's source."""
@@ -332,13 +334,13 @@ class RequirementCheck:
 def _below(value: float, target: float, text: Callable[[float], str]) -> tuple[bool, str]:
     """(met, margin) for a 'less than' target."""
     if value < target:
-        return True, f"{text(value)} vs < {text(target)}: met with {(target - value) / target:.0%} headroom"
+        return True, f"{text(value)} vs < {text(target)}: met with {units.pct((target - value) / target)} headroom"
     return False, f"{text(value)} vs < {text(target)}: missed by {_miss(value / target)}"
 
 
 def _miss(ratio: float) -> str:
     """How far a measurement is on the wrong side: '2.3x' when large, '4%' when small."""
-    return f"{ratio:.1f}x" if ratio >= 1.5 else f"{ratio - 1:.0%}"
+    return units.speedup(ratio) if ratio >= 1.5 else units.pct(ratio - 1)
 
 
 def _latency_check(req: Requirements, measured: Mapping[str, Any],
@@ -348,20 +350,20 @@ def _latency_check(req: Requirements, measured: Mapping[str, Any],
     label = req.latency_text or ""
     source = req.source("latency_ms")
     floors = [(MIN_CALL_OVERHEAD_MS,
-               f"a model call from Python costs about {fmt_ms(MIN_CALL_OVERHEAD_MS)} in dispatch and "
+               f"a model call from Python costs about {units.ms(MIN_CALL_OVERHEAD_MS)} in dispatch and "
                "kernel launch before any arithmetic")]
     flops = facts.number(measured.get("flops_per_sample"))
     precision = str(measured.get("precision") or "fp32")
     # The peak is the fp32 one: it bounds fp32 runs only (int8/bf16 kernels can go faster).
     if flops and peak_flops_per_s and precision == "fp32":
         floors.append((flops / peak_flops_per_s * 1000.0,
-                       f"at fp32 this model's {flops / 1e9:.3g} GFLOP per sample take at least "
-                       f"{fmt_ms(flops / peak_flops_per_s * 1000.0)} at the measured peak "
-                       f"{peak_flops_per_s / 1e12:.3g} TFLOP/s; only fewer FLOPs (a redesign) or "
+                       f"at fp32 this model's {units.flops(flops)} per sample take at least "
+                       f"{units.ms(flops / peak_flops_per_s * 1000.0)} at the measured peak "
+                       f"{units.flop_rate(peak_flops_per_s)}; only fewer FLOPs (a redesign) or "
                        "lower precision can reach it"))
     floor_ms, why = max(floors)
     value = facts.latency(measured, pct)
-    shown = None if value is None else f"{fmt_ms(value)} {pct}"
+    shown = None if value is None else f"{units.ms(value)} {pct}"
     if target < floor_ms:
         return RequirementCheck("latency", label, shown, False, CheckStatus.IMPOSSIBLE,
                                 f"{label} cannot be met: {why}", source)
@@ -375,21 +377,21 @@ def _latency_check(req: Requirements, measured: Mapping[str, Any],
         count = f"{samples} samples" if samples is not None else "too few samples"
         if p50 >= target:
             # A higher percentile is never below the median, so a missed median settles it.
-            return RequirementCheck("latency", label, f"{fmt_ms(p50)} p50", False, CheckStatus.MISSED,
-                                    f"p50 {fmt_ms(p50)} already misses < {fmt_ms(target)} by "
+            return RequirementCheck("latency", label, f"{units.ms(p50)} p50", False, CheckStatus.MISSED,
+                                    f"p50 {units.ms(p50)} already misses < {units.ms(target)} by "
                                     f"{_miss(p50 / target)}; {pct} (not measured, {count}) can only be higher"
                                     f"{unstable}", source)
-        return RequirementCheck("latency", label, f"{fmt_ms(p50)} p50", None, CheckStatus.NOT_MEASURED,
-                                f"p50 {fmt_ms(p50)} is under {fmt_ms(target)}, but {pct} was not measured "
+        return RequirementCheck("latency", label, f"{units.ms(p50)} p50", None, CheckStatus.NOT_MEASURED,
+                                f"p50 {units.ms(p50)} is under {units.ms(target)}, but {pct} was not measured "
                                 f"({count} are too few): profile longer to judge {pct}", source)
-    met, margin = _below(value, target, fmt_ms)
+    met, margin = _below(value, target, units.ms)
     return RequirementCheck("latency", label, shown, met, CheckStatus.MET if met else CheckStatus.MISSED,
                             margin + unstable, source)
 
 
 def _throughput_check(req: Requirements, measured: Mapping[str, Any]) -> RequirementCheck:
     target = float(req.min_throughput)  # type: ignore[arg-type]
-    label = f">= {fmt_rate(target)}"
+    label = f">= {units.rate(target)}"
     source = req.source("min_throughput")
     points = facts.sweep(measured)
     if not points:
@@ -398,18 +400,18 @@ def _throughput_check(req: Requirements, measured: Mapping[str, Any]) -> Require
     if req.latency_ms is not None:
         # Pitfall 4: a batch only counts if one batch still finishes inside the latency target.
         best = facts.best_point(points, max_latency_ms=req.latency_ms)
-        basis = f"best batch whose batch latency stays < {fmt_ms(req.latency_ms)}"
+        basis = f"best batch whose batch latency stays < {units.ms(req.latency_ms)}"
         if best is None:
             return RequirementCheck("throughput", label, None, False, CheckStatus.MISSED,
-                                    f"no batch size finishes inside < {fmt_ms(req.latency_ms)} "
-                                    f"(batch {points[0].batch} takes {fmt_ms(points[0].latency_ms)})", source)
+                                    f"no batch size finishes inside < {units.ms(req.latency_ms)} "
+                                    f"(batch {points[0].batch} takes {units.ms(points[0].latency_ms)})", source)
     else:
         best = facts.best_point(points)
         basis = "best over the sweep; no latency target bounds the batch"
     assert best is not None
-    shown = f"{fmt_rate(best.samples_per_s)} at batch {best.batch}"
+    shown = f"{units.rate(best.samples_per_s)} at batch {best.batch}"
     if best.samples_per_s >= target:
-        margin = f"{shown} vs {label}: met with {best.samples_per_s / target - 1:.0%} headroom ({basis})"
+        margin = f"{shown} vs {label}: met with {units.pct(best.samples_per_s / target - 1)} headroom ({basis})"
         return RequirementCheck("throughput", label, shown, True, CheckStatus.MET, margin, source)
     margin = f"{shown} vs {label}: missed by {_miss(target / best.samples_per_s)} ({basis})"
     return RequirementCheck("throughput", label, shown, False, CheckStatus.MISSED, margin, source)
@@ -424,49 +426,49 @@ def _weights_floor(measured: Mapping[str, Any], budget: int) -> tuple[CheckStatu
         if budget < smallest:
             return (CheckStatus.IMPOSSIBLE,
                     f"cannot be met with this model: even at {MIN_BITS_PER_PARAMETER} bit per parameter its "
-                    f"{params:,} weights take {fmt_bytes(smallest)}, over the {fmt_bytes(budget)} budget; "
+                    f"{units.count(params)} weights take {units.size(smallest)}, over the {units.size(budget)} budget; "
                     "only a smaller model can")
     if fp32 is not None and budget < fp32:
         return (CheckStatus.MISSED,
-                f"cannot be met at FP32: the weights alone take {fmt_bytes(fp32)}; only lower precision "
-                f"(INT8 weights ~{fmt_bytes(params)}, an estimate at 1 byte per parameter) or a smaller model can")
+                f"cannot be met at FP32: the weights alone take {units.size(fp32)}; only lower precision "
+                f"(INT8 weights ~{units.size(params)}, an estimate at 1 byte per parameter) or a smaller model can")
     return None
 
 
 def _bytes_check(name: str, budget: int, value: int | None, measured: Mapping[str, Any], *,
                  basis: str, source: str) -> RequirementCheck:
-    label = f"< {fmt_bytes(budget)}"
+    label = f"< {units.size(budget)}"
     floor = _weights_floor(measured, budget)
-    shown = None if value is None else fmt_bytes(value)
+    shown = None if value is None else units.size(value)
     if floor is not None and (floor[0] == CheckStatus.IMPOSSIBLE or value is None or value >= budget):
         return RequirementCheck(name, label, shown, False, floor[0], f"{label} {floor[1]}", source)
     if value is None:
         return RequirementCheck(name, label, None, None, CheckStatus.NOT_MEASURED,
                                 f"no {basis or name.replace('_', ' ')} was measured", source)
-    met, margin = _below(value, budget, fmt_bytes)
+    met, margin = _below(value, budget, units.size)
     return RequirementCheck(name, label, shown, met, CheckStatus.MET if met else CheckStatus.MISSED,
                             f"{margin} ({basis})" if basis else margin, source)
 
 
 def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> RequirementCheck:
     budget = float(req.accuracy_budget)  # type: ignore[arg-type]
-    label = f"drop <= {budget:.1%}"
+    label = f"drop <= {units.accuracy(budget)}"
     source = req.source("accuracy_budget")
     fidelity = facts.mapping(measured, "fidelity")
     acc, ref = facts.number(fidelity.get("accuracy")), facts.number(fidelity.get("reference_accuracy"))
     if acc is not None and ref is not None:
         drop = ref - acc
         met = drop <= budget
-        margin = (f"accuracy {acc:.2%} vs the original's {ref:.2%}: drop {drop:.2%}, "
-                  f"{'within' if met else 'over'} the {budget:.1%} budget")
-        return RequirementCheck("accuracy", label, f"drop {drop:.2%}", met,
+        margin = (f"accuracy {units.accuracy(acc)} vs the original's {units.accuracy(ref)}: drop {units.accuracy(drop)}, "
+                  f"{'within' if met else 'over'} the {units.accuracy(budget)} budget")
+        return RequirementCheck("accuracy", label, f"drop {units.accuracy(drop)}", met,
                                 CheckStatus.MET if met else CheckStatus.MISSED, margin, source)
     if "model" in measured and not fidelity:
         # A profile describes the original model itself: it is the accuracy reference.
         return RequirementCheck("accuracy", label, "drop 0 (reference)", True, CheckStatus.MET,
                                 "the baseline is the reference model: no drop by definition", source)
     top1 = facts.number(fidelity.get("top1_agreement"))
-    extra = f"; top-1 agreement with the original is {top1:.1%}" if top1 is not None else ""
+    extra = f"; top-1 agreement with the original is {units.accuracy(top1)}" if top1 is not None else ""
     return RequirementCheck("accuracy", label, None, None, CheckStatus.NOT_MEASURED,
                             f"no labelled data, so the accuracy drop was not measured{extra}", source)
 

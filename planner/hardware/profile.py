@@ -70,6 +70,13 @@ _DEVICE_CLASS_LABELS = {
     DeviceClass.ARM_BOARD: "ARM board",
 }
 
+EDGE_DEVICE_CLASSES: frozenset[DeviceClass] = frozenset(
+    {DeviceClass.JETSON, DeviceClass.RASPBERRY_PI, DeviceClass.ARM_BOARD})
+"""Boards whose own CPU and RAM are the deployment target: the edge target and edge advice apply.
+
+Members are StrEnums, so a plain string from results.json ('jetson') tests as a member too.
+"""
+
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686")
 ARM_ARCHES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 

@@ -63,7 +63,7 @@ def test_every_precision_lowering_step_says_it_is_fidelity_gated(a100_server, pi
                      requirements=defaults_for("raspberry_pi"))
     for plan in (gpu, edge):
         lowering = [s for s in plan.steps if any(w in s.title for w in ("FP16", "INT8", "Ternary"))]
-        assert lowering and all(s.fidelity_gated and "accuracy drops by at most 1.0%" in s.expected
+        assert lowering and all(s.fidelity_gated and "accuracy drops by at most 1.00%" in s.expected
                                 for s in lowering)
 
 

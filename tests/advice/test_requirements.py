@@ -124,7 +124,7 @@ def test_met_latency_reports_headroom(make_baseline) -> None:
     checks = evaluate(defaults_for("cpu_server"), make_baseline(p50=36.0, p95=38.2))
     latency = next(c for c in checks if c.name == "latency")
     assert latency.met is True and latency.status == CheckStatus.MET
-    assert latency.margin == "38.2 ms vs < 50 ms: met with 24% headroom"
+    assert latency.margin == "38.2 ms vs < 50 ms: met with 23.6% headroom"
     assert latency.source == "default for Server (seed table)"
 
 
