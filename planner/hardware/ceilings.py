@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,8 @@ def _validate(ceilings: Ceilings) -> None:
         raise ValueError(f"implausible ceilings: {ceilings.peak_flops}, {ceilings.bandwidth_bytes_per_s} B/s")
 
 
-def _best_rate(run: Callable[[], None], work: float, repeats: int, min_sample_s: float,
-               clock: Callable[[Callable[[], None], int], float]) -> tuple[float, dict[str, Any]]:
+def _best_rate(run: Callable[[], object], work: float, repeats: int, min_sample_s: float,
+               clock: Callable[[Callable[[], object], int], float]) -> tuple[float, dict[str, Any]]:
     """Best work/second over `repeats` samples, each long enough (≥ min_sample_s) for the clock to resolve."""
     warm = clock(run, 1)
     iterations = max(1, min(1000, math.ceil(min_sample_s / max(warm, 1e-9))))
@@ -90,7 +91,7 @@ def _best_rate(run: Callable[[], None], work: float, repeats: int, min_sample_s:
     return work * iterations / best, {"iterations_per_sample": iterations, "best_sample_s": best}
 
 
-def _wall_clock(run: Callable[[], None], iterations: int) -> float:
+def _wall_clock(run: Callable[[], object], iterations: int) -> float:
     """Seconds for `iterations` calls, timed on the host."""
     start = time.perf_counter()
     for _ in range(iterations):
@@ -98,10 +99,10 @@ def _wall_clock(run: Callable[[], None], iterations: int) -> float:
     return time.perf_counter() - start
 
 
-def _cuda_clock(torch: Any) -> Callable[[Callable[[], None], int], float]:
+def _cuda_clock(torch: Any) -> Callable[[Callable[[], object], int], float]:
     """A clock that times `iterations` calls with CUDA events (launches are asynchronous)."""
 
-    def clock(run: Callable[[], None], iterations: int) -> float:
+    def clock(run: Callable[[], object], iterations: int) -> float:
         """Seconds between CUDA events recorded around the calls."""
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -157,7 +158,8 @@ def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
             a = torch.randn(n, n, dtype=dtype)
             b = torch.randn(n, n, dtype=dtype)
             out = torch.empty(n, n, dtype=dtype)
-            rate, info = _best_rate(lambda: torch.mm(a, b, out=out), 2.0 * n**3, repeats, min_sample, _wall_clock)
+            # partial binds this iteration's tensors; a lambda would close over loop names that `del` unbinds.
+            rate, info = _best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, _wall_clock)
             peaks[name] = rate
             details[f"{name}_gemm"] = info
             del a, b, out
@@ -165,7 +167,7 @@ def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
         size = _copy_bytes(hw, quick)
         src = torch.ones(size // 4, dtype=torch.float32)
         dst = torch.empty_like(src)
-        bandwidth, info = _best_rate(lambda: dst.copy_(src), 2.0 * src.numel() * 4, repeats, min_sample,
+        bandwidth, info = _best_rate(partial(dst.copy_, src), 2.0 * src.numel() * 4, repeats, min_sample,
                                      _wall_clock)
         details["copy"] = {**info, "bytes_per_copy": src.numel() * 4, "counted": "read + write"}
         del src, dst
@@ -212,7 +214,7 @@ def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
                 a = torch.randn(n, n, dtype=dtype, device=device)
                 b = torch.randn(n, n, dtype=dtype, device=device)
                 out = torch.empty(n, n, dtype=dtype, device=device)
-                rate, info = _best_rate(lambda: torch.mm(a, b, out=out), 2.0 * n**3, repeats, min_sample, clock)
+                rate, info = _best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, clock)
                 peaks[name] = rate
                 details[f"{name}_gemm"] = info
                 del a, b, out
@@ -221,7 +223,7 @@ def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
             size = min(256 * _MiB if quick else _GiB, free // 4)
             src = torch.ones(size, dtype=torch.uint8, device=device)
             dst = torch.empty_like(src)
-            bandwidth, info = _best_rate(lambda: dst.copy_(src), 2.0 * size, repeats, min_sample, clock)
+            bandwidth, info = _best_rate(partial(dst.copy_, src), 2.0 * size, repeats, min_sample, clock)
             details["copy"] = {**info, "bytes_per_copy": size, "counted": "read + write"}
             del src, dst
             torch.cuda.empty_cache()

@@ -47,7 +47,14 @@ _EXPORTS: dict[str, str] = {
     "run_isolated": "worker",
 }
 
-__all__ = sorted(_EXPORTS)
+# Literal, so that linters and type checkers can read it; it lists exactly the keys of _EXPORTS.
+__all__ = [
+    "LatencyStats", "MeasureSettings", "PERCENTILE_MIN_SAMPLES", "StopReason", "SweepStop", "ThroughputPoint",
+    "ThroughputSweep", "Timing", "UNSTABLE_IQR_OVER_MEDIAN", "WorkerOutcome", "WorkerStatus", "batch_sizes",
+    "ci95_rel_of", "compute_stats", "cuda_event_timer", "cuda_peak_bytes", "cuda_sync", "current_rss_bytes",
+    "find_knee", "is_out_of_memory", "median_ci95", "peak_rss_bytes", "pin_torch_threads", "reset_cuda_peak",
+    "run_isolated", "thread_settings", "throughput_sweep", "time_callable",
+]
 
 
 def __getattr__(name: str) -> Any:
