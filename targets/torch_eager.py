@@ -15,13 +15,7 @@ class TorchEagerPlugin(Plugin):
     target = Target.ANY
     summary = "PyTorch eager, fp32, default settings (the baseline)"
     requires = ("torch",)
-
-    def check(self, hw, model) -> list[str]:
-        """Needs a torch module (an ONNX-only model has none)."""
-        reasons = super().check(hw, model)
-        if not model.has_torch:
-            reasons.append("the model is ONNX only: there is no PyTorch module to run")
-        return reasons
+    needs_torch_module = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """The single baseline configuration on the planned device."""

@@ -2,6 +2,7 @@
 that finds them through entry points, and the torch session several targets share."""
 
 from planner.plugins.contract import (
+                                      MESSAGES,
                                       CandidateSpec,
                                       ModelRef,
                                       PlanContext,
@@ -9,6 +10,7 @@ from planner.plugins.contract import (
                                       Precision,
                                       Session,
                                       Target,
+                                      missing_package_reason,
 )
 from planner.plugins.registry import (
                                       ENTRY_POINT_GROUP,
@@ -18,5 +20,6 @@ from planner.plugins.registry import (
                                       get_plugin,
 )
 
-__all__ = ["CandidateSpec", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "ModelRef", "PlanContext", "Plugin",
-           "PluginIssue", "Precision", "Session", "Target", "discover", "get_plugin"]
+__all__ = ["CandidateSpec", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "MESSAGES", "ModelRef", "PlanContext",
+           "Plugin", "PluginIssue", "Precision", "Session", "Target", "discover", "get_plugin",
+           "missing_package_reason"]

@@ -67,6 +67,8 @@ class CandidateSpec:
     """One deployment candidate as plain data: which plugin opens it, with what settings/files.
 
     `config` must be JSON-serialisable; `artifacts` maps a role ("onnx") to a file path.
+    `rows_per_call` is how many rows (samples) one `run` call processes whatever it is given (a
+    session that pads every input to a fixed batch); None means the input's own batch.
     """
 
     plugin: str
@@ -77,6 +79,15 @@ class CandidateSpec:
     threads: int | None = None
     dynamic_batch: bool = True
     notes: tuple[str, ...] = ()
+    rows_per_call: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rows_per_call is not None:
+            if self.rows_per_call < 1:
+                raise ValueError(f"rows_per_call must be at least 1, got {self.rows_per_call}")
+            if self.dynamic_batch:
+                # A session that always processes N rows cannot be swept over batch sizes.
+                raise ValueError("a spec with a fixed rows_per_call must set dynamic_batch=False")
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""
@@ -93,7 +104,8 @@ class CandidateSpec:
                    precision=Precision(data.get("precision", "fp32")),
                    artifacts=dict(data.get("artifacts", {})), threads=data.get("threads"),
                    dynamic_batch=data.get("dynamic_batch", True),
-                   notes=tuple(data.get("notes", ())))
+                   notes=tuple(data.get("notes", ())),
+                   rows_per_call=data.get("rows_per_call"))
 
     def to_text(self) -> str:
         """The compact form `planner bench --candidate` accepts (JSON)."""
@@ -138,21 +150,92 @@ class PlanContext:
     shared: dict = field(default_factory=dict)  # artifacts plugins may reuse (e.g. one ONNX export)
 
 
+# Every reason a plugin cannot run, in one place: each says what is wrong and what to do about it.
+# `missing_package:<module>` entries override the generic install line for that module.
+MESSAGES: dict[str, str] = {
+    "missing_package": "{package} not installed (pip install {package})",
+    "missing_package:onnx": "onnx not installed (pip install onnx onnxscript)",
+    "missing_package:tensorrt": ("TensorRT not installed (pip install planner[tensorrt] on a machine "
+                                 "with NVIDIA's index)"),
+    "missing_package:triton": ("triton not installed (pip install triton): Inductor generates its "
+                               "CUDA kernels with it"),
+    "no_torch_module": ("the model is ONNX-only: {plugin} needs a PyTorch module (plan the PyTorch "
+                        "model itself, not its ONNX export)"),
+    "no_onnx_source": ("the model has neither a PyTorch module nor an ONNX file: {plugin} needs one "
+                       "of them to get an ONNX graph (pass a .onnx file or a PyTorch model)"),
+    "no_gpu_in_profile": ("no NVIDIA GPU detected (the hardware profile lists none: NVML found no "
+                          "device); plan on a machine with one, or choose another target"),
+    "torch_cpu_only": ("no CUDA device: torch {version} is a CPU-only build (torch.version.cuda is "
+                       "None); install a CUDA build of torch"),
+    "cuda_unavailable": ("no CUDA device: torch.cuda.is_available() is False (check the driver with "
+                         "nvidia-smi and that CUDA_VISIBLE_DEVICES exposes the GPU)"),
+}
+
+
+def missing_package_reason(package: str) -> str:
+    """The message for one package that is not importable, with the command that installs it."""
+    template = MESSAGES.get(f"missing_package:{package}", MESSAGES["missing_package"])
+    return template.format(package=package)
+
+
+def torch_cuda_problem() -> str | None:
+    """Why torch cannot run CUDA work here; None when it can, or when torch is absent."""
+    if importlib.util.find_spec("torch") is None:
+        return None  # the missing package is a reason of its own
+    import torch
+
+    if torch.version.cuda is None:
+        return MESSAGES["torch_cpu_only"].format(version=torch.__version__)
+    if not torch.cuda.is_available():
+        return MESSAGES["cuda_unavailable"]
+    return None
+
+
 class Plugin:
-    """Base class for optimization plugins: subclass and set the class attributes."""
+    """Base class for optimization plugins: subclass and declare what the plugin needs as data.
+
+    `check` turns the declarations into every reason that applies at once, so a subclass
+    overrides it only to add a reason special to itself.
+    """
 
     name: str = ""
     target: Target = Target.ANY
     summary: str = ""
-    requires: tuple[str, ...] = ()  # importable module names this plugin needs
+    requires: tuple[str, ...] = ()  # importable module names, checked with find_spec (not imported)
+    needs_torch_module: bool = False  # runs the model's PyTorch module (an ONNX-only model has none)
+    needs_cuda: bool = False  # runs on a CUDA device through torch (so torch is required too)
+    needs_onnx: bool = False  # runs an ONNX graph: the model's own file, or one exported with onnx
 
-    def missing_packages(self) -> list[str]:
+    def required_packages(self, model: "LoadedModel | None" = None) -> tuple[str, ...]:
+        """`requires` plus what the declarations imply: torch for CUDA, onnx to export a torch model."""
+        packages = list(self.requires)
+        if self.needs_cuda:
+            packages.append("torch")
+        if self.needs_onnx and model is not None and model.onnx_path is None and model.has_torch:
+            packages.append("onnx")
+        return tuple(dict.fromkeys(packages))
+
+    def missing_packages(self, model: "LoadedModel | None" = None) -> list[str]:
         """The required packages that are not importable, checked without importing them."""
-        return [m for m in self.requires if importlib.util.find_spec(m) is None]
+        return [m for m in self.required_packages(model) if importlib.util.find_spec(m) is None]
 
     def check(self, hw: "HardwareProfile", model: "LoadedModel") -> list[str]:
         """Every reason this plugin cannot run here; [] means it can."""
-        return [f"{m} not installed (pip install {m})" for m in self.missing_packages()]
+        reasons = [missing_package_reason(m) for m in self.missing_packages(model)]
+        if self.needs_torch_module and not model.has_torch:
+            reasons.append(MESSAGES["no_torch_module"].format(plugin=self.name))
+        if self.needs_onnx and model.onnx_path is None and not model.has_torch:
+            reasons.append(MESSAGES["no_onnx_source"].format(plugin=self.name))
+        if self.needs_cuda:
+            problem = torch_cuda_problem()
+            # The profile comes from NVML; when torch itself reaches a device, trust torch over a
+            # missed probe. Without torch there is no probe, so the profile alone decides.
+            torch_missing = importlib.util.find_spec("torch") is None
+            if not hw.gpus and (problem or torch_missing):
+                reasons.append(MESSAGES["no_gpu_in_profile"])
+            if problem:
+                reasons.append(problem)
+        return reasons
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Build artifacts under ctx.workdir and yield the specs to measure."""

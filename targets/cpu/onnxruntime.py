@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from planner.onnx.session import OrtSession
 from planner.plugins import (
@@ -13,7 +13,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from targets.cpu import compute_threads, onnx_source_reasons
+from targets.cpu import compute_threads
 
 QUICK_LIMIT = 3
 LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
@@ -28,12 +28,7 @@ class OnnxRuntimePlugin(Plugin):
     target = Target.CPU
     summary = "ONNX Runtime CPU provider: optimization level, intra/inter-op threads, execution mode"
     requires = ("onnxruntime",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs onnxruntime, and onnx to export a torch model; export failures come later."""
-        reasons = super().check(hw, model)
-        reasons.extend(onnx_source_reasons(model))
-        return reasons
+    needs_onnx = True  # export failures surface from candidates(), with the exporter's reason
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Export once (shared), then the optimization-level / thread / execution-mode grid."""

@@ -14,7 +14,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from targets.cpu import compute_threads, native_bf16, onnx_source_reasons
+from targets.cpu import compute_threads, native_bf16
 
 QUICK_LIMIT = 3
 _OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
@@ -29,12 +29,7 @@ class OpenVinoPlugin(Plugin):
     target = Target.CPU
     summary = "OpenVINO CPU: LATENCY/THROUGHPUT hints, explicit f32 and (where native) bf16"
     requires = ("openvino",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs openvino, and onnx to export a torch model; export failures come later."""
-        reasons = super().check(hw, model)
-        reasons.extend(onnx_source_reasons(model))
-        return reasons
+    needs_onnx = True  # export failures surface from candidates(), with the exporter's reason
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One shared export; f32 always pinned explicitly, bf16 only on CPUs with native bf16."""

@@ -25,13 +25,7 @@ class TorchCpuPlugin(Plugin):
     target = Target.CPU
     summary = "PyTorch on CPU: thread pinning, channels_last, torch.compile (inductor), bf16"
     requires = ("torch",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs torch and a torch module (an ONNX-only model has none)."""
-        reasons = super().check(hw, model)
-        if not model.has_torch:
-            reasons.append("no CPU candidates for an ONNX-only model: cpu.torch needs a PyTorch module")
-        return reasons
+    needs_torch_module = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Each real configuration worth timing here; compile failures surface when measured."""

@@ -8,7 +8,7 @@ The QDQ quantizer here also makes the symmetric Q/DQ file TensorRT's INT8 engine
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from planner.onnx.files import model_bytes
 from planner.onnx.quantize import (
@@ -39,14 +39,8 @@ class Int8Plugin(Plugin):
     name = "edge.int8"
     target = Target.EDGE
     summary = "ONNX Runtime INT8 on CPU: static QDQ (calibrated, per-channel) and dynamic"
-    requires = ("onnx", "onnxruntime")
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs onnx and onnxruntime, and a model that is or can become an ONNX file."""
-        reasons = super().check(hw, model)
-        if model.onnx_path is None and not model.has_torch:
-            reasons.append("the model has neither a PyTorch module nor an ONNX file to quantize")
-        return reasons
+    requires = ("onnx", "onnxruntime")  # onnx for the quantizer even when the model is ONNX
+    needs_onnx = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported."""

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.plugins import (
     CandidateSpec,
     ModelRef,
@@ -24,7 +25,6 @@ from planner.plugins.torch_session import TorchSession
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
-EDGE_DEVICE_CLASSES = ("raspberry_pi", "jetson", "arm_board")
 
 
 @dataclass(frozen=True)
@@ -112,13 +112,7 @@ class TernaryPlugin(Plugin):
     target = Target.EDGE
     summary = "ternary weights {-a, 0, +a} per output channel (no retraining), size if packed at 2 bits"
     requires = ("torch",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs a torch module whose weights can be rewritten."""
-        reasons = super().check(hw, model)
-        if not model.has_torch:
-            reasons.append("the model is ONNX only: there is no PyTorch module to ternarize")
-        return reasons
+    needs_torch_module = True  # its weights are rewritten in place
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One candidate, except in quick runs on machines that are not edge boards."""

@@ -6,7 +6,7 @@ serving batch a candidate of its own, so its per-call latency sits in the table 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -19,7 +19,11 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.torch_session import TorchSession
-from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
+from targets.nvidia.common import CUDA_DEVICE
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
+    from planner.models.loaded import LoadedModel
 
 BATCHES = (8, 32)
 
@@ -31,10 +35,12 @@ class BatchingPlugin(Plugin):
     target = Target.NVIDIA
     summary = "PyTorch eager fp32 on CUDA at fixed batches of 8 and 32 samples per call"
     requires = ("torch",)
+    needs_torch_module = True
+    needs_cuda = True
 
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs a torch module, a CUDA device, and a model whose batch axis may grow."""
-        reasons = super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+    def check(self, hw: HardwareProfile, model: LoadedModel) -> list[str]:
+        """The base reasons, plus a model whose batch axis may not grow."""
+        reasons = super().check(hw, model)
         if not model.input_spec.dynamic_batch:
             reasons.append("the model's batch size is fixed: it cannot take larger batches")
         return reasons
@@ -60,9 +66,10 @@ def batch_spec(batch: int) -> CandidateSpec:
     return CandidateSpec(
         plugin=BatchingPlugin.name, label=f"torch eager fp32 batch {batch} (cuda)",
         config={"device": CUDA_DEVICE, "batch": batch}, precision=Precision.FP32,
-        dynamic_batch=False,
+        dynamic_batch=False, rows_per_call=batch,
         notes=(f"latency is per call of {batch} samples: divide by {batch} for per-sample "
-               "latency; the speedup column compares per call, so it understates throughput",
+               f"latency; throughput counts all {batch} rows of each call, while the speedup "
+               "column compares per call, so it understates the throughput gain",
                f"inputs are the measured samples repeated to fill {batch} rows; fidelity uses "
                "the rows of the original samples"))
 

@@ -15,7 +15,7 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.torch_session import TorchSession
-from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
+from targets.nvidia.common import CUDA_DEVICE
 
 WARMUP_CALLS = 3
 
@@ -27,10 +27,8 @@ class CudaGraphsPlugin(Plugin):
     target = Target.NVIDIA
     summary = "PyTorch fp16 forward captured in a CUDA graph at a static shape (no launch overhead)"
     requires = ("torch",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs a torch module and a CUDA device."""
-        return super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+    needs_torch_module = True
+    needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One fp16 capture at the model's own input shape."""

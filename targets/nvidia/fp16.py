@@ -12,12 +12,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from targets.nvidia.common import (
-    CUDA_DEVICE,
-    cuda_reasons,
-    supports_bf16,
-    torch_module_reasons,
-)
+from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
 class Fp16Plugin(Plugin):
@@ -27,10 +22,8 @@ class Fp16Plugin(Plugin):
     target = Target.NVIDIA
     summary = "PyTorch eager on CUDA in fp16 / bf16, NCHW and channels_last"
     requires = ("torch",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs a torch module and a CUDA device torch can use."""
-        return super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
+    needs_torch_module = True
+    needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """fp16, fp16 channels_last (4-D inputs only), and bf16 on compute capability >= 8.0."""

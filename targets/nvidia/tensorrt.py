@@ -9,10 +9,9 @@ workdir, keyed by GPU name, TensorRT version, ONNX sha256 and batch profile.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import numpy as np
 
@@ -26,10 +25,14 @@ from planner.plugins import (
     Plugin,
     Precision,
     Target,
+    missing_package_reason,
 )
-from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, cuda_sync, gpu_name
+from targets.nvidia.common import CUDA_DEVICE, cuda_sync, gpu_name
 
-INSTALL_HINT = "TensorRT not installed (pip install planner[tensorrt] on a machine with NVIDIA's index)"
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
+
+INSTALL_HINT = missing_package_reason("tensorrt")
 MAX_BATCH = 32
 # Tactics that want more scratch than this are rarely the fastest; a quarter of the GPU leaves
 # room for the engine itself and for whatever else shares the device.
@@ -58,18 +61,10 @@ class TensorRTPlugin(Plugin):
     name = "nvidia.tensorrt"
     target = Target.NVIDIA
     summary = "TensorRT engines (FP32, FP16 strongly typed, INT8 Q/DQ) from the ONNX export"
+    # onnx is needed even for an ONNX model: the FP16 and INT8 variants rewrite the graph.
     requires = ("tensorrt", "onnx", "torch")
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs TensorRT, onnx, a CUDA device, and a model that is or can become ONNX."""
-        reasons = []
-        if importlib.util.find_spec("tensorrt") is None:
-            reasons.append(INSTALL_HINT)
-        if importlib.util.find_spec("onnx") is None:
-            reasons.append("onnx not installed (pip install onnx onnxscript): needed for the export")
-        if model.onnx_path is None and not model.has_torch:
-            reasons.append("the model has neither a PyTorch module nor an ONNX file to build from")
-        return reasons + cuda_reasons(hw)
+    needs_onnx = True
+    needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Build (or reuse) the FP32, FP16 and, outside quick runs, INT8 engines."""
@@ -126,7 +121,7 @@ def batch_profile(batch: int, *, dynamic: bool) -> tuple[int, int, int]:
     return 1, batch, max(MAX_BATCH, batch)
 
 
-def workspace_bytes(hw: Any) -> int:
+def workspace_bytes(hw: HardwareProfile) -> int:
     """The builder's scratch-memory limit: a quarter of the GPU's memory, at most 4 GiB."""
     total = hw.gpus[0].memory_total_bytes if hw.gpus else None
     if not total:

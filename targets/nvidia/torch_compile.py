@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any, Iterable
 
@@ -17,7 +16,7 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.torch_session import TorchSession
-from targets.nvidia.common import CUDA_DEVICE, cuda_reasons, torch_module_reasons
+from targets.nvidia.common import CUDA_DEVICE
 
 QUICK_MODES = ("default", "reduce-overhead")
 FULL_MODES = (*QUICK_MODES, "max-autotune")
@@ -39,14 +38,10 @@ class TorchCompilePlugin(Plugin):
     name = "nvidia.torch_compile"
     target = Target.NVIDIA
     summary = "torch.compile on CUDA: default / reduce-overhead / max-autotune, fp32 and fp16"
-    requires = ("torch",)
-
-    def check(self, hw: Any, model: Any) -> list[str]:
-        """Needs a torch module and a CUDA device (Inductor's GPU backend generates Triton)."""
-        reasons = super().check(hw, model) + torch_module_reasons(model) + cuda_reasons(hw)
-        if not reasons and not _has_triton():
-            reasons.append("triton not installed (pip install triton): Inductor needs it for CUDA")
-        return reasons
+    # Inductor's CUDA backend generates Triton kernels, so triton is needed as much as torch.
+    requires = ("torch", "triton")
+    needs_torch_module = True
+    needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Every mode x precision; max-autotune only outside quick runs (it compiles for minutes)."""
@@ -96,7 +91,3 @@ class CompiledTorchSession(TorchSession):
     def info(self) -> dict:
         """The torch settings plus the measured first-call (compile) time."""
         return {**super().info(), "compile_s": round(self.compile_s, 2)}
-
-
-def _has_triton() -> bool:
-    return importlib.util.find_spec("triton") is not None

@@ -106,9 +106,10 @@ def test_candidate_opens_and_runs(edge_tiny, fake_hw, tmp_path):
 def test_onnx_only_model_is_rejected(fake_hw):
     import types
 
-    model = types.SimpleNamespace(has_torch=False)
+    model = types.SimpleNamespace(has_torch=False, onnx_path="m.onnx")
     assert TernaryPlugin().check(fake_hw(), model) == [
-        "the model is ONNX only: there is no PyTorch module to ternarize"]
+        "the model is ONNX-only: edge.ternary needs a PyTorch module (plan the PyTorch model "
+        "itself, not its ONNX export)"]
 
 
 def test_a_higher_threshold_zeroes_more_weights(edge_tiny):

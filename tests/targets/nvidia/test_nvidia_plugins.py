@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from planner.onnx.fp16 import fp16_onnx
-from planner.plugins import CandidateSpec, PlanContext, Precision, Target
+from planner.plugins import MESSAGES, CandidateSpec, PlanContext, Plugin, Precision, Target
 from targets.nvidia import common
 from targets.nvidia.batching import BatchingPlugin, FixedBatchSession
 from targets.nvidia.cuda_graphs import CudaGraphsPlugin
@@ -28,7 +28,7 @@ from targets.nvidia.tensorrt import (
 from targets.nvidia.torch_compile import TorchCompilePlugin
 
 PLUGINS = (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, TensorRTPlugin, CudaGraphsPlugin)
-NO_CUDA = "no CUDA device: torch.cuda.is_available() is False"
+NO_CUDA = MESSAGES["cuda_unavailable"]
 NO_GPU = "no NVIDIA GPU detected"
 
 
@@ -70,32 +70,60 @@ def test_tensorrt_check_names_the_missing_package(nv_tiny, hw_with_gpu):
                             "with NVIDIA's index)")
 
 
-def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monkeypatch, hw_with_gpu):
+def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monkeypatch, hw_with_gpu,
+                                                                          nv_tiny):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    reasons = common.cuda_reasons(hw_with_gpu())
+    reasons = Fp16Plugin().check(hw_with_gpu(), nv_tiny)
     if torch.version.cuda is None:
-        assert reasons == [f"no CUDA device: torch {torch.__version__} is a CPU-only build "
-                           "(torch.version.cuda is None)"]
+        assert reasons == [MESSAGES["torch_cpu_only"].format(version=torch.__version__)]
+        assert "CPU-only build" in reasons[0]
     else:
         assert reasons == [NO_CUDA]
 
 
-def test_cuda_reasons_trust_torch_when_nvml_missed_the_gpu(monkeypatch, hw_without_gpu):
+def test_cuda_reasons_trust_torch_when_nvml_missed_the_gpu(monkeypatch, hw_without_gpu, nv_tiny):
     import torch
 
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert common.cuda_reasons(hw_without_gpu) == []
+    assert Fp16Plugin().check(hw_without_gpu, nv_tiny) == []
+
+
+def test_without_torch_the_profile_decides_and_torch_is_named_once(monkeypatch, hw_without_gpu,
+                                                                   hw_with_gpu, nv_tiny):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    reasons = CudaGraphsPlugin().check(hw_without_gpu, nv_tiny)
+    assert reasons == ["torch not installed (pip install torch)", MESSAGES["no_gpu_in_profile"]]
+    assert CudaGraphsPlugin().check(hw_with_gpu(), nv_tiny) == ["torch not installed (pip install torch)"]
 
 
 def test_torch_plugins_reject_an_onnx_only_model(hw_with_gpu):
     onnx_only = types.SimpleNamespace(has_torch=False, onnx_path=Path("m.onnx"),
                                       input_spec=types.SimpleNamespace(dynamic_batch=True))
     for plugin_cls in (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin):
-        assert common.NO_TORCH_MODULE in plugin_cls().check(hw_with_gpu(), onnx_only)
-    assert common.NO_TORCH_MODULE not in TensorRTPlugin().check(hw_with_gpu(), onnx_only)
+        reasons = plugin_cls().check(hw_with_gpu(), onnx_only)
+        assert MESSAGES["no_torch_module"].format(plugin=plugin_cls.name) in reasons
+    assert not any("ONNX-only" in r for r in TensorRTPlugin().check(hw_with_gpu(), onnx_only))
+
+
+def test_nvidia_plugins_declare_their_needs_instead_of_checking_by_hand():
+    for plugin_cls in PLUGINS:
+        assert plugin_cls.needs_cuda
+    # Only batching has a reason of its own (a fixed-batch model cannot take larger batches).
+    assert [p.name for p in PLUGINS if p.check is not Plugin.check] == ["nvidia.batching"]
+    assert TensorRTPlugin.needs_onnx and not TensorRTPlugin.needs_torch_module
+
+
+def test_batching_refuses_a_fixed_batch_model_besides_the_base_reasons(hw_without_gpu):
+    fixed = types.SimpleNamespace(has_torch=False, onnx_path=Path("m.onnx"),
+                                  input_spec=types.SimpleNamespace(dynamic_batch=False))
+    reasons = BatchingPlugin().check(hw_without_gpu, fixed)
+    assert reasons[-1] == "the model's batch size is fixed: it cannot take larger batches"
+    assert MESSAGES["no_torch_module"].format(plugin="nvidia.batching") in reasons
 
 
 def test_bf16_needs_compute_capability_8(hw_with_gpu):
