@@ -1,10 +1,25 @@
-"""Shared fixtures: run the CLI in-process and capture what a user would see."""
+"""Shared fixtures: run the CLI in-process and capture what a user would see, and real hardware profiles."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from planner.hardware import HardwareProfile
+
+# Test packages have no __init__.py, so pytest puts only the test file's own folder on sys.path.
+# These folders hold helpers that tests anywhere need: hardware_profiles (tests/fixtures), and the fake
+# NVML module and fixture-tree paths it is built on (tests/hardware).
+for _helpers in ("fixtures", "hardware"):
+    _path = str(Path(__file__).resolve().parent / _helpers)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 # Keep measured ceilings and other caches inside the test session, not the user's home.
 os.environ.setdefault("PLANNER_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "planner"))
@@ -40,3 +55,11 @@ def cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture
+def hardware_profile() -> Callable[..., HardwareProfile]:
+    """A factory for real profiles detected from a fixture tree: hardware_profile('rpi4', gpus=(a100(),))."""
+    from hardware_profiles import fixture_profile  # imported here: its folder joins sys.path above
+
+    return fixture_profile

@@ -1,81 +1,49 @@
-"""Fake hardware (2-core CPU server, Raspberry Pi 4, Jetson, A100 server) and fake baseline profiles."""
+"""Hardware for the advice tests (real profiles from the fixture trees) and fake baseline profiles."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
+from hardware_fake_nvml import a100
+from hardware_profiles import gpu_server, with_cpu, without_features
+
+from planner.hardware import HardwareProfile
 
 MIB = 1 << 20
 GIB = 1 << 30
 
 
-def fake_cpu(*, vendor: str, model: str, architecture: str, physical: int | None, logical: int,
-             usable: int, features: tuple[str, ...] = ()) -> SimpleNamespace:
-    """A CpuInfo look-alike."""
-    feats = frozenset(f.lower() for f in features)
-    return SimpleNamespace(vendor=vendor, model=model, architecture=architecture, physical_cores=physical,
-                           logical_cores=logical, usable_cores=usable, features=tuple(sorted(feats)),
-                           has=lambda name: name.lower() in feats)
-
-
-def fake_gpu(*, name: str, memory: int, cc: tuple[int, int] | None, tensor_cores: str | None,
-             utilization: int | None = None) -> SimpleNamespace:
-    """A GpuInfo look-alike."""
-    return SimpleNamespace(name=name, memory_total_bytes=memory, compute_capability=cc,
-                           utilization_pct=utilization, tensor_core_generation=tensor_cores)
-
-
-def fake_hw(device_class: str, cpu: SimpleNamespace, *, total: int, available: int,
-            gpus: tuple[SimpleNamespace, ...] = ()) -> SimpleNamespace:
-    """A HardwareProfile look-alike."""
-    return SimpleNamespace(device_class=device_class, cpu=cpu, gpus=gpus,
-                           memory=SimpleNamespace(total_bytes=total, available_bytes=available))
+@pytest.fixture
+def cpu_server(hardware_profile) -> HardwareProfile:
+    """A 2-core Intel Xeon server with AVX-512 VNNI but no bf16 units (Ice Lake-like): Sapphire Rapids, trimmed."""
+    xeon = hardware_profile("xeon_sapphire_rapids")
+    plain = without_features(xeon, "amx_bf16", "amx_int8", "amx_tile", "avx512_bf16", "avx512_fp16", "avx_vnni")
+    return with_cpu(plain, usable_cores=2)
 
 
 @pytest.fixture
-def cpu_server() -> SimpleNamespace:
-    """A 2-core Intel CPU server (like the machine the tests run on)."""
-    cpu = fake_cpu(vendor="GenuineIntel", model="Intel(R) Xeon(R) Platinum 8375C", architecture="x86_64",
-                   physical=2, logical=2, usable=2, features=("avx2", "avx512f", "avx512_vnni"))
-    return fake_hw("cpu_server", cpu, total=8 * GIB, available=6 * GIB)
+def big_cpu_server(hardware_profile) -> HardwareProfile:
+    """An 8-core, 16-thread Intel server with bf16 units (AMX): the Sapphire Rapids tree, scaled up."""
+    return with_cpu(hardware_profile("xeon_sapphire_rapids"), physical_cores=8, logical_cores=16, usable_cores=16)
 
 
 @pytest.fixture
-def big_cpu_server() -> SimpleNamespace:
-    """An 8-core, 16-thread Intel server with bf16 units (AMX)."""
-    cpu = fake_cpu(vendor="GenuineIntel", model="Intel(R) Xeon(R) Gold 6448Y", architecture="x86_64",
-                   physical=8, logical=16, usable=16,
-                   features=("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile"))
-    return fake_hw("cpu_server", cpu, total=64 * GIB, available=60 * GIB)
+def pi4(hardware_profile) -> HardwareProfile:
+    """A Raspberry Pi 4: 4 Cortex-A72 cores, NEON only."""
+    return hardware_profile("rpi4")
 
 
 @pytest.fixture
-def pi4() -> SimpleNamespace:
-    """A Raspberry Pi 4: 4 Cortex-A72 cores, 4 GiB."""
-    cpu = fake_cpu(vendor="ARM", model="Cortex-A72", architecture="aarch64", physical=4, logical=4, usable=4,
-                   features=("neon", "asimd"))
-    return fake_hw("raspberry_pi", cpu, total=4 * GIB, available=3 * GIB)
+def jetson(hardware_profile) -> HardwareProfile:
+    """A Jetson AGX Orin: 12 ARM cores and an integrated Ampere GPU."""
+    return hardware_profile("jetson_agx_orin")
 
 
 @pytest.fixture
-def jetson() -> SimpleNamespace:
-    """A Jetson Orin: 6 ARM cores and an integrated Ampere GPU."""
-    cpu = fake_cpu(vendor="ARM", model="Cortex-A78AE", architecture="aarch64", physical=6, logical=6, usable=6,
-                   features=("neon", "asimd", "asimddp"))
-    gpu = fake_gpu(name="Orin", memory=8 * GIB, cc=(8, 7), tensor_cores="Ampere (3rd gen)")
-    return fake_hw("jetson", cpu, total=8 * GIB, available=6 * GIB, gpus=(gpu,))
-
-
-@pytest.fixture
-def a100_server() -> SimpleNamespace:
-    """A GPU server: AMD EPYC host with one A100 80GB."""
-    cpu = fake_cpu(vendor="AuthenticAMD", model="AMD EPYC 7763", architecture="x86_64", physical=16, logical=32,
-                   usable=32, features=("avx2",))
-    gpu = fake_gpu(name="NVIDIA A100-SXM4-80GB", memory=80 * GIB, cc=(8, 0), tensor_cores="Ampere (3rd gen)",
-                   utilization=0)
-    return fake_hw("datacenter_gpu", cpu, total=256 * GIB, available=240 * GIB, gpus=(gpu,))
+def a100_server() -> HardwareProfile:
+    """A GPU server: AMD EPYC host with one A100 80GB that NVML read as 0% busy."""
+    return gpu_server(a100(utilization=0))
 
 
 def baseline(*, p50: float = 38.2, p95: float | None = 40.0, p99: float | None = None, samples: int = 200,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from hardware_profiles import with_gpu
 
 from planner.advice import (
     StepKind,
@@ -85,7 +86,7 @@ def test_gpu_plan_with_low_utilization_starts_from_batch_size(a100_server, make_
 
 def test_gpu_without_tensor_cores_skips_fp16_and_compute_bound_skips_cuda_graphs(a100_server,
                                                                                   make_baseline) -> None:
-    a100_server.gpus[0].tensor_core_generation = None
+    a100_server = with_gpu(a100_server, compute_capability=(6, 0))  # pre-Volta: no tensor cores
     base = make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0, bound="compute")
     plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=defaults_for("datacenter_gpu"))
     assert "nvidia.fp16" not in plan.plugins and "nvidia.cuda_graphs" not in plan.plugins
