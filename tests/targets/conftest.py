@@ -25,7 +25,7 @@ def shared_ctx(tiny, tmp_path_factory) -> PlanContext:
 
 @pytest.fixture
 def plain_cpu_hw():
-    """A 2-core x86 CPU without native bf16 (like the machine these tests were written on)."""
+    """A 2-core x86 container without native bf16: the epyc_container_cgroup_v2 fixture tree's profile."""
     return fake_hw()
 
 

@@ -1,19 +1,31 @@
-"""Helpers for the CPU plugin tests: a fake hardware profile and the torch reference output."""
+"""Helpers for the CPU plugin tests: real hardware profiles from the fixture trees, and the torch reference output."""
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
+from hardware_profiles import two_core_x86, with_cpu
+
+from planner.hardware import HardwareProfile
+
+_UNCHANGED = object()
 
 
-def fake_hw(*, usable: int = 2, physical: int | None = 2, logical: int = 2,
-            features: tuple[str, ...] = ("avx2",)) -> types.SimpleNamespace:
-    """A stand-in for HardwareProfile with only the attributes the CPU plugins read."""
-    cpu = types.SimpleNamespace(usable_cores=usable, physical_cores=physical,
-                                logical_cores=logical, features=features)
-    cpu.has = lambda name: name.lower() in cpu.features
-    return types.SimpleNamespace(cpu=cpu, gpus=())
+def fake_hw(*, usable: int | None = None, physical: int | None | object = _UNCHANGED, logical: int | None = None,
+            features: tuple[str, ...] | None = None) -> HardwareProfile:
+    """The 2-core x86 container profile (EPYC 7763, AVX2, no bf16), with any core counts or features replaced.
+
+    Detected from the epyc_container_cgroup_v2 fixture tree: 2 usable cores of 4 physical, 8 logical.
+    `physical=None` means the physical core count is unknown; `features` replaces the whole feature set.
+    """
+    hw = two_core_x86()
+    changes: dict[str, object] = {}
+    if usable is not None:
+        changes["usable_cores"] = usable
+    if physical is not _UNCHANGED:
+        changes["physical_cores"] = physical
+    if logical is not None:
+        changes["logical_cores"] = logical
+    return with_cpu(hw, features=features, **changes) if changes or features is not None else hw
 
 
 def torch_output(model, array: np.ndarray) -> np.ndarray:
