@@ -63,6 +63,7 @@ def run_job(job: MeasureJob) -> dict:
         current_rss_bytes,
         reset_cuda_peak,
     )
+    from planner.measure.timer import session_timer
     from planner.plugins import get_plugin
 
     settings = MeasureSettings.quick() if job.quick else MeasureSettings.default()
@@ -70,11 +71,13 @@ def run_job(job: MeasureJob) -> dict:
     rss_before = current_rss_bytes()
     reset_cuda_peak()
     session = plugin.open(job.spec, job.model)
-    sync = session.sync if getattr(session, "needs_sync", False) else None
+    # GPU sessions (those that declare needs_sync) are timed with CUDA events; see session_timer.
+    timer = session_timer(session)
     shape = tuple(job.model.input_shape)
 
     pool = [session.prepare(a) for a in make_inputs(InputSpec(shape=shape), count=POOL_SIZE, seed=1)]
-    timing = time_callable(session.run, pool, settings=settings, sync=sync)
+    timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
+                           event_timer=timer.event_timer)
 
     outputs = [session.to_numpy(session.run(session.prepare(a)))
                for a in _val_or_fidelity_inputs(job, shape)]
@@ -95,13 +98,16 @@ def run_job(job: MeasureJob) -> dict:
 
         sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
                                  memory_budget_bytes=job.memory_budget_bytes,
-                                 settings=sweep_settings, memory_probe=current_rss_bytes)
+                                 settings=sweep_settings, memory_probe=current_rss_bytes,
+                                 sync=timer.sync)
     if sweep is None:
         from planner.measure.sweep import ThroughputPoint, ThroughputSweep
 
-        # No sweep asked for: the main timing is itself a measured point at the input's batch.
+        # No sweep asked for: the main timing is itself a measured point. Samples/s counts the rows
+        # one call really processes (a fixed-batch session pads each input to its own batch).
         p50 = timing.stats.p50_ms
-        sweep = ThroughputSweep(points=(ThroughputPoint(shape[0], p50, shape[0] * 1e3 / p50, None),),
+        rows = job.spec.rows_per_call or shape[0]
+        sweep = ThroughputSweep(points=(ThroughputPoint(rows, p50, rows * 1e3 / p50, None),),
                                 knee_batch=None, stopped_reason="")
     return {
         "timing": timing,
@@ -110,7 +116,7 @@ def run_job(job: MeasureJob) -> dict:
         "peak_rss_bytes": peak_at_batch,
         "rss_before_open_bytes": rss_before,
         "cuda_peak_bytes": cuda_peak,
-        "info": session.info(),
+        "info": {**session.info(), "timer": timer.label},
         "threads": thread_settings(),
     }
 

@@ -18,6 +18,8 @@ Method (see the design doc; trtexec warms up 200 ms then runs >= 3 s and >= 10 i
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import time
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -165,7 +167,7 @@ def time_callable(
         index += 1
         t0 = read_clock()
         if event_timer is not None:
-            samples.append(float(event_timer(lambda: run(x))))
+            samples.append(float(event_timer(functools.partial(run, x))))
             t1 = read_clock()
         else:
             run(x)
@@ -220,3 +222,40 @@ def cuda_event_timer(device: Any = None) -> EventTimer:
         return float(start.elapsed_time(end))
 
     return _time
+
+
+HOST_CLOCK = "host clock (perf_counter)"
+HOST_CLOCK_SYNCED = "host clock (perf_counter), device synchronized before each read"
+CUDA_EVENTS = "CUDA events (device time on the session's stream)"
+
+
+@dataclass(frozen=True)
+class SessionTimer:
+    """How one session's calls are timed: the hooks ``time_callable`` takes, and a label for results."""
+
+    label: str
+    sync: Callable[[], None] | None = None
+    event_timer: EventTimer | None = None
+
+
+def session_timer(session: Any) -> SessionTimer:
+    """CUDA events for a session that declares ``needs_sync`` (its work is queued on a CUDA stream).
+
+    The session's own ``sync`` still runs before every clock read, so the host clock keeps driving
+    the time budget and each sample starts on an idle stream. A session that needs no sync runs
+    synchronously on the host and is timed by the host clock.
+    """
+    if not getattr(session, "needs_sync", False):
+        return SessionTimer(HOST_CLOCK)
+    if not _cuda_available():
+        # An asynchronous session on some other device: waiting for it is all that can be done.
+        return SessionTimer(HOST_CLOCK_SYNCED, sync=session.sync)
+    return SessionTimer(CUDA_EVENTS, sync=session.sync, event_timer=cuda_event_timer())
+
+
+def _cuda_available() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())

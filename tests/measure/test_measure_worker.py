@@ -1,4 +1,7 @@
-"""run_isolated: values come back, exceptions fail, crashes and hangs are contained, env applies."""
+"""run_isolated: values come back, exceptions fail, crashes and hangs are contained, env applies.
+
+Also which timer the worker picks for a session (CUDA events for GPU sessions).
+"""
 
 from __future__ import annotations
 
@@ -129,3 +132,62 @@ def test_keyboard_interrupt_stops_child_and_reraises() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert not any(p.name.startswith("isolated:") for p in multiprocessing.active_children())
+
+
+class _Session:
+    """A session stub: only what the timer choice reads."""
+
+    def __init__(self, needs_sync: bool) -> None:
+        self.needs_sync = needs_sync
+        self.synced = 0
+
+    def sync(self) -> None:
+        self.synced += 1
+
+
+def test_host_sessions_are_timed_by_the_host_clock() -> None:
+    """A session that runs synchronously gets no hooks."""
+    from planner.measure.timer import HOST_CLOCK, session_timer
+
+    timer = session_timer(_Session(needs_sync=False))
+    assert (timer.label, timer.sync, timer.event_timer) == (HOST_CLOCK, None, None)
+
+
+def test_gpu_sessions_are_timed_with_cuda_events(monkeypatch) -> None:
+    """A session that declares needs_sync gets CUDA events, and its own sync before clock reads."""
+    import torch
+
+    from planner.measure.timer import CUDA_EVENTS, HOST_CLOCK_SYNCED, session_timer
+
+    session = _Session(needs_sync=True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    timer = session_timer(session)
+    assert timer.label == CUDA_EVENTS
+    assert timer.event_timer is not None
+    timer.sync()
+    assert session.synced == 1
+    # Without CUDA there are no events to record: the session is still waited for.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    timer = session_timer(session)
+    assert (timer.label, timer.event_timer) == (HOST_CLOCK_SYNCED, None)
+    timer.sync()
+    assert session.synced == 2
+
+
+@pytest.mark.gpu
+def test_cuda_event_timer_times_a_torch_cuda_session() -> None:
+    """On a GPU, a CUDA TorchSession is timed by events and the samples are device milliseconds."""
+    import torch
+
+    from planner.measure import MeasureSettings, time_callable
+    from planner.measure.timer import CUDA_EVENTS, session_timer
+    from planner.plugins.torch_session import TorchSession
+
+    session = TorchSession(torch.nn.Linear(512, 512), device="cuda")
+    timer = session_timer(session)
+    assert timer.label == CUDA_EVENTS
+    pool = [session.prepare(np.random.default_rng(i).standard_normal((64, 512), dtype=np.float32))
+            for i in range(3)]
+    timing = time_callable(session.run, pool, settings=MeasureSettings.quick(), sync=timer.sync,
+                           event_timer=timer.event_timer)
+    assert timing.stats.p50_ms > 0

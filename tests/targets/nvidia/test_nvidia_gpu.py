@@ -111,6 +111,8 @@ def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_
                                                        monkeypatch):
     import planner.plugins
     from planner.measure.evaluate import MeasureJob, run_job
+    from planner.measure.sweep import batch_sizes
+    from planner.measure.timer import CUDA_EVENTS
 
     if plugin_cls is TensorRTPlugin:
         pytest.importorskip("tensorrt", reason="TensorRT not installed")
@@ -121,6 +123,17 @@ def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_
     spec = next(iter(plugin.candidates(ctx)))
     result = run_job(MeasureJob(model=ModelRef.of(nv_tiny), spec=spec, quick=True,
                                 sweep_max_batch=4, fidelity_batches=2))
-    assert result["timing"].stats.to_dict()["p50_ms"] > 0
+    p50 = result["timing"].stats.p50_ms
+    assert p50 > 0
     assert result["cuda_peak_bytes"]
-    assert (result["sweep"] is not None) == spec.dynamic_batch
+    assert result["info"]["timer"] == CUDA_EVENTS
+    points = result["sweep"].points
+    if spec.dynamic_batch:
+        # Swept: one point per batch size (no memory budget here, and tiny fits every batch).
+        assert [p.batch for p in points] == batch_sizes(4)
+    else:
+        # Fixed shape (CUDA graphs, fixed batches): the main timing is the only point, and it
+        # counts every row one call processes.
+        rows = spec.rows_per_call or nv_tiny.input_spec.batch
+        assert [p.batch for p in points] == [rows]
+        assert points[0].samples_per_s == pytest.approx(rows * 1e3 / p50)

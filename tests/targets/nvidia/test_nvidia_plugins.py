@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from planner.onnx.fp16 import fp16_onnx
-from planner.plugins import MESSAGES, CandidateSpec, PlanContext, Plugin, Precision, Target
+from planner.plugins import MESSAGES, CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
 from targets.nvidia import common
 from targets.nvidia.batching import BatchingPlugin, FixedBatchSession
 from targets.nvidia.cuda_graphs import CudaGraphsPlugin
@@ -290,3 +290,29 @@ def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, t
     with torch.inference_mode():
         ref = nv_tiny.module(torch.from_numpy(x)).numpy()
     assert _cosine(session.run(None, {src.input_name: x})[0], ref) > 0.99
+
+
+def test_fixed_batch_throughput_counts_every_row_of_a_call(nv_tiny):
+    """The worker's single point for nvidia.batching is rows per call x calls per second.
+
+    Run on the CPU (the plugin's session takes a device): each call processes 8 rows although
+    the worker feeds the model's own batch of 1, so samples/s must be 8x the call rate.
+    """
+    import dataclasses
+
+    from planner.measure.evaluate import MeasureJob, run_job
+    from planner.measure.timer import HOST_CLOCK
+    from targets.nvidia.batching import batch_spec
+
+    spec = batch_spec(8)
+    assert spec.rows_per_call == 8
+    spec = dataclasses.replace(spec, config={**spec.config, "device": "cpu"})
+    assert nv_tiny.input_spec.batch == 1
+    result = run_job(MeasureJob(model=ModelRef.of(nv_tiny), spec=spec, quick=True,
+                                sweep_max_batch=4, fidelity_batches=2))
+    p50 = result["timing"].stats.p50_ms
+    (point,) = result["sweep"].points
+    assert point.batch == 8
+    assert point.samples_per_s == pytest.approx(8 * 1e3 / p50)
+    assert result["info"]["batch_per_call"] == 8
+    assert result["info"]["timer"] == HOST_CLOCK
