@@ -13,7 +13,7 @@ from typing import IO, Any, Callable
 FILE_MODE = 0o644
 
 
-def write_atomic(path: Path, write: Callable[[IO[bytes]], None], *, mode: int = FILE_MODE) -> None:
+def write_atomic(path: Path, write: Callable[[IO[bytes]], object], *, mode: int = FILE_MODE) -> None:
     """Write through a temporary file in the same folder, then rename over `path`."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -15,7 +15,7 @@ class Dataflow:
 
     def __init__(self, report: LayerReport) -> None:
         self.report = report
-        self.nodes: dict[str, Node] = {n.key: n for n in (*report.layers, *report.functional_ops)}
+        self.nodes: dict[str, Node] = {n.key: n for n in report.nodes}
         self.consumers: dict[str, list[str]] = defaultdict(list)
         for key, node in self.nodes.items():
             for src in node.inputs_from:

@@ -127,6 +127,11 @@ class LayerReport:
     device: str = "cpu"
 
     @property
+    def nodes(self) -> tuple[LayerStats | FunctionalOp, ...]:
+        """Every layer call, then every functional op."""
+        return (*self.layers, *self.functional_ops)
+
+    @property
     def has_time(self) -> bool:
         """Whether per-layer times were measured."""
         return any(layer.time_ms is not None for layer in self.layers)
@@ -144,7 +149,7 @@ class LayerReport:
 
     def node(self, key: str) -> LayerStats | FunctionalOp | None:
         """The layer call or functional op with this key, or None."""
-        for item in (*self.layers, *self.functional_ops):
+        for item in self.nodes:
             if item.key == key:
                 return item
         return None

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import torch
 from torch import nn
@@ -50,9 +51,13 @@ class LintContext:
         """The report's dataflow graph."""
         return Dataflow(self.report)
 
-    def mod(self, layer: LayerStats) -> nn.Module:
-        """The module object that ran this layer call."""
-        return self.module.get_submodule(layer.name)
+    def mod(self, layer: LayerStats | str) -> Any:
+        """The module object that ran this layer call (or has this qualified name).
+
+        Typed Any: rules read attributes of the module types they filtered for (in_channels,
+        kernel_size, ...), which nn.Module's own typing can only call `Tensor | Module`.
+        """
+        return self.module.get_submodule(layer if isinstance(layer, str) else layer.name)
 
     def calls(self, types: tuple[type, ...]) -> list[LayerStats]:
         """The layer calls whose module is an instance of one of `types`, in execution order."""
@@ -89,7 +94,7 @@ def _hw(shape: tuple[int, ...]) -> str:
     return "x".join(str(s) for s in _spatial(shape))
 
 
-def _kernel(conv: nn.Module) -> tuple[int, ...]:
+def _kernel(conv: nn.Conv1d | nn.Conv2d | nn.Conv3d) -> tuple[int, ...]:
     return tuple(conv.kernel_size)
 
 
@@ -151,15 +156,14 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
     convs2d = ctx.calls((nn.Conv2d,))
     conv_modules = _unique(n.name for n in convs2d)
     ready = sum(1 for name in conv_modules
-                if ctx.module.get_submodule(name).in_channels % 8 == 0
-                and ctx.module.get_submodule(name).out_channels % 8 == 0)
+                if ctx.mod(name).in_channels % 8 == 0 and ctx.mod(name).out_channels % 8 == 0)
     candidates = ctx.calls(CONV_TYPES + (nn.Linear,))
     if not candidates:
         return None
     misaligned, shapes, suggested, forced, flops, idle_shares = [], [], [], [], [], []
     for name in _unique(n.name for n in candidates):
         calls = [n for n in candidates if n.name == name]
-        m = ctx.module.get_submodule(name)
+        m = ctx.mod(name)
         cin, cout = (m.in_features, m.out_features) if isinstance(m, nn.Linear) else \
             (m.in_channels, m.out_channels)
         if cin % 8 == 0 and cout % 8 == 0:
@@ -220,13 +224,13 @@ def expensive_activations(ctx: LintContext) -> Finding | None:
     if not layers and not ops:
         return None
     kinds = sorted({n.type for n in layers} | {f"F.{op.kind}" for op in ops})
-    act_bytes = sum(n.activation_bytes for n in (*layers, *ops))
-    all_act_bytes = sum(n.activation_bytes for n in (*ctx.report.layers, *ctx.report.functional_ops))
+    act_bytes = sum(n.activation_bytes for n in layers) + sum(op.activation_bytes for op in ops)
+    all_act_bytes = sum(n.activation_bytes for n in ctx.report.nodes)
     biggest = max((*(n.output_shape for n in layers), *(op.output_shape for op in ops)),
                   key=lambda s: math.prod(s))
+    act_share = round(act_bytes / all_act_bytes, 4) if all_act_bytes else 0.0
     evidence = {"calls": len(layers) + len(ops), "types": kinds, "largest_map": list(biggest),
-                "activation_bytes": act_bytes,
-                "activation_share": round(act_bytes / all_act_bytes, 4) if all_act_bytes else 0.0}
+                "activation_bytes": act_bytes, "activation_share": act_share}
     if ctx.report.has_time and ctx.report.forward_time_ms:
         time_ms = sum(n.time_ms or 0.0 for n in layers)
         evidence["time_ms"] = round(time_ms, 4)
@@ -234,7 +238,7 @@ def expensive_activations(ctx: LintContext) -> Finding | None:
         impact, basis = time_ms / ctx.report.forward_time_ms, "share of measured time"
         severity = grade(impact, high=0.15, medium=0.03)
     else:
-        impact = evidence["activation_share"]
+        impact = act_share
         basis = "share of activation memory"
         severity = grade(impact, high=0.5, medium=0.1)
     return Finding(
@@ -253,7 +257,10 @@ def expensive_activations(ctx: LintContext) -> Finding | None:
 
 def unfused_conv_bn(ctx: LintContext) -> Finding | None:
     """BatchNorm run as a separate pass after a conv (foldable), or after its activation (not)."""
-    chains, involved, bn_calls, foldable, blocked = [], [], [], 0, 0
+    chains: list[str] = []
+    involved: list[str] = []
+    bn_calls: list[LayerStats] = []
+    foldable = blocked = 0
     for bn in ctx.calls(BATCHNORM_TYPES):
         srcs = ctx.flow.producers(bn.key)
         if len(srcs) != 1 or srcs[0] not in ctx.flow.nodes:
@@ -407,7 +414,7 @@ def dense_classifier(ctx: LintContext) -> Finding | None:
         return None
     best: Finding | None = None
     for name in _unique(n.name for n in ctx.calls((nn.Linear,))):
-        lin = ctx.module.get_submodule(name)
+        lin = ctx.mod(name)
         params = sum(p.numel() for p in lin.parameters())
         share = params / total
         if share < 0.5:
@@ -444,7 +451,7 @@ def depthwise_candidates(ctx: LintContext) -> Finding | None:
         return None
     factors, saved = [], 0.0
     for name in _unique(n.name for n in hits):
-        conv = ctx.module.get_submodule(name)
+        conv = ctx.mod(name)
         k2, cout = 9, conv.out_channels
         factor = k2 * cout / (k2 + cout)
         factors.append(round(factor, 2))

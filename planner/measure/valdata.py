@@ -53,5 +53,6 @@ def labels_of(folder: Path | None) -> list[np.ndarray] | None:
     """The label arrays in batch order, or None when any batch has no labels (or no folder)."""
     if folder is None:
         return None
-    labels = [lab for _, lab in load_val_data(folder)]
-    return None if any(lab is None for lab in labels) else labels
+    pairs = load_val_data(folder)
+    labels = [lab for _, lab in pairs if lab is not None]
+    return labels if len(labels) == len(pairs) else None

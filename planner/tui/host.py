@@ -14,13 +14,20 @@ if TYPE_CHECKING:
     from planner.pipeline import PlanSession
 
 
+class JobPane(Protocol):
+    """The step pane that runs a job, as far as the app needs it."""
+
+    def cancel_step(self) -> bool:
+        """Stop this pane's running job; False when it cannot be stopped."""
+
+
 @dataclass
 class Job:
     """The engine job in progress: one at a time, so measurements never compete for the machine."""
 
     name: str
     title: str
-    pane: Widget
+    pane: JobPane
     worker: Worker | None = None
 
 

@@ -49,10 +49,11 @@ def stray_output_to(log_path: Path) -> Iterator[bool]:
         with open(log_path, "ab") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-        sys.__stdout__ = sys.stdout = os.fdopen(term_out, "w", encoding="utf-8", errors="replace",
-                                                closefd=True)
-        sys.__stderr__ = sys.stderr = os.fdopen(term_err, "w", encoding="utf-8", errors="replace",
-                                                closefd=True)
+        # typeshed marks sys.__stdout__/__stderr__ Final; re-pointing them is the point (see above).
+        sys.__stdout__ = sys.stdout = os.fdopen(term_out, "w", encoding="utf-8",  # type: ignore[misc]
+                                                errors="replace", closefd=True)
+        sys.__stderr__ = sys.stderr = os.fdopen(term_err, "w", encoding="utf-8",  # type: ignore[misc]
+                                                errors="replace", closefd=True)
         yield True
     finally:
         for stream in (sys.__stdout__, sys.__stderr__):
@@ -63,7 +64,7 @@ def stray_output_to(log_path: Path) -> Iterator[bool]:
         os.close(old_out)
         os.close(old_err)
         replaced = (sys.__stdout__, sys.__stderr__)
-        sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr = saved
+        sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr = saved  # type: ignore[misc]
         for stream in replaced:
             if stream not in saved:
                 with contextlib.suppress(OSError, ValueError):
