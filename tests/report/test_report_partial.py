@@ -18,7 +18,7 @@ def test_interrupted_run_says_partial(partial_results) -> None:
     assert "Checklist: not recorded: the run's status is interrupted" in text
     assert "No candidates: not recorded: the run's status is interrupted" in text
     # What the baseline measured is still reported in full.
-    assert "| p50 | 268.4 ms |" in text
+    assert "| p50 | 268 ms |" in text
     assert "**Whole model: compute-bound.**" in text
 
 
@@ -110,7 +110,7 @@ def test_gpu_listed(results) -> None:
                                     "tensor_core_generation": "Hopper (4th gen)"}]
     results["hardware"]["driver_version"] = "550.54.15"
     text = render_markdown(results, figures=FIGURE_LINKS)
-    assert ("- **GPU**: NVIDIA H100 80GB HBM3 — 80.00 GiB memory, compute capability 9.0, 132 SMs, "
+    assert ("- **GPU**: NVIDIA H100 80GB HBM3 — 80 GiB memory, compute capability 9.0, 132 SMs, "
             "up to 1,980 MHz, tensor cores: Hopper (4th gen)") in text
     assert "- **NVIDIA software**: driver 550.54.15" in text
 
@@ -139,7 +139,7 @@ def test_brief_style_keys(results) -> None:
     assert "- Is there a GPU? → **no** — no driver" in text
     assert "Not reached on this path:\n\n- Edge board?" in text
     assert "- measure runtimes" in text
-    assert "| latency ms | 50.00 ms | 40.00 ms | met | met with 20.0% headroom | — |" in text
+    assert "| latency ms | 50 ms | 40 ms | met | met with 20% headroom | — |" in text
 
 
 def test_bottleneck_groups_shape(results) -> None:
@@ -153,7 +153,7 @@ def test_bottleneck_groups_shape(results) -> None:
          "top": []}]}
     text = render_markdown(results, figures=FIGURE_LINKS)
     assert "#### Memory-bound (9 layer calls, 14.4% of layer time)" in text
-    assert "- `gelu#6` (GELU), 10.47 ms, 3.8% of layer time: moves bytes" in text
+    assert "- `gelu#6` (GELU), 10.5 ms, 3.77% of layer time: moves bytes" in text
     assert "Each class lists its layers by measured time." in text
 
 
@@ -161,7 +161,7 @@ def test_classes_derived_from_verdicts_when_absent(results) -> None:
     del results["baseline"]["bottleneck_classes"]
     text = render_markdown(results, figures=FIGURE_LINKS)
     assert "derived from the layer verdicts" in text
-    assert "- `classifier` (Linear), 0.310 ms, 0.1% of layer time" in text
+    assert "- `classifier` (Linear), 0.31 ms, 0.11% of layer time" in text
 
 
 def test_missing_figure_reasons(partial_results) -> None:

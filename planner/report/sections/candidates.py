@@ -65,7 +65,7 @@ def _row(data: ReportData, cand: dict) -> list[str]:
             f"{fmt.rate(best.get('samples_per_s'))} @ batch {fmt.number(best.get('batch'))}" if best
             else fmt.NOT_MEASURED,
             fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1,
-            fmt.times(data.speedup(cand)) if p50(cand) is not None else "—", status]
+            fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]
 
 
 def _settings(data: ReportData, cand: dict) -> str:

@@ -16,7 +16,7 @@ def impact_text(finding: dict) -> str:
     basis = text(finding.get("impact_basis")) or "basis not recorded"
     if finding.get("impact") is None:
         return f"not estimated ({basis})"
-    return f"estimate: {fmt.pct(finding['impact'], 0)} — {basis}"
+    return f"estimate: {fmt.pct(finding['impact'])} — {basis}"
 
 
 def render(data: ReportData) -> list[str]:

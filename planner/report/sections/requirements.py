@@ -38,7 +38,7 @@ def value_text(name: str, value: Any) -> str:
     if "memory" in n or "size" in n or n.endswith("bytes"):
         return fmt.size(value)
     if "accuracy" in n:
-        return fmt.pct(value, 2)
+        return fmt.accuracy(value)
     return fmt.number(value)
 
 

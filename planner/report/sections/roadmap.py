@@ -48,9 +48,9 @@ def accuracy_risk(cand: dict) -> str:
         return "accuracy risk not measured (no fidelity check ran)"
     parts = []
     if fid.get("accuracy") is not None:
-        parts.append(f"accuracy {fmt.pct(fid['accuracy'], 2)}")
+        parts.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
         if fid.get("reference_accuracy") is not None:
-            parts[-1] += f" vs {fmt.pct(fid['reference_accuracy'], 2)} for the original"
+            parts[-1] += f" vs {fmt.accuracy(fid['reference_accuracy'])} for the original"
     if fid.get("cosine") is not None:
         parts.append(f"cosine {fmt.cosine(fid['cosine'])}")
     if fid.get("top1_agreement") is not None:
@@ -66,7 +66,7 @@ def _measured(data: ReportData, cand: dict) -> str:
     status = text(cand.get("status"))
     if status in ("failed", "skipped") or p50(cand) is None:
         return f"**{label(cand)}** — {status or 'not measured'}: {text(cand.get('reason')) or 'no reason recorded'}"
-    effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.times(data.speedup(cand))} the baseline's "
+    effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.speedup(data.speedup(cand))} the baseline's "
               "speed")
     line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
     if status == "rejected":
@@ -107,7 +107,7 @@ def _phase_items(data: ReportData, phase: int) -> list[str]:
     items += [_measured(data, c) for c in measured if p50(c) is None]  # failed: say why
     if slower:
         items.append("Measured and not faster than the baseline, so not worth deploying here: "
-                     + ", ".join(f"{label(c)} ({fmt.times(data.speedup(c))})" for c in slower))
+                     + ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})" for c in slower))
     measured_plugins = {c.get("plugin") for c in data.candidates}
     # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
     listed = _finding_ids(data)
@@ -123,7 +123,7 @@ def _combined(data: ReportData) -> list[str]:
     base = data.base_p50
     if best is not None and not data.is_reference(best):
         lines.append(f"- Measured: **{label(best)}** runs at p50 {fmt.ms(p50(best))} against "
-                     f"{fmt.ms(base)} for the baseline, {fmt.times(data.speedup(best))} the "
+                     f"{fmt.ms(base)} for the baseline, {fmt.speedup(data.speedup(best))} the "
                      "baseline's speed. This is the only combined number measured in this run.")
         start, start_label = p50(best), label(best)
     else:

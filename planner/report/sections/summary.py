@@ -60,14 +60,14 @@ def _best_sentence(data: ReportData) -> str:
     ranked_by = text(data.results.get("ranked_by"))
     sentence = (f"The best deployment found{f' (ranked by {ranked_by})' if ranked_by else ''} is "
                 f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
-                f"baseline, {fmt.times(data.speedup(best))} the baseline's speed (measured)")
+                f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")
     agreement = []
     if fid.get("cosine") is not None:
         agreement.append(f"cosine {fmt.cosine(fid['cosine'])}")
     if fid.get("top1_agreement") is not None:
         agreement.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
     if fid.get("accuracy") is not None:
-        agreement.append(f"accuracy {fmt.pct(fid['accuracy'], 2)}")
+        agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
     if agreement:
         sentence += ", with " + " and ".join(agreement) + " against the original"
     return sentence + "."
@@ -106,7 +106,7 @@ def _biggest_win(data: ReportData) -> str:
         f = findings[0]
         layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])
         basis = text(f.get("impact_basis")) or "basis not recorded"
-        impact = f"{fmt.pct(f.get('impact'), 0)} — {basis}" if f.get("impact") is not None else basis
+        impact = f"{fmt.pct(f.get('impact'))} — {basis}" if f.get("impact") is not None else basis
         return (f"The single biggest remaining win is architectural and needs retraining: "
                 f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
                 + f" (estimate: {impact}).")
