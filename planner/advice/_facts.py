@@ -10,9 +10,12 @@ still give a partial plan, never a crash.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from planner import units
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
 
 
 @dataclass(frozen=True)
@@ -170,13 +173,13 @@ def bottleneck(measured: Mapping[str, Any]) -> str | None:
     return str(bound) if bound else None
 
 
-def device_class(hw: Any) -> str:
+def device_class(hw: HardwareProfile) -> str:
     """The hardware's device class as its plain string value."""
     value = getattr(hw, "device_class", "")
     return str(getattr(value, "value", value))
 
 
-def first_gpu(hw: Any) -> Any | None:
+def first_gpu(hw: HardwareProfile) -> Any | None:
     """The first GPU of the hardware profile, or None."""
     gpus = getattr(hw, "gpus", ()) or ()
     return gpus[0] if gpus else None
@@ -187,25 +190,25 @@ def gpu_tensor_cores(gpu: Any) -> str | None:
     return getattr(gpu, "tensor_core_generation", None) if gpu is not None else None
 
 
-def cpu_has(hw: Any, feature: str) -> bool:
+def cpu_has(hw: HardwareProfile, feature: str) -> bool:
     """Whether the host CPU reports an ISA feature; False when unknown."""
     cpu = getattr(hw, "cpu", None)
     has = getattr(cpu, "has", None)
     return bool(has(feature)) if callable(has) else False
 
 
-def cpu_vendor(hw: Any) -> str:
+def cpu_vendor(hw: HardwareProfile) -> str:
     """The CPU vendor string as reported, '' when unknown."""
     return str(getattr(getattr(hw, "cpu", None), "vendor", "") or "")
 
 
-def is_intel(hw: Any) -> bool:
+def is_intel(hw: HardwareProfile) -> bool:
     """True for an Intel CPU."""
     vendor = cpu_vendor(hw).lower()
     return "intel" in vendor
 
 
-def memory_available(hw: Any) -> int | None:
+def memory_available(hw: HardwareProfile) -> int | None:
     """What the process can allocate: usable/available RAM, else total."""
     memory = getattr(hw, "memory", None)
     for attr in ("usable_bytes", "available_bytes", "total_bytes"):
@@ -215,7 +218,7 @@ def memory_available(hw: Any) -> int | None:
     return None
 
 
-def memory_total(hw: Any) -> int | None:
+def memory_total(hw: HardwareProfile) -> int | None:
     """Total RAM in bytes, when known."""
     value = number(getattr(getattr(hw, "memory", None), "total_bytes", None))
     return None if value is None else int(value)

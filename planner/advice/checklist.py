@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 from planner import units
 from planner.advice import _facts as facts
 from planner.advice.requirements import Requirements
-from planner.hardware.profile import EDGE_DEVICE_CLASSES
+from planner.hardware.profile import EDGE_DEVICE_CLASSES, HardwareProfile
 
 # Seed 003's edge tree: more than this per sample means the model is too large for the device.
 EDGE_SLOW_MS = 100.0
@@ -166,7 +166,7 @@ class ThreadAssessment:
                 "recommended": self.recommended, "ok": self.ok, "issues": list(self.issues)}
 
 
-def assess_threads(hw: Any, baseline: Mapping[str, Any]) -> ThreadAssessment:
+def assess_threads(hw: HardwareProfile, baseline: Mapping[str, Any]) -> ThreadAssessment:
     """Compare torch's intra/inter-op threads with the physical cores the process may use (Pitfall 7)."""
     cpu = getattr(hw, "cpu", None)
     usable = facts.number(getattr(cpu, "usable_cores", None))
@@ -260,7 +260,7 @@ def slowest_layers_text(baseline: Mapping[str, Any], *, count: int = 3) -> str |
 class _Inputs:
     """What every answerer reads."""
 
-    hw: Any
+    hw: HardwareProfile
     baseline: Mapping[str, Any]
     requirements: Requirements | None
 
@@ -480,7 +480,7 @@ ANSWERERS: Mapping[str, _Answerer] = {
 }
 
 
-def answer_checklist(target: str, hw: Any, baseline: Mapping[str, Any], *,
+def answer_checklist(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], *,
                      requirements: Requirements | None = None) -> list[Answer]:
     """Answer the target's checklist from the hardware profile and the baseline profile dict.
 

@@ -25,7 +25,7 @@ from planner.advice.requirements import (
     all_met,
     evaluate,
 )
-from planner.hardware.profile import EDGE_DEVICE_CLASSES, DeviceClass
+from planner.hardware.profile import EDGE_DEVICE_CLASSES, DeviceClass, HardwareProfile
 
 # Throughput must grow at least this much over the sweep before batching is worth its latency.
 BATCH_GAIN_WORTH = 1.2
@@ -51,7 +51,7 @@ class TreeContext:
     """Everything a condition may read."""
 
     target: str
-    hw: Any
+    hw: HardwareProfile
     baseline: Mapping[str, Any]
     requirements: Requirements
     answers: Mapping[str, Answer]
@@ -60,7 +60,7 @@ class TreeContext:
     batch: BatchAssessment
 
 
-def make_context(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+def make_context(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
                  checklist_answers: Sequence[Answer] | None) -> TreeContext:
     """The context conditions read, with the assessments computed once."""
     baseline = baseline or {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from planner import units
 from planner.advice import _facts as facts
@@ -29,6 +29,9 @@ from planner.advice.tree import (
     StepKind,
     evaluate_tree,
 )
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
 
 SCHEMA_VERSION = 1
 # Architecture findings become Phase 3 advice; more than a few would bury the plan.
@@ -194,7 +197,7 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
     return f"{lead}Requirements not fully judged from the baseline ({reasons}). The method applies in full. {count}"
 
 
-def _notes(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
            answers: Sequence[Answer], findings_left_out: int, met: bool | None) -> list[str]:
     notes = ["Expected effects are the method's expectations (seed 003/004), not measurements: "
              "the planner measures each plugin step on this machine."]
@@ -226,7 +229,7 @@ def _notes(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requ
     return notes
 
 
-def make_plan(*, target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
               answers: Sequence[Answer] | None = None) -> Plan:
     """Build the plan for a target from the hardware, the baseline profile dict and the requirements.
 

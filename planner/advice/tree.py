@@ -12,11 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from planner.advice.checklist import Answer
 from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
 
 
 class NodeKind(StrEnum):
@@ -328,7 +331,7 @@ def validate_tree(tree: Tree) -> list[str]:
 
 # ---- walking -------------------------------------------------------------------------------------
 
-def evaluate_tree(target: str, hw: Any, baseline: Mapping[str, Any], requirements: Requirements,
+def evaluate_tree(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
                   checklist_answers: Sequence[Answer] | None = None) -> DecisionPath:
     """Walk the target's tree against the measurements: visited nodes with evidence, and actions in order."""
     tree = tree_for(target)
