@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
 
@@ -16,10 +17,6 @@ def _load(args: argparse.Namespace):
     from planner.models import load_model
 
     return load_model(args.model, input_shape=args.input_shape, trust_code=args.trust_code)
-
-
-def _mb(n: int | float | None) -> str:
-    return "n/a" if n is None else f"{n / 2**20:.1f} MiB"
 
 
 def cmd_default(args: argparse.Namespace) -> int:
@@ -54,10 +51,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 def format_ceilings(ceilings) -> str:
     """The roofline ceilings as two readable lines."""
-    peaks = ", ".join(f"{p} {v / 1e9:.1f} GFLOP/s" for p, v in ceilings.peak_flops.items())
+    peaks = ", ".join(f"{p} {units.flop_rate(v)}" for p, v in ceilings.peak_flops.items())
     return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
-            f"{ceilings.bandwidth_bytes_per_s / 1e9:.1f} GB/s; ridge point "
-            f"{ceilings.ridge_point():.1f} FLOP/byte")
+            f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point "
+            f"{units.ratio(ceilings.ridge_point())} FLOP/byte")
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -97,7 +94,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     print(f"Model       {data['source']} ({data['kind']})")
     print(f"Parameters  {data['parameters']:,}")
-    print(f"Size        {_mb(data['size_bytes'])} (weights and buffers)")
+    print(f"Size        {units.size(data['size_bytes'], missing='n/a')} (weights and buffers)")
     inp = data["input"]
     print(f"Input       {inp['name']}: {'x'.join(map(str, inp['shape']))} {inp['dtype']}"
           f"{' (dynamic batch)' if inp['dynamic_batch'] else ''}")
@@ -176,10 +173,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"{spec.label}: {result.status}: {result.reason}", file=sys.stderr)
         return 1
     lat = result.latency_ms
-    p95 = f"{lat['p95_ms']:.2f} ms" if lat.get("p95_ms") is not None else "n/a (too few samples)"
-    print(f"{spec.label}\n  latency p50 {lat['p50_ms']:.2f} ms, p95 {p95}, "
+    p95 = units.ms(lat.get("p95_ms"), missing="n/a (too few samples)")
+    print(f"{spec.label}\n  latency p50 {units.ms(lat['p50_ms'])}, p95 {p95}, "
           f"{lat['samples']} samples{' (unstable)' if lat.get('unstable') else ''}")
-    print(f"  peak memory {_mb(result.peak_memory_bytes)} ({result.memory_basis})")
+    print(f"  peak memory {units.size(result.peak_memory_bytes, missing='n/a')} ({result.memory_basis})")
     print(f"  settings {json.dumps(result.info, default=str)}")
     return 0
 
