@@ -36,7 +36,7 @@ def test_plan_writes_ranked_results(tiny_plan):
     out, code, stdout = tiny_plan
     assert code == 0
     results = json.loads((out / "results.json").read_text())
-    assert results["schema_version"] == 1 and results["status"] == "ok"
+    assert results["schema_version"] == 2 and results["status"] == "ok"
     assert results["hardware"]["cpu"]["usable_cores"] >= 1
     assert results["baseline"]["latency_ms"]["p50_ms"] > 0
     assert results["checklist"] and results["plan"]["steps"]
@@ -44,7 +44,8 @@ def test_plan_writes_ranked_results(tiny_plan):
     assert cands[0]["plugin"] == "torch.eager" and cands[0]["speedup"] == 1.0
     plugins = {c["plugin"] for c in cands}
     assert {"cpu.onnxruntime", "cpu.openvino"} <= plugins
-    ranked = sorted((c for c in cands if c.get("rank")), key=lambda c: c["rank"])
+    ranked = [cands[i] for i in results["ranking"]["order"]]
+    assert all(c["status"] == "ok" for c in ranked)
     assert len(ranked) >= 4
     assert [c["latency_ms"]["p50_ms"] for c in ranked] == sorted(c["latency_ms"]["p50_ms"] for c in ranked)
     for c in ranked:
@@ -59,7 +60,7 @@ def test_reproduce_command_remeasures(tiny_plan, cli):
 
     out, _, _ = tiny_plan
     results = json.loads((out / "results.json").read_text())
-    best = results["candidates"][results["best"]]
+    best = results["candidates"][results["ranking"]["order"][0]]
     args = shlex.split(best["reproduce"])[1:]
     code, stdout, err = cli(*args, "--json")
     assert code == 0, err
@@ -112,7 +113,7 @@ def test_impossible_requirement_is_explained(tmp_path):
     outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
                                    requirement_overrides={"latency_ms": 1e-6},
                                    plugins=("cpu.onnxruntime",)))
-    checks = outcome.results["requirement_checks"]
+    checks = outcome.results.requirement_checks
     latency = next(c for c in checks if c["name"] == "latency")
     assert latency["met"] is False and "cannot be met" in latency["margin"]
 
@@ -148,10 +149,10 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
     outcome = run_plan(PlanOptions(model=f"{model_file}:make", trust_code=True, target="cpu",
                                    quick=True, out=tmp_path / "out",
                                    plugins=("cpu.onnxruntime", "cpu.torch")))
-    cands = outcome.results["candidates"]
-    ort = [c for c in cands if c["plugin"] == "cpu.onnxruntime"]
-    assert ort and ort[0]["status"] == "failed" and "ONNX export failed" in ort[0]["reason"]
-    assert any(c["plugin"] == "cpu.torch" and c["status"] == "ok" for c in cands)
+    cands = outcome.results.candidates
+    ort = [c for c in cands if c.plugin == "cpu.onnxruntime"]
+    assert ort and ort[0].status == "failed" and "ONNX export failed" in ort[0].reason
+    assert any(c.plugin == "cpu.torch" and c.status == "ok" for c in cands)
 
 
 def test_val_data_measures_accuracy(tmp_path):
@@ -175,10 +176,10 @@ def test_val_data_measures_accuracy(tmp_path):
     outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path / "o",
                                    val_data=data, plugins=("cpu.onnxruntime",)))
     res = outcome.results
-    assert res["validation"]["labels"] is True and res["validation"]["samples"] == 8
-    assert res["validation"]["baseline_accuracy"] == 0.75
-    ort = [c for c in res["candidates"] if c["plugin"] == "cpu.onnxruntime" and c["status"] == "ok"]
-    assert ort and ort[0]["fidelity"]["accuracy"] == 0.75
+    assert res.validation is not None and res.validation.labels is True and res.validation.samples == 8
+    assert res.validation.baseline_accuracy == 0.75
+    ort = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.status == "ok"]
+    assert ort and ort[0].fidelity is not None and ort[0].fidelity.accuracy == 0.75
 
 
 def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
@@ -204,9 +205,9 @@ def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, out=tmp_path / "o",
                                    plugins=("cpu.openvino", "cpu.torch")))
     res = outcome.results
-    base = res["candidates"][0]
-    assert base["label"] == "onnxruntime defaults (ONNX model)" and base["status"] == "ok"
-    assert base["info"]["allow_spinning"] == "default"
-    assert any(c["plugin"] == "cpu.openvino" and c["status"] == "ok" for c in res["candidates"])
-    skipped = {s["plugin"]: s["reasons"][0] for s in res["skipped_plugins"]}
+    base = res.candidates[0]
+    assert base.label == "onnxruntime defaults (ONNX model)" and base.status == "ok"
+    assert base.info["allow_spinning"] == "default"
+    assert any(c.plugin == "cpu.openvino" and c.status == "ok" for c in res.candidates)
+    skipped = {s.plugin: s.reasons[0] for s in res.skipped_plugins}
     assert "ONNX-only" in skipped["cpu.torch"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
+from planner.results import RunStatus, Status, read_results_data, to_data
 
 
 def _load(args: argparse.Namespace):
@@ -113,9 +114,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     model = _load(args)
     with CliProgress(enabled=not args.json) as progress:
-        baseline = profile_baseline(model, quick=args.quick, on_event=progress)
+        baseline, _ = profile_baseline(model, quick=args.quick, on_event=progress)
     if args.json:
-        print_json(baseline)
+        print_json(to_data(baseline))
     else:
         print(format_baseline(baseline))
     return 0
@@ -142,7 +143,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with CliProgress(enabled=True) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
-        print_json(outcome.results)
+        print_json(to_data(outcome.results))
     else:
         from planner.cli.output import format_ranking
 
@@ -150,7 +151,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"\nWrote {outcome.out_dir / 'results.json'}")
         if outcome.report_path:
             print(f"Report {outcome.report_path}")
-    return 0 if outcome.results.get("status") != "failed" else 1
+    return 0 if outcome.results.status is not RunStatus.FAILED else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -167,15 +168,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     ref = ModelRef.of(model)
     result, _ = measure(MeasureJob(model=ref, spec=spec, quick=args.quick), timeout_s=args.timeout)
     if args.json:
-        print_json(result.to_dict())
-        return 0 if result.status == "ok" else 1
-    if result.status != "ok":
+        print_json(to_data(result))
+        return 0 if result.status is Status.OK else 1
+    lat = result.latency_ms
+    if result.status is not Status.OK or lat is None:
         print(f"{spec.label}: {result.status}: {result.reason}", file=sys.stderr)
         return 1
-    lat = result.latency_ms
-    p95 = units.ms(lat.get("p95_ms"), missing="n/a (too few samples)")
-    print(f"{spec.label}\n  latency p50 {units.ms(lat['p50_ms'])}, p95 {p95}, "
-          f"{lat['samples']} samples{' (unstable)' if lat.get('unstable') else ''}")
+    p95 = units.ms(lat.p95_ms, missing="n/a (too few samples)")
+    print(f"{spec.label}\n  latency p50 {units.ms(lat.p50_ms)}, p95 {p95}, "
+          f"{lat.samples} samples{' (unstable)' if lat.unstable else ''}")
     print(f"  peak memory {units.size(result.peak_memory_bytes, missing='n/a')} ({result.memory_basis})")
     print(f"  settings {json.dumps(result.info, default=str)}")
     return 0
@@ -186,12 +187,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from planner.report import render_report_files
 
     path = Path(args.results)
-    if not path.is_file():
-        raise PlannerError(f"{path} does not exist", "pass the results.json a plan wrote")
-    try:
-        results = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise PlannerError(f"{path} is not valid JSON ({exc})", "pass the results.json a plan wrote") from exc
+    results = read_results_data(path)
     out = Path(args.out) if args.out else path.parent
     report = render_report_files(results, out)
     print(f"Wrote {report}")

@@ -164,20 +164,16 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         peak, basis = value["cuda_peak_bytes"], "CUDA allocator peak"
     else:
         peak, basis = value["peak_rss_bytes"], "worker process peak RSS"
+    info = dict(value["info"])
+    if sweep and sweep.stopped_reason:
+        info["sweep_stopped"] = sweep.stopped_reason
     result = CandidateResult(
-        status=Status.OK, latency_ms=timing.stats.to_dict(), stopped_by=timing.stopped_by,
-        throughput=[_point_dict(p) for p in sweep.points] if sweep else [],
+        status=Status.OK, latency_ms=timing.stats, stopped_by=str(timing.stopped_by),
+        throughput=tuple(sweep.points) if sweep else (),
         knee_batch=sweep.knee_batch if sweep else None,
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
-        info=value["info"], threads=value["threads"], wall_s=wall, **base)
-    if sweep and sweep.stopped_reason:
-        result.info = {**result.info, "sweep_stopped": sweep.stopped_reason}
+        info=info, threads=value["threads"], wall_s=wall, **base)
     return result, value["outputs"]
-
-
-def _point_dict(point) -> dict:
-    return {"batch": point.batch, "latency_p50_ms": point.latency_p50_ms,
-            "samples_per_s": point.samples_per_s, "peak_memory_bytes": point.peak_memory_bytes}
 
 
 def _artifact_size(spec: CandidateSpec) -> int | None:

@@ -21,6 +21,7 @@ class Fidelity:
     samples: int
     accuracy: float | None = None  # with --val-data labels
     reference_accuracy: float | None = None
+    reference: bool = False  # the baseline compared with itself
 
     def to_dict(self) -> dict:
         """A JSON-ready dict."""

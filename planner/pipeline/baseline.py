@@ -4,13 +4,19 @@ as it runs out of the box, plus roofline verdicts and architecture findings."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from planner import units
+from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.plugins import CandidateSpec, ModelRef, Precision
-from planner.results import Status
+from planner.results import Baseline, Status, from_data, to_data
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
 
@@ -28,12 +34,13 @@ def torch_baseline_spec(*, device: str = "cpu") -> CandidateSpec:
 def baseline_spec_for(model: "LoadedModel", hw: "HardwareProfile") -> CandidateSpec:
     """What 'out of the box' means for this model: torch eager, or ORT defaults for ONNX files."""
     if model.has_torch:
-        return torch_baseline_spec(device="cuda" if _cuda_usable(hw) else "cpu")
+        return torch_baseline_spec(device="cuda" if cuda_usable(hw) else "cpu")
     return CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults (ONNX model)",
                          config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)})
 
 
-def _cuda_usable(hw: "HardwareProfile") -> bool:
+def cuda_usable(hw: "HardwareProfile") -> bool:
+    """Whether the machine has a GPU that torch can run on."""
     if not hw.gpus:
         return False
     try:
@@ -45,9 +52,9 @@ def _cuda_usable(hw: "HardwareProfile") -> bool:
 
 
 def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "HardwareProfile | None" = None,
-                     ceilings=None, on_event: EventSink = null_sink, timeout_s: float = 600.0,
-                     keep_outputs: bool = False, val_data=None) -> dict:
-    """Measure and analyse the baseline; returns the `planner profile --json` object."""
+                     ceilings: "Ceilings | None" = None, on_event: EventSink = null_sink, timeout_s: float = 600.0,
+                     val_data: Path | None = None) -> tuple[Baseline, list[np.ndarray] | None]:
+    """Measure and analyse the baseline; returns it and its outputs (the reference for fidelity)."""
     from planner.hardware import detect
     from planner.hardware.ceilings import measure_ceilings
     from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
@@ -67,27 +74,23 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                      fidelity_batches=fidelity_batch_count(quick),
                      val_data=str(val_data) if val_data else None)
     result, outputs = measure(job, timeout_s=timeout_s)
-    if result.status is not Status.OK:
-        from planner.errors import PlannerError
-
+    lat = result.latency_ms
+    if result.status is not Status.OK or lat is None:
         raise PlannerError(f"the baseline could not be measured: {result.reason}",
                            "check that the model runs at this input shape (planner inspect)")
-    lat = result.latency_ms
-    on_event(Event("stage_done", f"baseline p50 {lat['p50_ms']:.2f} ms over {lat['samples']} samples",
+    on_event(Event("stage_done", f"baseline p50 {units.ms(lat.p50_ms)} over {lat.samples} samples",
                    stage="baseline"))
     on_event(Event("stage", "analysing layers, roofline and architecture", stage="analysis",
                    index=3, total=4))
-    analysis = analyse(model, result.latency_ms["p50_ms"] / 1e3, ceilings, quick=quick)
-    data = {
+    analysis = analyse(model, lat.p50_ms / 1e3, ceilings, quick=quick)
+    baseline = from_data({
         "model": {"name": model.name, "source": model.source.text, "kind": str(model.source.kind),
                   "parameters": model.parameters, "size_bytes": model.size_bytes},
         "input_shape": list(model.input_spec.shape),
         "output_shape": list(model.output_shape),
         "device": spec.config.get("device", "cpu"),
         "runtime": spec.label,
-        "latency_ms": result.latency_ms,
         "stopped_by": result.stopped_by,
-        "throughput": result.throughput,
         "knee_batch": result.knee_batch,
         "peak_memory_bytes": result.peak_memory_bytes,
         "memory_basis": result.memory_basis,
@@ -98,15 +101,15 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         "ceilings": ceilings.to_dict(),
         "wall_s": round(time.time() - started, 2),
         "quick": quick,
+        "latency_ms": to_data(lat),
+        "throughput": to_data(result.throughput),
         **analysis,
-    }
-    on_event(Event("stage_done", f"{len(data['findings'])} architecture findings", stage="analysis"))
-    if keep_outputs:
-        data["_reference_outputs"] = outputs
-    return data
+    }, Baseline)
+    on_event(Event("stage_done", f"{len(baseline.findings)} architecture findings", stage="analysis"))
+    return baseline, outputs
 
 
-def analyse(model: "LoadedModel", latency_s: float, ceilings, *, quick: bool) -> dict:
+def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, quick: bool) -> dict[str, Any]:
     """Per-layer FLOPs/bytes/time, roofline verdicts, bottleneck classes and lint findings."""
     if not model.has_torch:
         return {"flops_per_sample": None, "layers": [], "findings": [],

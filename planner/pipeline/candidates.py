@@ -4,102 +4,162 @@ fidelity. One plugin's failure is recorded and the rest go on."""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from planner.events import Event
-from planner.results import CandidateResult, Status
+from planner import units
+from planner.events import CancelToken, Event, EventSink
+from planner.results import Baseline, CandidateResult, Status, Validation, to_data
 
 if TYPE_CHECKING:
-    from planner.pipeline.session import PlanSession
+    import numpy as np
+
+    from planner.hardware.profile import HardwareProfile
+    from planner.measure.fidelity import Fidelity
+    from planner.models.loaded import LoadedModel
+    from planner.plugins import CandidateSpec
 
 
-def run_candidates(session: "PlanSession", names: list[str], *, timeout_s: float,
-                    val_data: Path | None) -> None:
-    from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
-    from planner.measure.fidelity import DEFAULT_GATES, compare
-    from planner.plugins import ModelRef, PlanContext, Precision, discover
+class ResultsSink(Protocol):
+    """Where the candidates step records what it measured (the plan session)."""
 
-    results, on_event, cancel = session.results, session.on_event, session.cancel
-    plugins, issues = discover()
-    for issue in issues:
-        results["warnings"].append(f"plugin {issue.name}: {issue.reason}")
-        on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
-    if session.out_dir is None:
-        session.set_out_dir(None)
-    workdir = session.out_dir / "artifacts"
-    workdir.mkdir(exist_ok=True)
-    ctx = PlanContext(hw=session.hw, model=session.model, workdir=workdir, quick=session.quick,
-                      cancel=cancel, log=lambda msg: on_event(Event("log", msg)))
-    specs = []
-    for name in names:
-        plugin = plugins.get(name)
-        if plugin is None:
-            reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
-            results["skipped_plugins"].append({"plugin": name, "reasons": [reason]})
-            continue
-        reasons = plugin.check(session.hw, session.model)
-        if reasons:
-            results["skipped_plugins"].append({"plugin": name, "reasons": reasons})
-            on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
-            continue
-        on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
-        try:
-            specs.extend(plugin.candidates(ctx))
-        except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
-            reason = f"{type(exc).__name__}: {exc}"
-            results["candidates"].append(CandidateResult(
-                plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
-                status=Status.FAILED, reason=f"building candidates failed: {reason}").to_dict())
-            on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
-        if cancel.cancelled:
+    def add_candidate(self, result: CandidateResult) -> None:
+        """Record one candidate's result."""
+
+    def warn(self, message: str) -> None:
+        """Record a warning."""
+
+    def skip_plugin(self, plugin: str, reasons: list[str]) -> None:
+        """Record a plugin that cannot run here."""
+
+    def set_validation(self, validation: Validation, *, baseline_accuracy: float | None) -> None:
+        """Record the validation data the candidates were measured on."""
+
+
+@dataclass
+class CandidateRun:
+    """One optimize step: the inputs it needs, and the sink its results go to."""
+
+    hw: HardwareProfile
+    model: LoadedModel
+    baseline: Baseline
+    reference: list[np.ndarray]
+    workdir: Path
+    quick: bool
+    val_data: Path | None
+    accuracy_budget: float | None
+    on_event: EventSink
+    cancel: CancelToken
+    sink: ResultsSink
+
+    def run(self, names: list[str], *, timeout_s: float) -> None:
+        """Build the named plugins' candidates, then measure and gate each one."""
+        specs = self._build(names)
+        if specs is None:
             return
-    from planner.measure.valdata import labels_of
+        from planner.measure.valdata import labels_of
 
-    labels = labels_of(val_data)
-    if val_data is not None:
-        results["validation"] = {"folder": str(val_data), "labels": labels is not None,
-                                 "samples": int(sum(len(b) for b in session.reference))}
-        if labels is not None and results["candidates"]:
-            own = compare(session.reference, session.reference, labels=labels)
-            results["candidates"][0]["fidelity"]["accuracy"] = own.accuracy
-            results["validation"]["baseline_accuracy"] = own.accuracy
-    budget = getattr(session.requirements, "accuracy_budget", None)
-    ref = ModelRef.of(session.model)
-    base_p50 = session.baseline["latency_ms"]["p50_ms"]
-    for i, spec in enumerate(specs):
-        if cancel.cancelled:
-            results["warnings"].append(f"cancelled: {len(specs) - i} candidates not measured")
-            return
-        on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
-                       total=len(specs), data={"plugin": spec.plugin}))
-        job = MeasureJob(model=ref, spec=spec, quick=session.quick,
-                         sweep_max_batch=0 if session.quick else 8,
-                         fidelity_batches=fidelity_batch_count(session.quick),
-                         val_data=str(val_data) if val_data else None,
+        labels = labels_of(self.val_data)
+        if self.val_data is not None:
+            self._record_validation(labels)
+        for i, spec in enumerate(specs):
+            if self.cancel.cancelled:
+                self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
+                return
+            self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
+                                total=len(specs), data={"plugin": spec.plugin}))
+            result = self._measure(spec, labels, timeout_s=timeout_s)
+            self.sink.add_candidate(result)
+            self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
+                                total=len(specs), data=to_data(result)))
+
+    def _build(self, names: list[str]) -> list[CandidateSpec] | None:
+        """Every spec the plugins yield; None when cancelled while building."""
+        from planner.plugins import PlanContext, discover
+
+        plugins, issues = discover()
+        for issue in issues:
+            self.sink.warn(f"plugin {issue.name}: {issue.reason}")
+            self.on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        ctx = PlanContext(hw=self.hw, model=self.model, workdir=self.workdir, quick=self.quick,
+                          cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)))
+        specs: list[CandidateSpec] = []
+        for name in names:
+            plugin = plugins.get(name)
+            if plugin is None:
+                reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
+                self.sink.skip_plugin(name, [reason])
+                continue
+            reasons = plugin.check(self.hw, self.model)
+            if reasons:
+                self.sink.skip_plugin(name, reasons)
+                self.on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
+                continue
+            self.on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
+            try:
+                specs.extend(plugin.candidates(ctx))
+            except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
+                reason = f"{type(exc).__name__}: {exc}"
+                self.sink.add_candidate(CandidateResult(
+                    plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
+                    status=Status.FAILED, reason=f"building candidates failed: {reason}"))
+                self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
+            if self.cancel.cancelled:
+                return None
+        return specs
+
+    def _record_validation(self, labels: list[np.ndarray] | None) -> None:
+        from planner.measure.fidelity import compare
+
+        own = compare(self.reference, self.reference, labels=labels) if labels is not None else None
+        accuracy = own.accuracy if own is not None else None
+        self.sink.set_validation(Validation(folder=str(self.val_data), labels=labels is not None,
+                                            samples=int(sum(len(b) for b in self.reference)),
+                                            baseline_accuracy=accuracy),
+                                 baseline_accuracy=accuracy)
+
+    def _measure(self, spec: CandidateSpec, labels: list[np.ndarray] | None, *, timeout_s: float) -> CandidateResult:
+        """Measure one spec in a worker, then compare its outputs with the reference and gate it."""
+        from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
+        from planner.plugins import ModelRef
+
+        job = MeasureJob(model=ModelRef.of(self.model), spec=spec, quick=self.quick,
+                         sweep_max_batch=0 if self.quick else 8,
+                         fidelity_batches=fidelity_batch_count(self.quick),
+                         val_data=str(self.val_data) if self.val_data else None,
                          env=dict(spec.config.get("env", {})))
         result, outputs = measure(job, timeout_s=timeout_s)
-        if result.status is Status.OK and outputs is not None:
-            try:
-                fid = compare(session.reference, outputs, labels=labels)
-                result.fidelity = fid.to_dict()
-                gate = DEFAULT_GATES[Precision(result.precision)]
-                if budget is not None:
-                    gate = dataclasses.replace(gate, max_accuracy_drop=budget)
-                why = gate.check(fid)
-                if why:
-                    result.status, result.reason = Status.REJECTED, f"fidelity gate: {why}"
-            except ValueError as exc:
-                result.status, result.reason = Status.REJECTED, f"outputs differ in shape: {exc}"
-            result.speedup = base_p50 / result.p50 if result.p50 else None
-        results["candidates"].append(result.to_dict())
-        session.save()
-        on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
-                       total=len(specs), data=result.to_dict()))
+        if result.status is not Status.OK or outputs is None:
+            return result
+        status, reason, fidelity = self._gate(result.precision, outputs, labels)
+        base_p50 = self.baseline.latency_ms.p50_ms
+        return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
+                                   speedup=base_p50 / result.p50 if result.p50 else None)
+
+    def _gate(self, precision: str, outputs: list[np.ndarray],
+              labels: list[np.ndarray] | None) -> tuple[Status, str, Fidelity | None]:
+        """(status, reason, fidelity): rejected when outputs stray past the precision's gate."""
+        from planner.measure.fidelity import DEFAULT_GATES, compare
+        from planner.plugins import Precision
+
+        try:
+            fid = compare(self.reference, outputs, labels=labels)
+        except ValueError as exc:
+            return Status.REJECTED, f"outputs differ in shape: {exc}", None
+        gate = DEFAULT_GATES[Precision(precision)]
+        if self.accuracy_budget is not None:
+            gate = dataclasses.replace(gate, max_accuracy_drop=self.accuracy_budget)
+        why = gate.check(fid)
+        if why:
+            return Status.REJECTED, f"fidelity gate: {why}", fid
+        return Status.OK, "", fid
 
 
 def candidate_line(r: CandidateResult) -> str:
+    """One line of progress for a finished candidate."""
     if r.status in (Status.OK, Status.REJECTED) and r.p50:
         tail = f" — {r.reason}" if r.status is Status.REJECTED else ""
-        return f"  {r.status}: {r.label}: p50 {r.p50:.2f} ms ({r.speedup:.2f}x){tail}"
+        return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){tail}"
     return f"  {r.status}: {r.label}: {r.reason}"

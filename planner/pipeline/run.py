@@ -44,11 +44,11 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         session.decide()
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
     except KeyboardInterrupt:
-        session.results["warnings"].append("interrupted by Ctrl-C: the results hold what was measured")
+        session.warn("interrupted by Ctrl-C: the results hold what was measured")
         session.finish(status="interrupted", write_report=options.write_report)
         raise
     except Exception as exc:  # noqa: BLE001 - keep what was measured, then surface the error
-        session.results["warnings"].append(f"plan stopped: {type(exc).__name__}: {exc}")
+        session.warn(f"plan stopped: {type(exc).__name__}: {exc}")
         session.finish(status="failed", write_report=options.write_report)
         raise
     return session.finish(write_report=options.write_report)

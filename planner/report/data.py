@@ -117,14 +117,30 @@ class ReportData:
         return [c for c in as_list(self.results.get("candidates")) if isinstance(c, dict)]
 
     @property
+    def ranking(self) -> list[int]:
+        """Indices into `candidates` of the ranked candidates, best first (valid ones only)."""
+        count = len(as_list(self.results.get("candidates")))
+        order = as_list(dig(self.results, "ranking", "order"))
+        return [i for i in order if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count]
+
+    @property
+    def ranked_by(self) -> str:
+        """What the ranking orders by ('p50 latency', 'best throughput'), or ''."""
+        return text(dig(self.results, "ranking", "by"))
+
+    def rank(self, cand: Mapping) -> int | None:
+        """A candidate's 1-based rank, or None when it was not ranked."""
+        raw = as_list(self.results.get("candidates"))
+        index = next((i for i, c in enumerate(raw) if c is cand), None)
+        order = self.ranking
+        return order.index(index) + 1 if index in order else None
+
+    @property
     def best(self) -> dict | None:
         """The best-ranked candidate, or None when nothing was ranked."""
-        index = self.results.get("best")
-        cands = self.candidates
-        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(cands):
-            return cands[index]
-        ranked = [c for c in cands if isinstance(c.get("rank"), int)]
-        return min(ranked, key=lambda c: c["rank"]) if ranked else None
+        order = self.ranking
+        best = as_list(self.results.get("candidates"))[order[0]] if order else None
+        return best if isinstance(best, dict) else None
 
     @property
     def reference(self) -> dict:

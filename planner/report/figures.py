@@ -4,7 +4,7 @@ Markdown describes (planner.report.figdata)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import matplotlib
 
@@ -16,6 +16,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from planner.io import write_atomic  # noqa: E402
 from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
+from planner.results import PlanResults, current_schema  # noqa: E402
 
 _STATUS_COLOURS = {"ok": "#2a9d8f", "rejected": "#e9c46a", "failed": "#e76f51", "skipped": "#8d99ae"}
 _BOUND_COLOURS = {"compute": "#264653", "memory": "#e76f51", "overhead": "#e9c46a"}
@@ -130,14 +131,14 @@ def _save(fig: Figure, path: Path) -> None:
     write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=_DPI))
 
 
-def draw_figures(results: dict, fig_dir: Path, *, relative_to: Path) -> tuple[dict[str, str], dict[str, str]]:
+def draw_figures(results: PlanResults | Mapping[str, Any], fig_dir: Path, *, relative_to: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Draw every figure whose data exists into fig_dir.
 
     Returns (name → path relative to `relative_to`, for the Markdown links) and (name → why a
     figure with data was not drawn). A figure left over from an earlier render is removed when
     this one is skipped, so the folder never holds a stale picture.
     """
-    data = ReportData(results if isinstance(results, dict) else {})
+    data = ReportData(current_schema(results))
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn: dict[str, str] = {}
     notes: dict[str, str] = {}

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from planner.io import write_text_atomic
+from planner.results import PlanResults
 
 REPORT_NAME = "report.md"
 FIGURES_DIR = "figures"
 
 
-def render_report_files(results: dict, out_dir: Path) -> Path:
+def render_report_files(results: PlanResults | Mapping[str, Any], out_dir: Path) -> Path:
     """Write out_dir/report.md and out_dir/figures/*.png from results; returns the report's path."""
     from planner.report.figures import draw_figures
     from planner.report.markdown import render_markdown

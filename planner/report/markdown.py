@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Any, Mapping
 
 from planner.report.data import ReportData, dig, text
+from planner.results import PlanResults, current_schema
 from planner.report.sections import SECTIONS
 
 
-def render_markdown(results: dict, *, figures: Mapping[str, str] | None = None,
+def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,
                     figure_notes: Mapping[str, str] | None = None) -> str:
     """The report as Markdown text; pure (no file IO).
 
@@ -17,7 +18,7 @@ def render_markdown(results: dict, *, figures: Mapping[str, str] | None = None,
     the report; None means figures were not rendered. `figure_notes` says why a figure whose
     data exists was not drawn.
     """
-    data = ReportData(results if isinstance(results, dict) else {},
+    data = ReportData(current_schema(results),
                       dict(figures) if figures is not None else None, dict(figure_notes or {}))
     model = data.model
     name = text(model.get("name")) or text(model.get("source")) or "model"

@@ -1,5 +1,13 @@
-"""Typed results on the bus: statuses, candidate results, ranking; the one reader of results.json."""
+"""Typed results on the bus (baseline, candidate results, plan results), their one serialiser,
+ranking, and the one reader of results.json."""
 
-from planner.results.values import SCHEMA_VERSION, CandidateResult, Status
+from planner.results.codec import SchemaError, from_data, to_data
+from planner.results.ranking import rank_candidates
+from planner.results.read import (RESULTS_NAME, current_schema, read_results, read_results_data, results_from_data,
+                                  write_results)
+from planner.results.values import (SCHEMA_VERSION, Baseline, CandidateResult, ModelSummary, PlanResults,
+                                    Prediction, Ranking, RunStatus, SkippedPlugin, Status, Validation)
 
-__all__ = ["SCHEMA_VERSION", "CandidateResult", "Status"]
+__all__ = ["RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "ModelSummary", "PlanResults",
+           "Prediction", "Ranking", "RunStatus", "SchemaError", "SkippedPlugin", "Status", "Validation",
+           "current_schema", "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data", "write_results"]

@@ -1,30 +1,27 @@
-"""Rank measured candidates and print the ranked table the CLI shows."""
+"""Rank measured candidates: fidelity-passing ones by p50 latency, or by best throughput when only
+a throughput is required. Returns a new ranking; the candidates are not touched."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-def rank_candidates(results: dict) -> list[dict]:
-    """Order fidelity-passing candidates by latency (or throughput when only that is required).
+from planner.results.values import CandidateResult, Ranking, Status
 
-    Sets `rank` on each passing candidate, `results["ranking"]` (labels in order) and
-    `results["best"]` (the top candidate's index), and returns the ranked list.
-    """
-    reqs = results.get("requirements", {})
-    by_throughput = reqs.get("min_throughput") and not reqs.get("latency_ms")
-    ok = [c for c in results["candidates"] if c["status"] == "ok" and c.get("latency_ms")]
+BY_LATENCY = "p50 latency"
+BY_THROUGHPUT = "best throughput"
 
-    def key(c: dict) -> float:
+
+def rank_candidates(candidates: Sequence[CandidateResult], requirements: Mapping[str, Any] | None = None) -> Ranking:
+    """The ranking of `candidates` (indices, best first) under these requirements."""
+    reqs = requirements or {}
+    by_throughput = bool(reqs.get("min_throughput")) and not reqs.get("latency_ms")
+    ok = [i for i, c in enumerate(candidates) if c.status is Status.OK and c.latency_ms is not None]
+
+    def key(i: int) -> float:
+        c = candidates[i]
         if by_throughput:
-            best = max((p["samples_per_s"] for p in c.get("throughput") or []), default=0.0)
-            return -best
-        return c["latency_ms"]["p50_ms"]
+            return -(c.best_throughput or 0.0)
+        return c.latency_ms.p50_ms if c.latency_ms else float("inf")
 
-    ranked = sorted(ok, key=key)
-    for c in results["candidates"]:
-        c.pop("rank", None)
-    for i, c in enumerate(ranked, 1):
-        c["rank"] = i
-    results["ranking"] = [c["label"] for c in ranked]
-    results["ranked_by"] = "best throughput" if by_throughput else "p50 latency"
-    results["best"] = results["candidates"].index(ranked[0]) if ranked else None
-    return ranked
+    return Ranking(order=tuple(sorted(ok, key=key)), by=BY_THROUGHPUT if by_throughput else BY_LATENCY)

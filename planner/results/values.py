@@ -1,11 +1,24 @@
-"""Result values shared by the CLI, the report and the TUI: statuses and candidate results."""
+"""Typed results on the bus: the baseline, each candidate's result and the plan's results.
+
+Frozen dataclasses, serialised by one mechanism (`planner.results.codec`). Parts that other
+stages already describe as JSON objects (the hardware profile, the checklist, the plan, the
+per-layer analysis) travel as plain JSON objects inside these values.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-SCHEMA_VERSION = 1
+from planner.measure.fidelity import Fidelity
+from planner.measure.stats import LatencyStats
+from planner.measure.sweep import ThroughputPoint
+
+SCHEMA_VERSION = 2
+"""results.json's format; 2 moved ranks off the candidates into `ranking`. 1 is still read."""
+
+JSON = dict[str, Any]
 
 
 class Status(StrEnum):
@@ -18,52 +31,204 @@ class Status(StrEnum):
     PARTIAL = "partial"
 
 
-@dataclass
+class RunStatus(StrEnum):
+    """The outcome of a whole plan."""
+
+    RUNNING = "running"
+    OK = "ok"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What was expected of a candidate before it was measured, and the basis for it."""
+
+    speedup: float | None = None
+    basis: str = ""
+
+
+@dataclass(frozen=True)
 class CandidateResult:
     """One measured (or failed) candidate, as results.json and the report carry it."""
 
     plugin: str
     label: str
-    config: dict
+    config: JSON
     precision: str
     status: Status
     reason: str = ""
-    latency_ms: dict = field(default_factory=dict)  # LatencyStats.to_dict()
-    throughput: list = field(default_factory=list)  # [{batch, latency_p50_ms, samples_per_s}]
+    latency_ms: LatencyStats | None = None
+    throughput: tuple[ThroughputPoint, ...] = ()
     knee_batch: int | None = None
     peak_memory_bytes: int | None = None
     memory_basis: str = ""
     size_bytes: int | None = None
-    fidelity: dict = field(default_factory=dict)
+    fidelity: Fidelity | None = None
     speedup: float | None = None
+    prediction: Prediction | None = None
     reproduce: str = ""
-    info: dict = field(default_factory=dict)
-    threads: dict = field(default_factory=dict)
+    info: JSON = field(default_factory=dict)
+    threads: JSON = field(default_factory=dict)
     stopped_by: str = ""
     wall_s: float | None = None
-    spec: dict = field(default_factory=dict)
+    spec: JSON = field(default_factory=dict)
 
     @property
     def p50(self) -> float | None:
         """Median latency in ms, if measured."""
-        return self.latency_ms.get("p50_ms")
+        return self.latency_ms.p50_ms if self.latency_ms is not None else None
 
     @property
     def best_throughput(self) -> float | None:
         """The highest samples/s over the batch sweep, if measured."""
-        values = [p["samples_per_s"] for p in self.throughput if p.get("samples_per_s")]
+        values = [p.samples_per_s for p in self.throughput if p.samples_per_s]
         return max(values) if values else None
 
-    def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        data = asdict(self)
-        data["status"] = str(self.status)
-        return data
+    @property
+    def is_reference(self) -> bool:
+        """Whether this is the baseline itself (the outputs every candidate is compared with)."""
+        return self.fidelity is not None and self.fidelity.reference
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "CandidateResult":
-        """Inverse of `to_dict`."""
-        data = dict(data)
-        data["status"] = Status(data["status"])
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+    @property
+    def measured(self) -> bool:
+        """Whether it ran and was timed (ok, or rejected by the fidelity gate)."""
+        return self.status in (Status.OK, Status.REJECTED) and self.latency_ms is not None
+
+
+@dataclass(frozen=True)
+class ModelSummary:
+    """The model as the baseline measured it."""
+
+    name: str
+    source: str
+    kind: str
+    parameters: int | None
+    size_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The model as it runs out of the box: measured timing and memory, and the layer analysis."""
+
+    model: ModelSummary
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    device: str
+    runtime: str
+    latency_ms: LatencyStats
+    stopped_by: str
+    throughput: tuple[ThroughputPoint, ...]
+    knee_batch: int | None
+    peak_memory_bytes: int | None
+    memory_basis: str
+    threads: JSON
+    info: JSON
+    spec: JSON
+    reproduce: str
+    ceilings: JSON
+    wall_s: float
+    quick: bool
+    flops_per_sample: int | None = None
+    flops_basis: str = ""
+    layers: tuple[JSON, ...] = ()
+    layer_time_method: str = ""
+    peak_activation_bytes: int | None = None
+    findings: tuple[JSON, ...] = ()
+    bottleneck: JSON = field(default_factory=dict)
+    layer_verdicts: JSON = field(default_factory=dict)
+    bottleneck_classes: JSON = field(default_factory=dict)
+    analysis_notes: tuple[str, ...] = ()
+
+    def as_candidate(self) -> CandidateResult:
+        """The baseline as the first row of the candidate table: the reference, speedup 1."""
+        return CandidateResult(
+            plugin=str(self.spec.get("plugin", "")), label=self.runtime, config=dict(self.spec.get("config", {})),
+            precision=str(self.spec.get("precision", "fp32")), status=Status.OK, latency_ms=self.latency_ms,
+            throughput=self.throughput, knee_batch=self.knee_batch, peak_memory_bytes=self.peak_memory_bytes,
+            memory_basis=self.memory_basis, size_bytes=self.model.size_bytes,
+            fidelity=Fidelity(cosine=1.0, max_abs_error=0.0, mean_abs_error=0.0, top1_agreement=1.0,
+                              samples=0, reference=True),
+            speedup=1.0, reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
+            stopped_by=self.stopped_by)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Candidates that passed the fidelity gate, best first, as indices into `candidates`."""
+
+    order: tuple[int, ...] = ()
+    by: str = "p50 latency"
+
+    @property
+    def best(self) -> int | None:
+        """The index of the best candidate, or None when nothing was ranked."""
+        return self.order[0] if self.order else None
+
+    def rank_of(self, index: int) -> int | None:
+        """A candidate's 1-based rank, or None when it was not ranked."""
+        return self.order.index(index) + 1 if index in self.order else None
+
+
+@dataclass(frozen=True)
+class SkippedPlugin:
+    """A plugin that could not run here, with every reason."""
+
+    plugin: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The --val-data folder the candidates were measured on."""
+
+    folder: str
+    labels: bool
+    samples: int
+    baseline_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class PlanResults:
+    """Everything a plan measured and decided: the object behind results.json."""
+
+    schema_version: int = SCHEMA_VERSION
+    status: RunStatus = RunStatus.RUNNING
+    planner_version: str = ""
+    environment: JSON = field(default_factory=dict)
+    model: JSON = field(default_factory=dict)
+    hardware: JSON = field(default_factory=dict)
+    target: str | None = None
+    requirements: JSON = field(default_factory=dict)
+    ceilings: JSON = field(default_factory=dict)
+    quick: bool = False
+    baseline: Baseline | None = None
+    checklist: tuple[JSON, ...] = ()
+    decision_path: JSON = field(default_factory=dict)
+    plan: JSON = field(default_factory=dict)
+    candidates: tuple[CandidateResult, ...] = ()
+    ranking: Ranking | None = None
+    requirement_checks: tuple[JSON, ...] = ()
+    requirement_checks_subject: str = ""
+    requirement_checks_baseline: tuple[JSON, ...] = ()
+    validation: Validation | None = None
+    warnings: tuple[str, ...] = ()
+    skipped_plugins: tuple[SkippedPlugin, ...] = ()
+    finished: str = ""
+
+    @property
+    def best(self) -> CandidateResult | None:
+        """The best-ranked candidate, or None when nothing was ranked."""
+        index = self.ranking.best if self.ranking else None
+        return self.candidates[index] if index is not None else None
+
+    def rank_of(self, index: int) -> int | None:
+        """The 1-based rank of the candidate at `index`, or None."""
+        return self.ranking.rank_of(index) if self.ranking else None
+
+    def ranked(self) -> list[tuple[int | None, CandidateResult]]:
+        """Every candidate with its rank: ranked ones in order, then the rest as they were measured."""
+        order = self.ranking.order if self.ranking else ()
+        rest = [i for i in range(len(self.candidates)) if i not in order]
+        return [(n, self.candidates[i]) for n, i in enumerate(order, 1)] + [(None, self.candidates[i]) for i in rest]

@@ -149,7 +149,7 @@ def test_cancel_stops_optimize_after_the_current_candidate(tmp_path):
         pane = app.query_one("#optimize")
         log = "\n".join(line.text for line in pane.query_one(RichLog).lines)
         assert "cancel requested" in log and "cancelled: 1 candidates measured" in log
-        assert len(session.results["candidates"]) == 2  # the baseline and the candidate in progress
+        assert len(session.results.candidates) == 2  # the baseline and the candidate in progress
         assert "cancelled" in str(pane.query_one("#status", Label).render())
 
     run_app(app, body)
@@ -218,16 +218,16 @@ def test_results_sort_by_header_click_and_key(tmp_path, monkeypatch):
     async def body(pilot):
         await drive(pilot, "results")
         table = app.query_one("#candidates", DataTable)
-        candidates = session.results["candidates"]
+        candidates = session.results.candidates
         first = int(table.coordinate_to_cell_key((0, 0)).row_key.value)
-        assert first == min(range(len(candidates)), key=lambda i: candidates[i]["latency_ms"]["p50_ms"])
+        assert first == min(range(len(candidates)), key=lambda i: candidates[i].latency_ms.p50_ms)
         # Click the best/s header: the highest throughput comes first.
         x = sum(col.get_render_width(table) for col in table.ordered_columns[:3]) + 2
         await pilot.click("#candidates", offset=(x, 0))
         await pilot.pause(0.1)
         assert "sorted by throughput ↓" in str(app.query_one("#sorted", Label).render())
         top = int(table.coordinate_to_cell_key((0, 0)).row_key.value)
-        rates = [max(p["samples_per_s"] for p in c["throughput"]) for c in candidates]
+        rates = [c.best_throughput for c in candidates]
         assert rates[top] == max(rates)
         await pilot.press("o")
         assert "sorted by memory" in str(app.query_one("#sorted", Label).render())

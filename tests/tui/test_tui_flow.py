@@ -86,7 +86,7 @@ def test_whole_flow_on_demo_tiny(tmp_path):
 
         await pilot.press("8")
         table = app.query_one("#candidates", DataTable)
-        count = len(session.results["candidates"])
+        count = len(session.results.candidates)
         assert count > 1 and table.row_count == count
         assert "sorted by p50" in str(app.query_one("#sorted", Label).render())
         await pilot.press("o")

@@ -15,9 +15,8 @@ from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
-from planner.io import write_json_atomic
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
-from planner.results.ranking import rank_candidates
+from planner.results import RunStatus, rank_candidates, results_from_data, write_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -50,6 +49,7 @@ class RecordedSession(PlanSession):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.fixture = load_fixture()
+        self.recorded = results_from_data(self.fixture)
         self.gate: threading.Event | None = None
         self.fail_profile: BaseException | None = None
 
@@ -60,13 +60,13 @@ class RecordedSession(PlanSession):
     def detect(self):
         if self.hw is None:
             self.hw = HardwareProfile.from_dict(self.fixture["hardware"])
-            self.results["hardware"] = self.hw.to_dict()
+            self.update(hardware=self.hw.to_dict())
         return self.hw
 
     def measure_ceilings(self, *, quick: bool = False):
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = Ceilings.from_dict(self.fixture["ceilings"])
-        self.results["ceilings"] = self.ceilings.to_dict()
+        self.update(ceilings=self.ceilings.to_dict())
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False):
@@ -76,17 +76,16 @@ class RecordedSession(PlanSession):
         self.model = RecordedModel(self.fixture["model"])
         self.baseline = self.reference = self.plan = self.path = None
         self.answers = []
-        self.results["model"] = self.model.describe()
-        self.results["candidates"] = []
+        self.update(model=self.model.describe(), candidates=(), ranking=None)
         return self.model
 
     def set_target(self, target: str = "auto") -> str:
         self.target = self.fixture["target"] if target == "auto" else target
-        self.results["target"] = self.target
+        self.update(target=self.target)
         return self.target
 
-    def profile(self, *, quick: bool = False, timeout_s: float = 600.0) -> dict:
-        self._need("model")
+    def profile(self, *, quick: bool = False, timeout_s: float = 600.0):
+        self._need(self.model, "model")
         self.quick = quick
         if self.ceilings is None:
             self.measure_ceilings(quick=quick)
@@ -95,11 +94,10 @@ class RecordedSession(PlanSession):
         self._wait_gate()
         if self.fail_profile is not None:
             raise self.fail_profile
-        baseline = copy.deepcopy(self.fixture["baseline"])
+        baseline = self.recorded.baseline
         self.on_event(Event("stage_done", "baseline measured", stage="baseline"))
-        self.baseline = baseline
-        self.results["baseline"] = baseline
-        self.results["candidates"] = [copy.deepcopy(self.fixture["candidates"][0])]
+        self.baseline, self.reference = baseline, []
+        self.update(baseline=baseline, candidates=self.recorded.candidates[:1], ranking=None)
         return baseline
 
     def plugin_status(self) -> list[dict]:
@@ -109,30 +107,30 @@ class RecordedSession(PlanSession):
             row["planned"] = row["plugin"] in planned
         return rows
 
-    def optimize(self, *, plugins=None, timeout_s: float = 300.0, val_data=None) -> list[dict]:
-        self._need("plan")
+    def optimize(self, *, plugins=None, timeout_s: float = 300.0, val_data=None):
+        self._need(self.plan, "plan")
         if self.out_dir is None:
             self.set_out_dir(None)
-        recorded = [copy.deepcopy(c) for c in self.fixture["candidates"][1:]]
+        recorded = self.recorded.candidates[1:]
         for i, cand in enumerate(recorded):
             if self.cancel.cancelled:
-                self.results["warnings"].append(f"cancelled: {len(recorded) - i} candidates not measured")
+                self.warn(f"cancelled: {len(recorded) - i} candidates not measured")
                 break
-            self.on_event(Event("candidate", f"measuring {cand['label']}", stage="measure", index=i,
+            self.on_event(Event("candidate", f"measuring {cand.label}", stage="measure", index=i,
                                 total=len(recorded)))
             self._wait_gate()
-            self.results["candidates"].append(cand)
-            self.on_event(Event("candidate_done", f"  ok: {cand['label']}", stage="measure", index=i + 1,
+            self.add_candidate(cand)
+            self.on_event(Event("candidate_done", f"  ok: {cand.label}", stage="measure", index=i + 1,
                                 total=len(recorded)))
-        rank_candidates(self.results)
-        return self.results["candidates"]
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        return self.results.candidates
 
     def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
         if self.out_dir is None:
             self.set_out_dir(None)
-        rank_candidates(self.results)
-        self.results["status"] = status or "ok"
-        write_json_atomic(self.out_dir / "results.json", self.results)
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements),
+                    status=RunStatus(status or "ok"))
+        write_results(self.out_dir / "results.json", self.results)
         report = self.out_dir / "report.md"
         shutil.copyfile(FIXTURES / "report.md", report)
         return PlanOutcome(self.results, self.out_dir, report)

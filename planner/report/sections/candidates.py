@@ -25,8 +25,8 @@ def label(cand: dict) -> str:
 def ordered(data: ReportData) -> list[dict]:
     """Ranked candidates by rank, then the rest in the order they were measured."""
     cands = data.candidates
-    ranked = sorted((c for c in cands if isinstance(c.get("rank"), int)), key=lambda c: c["rank"])
-    return ranked + [c for c in cands if not isinstance(c.get("rank"), int)]
+    ranked = sorted((c for c in cands if data.rank(c) is not None), key=lambda c: data.rank(c) or 0)
+    return ranked + [c for c in cands if data.rank(c) is None]
 
 
 def p95_cell(cand: dict) -> str:
@@ -58,7 +58,7 @@ def _row(data: ReportData, cand: dict) -> list[str]:
     if size is None and data.is_reference(cand):
         size = data.model.get("size_bytes")
     status = text(cand.get("status")) or "unknown"
-    return [fmt.number(cand["rank"]) if isinstance(cand.get("rank"), int) else "—",
+    return [fmt.number(data.rank(cand)) if data.rank(cand) is not None else "—",
             f"**{label(cand)}**" if cand is data.best else label(cand),
             text(cand.get("precision")) or "—",
             fmt.ms(p50(cand)), p95_cell(cand),
@@ -92,7 +92,7 @@ def render(data: ReportData) -> list[str]:
         lines += [f"No candidates: {data.missing('measuring candidates')}.", ""]
         lines += figdata.figure_block(data, figdata.CANDIDATES) + [""]
     else:
-        ranked_by = text(data.results.get("ranked_by"))
+        ranked_by = data.ranked_by
         lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
                   + "only candidates that passed the fidelity gate are ranked. Speedup is the "
                   "baseline's p50 over the candidate's.", ""]

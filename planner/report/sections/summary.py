@@ -57,7 +57,7 @@ def _best_sentence(data: ReportData) -> str:
                 "configuration measured here.")
     fid = as_dict(best.get("fidelity"))
     label = text(best.get("label")) or text(best.get("plugin")) or "a candidate"
-    ranked_by = text(data.results.get("ranked_by"))
+    ranked_by = data.ranked_by
     sentence = (f"The best deployment found{f' (ranked by {ranked_by})' if ranked_by else ''} is "
                 f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
                 f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")

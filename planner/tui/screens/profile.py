@@ -18,6 +18,7 @@ from textual.widgets import (
     TabPane,
 )
 
+from planner.results import to_data
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -97,8 +98,8 @@ def layer_cells(layer: dict, verdicts: dict, scale: float) -> tuple[Text, ...]:
     flops = fmt.num(layer.get("flops"))
     return cells(fmt.truncate(str(layer.get("name")), NAME_WIDTH), fmt.ms(layer.get("time_ms"), unit=False),
                  fmt.pct(layer.get("time_share")), str(verdict), fmt.truncate(str(layer.get("type")), 14),
-                 fmt.MISSING if flops is None else f"{flops / scale:.3g}",
-                 fmt.MISSING if intensity is None else f"{intensity:.1f}", right=(1, 2, 5, 6))
+                 fmt.MISSING if flops is None else fmt.sig(flops / scale),
+                 fmt.ratio(intensity), right=(1, 2, 5, 6))
 
 
 def layer_detail(layer: dict, verdicts: dict) -> str:
@@ -202,8 +203,8 @@ class ProfilePane(StepPane):
 
     def job_done(self, job: str, result: Any) -> None:
         """The baseline is in: show it and switch to its latency tab."""
-        lat = result.get("latency_ms") or {}
-        message = f"baseline p50 {fmt.ms(lat.get('p50_ms'))} over {lat.get('samples')} samples"
+        lat = result.latency_ms
+        message = f"baseline p50 {fmt.ms(lat.p50_ms)} over {lat.samples} samples"
         self.query_one(RunProgress).end(message)
         self.query_one("#status", Label).update("done")
         self.query_one("#log", RichLog).write(Text(f"✓ {message}", style="bold"))
@@ -218,10 +219,12 @@ class ProfilePane(StepPane):
 
     def sync(self) -> None:
         """Rebuild the tables and chart when the session holds a new baseline."""
-        baseline = self.session.baseline
-        if baseline is self._shown:
+        typed = self.session.baseline
+        if typed is self._shown:
             return
-        self._shown = baseline
+        self._shown = typed
+        # The panes read the baseline in its results.json form, as the report does.
+        baseline = to_data(typed) if typed is not None else None
         table = self.query_one("#layers", DataTable)
         table.clear(columns=True)
         findings = self.query_one("#findings", VerticalScroll)

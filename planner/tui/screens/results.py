@@ -13,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
+from planner.results import to_data
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -100,10 +101,10 @@ def candidate_detail(c: dict, index: int) -> Text:
         parts = []
         if fid.get("reference"):
             parts.append("the reference")
-        for name in ("cosine", "max_abs_error", "top1_agreement", "accuracy"):
-            value = fmt.num(fid.get(name))
-            if value is not None:
-                parts.append(f"{name} {value:.6g}")
+        for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
+                                   ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
+            if fmt.num(fid.get(name)) is not None:
+                parts.append(f"{name} {format_value(fid[name])}")
         text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
     if c.get("config"):
         text.append(f"\nconfig: {json.dumps(c['config'], sort_keys=True, default=str)}")
@@ -149,12 +150,13 @@ class ResultsPane(StepPane):
 
     def sync(self) -> None:
         """Rebuild when the candidate list changed (a new run, or a new measurement)."""
-        candidates = self.session.results.get("candidates") or []
-        stamp = (id(candidates), len(candidates), self.session.results.get("ranking") is not None)
+        results = self.session.results
+        stamp = (results.candidates, results.ranking)
         if stamp == self._shown:
             return
         self._shown = stamp
-        self._candidates = list(candidates)
+        # Each row is the candidate's results.json form with its rank, as the report reads it.
+        self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
         self._fill_table(keep_cursor=False)
         self._fill_plots()
         if not self._candidates:

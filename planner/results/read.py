@@ -1,0 +1,70 @@
+"""The one reader of results.json (report, TUI and advice all read through it), and its writer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+from planner.io import write_json_atomic
+from planner.results.codec import SchemaError, from_data, to_data, upgrade
+from planner.results.values import PlanResults
+
+RESULTS_NAME = "results.json"
+
+
+def current_schema(data: Any) -> dict[str, Any]:
+    """A parsed results.json object in the current schema, as leniently as possible.
+
+    For readers that must show whatever a partial or hand-edited file holds (the report): an
+    object of an unknown schema or with mistyped parts comes back as it is, never an error.
+    """
+    if isinstance(data, PlanResults):
+        return to_data(data)
+    if not isinstance(data, dict):
+        return {}
+    try:
+        return upgrade(data)
+    except SchemaError:
+        return data
+
+
+def read_results_data(path: Path) -> dict[str, Any]:
+    """Read results.json as JSON in the current schema without checking its types (see current_schema)."""
+    return current_schema(_parse(Path(path)))
+
+
+def results_from_data(data: Any) -> PlanResults:
+    """Typed results from a parsed results.json object (any schema this planner knows)."""
+    if not isinstance(data, dict):
+        raise SchemaError("the top level is not a JSON object")
+    return from_data(upgrade(data), PlanResults)
+
+
+def read_results(path: Path) -> PlanResults:
+    """Read and check a results.json file; PlannerError says what is wrong and what to do."""
+    path = Path(path)
+    data = _parse(path)
+    try:
+        return results_from_data(data)
+    except SchemaError as exc:
+        raise PlannerError(f"{path} is not a planner results file: {exc}",
+                           "pass the results.json written by `planner plan`") from exc
+
+
+def _parse(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise PlannerError(f"no such file: {path}", "pass the results.json a plan wrote") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlannerError(f"cannot read {path}: {exc}", "check the file's permissions") from exc
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"{path} is not valid JSON ({exc})",
+                           "re-run `planner plan`, or restore the file from its backup") from exc
+
+
+def write_results(path: Path, results: PlanResults) -> None:
+    """Write results.json atomically."""
+    write_json_atomic(Path(path), to_data(results))
