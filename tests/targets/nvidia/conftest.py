@@ -1,19 +1,14 @@
-"""Fixtures for the NVIDIA plugin tests: the tiny demo model and fake hardware profiles."""
+"""Fixtures for the NVIDIA plugin tests: the tiny demo model and real hardware profiles from the fixture trees."""
 
 from __future__ import annotations
 
-import types
 from typing import Callable
 
 import pytest
+from hardware_profiles import gpu_server, nvml_gpu, two_core_x86
 
+from planner.hardware import HardwareProfile
 from planner.models import load_model
-
-
-def _cpu(features: tuple[str, ...] = ("avx2",), usable: int = 2) -> types.SimpleNamespace:
-    cpu = types.SimpleNamespace(usable_cores=usable, features=features, is_x86=True)
-    cpu.has = lambda name: name.lower() in cpu.features
-    return cpu
 
 
 @pytest.fixture(scope="session")
@@ -23,19 +18,17 @@ def nv_tiny():
 
 
 @pytest.fixture
-def hw_without_gpu() -> types.SimpleNamespace:
-    """A CPU server with no NVIDIA GPU, like the machine these tests were written on."""
-    return types.SimpleNamespace(cpu=_cpu(), gpus=(), device_class="cpu_server")
+def hw_without_gpu() -> HardwareProfile:
+    """A CPU server with no NVIDIA driver or GPU: the 2-core x86 container fixture tree."""
+    return two_core_x86()
 
 
 @pytest.fixture
-def hw_with_gpu() -> Callable[..., types.SimpleNamespace]:
-    """A factory for a profile with one NVIDIA GPU of a given compute capability."""
+def hw_with_gpu() -> Callable[..., HardwareProfile]:
+    """A factory for an x86 server whose one NVIDIA GPU (presented by the fake NVML) has this compute capability."""
 
     def make(cc: tuple[int, int] | None = (8, 0), name: str = "NVIDIA A100-SXM4-40GB",
-             memory: int = 40 << 30) -> types.SimpleNamespace:
-        gpu = types.SimpleNamespace(name=name, memory_total_bytes=memory, compute_capability=cc,
-                                    tensor_core_generation=None)
-        return types.SimpleNamespace(cpu=_cpu(), gpus=(gpu,), device_class="datacenter_gpu")
+             memory: int = 40 << 30) -> HardwareProfile:
+        return gpu_server(nvml_gpu(name=name, memory=memory, cc=cc), tree="epyc_container_cgroup_v2")
 
     return make
