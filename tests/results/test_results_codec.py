@@ -1,0 +1,82 @@
+"""results.json: one codec round-trips the typed results, schema-1 files still read, ranking is pure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from planner.errors import PlannerError
+from planner.measure.stats import compute_stats
+from planner.measure.sweep import ThroughputPoint
+from planner.results import (SCHEMA_VERSION, CandidateResult, PlanResults, Ranking, RunStatus, Status,
+                             current_schema, rank_candidates, read_results, results_from_data, to_data,
+                             write_results)
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
+
+
+def _candidate(label: str, p50: float, *, status: Status = Status.OK, rate: float = 10.0) -> CandidateResult:
+    stats = compute_stats([p50 * 0.99, p50, p50 * 1.01] * 5)
+    return CandidateResult(plugin="cpu.test", label=label, config={}, precision="fp32", status=status,
+                           latency_ms=stats, throughput=(ThroughputPoint(1, p50, rate, None),))
+
+
+def test_schema_1_example_reads_with_its_ranking() -> None:
+    raw = json.loads(EXAMPLE.read_text())
+    assert raw["schema_version"] == 1
+    results = read_results(EXAMPLE)
+    assert results.schema_version == SCHEMA_VERSION and results.status is RunStatus.OK
+    ranked_labels = [results.candidates[i].label for i in results.ranking.order]
+    assert ranked_labels == raw["ranking"]
+    assert results.best is not None and results.best.label == raw["candidates"][raw["best"]]["label"]
+    assert results.candidates[0].is_reference and results.baseline is not None
+    assert results.baseline.latency_ms.p50_ms == raw["baseline"]["latency_ms"]["p50_ms"]
+
+
+def test_round_trip_through_results_json(tmp_path: Path) -> None:
+    results = read_results(EXAMPLE)
+    write_results(tmp_path / "results.json", results)
+    again = read_results(tmp_path / "results.json")
+    assert again == results
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["schema_version"] == SCHEMA_VERSION and "rank" not in data["candidates"][1]
+    assert data["ranking"]["order"][0] == results.ranking.best
+
+
+def test_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
+    with pytest.raises(PlannerError, match="newer than this planner reads") as err:
+        read_results(path)
+    assert "planner plan" in err.value.fix
+
+
+def test_mistyped_file_is_a_clear_error_but_still_renderable(tmp_path: Path) -> None:
+    data = {"schema_version": 2, "candidates": [{"label": "x", "status": "fast"}]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlannerError, match="not a planner results file"):
+        read_results(path)
+    assert current_schema(data) == data  # the report still renders what is there
+
+
+def test_ranking_is_a_new_value_and_leaves_candidates_alone() -> None:
+    cands = (_candidate("slow", 9.0), _candidate("fast", 3.0),
+             _candidate("rejected", 1.0, status=Status.REJECTED), _candidate("mid", 5.0, rate=50.0))
+    before = tuple(dataclasses.replace(c) for c in cands)
+    ranking = rank_candidates(cands, {"latency_ms": 10})
+    assert ranking == Ranking(order=(1, 3, 0), by="p50 latency")
+    assert cands == before
+    by_rate = rank_candidates(cands, {"min_throughput": 20})
+    assert by_rate.by == "best throughput" and by_rate.best == 3
+
+
+def test_plan_results_rank_views() -> None:
+    cands = (_candidate("base", 9.0), _candidate("fast", 3.0), _candidate("failed", 0.0, status=Status.FAILED))
+    results = PlanResults(candidates=cands, ranking=rank_candidates(cands))
+    assert results.best is cands[1]
+    assert [(rank, c.label) for rank, c in results.ranked()] == [(1, "fast"), (2, "base"), (None, "failed")]
+    assert results_from_data(to_data(results)) == results
