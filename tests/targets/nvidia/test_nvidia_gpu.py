@@ -5,11 +5,11 @@ All tests here are marked `gpu`; the suite's conftest skips them where CUDA is u
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 import pytest
+from hardware_profiles import gpu_server, nvml_gpu
 
+from planner.hardware import HardwareProfile
 from planner.measure.fidelity import DEFAULT_GATES
 from planner.plugins import ModelRef, PlanContext, Precision
 from targets.nvidia.batching import BatchingPlugin
@@ -22,17 +22,12 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
-def gpu_hw() -> types.SimpleNamespace:
-    """A profile describing the GPU torch sees."""
+def gpu_hw() -> HardwareProfile:
+    """A real profile of an x86 server whose fake NVML presents the GPU torch sees."""
     import torch
 
     props = torch.cuda.get_device_properties(0)
-    gpu = types.SimpleNamespace(name=props.name, memory_total_bytes=props.total_memory,
-                                compute_capability=(props.major, props.minor),
-                                tensor_core_generation=None)
-    cpu = types.SimpleNamespace(usable_cores=2, features=(), is_x86=True)
-    cpu.has = lambda name: False
-    return types.SimpleNamespace(cpu=cpu, gpus=(gpu,), device_class="datacenter_gpu")
+    return gpu_server(nvml_gpu(name=props.name, memory=props.total_memory, cc=(props.major, props.minor)))
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
