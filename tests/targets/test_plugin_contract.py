@@ -7,7 +7,9 @@ import types
 from pathlib import Path
 
 import pytest
+from hardware_profiles import two_core_x86
 
+from planner.hardware import HardwareProfile
 from planner.plugins import MESSAGES, CandidateSpec, Plugin, Target, discover
 
 
@@ -27,8 +29,8 @@ def _model(*, torch: bool, onnx: str | None) -> types.SimpleNamespace:
     return types.SimpleNamespace(has_torch=torch, onnx_path=Path(onnx) if onnx else None)
 
 
-def _no_gpu() -> types.SimpleNamespace:
-    return types.SimpleNamespace(gpus=())
+def _no_gpu() -> HardwareProfile:
+    return two_core_x86()  # a real profile of a CPU-only machine
 
 
 def test_check_returns_every_reason_at_once(monkeypatch):
