@@ -7,6 +7,7 @@ fixed set of inputs so the parent can compare them with the original model's.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -146,9 +147,9 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
     from planner.measure import WorkerStatus, run_isolated
 
     spec = job.spec
-    base = dict(plugin=spec.plugin, label=spec.label, config=spec.config,
-                precision=str(spec.precision), reproduce=reproduce_command(job.model, spec, quick=job.quick),
-                spec=spec.to_dict(), size_bytes=_artifact_size(spec))
+    base = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
+                           status=Status.FAILED, reproduce=reproduce_command(job.model, spec, quick=job.quick),
+                           spec=spec.to_dict(), size_bytes=_artifact_size(spec))
     start = time.perf_counter()
     outcome = run_isolated(run_job, job, timeout_s=timeout_s, env=job.env or None)
     wall = time.perf_counter() - start
@@ -156,7 +157,7 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         reason = outcome.reason
         if outcome.status is WorkerStatus.TIMEOUT:
             reason = f"{reason}; the candidate hung or is too slow here"
-        return CandidateResult(status=Status.FAILED, reason=reason, wall_s=wall, **base), None
+        return dataclasses.replace(base, reason=reason, wall_s=wall), None
     value = outcome.value
     timing = value["timing"]
     sweep = value["sweep"]
@@ -167,12 +168,12 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
     info = dict(value["info"])
     if sweep and sweep.stopped_reason:
         info["sweep_stopped"] = sweep.stopped_reason
-    result = CandidateResult(
-        status=Status.OK, latency_ms=timing.stats, stopped_by=str(timing.stopped_by),
+    result = dataclasses.replace(
+        base, status=Status.OK, latency_ms=timing.stats, stopped_by=str(timing.stopped_by),
         throughput=tuple(sweep.points) if sweep else (),
         knee_batch=sweep.knee_batch if sweep else None,
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
-        info=info, threads=value["threads"], wall_s=wall, **base)
+        info=info, threads=value["threads"], wall_s=wall)
     return result, value["outputs"]
 
 

@@ -13,7 +13,7 @@ def environment() -> dict:
     """Versions and settings that affect the numbers."""
     import importlib.metadata as md
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("torch", "torchvision", "onnx", "onnxruntime", "openvino", "tensorrt", "numpy"):
         try:
             versions[pkg] = md.version(pkg)
