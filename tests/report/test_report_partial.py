@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hardware_profiles import gpu_server, h100
 from report_fixtures import FIGURE_LINKS
 
 from planner.report import figdata, render_markdown
@@ -104,10 +105,7 @@ def test_no_gpu_reason_comes_from_probe_notes(fixture_results) -> None:
 
 
 def test_gpu_listed(results) -> None:
-    results["hardware"]["gpus"] = [{"index": 0, "name": "NVIDIA H100 80GB HBM3",
-                                    "memory_total_bytes": 85899345920, "compute_capability": [9, 0],
-                                    "sm_count": 132, "max_sm_clock_mhz": 1980,
-                                    "tensor_core_generation": "Hopper (4th gen)"}]
+    results["hardware"]["gpus"] = gpu_server(h100()).to_dict()["gpus"]
     results["hardware"]["driver_version"] = "550.54.15"
     text = render_markdown(results, figures=FIGURE_LINKS)
     assert ("- **GPU**: NVIDIA H100 80GB HBM3 — 80 GiB memory, compute capability 9.0, 132 SMs, "
