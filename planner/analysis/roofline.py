@@ -22,8 +22,16 @@ either: launch latency, framework dispatch and small, poorly parallel work domin
 class CeilingsLike(Protocol):
     """Anything with peak FLOP/s per precision and memory bandwidth (planner.hardware's Ceilings fits)."""
 
-    peak_flops: dict[str, float]
-    bandwidth_bytes_per_s: float
+    # Read-only properties, so that frozen dataclasses (Ceilings) satisfy the protocol.
+    @property
+    def peak_flops(self) -> dict[str, float]:
+        """Peak FLOP/s per precision name."""
+        ...
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """Memory bandwidth in bytes per second."""
+        ...
 
     def peak(self, precision: str = "fp32") -> float:
         """Peak FLOP/s (2 per MAC) at this precision."""
