@@ -1,9 +1,10 @@
-# Two commands: `make run` opens the planner on a built-in demo model; `make test` runs the tests.
+# Two commands: `make run` opens the planner on a built-in demo model; `make test` runs the linters
+# (`make lint`: ruff, import-linter contracts, mypy) and then the tests.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean
+.PHONY: run lint test install clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -18,7 +19,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/planner
 
-test: $(STAMP)
+# Every checker runs even when an earlier one fails, so one pass shows all that is wrong.
+lint: $(STAMP)
+	@status=0; \
+	echo "ruff check planner targets tests benchmarks"; $(VENV)/bin/ruff check planner targets tests benchmarks || status=1; \
+	echo "lint-imports"; $(VENV)/bin/lint-imports || status=1; \
+	echo "mypy planner targets"; $(VENV)/bin/mypy planner targets || status=1; \
+	exit $$status
+
+test: lint
 	$(PY) -m pytest -q
 
 clean:
