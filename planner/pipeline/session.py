@@ -15,8 +15,19 @@ from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.pipeline.environment import environment
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
-from planner.results import (RESULTS_NAME, Baseline, CandidateResult, PlanResults, RunStatus, SkippedPlugin,
-                             Status, Validation, rank_candidates, to_data, write_results)
+from planner.results import (
+    RESULTS_NAME,
+    Baseline,
+    CandidateResult,
+    PlanResults,
+    RunStatus,
+    SkippedPlugin,
+    Status,
+    Validation,
+    rank_candidates,
+    to_data,
+    write_results,
+)
 
 if TYPE_CHECKING:
     import numpy as np

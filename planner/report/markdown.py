@@ -6,8 +6,8 @@ import re
 from typing import Any, Mapping
 
 from planner.report.data import ReportData, dig, text
-from planner.results import PlanResults, current_schema
 from planner.report.sections import SECTIONS
+from planner.results import PlanResults, current_schema
 
 
 def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,

@@ -3,11 +3,30 @@ ranking, and the one reader of results.json."""
 
 from planner.results.codec import SchemaError, from_data, to_data
 from planner.results.ranking import rank_candidates
-from planner.results.read import (RESULTS_NAME, current_schema, read_results, read_results_data, results_from_data,
-                                  write_results)
-from planner.results.values import (SCHEMA_VERSION, Baseline, CandidateResult, ModelSummary, PlanResults,
-                                    Prediction, Ranking, RunStatus, SkippedPlugin, Status, Validation)
+from planner.results.read import (
+    RESULTS_NAME,
+    current_schema,
+    read_results,
+    read_results_data,
+    results_from_data,
+    write_results,
+)
+from planner.results.values import (
+    SCHEMA_VERSION,
+    Baseline,
+    CandidateResult,
+    ModelSummary,
+    PlanResults,
+    Prediction,
+    Ranking,
+    RunStatus,
+    SkippedPlugin,
+    Status,
+    Validation,
+)
 
-__all__ = ["RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "ModelSummary", "PlanResults",
-           "Prediction", "Ranking", "RunStatus", "SchemaError", "SkippedPlugin", "Status", "Validation",
-           "current_schema", "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data", "write_results"]
+__all__ = [
+    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "ModelSummary", "PlanResults", "Prediction",
+    "Ranking", "RunStatus", "SchemaError", "SkippedPlugin", "Status", "Validation", "current_schema", "from_data",
+    "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data", "write_results",
+]

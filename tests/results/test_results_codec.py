@@ -11,9 +11,20 @@ import pytest
 from planner.errors import PlannerError
 from planner.measure.stats import compute_stats
 from planner.measure.sweep import ThroughputPoint
-from planner.results import (SCHEMA_VERSION, CandidateResult, PlanResults, Ranking, RunStatus, Status,
-                             current_schema, rank_candidates, read_results, results_from_data, to_data,
-                             write_results)
+from planner.results import (
+    SCHEMA_VERSION,
+    CandidateResult,
+    PlanResults,
+    Ranking,
+    RunStatus,
+    Status,
+    current_schema,
+    rank_candidates,
+    read_results,
+    results_from_data,
+    to_data,
+    write_results,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
 
