@@ -468,7 +468,7 @@ def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> Requireme
         return RequirementCheck("accuracy", label, "drop 0 (reference)", True, CheckStatus.MET,
                                 "the baseline is the reference model: no drop by definition", source)
     top1 = facts.number(fidelity.get("top1_agreement"))
-    extra = f"; top-1 agreement with the original is {units.accuracy(top1)}" if top1 is not None else ""
+    extra = f"; top-1 agreement with the original is {units.pct(top1)}" if top1 is not None else ""
     return RequirementCheck("accuracy", label, None, None, CheckStatus.NOT_MEASURED,
                             f"no labelled data, so the accuracy drop was not measured{extra}", source)
 

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+
+from planner import units
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 
 _LABEL_WIDTH = 18
 
 
-def format_bytes(value: int | None) -> str:
-    """1536 → '1.5 KiB'; None → 'unknown'."""
-    if value is None:
-        return "unknown"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            text = f"{size:.1f}".rstrip("0").rstrip(".") if unit != "B" else f"{int(size)}"
-            return f"{text} {unit}"
-        size /= 1024
-    return f"{value} B"
+# Byte counts under the units policy; 'unknown' where the probe could not tell.
+_bytes = functools.partial(units.size, missing="unknown")
 
 
 def _yes(flag: bool, detail: str = "") -> str:
@@ -62,9 +56,9 @@ def _row(label: str, value: str, indent: int = 2) -> str:
 def _gpu_lines(gpu: GpuInfo) -> list[str]:
     """The rows for one GPU."""
     kind = " (integrated, shared memory)" if gpu.integrated else ""
-    memory = format_bytes(gpu.memory_total_bytes)
+    memory = _bytes(gpu.memory_total_bytes)
     if gpu.memory_free_bytes is not None:
-        memory += f" ({format_bytes(gpu.memory_free_bytes)} free)"
+        memory += f" ({_bytes(gpu.memory_free_bytes)} free)"
     return [
         f"  [{gpu.index}] {gpu.name}{kind}",
         _row("memory", memory, 6),
@@ -94,17 +88,17 @@ def format_profile(hw: HardwareProfile) -> str:
     physical = str(cpu.physical_cores) if cpu.physical_cores is not None else "unknown"
     lines.append(_row("cores", f"physical {physical}, logical {cpu.logical_cores}, usable {cpu.usable_cores}"))
     if cpu.max_mhz:
-        lines.append(_row("clock", f"{cpu.max_mhz:.0f} MHz (highest reported)"))
-    caches = ", ".join(f"{level} {format_bytes(size)}" for level, size in cpu.caches.items())
+        lines.append(_row("clock", f"{units.count(round(cpu.max_mhz))} MHz (highest reported)"))
+    caches = ", ".join(f"{level} {_bytes(size)}" for level, size in cpu.caches.items())
     lines.append(_row("caches", caches or "unknown"))
     lines.append("  ISA features")
     lines += [_row(name, value, 4) for name, value in isa_rows(cpu)]
 
     lines += ["", "Memory"]
-    lines.append(_row("total", format_bytes(hw.memory.total_bytes)))
-    lines.append(_row("available", format_bytes(hw.memory.available_bytes)))
+    lines.append(_row("total", _bytes(hw.memory.total_bytes)))
+    lines.append(_row("available", _bytes(hw.memory.available_bytes)))
     if hw.memory.limit_bytes is not None:
-        lines.append(_row("container limit", format_bytes(hw.memory.limit_bytes)))
+        lines.append(_row("container limit", _bytes(hw.memory.limit_bytes)))
 
     lines += ["", "GPU"]
     if hw.gpus:

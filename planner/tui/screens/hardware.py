@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button
 
-from planner.hardware.render import format_bytes, isa_rows
+from planner.hardware.render import isa_rows
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -22,13 +22,13 @@ def machine_rows(hw: Any) -> list[Row]:
     """The hardware profile as labelled rows."""
     cpu = hw.cpu
     physical = cpu.physical_cores if cpu.physical_cores is not None else "unknown"
-    clock = f", up to {cpu.max_mhz:.0f} MHz" if cpu.max_mhz else ""
+    clock = f", up to {fmt.count(round(cpu.max_mhz))} MHz" if cpu.max_mhz else ""
     rows: list[Row] = [
         ("Device class", f"{hw.device_class.label} ({hw.device_class})"),
         ("CPU", f"{cpu.model} ({cpu.vendor}, {cpu.architecture}){clock}"),
         ("Cores", f"{cpu.usable_cores} usable, {cpu.logical_cores} logical, {physical} physical"),
     ]
-    caches = ", ".join(f"{level} {format_bytes(size)}" for level, size in cpu.caches.items())
+    caches = ", ".join(f"{level} {fmt.size(size)}" for level, size in cpu.caches.items())
     rows.append(("Caches", caches or "unknown"))
     isa = isa_rows(cpu)
     have = [name for name, value in isa if value != "no"]
@@ -76,7 +76,7 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
         ("Bandwidth", fmt.bandwidth(ceilings.bandwidth_bytes_per_s)),
     ]
     if ceilings.bandwidth_bytes_per_s and "fp32" in ceilings.peak_flops:
-        rows.append(("Ridge point", f"{ceilings.ridge_point('fp32'):.1f} FLOP/byte (fp32): below it a "
+        rows.append(("Ridge point", f"{fmt.ratio(ceilings.ridge_point('fp32'))} FLOP/byte (fp32): below it a "
                                     "layer is memory bound, above it compute bound"))
     for key, value in sorted(details.items()):
         if key.endswith("_omitted"):

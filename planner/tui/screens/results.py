@@ -54,7 +54,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("rate", "best/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
     Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
            lambda c: fmt.num(c.get("peak_memory_bytes"))),
-    Column("speedup", "speed", 5, lambda c: fmt.speedup(c.get("speedup")),
+    Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),
            lambda c: fmt.num(c.get("speedup")), True),
     Column("status", "stat", 4, lambda c: STATUS_SHORT.get(str(c.get("status")), str(c.get("status"))[:4]),
            lambda c: str(c.get("status"))),
