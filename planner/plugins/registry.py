@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from planner.plugins.contract import Plugin
 
@@ -31,7 +32,8 @@ class _EnvEntryPoint:
     name: str
     value: str
 
-    def load(self):
+    def load(self) -> Any:
+        """The named attribute of the named module, imported now."""
         module, _, attr = self.value.partition(":")
         return getattr(importlib.import_module(module), attr)
 
@@ -51,7 +53,8 @@ def discover() -> tuple[dict[str, Plugin], list[PluginIssue]]:
     plugins: dict[str, Plugin] = {}
     issues: list[PluginIssue] = []
     found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-    for ep in [*found, *_env_entry_points()]:
+    named: list[EntryPoint | _EnvEntryPoint] = [*found, *_env_entry_points()]
+    for ep in named:
         try:
             obj = ep.load()
             plugin = obj() if isinstance(obj, type) else obj

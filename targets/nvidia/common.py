@@ -29,7 +29,8 @@ def compute_capability(hw: "HardwareProfile") -> tuple[int, int] | None:
 
     if not torch.cuda.is_available():
         return None
-    return tuple(torch.cuda.get_device_capability(0))
+    major, minor = torch.cuda.get_device_capability(0)
+    return int(major), int(minor)
 
 
 def supports_bf16(hw: "HardwareProfile") -> bool:
