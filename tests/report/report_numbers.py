@@ -17,11 +17,16 @@ Structural exclusions (documented, and the only ones):
 * the ordinal that starts a Markdown ordered-list item (`1. `, `2. `) at the start of a line;
 * the roadmap's phase numbers (`Phase 1`, `Phase 2`, `Phase 3`): seed 002's phase names;
 * the sample count a tail percentile needs (`needs ≥128 samples`): a rule of the measuring
-  method (planner.measure.stats.PERCENTILE_MIN_SAMPLES), not a measurement of this run.
+  method (planner.measure.stats.PERCENTILE_MIN_SAMPLES), not a measurement of this run;
+* a candidate's rank in the candidates table (`| 1 | **label** |`): its position in the
+  ranking's order, like a list ordinal, not a stored number;
+* the results.json schema version the report states: the layout the reader upgraded the file
+  to (planner.results.SCHEMA_VERSION), not a measurement.
 Years in dates need no exclusion: dates are strings in results.json and are perturbed with them.
-Two values are left unperturbed because they are codes, not measurements: `best` (an index into
-the candidate list, never printed) and a plan step's `phase` (which roadmap phase it belongs
-to; the phase numbers are excluded above anyway).
+Three values are left unperturbed because they are codes, not measurements: `best` (an index
+into the candidate list, never printed), a plan step's `phase` (which roadmap phase it belongs
+to; the phase numbers are excluded above anyway) and `schema_version` (which results.json layout
+the reader upgrades from; a perturbed one is a layout no reader knows).
 """
 
 from __future__ import annotations
@@ -41,9 +46,13 @@ _STRING_DIGITS = re.compile(r"(?<![A-Za-z_\d])\d+")
 _ORDINAL = re.compile(r"^(\s*)\d+\.(?=\s)")
 _PHASE = re.compile(r"\bPhase \d+\b")
 _NEEDS = re.compile(r"needs ≥(\d+) samples")
+# A rank cell: a table row whose first cell is a number and whose second is a candidate label
+# (text, maybe bold); batch and layer tables start with a batch size followed by a time, or a name.
+_RANK = re.compile(r"^\|\s*\d+\s*\|(?=\s*(?:\*\*)?[A-Za-z])")
+_SCHEMA = re.compile(r"results\.json schema version: \d+")
 
-UNPERTURBED_KEYS = frozenset({"best", "phase"})
-"""Keys whose values are codes (an index, a roadmap phase), not measurements."""
+UNPERTURBED_KEYS = frozenset({"best", "phase", "schema_version"})
+"""Keys whose values are codes (an index, a roadmap phase, a file layout), not measurements."""
 
 
 def perturb_int(n: int) -> int:
@@ -90,6 +99,8 @@ def strip_structural(line: str) -> str:
     """The line without the documented structural numbers."""
     line = _ORDINAL.sub(r"\1", line)
     line = _PHASE.sub("Phase", line)
+    line = _RANK.sub("| |", line)
+    line = _SCHEMA.sub("results.json schema version:", line)
     allowed = set(PERCENTILE_MIN_SAMPLES.values())
     return _NEEDS.sub(lambda m: "needs samples" if int(m.group(1)) in allowed else m.group(), line)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.hardware.profile import DeviceClass
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, text
 from planner.report.fmt import real
@@ -24,17 +25,12 @@ _CAPABILITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("native fp16 arithmetic", ("avx512_fp16", "asimdhp")),
 )
 
-_DEVICE_CLASSES = {
-    "datacenter_gpu": "datacenter GPU", "desktop_gpu": "desktop GPU", "cpu_server": "CPU server",
-    "desktop_cpu": "desktop CPU", "jetson": "NVIDIA Jetson", "raspberry_pi": "Raspberry Pi",
-    "arm_board": "ARM board",
-}
-
-
 def device_class(data: ReportData) -> str:
     """The device class in words."""
     raw = text(data.hardware.get("device_class"))
-    return _DEVICE_CLASSES.get(raw, raw) or "unknown device class"
+    if raw in set(DeviceClass):
+        return DeviceClass(raw).label
+    return raw or "unknown device class"
 
 
 def probe_notes(data: ReportData) -> list[tuple[str, str]]:
