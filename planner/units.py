@@ -20,10 +20,10 @@ Units, each with one function:
 * latency: `ms()` in milliseconds, always ms (no switch to µs or s, so values compare by eye);
   `seconds()` for wall-clock durations of whole runs;
 * memory: `size()` in binary units B, KiB, MiB, GiB, TiB (1 KiB = 1,024 B), as RAM and model
-  files are sized; `mib()` / `gib()` give the bare number for a table column titled in that unit;
+  files are sized; `mib()` gives the bare number for a table column titled in MiB;
 * throughput: `rate()` in samples/s;
 * work and speed: `flops()` with an SI prefix (kFLOP, MFLOP, GFLOP, TFLOP) and `flop_rate()`
-  in FLOP/s; `gflops()` is the bare GFLOP number for a column titled in GFLOP;
+  in FLOP/s;
 * bandwidth: `bandwidth()` in decimal bytes per second (MB/s, GB/s), as bandwidth is quoted;
 * ratios: `speedup()` as "1.85x", `pct()` for a fraction as a percentage ("38.7%"), `ratio()`
   for a bare dimensionless value such as arithmetic intensity;
@@ -135,12 +135,6 @@ def mib(value: Any, *, missing: str = MISSING) -> str:
     return missing if v is None else sig(v / MIB)
 
 
-def gib(value: Any, *, missing: str = MISSING) -> str:
-    """A byte count as a bare number of GiB, for a column titled in GiB: '7.63'."""
-    v = finite(value)
-    return missing if v is None else sig(v / GIB)
-
-
 def rate(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
     """A throughput in samples per second: '27,489 samples/s', '8.4 samples/s'."""
     return _with_unit(value, "samples/s", show_unit=unit, missing=missing)
@@ -160,12 +154,6 @@ def si(value: Any, unit: str, *, missing: str = MISSING) -> str:
 def flops(value: Any, *, missing: str = MISSING) -> str:
     """Floating-point operations (2 per multiply-add): '1.03 MFLOP', '4.1 GFLOP'."""
     return si(value, "FLOP", missing=missing)
-
-
-def gflops(value: Any, *, missing: str = MISSING) -> str:
-    """A FLOP count as a bare number of GFLOP, for a column titled in GFLOP: '4.1', '0.0123'."""
-    v = finite(value)
-    return missing if v is None else sig(v / 1e9)
 
 
 def flop_rate(value: Any, *, missing: str = MISSING) -> str:

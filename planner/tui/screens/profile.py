@@ -45,7 +45,7 @@ def latency_rows(baseline: dict) -> list[Row]:
     stability = "unstable" if lat.get("unstable") else "stable"
     spread = fmt.num(lat.get("iqr_over_median"))
     rows.append(("Samples", f"{lat.get('samples', fmt.MISSING)}, {stability}"
-                            + (f" (IQR {spread:.0%} of the median)" if spread is not None else "")))
+                            + (f" (IQR {fmt.pct(spread)} of the median)" if spread is not None else "")))
     sweep = baseline.get("throughput") or []
     best = max(sweep, key=lambda p: p.get("samples_per_s") or 0, default=None)
     if best is not None:

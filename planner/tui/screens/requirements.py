@@ -10,12 +10,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Input, Label, Select
 
+from planner import units
 from planner.advice import defaults_for, load_requirements
 from planner.errors import PlannerError, RequirementsError
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 
-MIB = 1 << 20
 TARGETS = ("auto", "cpu", "nvidia", "edge")
 PERCENTILES = ("p50", "p95", "p99")
 
@@ -33,8 +33,8 @@ class Field:
 FIELDS: tuple[Field, ...] = (
     Field("latency_ms", "latency_ms", "Latency (ms)", lambda v: v),
     Field("min_throughput", "min_throughput", "Min samples/s", lambda v: v),
-    Field("memory_mb", "memory_budget_bytes", "Memory (MiB)", lambda v: None if v is None else v / MIB),
-    Field("model_size_mb", "model_size_budget_bytes", "Model size MiB", lambda v: None if v is None else v / MIB),
+    Field("memory_mb", "memory_budget_bytes", "Memory (MiB)", lambda v: None if v is None else v / units.MIB),
+    Field("model_size_mb", "model_size_budget_bytes", "Model size MiB", lambda v: None if v is None else v / units.MIB),
     Field("accuracy_drop", "accuracy_budget", "Accuracy drop", lambda v: v),
 )
 
