@@ -50,5 +50,12 @@ def _from_schema_1(data: dict[str, Any]) -> dict[str, Any]:
         data["ranking"] = {"order": [i for _, i in ranked], "by": data.get("ranked_by") or "p50 latency"}
     for key in ("ranked_by", "best"):
         data.pop(key, None)
+    checks = data.get("requirement_checks")
+    if isinstance(checks, dict):
+        # Early schema-1 files grouped the checks by subject: {"best": {...}, "baseline": {...}}.
+        best, base = checks.get("best") or {}, checks.get("baseline") or {}
+        data["requirement_checks"] = best.get("checks") or []
+        data["requirement_checks_subject"] = best.get("label") or ""
+        data["requirement_checks_baseline"] = base.get("checks") or []
     data["schema_version"] = SCHEMA_VERSION
     return data

@@ -91,3 +91,14 @@ def test_plan_results_rank_views() -> None:
     assert results.best is cands[1]
     assert [(rank, c.label) for rank, c in results.ranked()] == [(1, "fast"), (2, "base"), (None, "failed")]
     assert results_from_data(to_data(results)) == results
+
+
+def test_early_schema_1_checks_grouped_by_subject_are_upgraded() -> None:
+    check = {"name": "latency", "target": "< 50 ms p95", "measured": "40 ms", "met": True, "status": "met",
+             "margin": "", "source": "default"}
+    data = {"schema_version": 1, "candidates": [],
+            "requirement_checks": {"best": {"label": "ort", "met": True, "checks": [check]},
+                                   "baseline": {"label": "torch", "met": False, "checks": []}}}
+    results = results_from_data(data)
+    assert results.requirement_checks == (check,) and results.requirement_checks_subject == "ort"
+    assert results.requirement_checks_baseline == ()
