@@ -224,7 +224,8 @@ def assess_batch(baseline: Mapping[str, Any], latency_ms: float | None) -> Batch
     evidence = facts.sweep_text(points) + (f" (throughput stops growing at batch {knee})" if knee else "")
     if latency_ms is None:
         return BatchAssessment(None, gain, evidence,
-                               f"Cannot choose: throughput peaks at batch {best.batch} ({units.rate(best.samples_per_s)}), "
+                               f"Cannot choose: throughput peaks at batch {best.batch} "
+                               f"({units.rate(best.samples_per_s)}), "
                                "but no latency target is set, and a bigger batch adds latency (seed 003 Pitfall 4)")
     within = facts.best_point(points, max_latency_ms=latency_ms)
     if within is None:
@@ -235,7 +236,8 @@ def assess_batch(baseline: Mapping[str, Any], latency_ms: float | None) -> Batch
         answer = (f"Batch {within.batch} is best inside < {units.ms(latency_ms)}: "
                   f"{units.rate(within.samples_per_s)} at {units.ms(within.latency_ms)} per batch")
     else:
-        answer = (f"Batch {within.batch}: {units.rate(within.samples_per_s)} ({units.speedup(within.samples_per_s / first.samples_per_s)} "
+        factor = units.speedup(within.samples_per_s / first.samples_per_s)
+        answer = (f"Batch {within.batch}: {units.rate(within.samples_per_s)} ({factor} "
                   f"batch {first.batch}) with {units.ms(within.latency_ms)} per batch, inside < {units.ms(latency_ms)}")
     return BatchAssessment(within.batch, gain, evidence, answer)
 
@@ -368,7 +370,8 @@ def _cpu_utilization(q: Question, inp: _Inputs) -> Answer:
     busy = facts.number(inp.baseline.get("cpu_utilization_pct"))
     threads = assess_threads(inp.hw, inp.baseline)
     if busy is not None:
-        return Answer(q, f"{units.pct(busy / 100)} busy during the baseline run", f"CPU utilization sampled: {units.pct(busy / 100)}; "
+        return Answer(q, f"{units.pct(busy / 100)} busy during the baseline run",
+                      f"CPU utilization sampled: {units.pct(busy / 100)}; "
                       f"{threads.evidence}", AnswerStatus.AUTO, value={"utilization_pct": busy})
     if threads.intra is None:
         return Answer(q, "Not measured", threads.evidence, AnswerStatus.NOT_MEASURED)

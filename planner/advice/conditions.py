@@ -102,7 +102,8 @@ def _gpu_util_low(ctx: TreeContext) -> Outcome:
     util = facts.number(ctx.baseline.get("gpu_utilization_pct"))
     if util is not None:
         low = util < GPU_LOW_UTILIZATION_PCT
-        return Outcome(low, f"GPU busy {units.pct(util / 100)} {'<' if low else '>='} {units.pct(GPU_LOW_UTILIZATION_PCT / 100)} "
+        threshold = units.pct(GPU_LOW_UTILIZATION_PCT / 100)
+        return Outcome(low, f"GPU busy {units.pct(util / 100)} {'<' if low else '>='} {threshold} "
                        "during the baseline run")
     points = facts.sweep(ctx.baseline)
     if len(points) > 1 and ctx.batch.gain is not None:
@@ -111,7 +112,8 @@ def _gpu_util_low(ctx: TreeContext) -> Outcome:
         why = ("batch 1 used under half of what the GPU delivers" if low else
                "batch 1 already used over half of what the GPU delivers")
         return Outcome(low, f"utilization not sampled; from the batch sweep: throughput grows "
-                       f"{units.speedup(ctx.batch.gain)} from batch {points[0].batch} to batch {best.batch if best else '?'}, "
+                       f"{units.speedup(ctx.batch.gain)} from batch {points[0].batch} to batch "
+                       f"{best.batch if best else '?'}, "
                        f"so {why}")
     return Outcome(None, "utilization not sampled and no batch sweep: assume under-used, start from batch size")
 
@@ -135,7 +137,8 @@ def _batch_helps(ctx: TreeContext) -> Outcome:
     if rec is None or rec == points[0].batch:
         return Outcome(False, f"{ctx.batch.answer} ({sweep}): a bigger batch would break the latency target "
                        "(seed 003 Pitfall 4)")
-    return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); batch {rec} is the "
+    return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); "
+                   f"batch {rec} is the "
                    f"best inside < {units.ms(target)}", {"max_batch": rec, "latency_budget_ms": target})
 
 

@@ -103,7 +103,8 @@ class Plan:
 
 def _gate_text(requirements: Requirements) -> str:
     if requirements.accuracy_budget is not None:
-        return (f"Fidelity-gated: kept only if accuracy drops by at most {units.accuracy(requirements.accuracy_budget)} and "
+        budget = units.accuracy(requirements.accuracy_budget)
+        return (f"Fidelity-gated: kept only if accuracy drops by at most {budget} and "
                 "outputs agree with the original; validate accuracy before deploying (seed 003 Pitfall 5).")
     return ("Fidelity-gated: kept only if outputs agree with the original; validate accuracy before "
             "deploying (seed 003 Pitfall 5).")

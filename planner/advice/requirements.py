@@ -152,8 +152,8 @@ def tier_for(device_class: Any) -> DeviceTier:
     """The seed-table row for a device class (a DeviceClass or its string value)."""
     value = str(getattr(device_class, "value", device_class))
     try:
-        return DEVICE_TIERS[value]
-    except KeyError:
+        return DEVICE_TIERS[DeviceClass(value)]
+    except (KeyError, ValueError):
         raise RequirementsError(f"unknown device class {value!r}",
                                 f"expected one of: {', '.join(DEVICE_TIERS)}") from None
 
@@ -459,7 +459,8 @@ def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> Requireme
     if acc is not None and ref is not None:
         drop = ref - acc
         met = drop <= budget
-        margin = (f"accuracy {units.accuracy(acc)} vs the original's {units.accuracy(ref)}: drop {units.accuracy(drop)}, "
+        margin = (f"accuracy {units.accuracy(acc)} vs the original's {units.accuracy(ref)}: "
+                  f"drop {units.accuracy(drop)}, "
                   f"{'within' if met else 'over'} the {units.accuracy(budget)} budget")
         return RequirementCheck("accuracy", label, f"drop {units.accuracy(drop)}", met,
                                 CheckStatus.MET if met else CheckStatus.MISSED, margin, source)

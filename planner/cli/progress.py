@@ -9,6 +9,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -24,7 +25,7 @@ class CliProgress:
         self.console = Console(stderr=True, highlight=False)
         self.interactive = enabled and sys.stderr.isatty()
         self._progress: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
 
     def __enter__(self) -> "CliProgress":
         if self.interactive:

@@ -165,8 +165,8 @@ def roofline(data: ReportData) -> Roofline | None:
 
 def candidate_bars(data: ReportData) -> list[tuple[str, float, str]]:
     """(label, p50 ms, status) for every candidate with a measured p50."""
-    return [(_label(c, data), p50(c), text(c.get("status")) or "ok")
-            for c in data.candidates if p50(c) is not None]
+    return [(_label(c, data), ms, text(c.get("status")) or "ok")
+            for c in data.candidates if (ms := p50(c)) is not None]
 
 
 def missing_reason(data: ReportData, name: str) -> str | None:

@@ -131,7 +131,8 @@ def _save(fig: Figure, path: Path) -> None:
     write_atomic(path, lambda fh: fig.savefig(fh, format="png", dpi=_DPI))
 
 
-def draw_figures(results: PlanResults | Mapping[str, Any], fig_dir: Path, *, relative_to: Path) -> tuple[dict[str, str], dict[str, str]]:
+def draw_figures(results: PlanResults | Mapping[str, Any], fig_dir: Path, *,
+                 relative_to: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Draw every figure whose data exists into fig_dir.
 
     Returns (name → path relative to `relative_to`, for the Markdown links) and (name → why a

@@ -27,8 +27,7 @@ count = units.count
 
 def best_rate(candidate: dict) -> float | None:
     """The highest samples/s over a candidate's batch sweep, or None when none was measured."""
-    rates = [num(p.get("samples_per_s")) for p in candidate.get("throughput") or []]
-    rates = [r for r in rates if r is not None]
+    rates = [r for p in candidate.get("throughput") or [] if (r := num(p.get("samples_per_s"))) is not None]
     return max(rates) if rates else None
 
 

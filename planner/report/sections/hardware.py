@@ -155,7 +155,8 @@ def ceilings_lines(data: ReportData) -> list[str]:
     lines.append("")
     rows = []
     for precision, peak in as_dict(ceil.get("peak_flops")).items():
-        ridge = real(peak) / bw if real(peak) is not None and bw else None
+        flops = real(peak)
+        ridge = flops / bw if flops is not None and bw else None
         rows.append([str(precision), fmt.flop_rate(peak), fmt.ratio(ridge)])
     if rows:
         lines += fmt.table(["Precision", "Peak", "Ridge point (FLOP/byte)"], rows)

@@ -83,7 +83,7 @@ def _requirements_sentence(data: ReportData) -> str:
         name = requirements.name_of(c)
         return name + (f" {requirements.value_text(name, target)}" if target is not None else "")
 
-    groups = {"missed": [], "met": [], "other": []}
+    groups: dict[str, list[str]] = {"missed": [], "met": [], "other": []}
     for c in found:
         verdict = requirements.verdict(c)
         # An impossible requirement is missed too; its margin says why it cannot be met.

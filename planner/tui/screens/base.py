@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, cast
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, cast
 
 from textual.containers import Vertical
 from textual.widget import Widget
@@ -64,7 +64,7 @@ class StepPane(Vertical):
         problem = error.problem if isinstance(error, PlannerError) else f"{type(error).__name__}: {error}"
         self.notify(problem, title=f"{self.planner.job_title(job)} failed", severity="error", timeout=8)
 
-    def replace_children(self, container: Widget, widgets: list[Widget]) -> None:
+    def replace_children(self, container: Widget, widgets: Sequence[Widget]) -> None:
         """Swap a container's children; removal is asynchronous, so the new ones mount once it is done."""
 
         async def swap() -> None:

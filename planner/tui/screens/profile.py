@@ -80,8 +80,8 @@ def percentile_bars(baseline: dict) -> tuple[list[str], list[float], str, str]:
 
 def throughput_points(baseline: dict) -> tuple[list[float], list[float]]:
     """(batch sizes, samples/s) of the baseline's batch sweep."""
-    points = [(fmt.num(p.get("batch")), fmt.num(p.get("samples_per_s"))) for p in baseline.get("throughput") or []]
-    points = [(b, r) for b, r in points if b is not None and r is not None]
+    points = [(b, r) for p in baseline.get("throughput") or []
+              if (b := fmt.num(p.get("batch"))) is not None and (r := fmt.num(p.get("samples_per_s"))) is not None]
     return [b for b, _ in points], [r for _, r in points]
 
 

@@ -144,7 +144,7 @@ class RequirementsPane(StepPane):
 
     def overrides(self) -> tuple[dict[str, str], dict[str, RequirementsError]]:
         """The fields that differ from the defaults (as the engine's override keys) and each invalid field's error."""
-        hw = self.session.hw
+        hw = self.session.detect()
         changed: dict[str, str] = {}
         errors: dict[str, RequirementsError] = {}
         for field in FIELDS:

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
@@ -117,8 +118,8 @@ def candidate_detail(c: dict, index: int) -> Text:
 def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
     """(labels, values) in rank order (unranked after), for candidates that have the value."""
     ordered = sorted(candidates, key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
-    pairs = [(fmt.truncate_middle(str(c.get("label")), PLOT_LABEL_WIDTH), value(c)) for c in ordered]
-    pairs = [(label, v) for label, v in pairs if v is not None]
+    pairs = [(fmt.truncate_middle(str(c.get("label")), PLOT_LABEL_WIDTH), v) for c in ordered
+             if (v := value(c)) is not None]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -188,7 +189,7 @@ class ResultsPane(StepPane):
         table = self.query_one("#candidates", DataTable)
         highlighted = None
         if keep_cursor and table.row_count and table.cursor_row < table.row_count:
-            highlighted = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+            highlighted = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         table.clear(columns=True)
         self._label_width = self._label_column_width()
         right = tuple(range(1, len(COLUMNS)))  # numbers align right; label and status left

@@ -118,9 +118,9 @@ class TreePane(StepPane):
         self._actions = {}
         for action in data["actions"]:
             self._actions.setdefault(action["node"], []).append(action)
-        root_view = tree_nodes(self.session.target)
+        root_view = tree_nodes(self.session.target or path.target)
         tree.reset(node_label(root_view, self._visits.get(root_view.id)), data=root_view)
-        self._add_children(tree.root, root_view)
+        self._add_branch(tree.root, root_view)
         tree.root.expand_all()
         visited = sum(1 for n in _walk(tree.root) if n.data is not None and n.data.id in self._visits)
         total = len(_walk(tree.root))
@@ -136,11 +136,11 @@ class TreePane(StepPane):
             self.call_after_refresh(tree.move_cursor, first)
             self._show_detail(first.data)
 
-    def _add_children(self, node: Any, view: Any) -> None:
+    def _add_branch(self, node: Any, view: Any) -> None:
         for child in view.children:
             label = node_label(child, self._visits.get(child.id))
             if child.children:
-                self._add_children(node.add(label, data=child), child)
+                self._add_branch(node.add(label, data=child), child)
             else:
                 node.add_leaf(label, data=child)
 
