@@ -1,5 +1,6 @@
 """A defensive view of results.json for the report: every key may be missing or mistyped in a
-partial or hand-edited file, so sections read through these accessors instead of indexing."""
+partial or hand-edited file, so sections read through these accessors (the lenient readers the
+advice shares, from planner.results.view) instead of indexing."""
 
 from __future__ import annotations
 
@@ -7,28 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from planner.report.fmt import real
+from planner.results.view import as_dict, as_list, best_throughput, dig, latency, p50, text
+
+__all__ = ["PARTIAL_STATUSES", "ReportData", "as_dict", "as_list", "best_throughput", "dig", "first", "latency",
+           "p50", "text"]
 
 PARTIAL_STATUSES = ("partial", "interrupted", "failed", "running")
 """Statuses under which the report says it is partial."""
-
-
-def as_dict(value: Any) -> dict:
-    """The value if it is a dict, else an empty one."""
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value: Any) -> list:
-    """The value if it is a list (or tuple), else an empty list."""
-    return list(value) if isinstance(value, (list, tuple)) else []
-
-
-def dig(data: Any, *keys: str) -> Any:
-    """data[k1][k2]... or None where any level is missing or not a dict."""
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
 
 
 def first(data: Mapping, *keys: str) -> Any:
@@ -38,29 +24,6 @@ def first(data: Mapping, *keys: str) -> Any:
         if value not in (None, ""):
             return value
     return None
-
-
-def text(value: Any) -> str:
-    """A string from results.json, or '' when absent."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
-
-
-def best_throughput(entry: Mapping) -> dict | None:
-    """The throughput point with the most samples/s, or None."""
-    points = [p for p in as_list(entry.get("throughput")) if real(as_dict(p).get("samples_per_s")) is not None]
-    return max(points, key=lambda p: p["samples_per_s"]) if points else None
-
-
-def latency(entry: Mapping) -> dict:
-    """The latency statistics of a candidate or the baseline ({} when not measured)."""
-    return as_dict(entry.get("latency_ms"))
-
-
-def p50(entry: Mapping) -> float | None:
-    """Median latency in ms, if measured."""
-    return real(latency(entry).get("p50_ms"))
 
 
 @dataclass

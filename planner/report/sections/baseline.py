@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from planner.measure.stats import PERCENTILE_MIN_SAMPLES
 from planner.report import figdata, fmt
 from planner.report.data import (
@@ -18,7 +20,7 @@ TOP_LAYERS = 10
 """How many layers the time table lists; the rest are summed into one line."""
 
 
-def percentile_cell(lat: dict, name: str) -> str:
+def percentile_cell(lat: Mapping[str, Any], name: str) -> str:
     """A tail percentile, or why it is not stated (too few samples for it)."""
     value = lat.get(f"{name}_ms")
     if value is not None:
@@ -31,7 +33,7 @@ def percentile_cell(lat: dict, name: str) -> str:
             + (f" (this run: {fmt.number(have)})" if have is not None else ""))
 
 
-def latency_rows(lat: dict) -> list[list[str]]:
+def latency_rows(lat: Mapping[str, Any]) -> list[list[str]]:
     """The latency statistics table's rows."""
     rows = [["p50", fmt.ms(lat.get("p50_ms"))]]
     rows += [[q, percentile_cell(lat, q)] for q in ("p90", "p95", "p99")]
@@ -65,7 +67,7 @@ def throughput_lines(entry: dict, *, empty: str) -> list[str]:
     lines = fmt.table(["Batch", "p50 per batch", "Throughput", "Peak memory", ""], rows)
     best = best_throughput(entry)
     if best:
-        lines += ["", f"Best {fmt.rate(best.get('samples_per_s'))} at batch {fmt.number(best.get('batch'))}"
+        lines += ["", f"Best {fmt.rate(best.samples_per_s)} at batch {fmt.number(best.batch)}"
                   + (f"; the knee is at batch {fmt.number(knee)}: larger batches add little throughput "
                      "for their extra latency" if knee is not None else
                      "; no knee: throughput was still growing at the largest batch swept") + "."]

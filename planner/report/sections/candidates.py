@@ -62,7 +62,7 @@ def _row(data: ReportData, cand: dict) -> list[str]:
             f"**{label(cand)}**" if cand is data.best else label(cand),
             text(cand.get("precision")) or "—",
             fmt.ms(p50(cand)), p95_cell(cand),
-            f"{fmt.rate(best.get('samples_per_s'))} @ batch {fmt.number(best.get('batch'))}" if best
+            f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}" if best
             else fmt.NOT_MEASURED,
             fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1,
             fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]

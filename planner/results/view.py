@@ -1,0 +1,187 @@
+"""Reading a result in its results.json form, leniently: the one set of readers the advice and the
+report share.
+
+A partial run or a hand-edited file may lack any field or hold the wrong type in it; every reader
+here then returns None (or an empty value) instead of raising, so a partial profile still gives a
+partial plan and a partial report. Typed code reads the dataclasses in `planner.results.values`
+instead; these readers are for the JSON form those dataclasses serialise to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from planner import units
+from planner.measure.sweep import ThroughputPoint
+
+
+def number(value: Any) -> float | None:
+    """A finite float from an int/float, else None (booleans are not numbers here)."""
+    return units.finite(value)
+
+
+def integer(value: Any) -> int | None:
+    """A whole number from an int/float, else None."""
+    v = number(value)
+    return None if v is None else int(v)
+
+
+def as_dict(value: Any) -> dict:
+    """The value if it is a dict, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """The value if it is a list (or tuple), else an empty list."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """data[k1][k2]... or None where any level is missing or not a mapping."""
+    for key in keys:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def mapping(obj: Any, key: str) -> Mapping[str, Any]:
+    """obj[key] when both are mappings, else an empty mapping."""
+    value = dig(obj, key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def text(value: Any) -> str:
+    """A string from results.json, or '' when absent."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def latency(entry: Any) -> Mapping[str, Any]:
+    """The latency statistics of a candidate or the baseline ({} when not measured)."""
+    return mapping(entry, "latency_ms")
+
+
+def percentile_ms(entry: Any, percentile: str) -> float | None:
+    """The measured latency at a percentile ('p50', 'p95', 'p99') in ms, or None."""
+    return number(latency(entry).get(f"{percentile}_ms"))
+
+
+def p50(entry: Any) -> float | None:
+    """Median latency in ms, if measured."""
+    return percentile_ms(entry, "p50")
+
+
+def latency_samples(entry: Any) -> int | None:
+    """How many timed samples the latency statistics rest on."""
+    return integer(latency(entry).get("samples"))
+
+
+def latency_unstable(entry: Any) -> bool:
+    """Whether the timer flagged the latency measurement as unstable."""
+    return bool(latency(entry).get("unstable"))
+
+
+def sweep(entry: Any) -> tuple[ThroughputPoint, ...]:
+    """The throughput sweep's complete points (batch, p50 and samples/s all measured), in batch order."""
+    points = []
+    for item in as_list(dig(entry, "throughput")):
+        batch = integer(dig(item, "batch"))
+        lat = number(dig(item, "latency_p50_ms"))
+        rate = number(dig(item, "samples_per_s"))
+        if batch is None or lat is None or rate is None or rate <= 0:
+            continue
+        points.append(ThroughputPoint(batch, lat, rate, integer(dig(item, "peak_memory_bytes"))))
+    return tuple(sorted(points, key=lambda p: p.batch))
+
+
+def best_point(points: tuple[ThroughputPoint, ...], *,
+               max_latency_ms: float | None = None) -> ThroughputPoint | None:
+    """The highest-throughput point, only among batches whose batch latency is under the limit."""
+    eligible = [p for p in points if max_latency_ms is None or p.latency_p50_ms < max_latency_ms]
+    if not eligible:
+        return None
+    return max(eligible, key=lambda p: (p.samples_per_s, -p.batch))
+
+
+def best_throughput(entry: Any) -> ThroughputPoint | None:
+    """The measured batch with the most samples/s, or None."""
+    return best_point(sweep(entry))
+
+
+def knee_batch(entry: Any) -> int | None:
+    """The batch where the sweep's throughput stopped growing, if the profile found one."""
+    return integer(dig(entry, "knee_batch"))
+
+
+def model_size(entry: Any) -> int | None:
+    """The model's size in bytes (a profile's model.size_bytes or a candidate's size_bytes)."""
+    value = integer(mapping(entry, "model").get("size_bytes"))
+    return value if value is not None else integer(dig(entry, "size_bytes"))
+
+
+def parameters(entry: Any) -> int | None:
+    """The model's parameter count, if the profile recorded it."""
+    return integer(mapping(entry, "model").get("parameters"))
+
+
+def peak_memory(entry: Any) -> int | None:
+    """Peak memory in bytes during the run."""
+    return integer(dig(entry, "peak_memory_bytes"))
+
+
+def info(entry: Any) -> Mapping[str, Any]:
+    """The runtime facts the run recorded (mkldnn, device, precision...)."""
+    return mapping(entry, "info")
+
+
+def precision(entry: Any) -> str | None:
+    """The precision the measured model computed in, lower-cased."""
+    value = info(entry).get("precision") or dig(entry, "precision")
+    return str(value).lower() if value else None
+
+
+def torch_threads(entry: Any) -> tuple[int | None, int | None]:
+    """(intra-op, inter-op) torch thread counts in force during the run."""
+    threads = mapping(entry, "threads")
+
+    def first(*keys: str) -> int | None:
+        for key in keys:
+            value = integer(threads.get(key))
+            if value is not None:
+                return value
+        return None
+
+    # The profile JSON and measure.threads.thread_settings() spell these two ways.
+    return (first("torch_intra_op", "torch_intra_op_threads"),
+            first("torch_inter_op", "torch_inter_op_threads"))
+
+
+def env_threads(entry: Any, name: str) -> int | None:
+    """A thread-count environment variable (e.g. OMP_NUM_THREADS) recorded with the run."""
+    raw = mapping(entry, "threads").get(name)
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return integer(raw)
+
+
+def layers_by_time(entry: Any) -> list[Mapping[str, Any]]:
+    """The profiled layers, slowest first."""
+    rows = [row for row in as_list(dig(entry, "layers"))
+            if isinstance(row, Mapping) and number(row.get("time_ms")) is not None]
+    return sorted(rows, key=lambda row: -float(row["time_ms"]))
+
+
+def input_shape(entry: Any) -> tuple[int, ...] | None:
+    """The input shape the model was profiled with."""
+    raw = dig(entry, "input_shape")
+    if isinstance(raw, (list, tuple)) and all(number(v) is not None for v in raw):
+        return tuple(int(v) for v in raw)
+    return None
+
+
+def bottleneck(entry: Any) -> str | None:
+    """'compute', 'memory' or 'overhead' when the profile classified the run."""
+    bound = mapping(entry, "bottleneck").get("bound")
+    return str(bound) if bound else None
