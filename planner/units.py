@@ -58,7 +58,7 @@ NOT_MEASURED = "not measured"
 SIGNIFICANT = 3
 """Significant figures every formatted value keeps (the rounding policy)."""
 
-_BINARY = ((TIB, "TiB"), (GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB"))
+_BINARY_PREFIXES = ((TIB, "Ti"), (GIB, "Gi"), (MIB, "Mi"), (KIB, "Ki"))
 _SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
@@ -118,15 +118,20 @@ def seconds(value: Any, *, missing: str = MISSING) -> str:
     return ms(v * 1e3, missing=missing)
 
 
-def size(value: Any, *, missing: str = MISSING) -> str:
-    """A byte count in binary units: '512 B', '1.5 KiB', '44.7 MiB', '1 GiB'."""
+def _scaled(value: Any, scales: tuple[tuple[float, str], ...], unit: str, *, below: str, missing: str) -> str:
+    """The value in the largest scale it reaches ('44.7 MiB', '4.8 GFLOP'); `below` formats smaller ones."""
     v = finite(value)
     if v is None:
         return missing
-    for scale, unit in _BINARY:
+    for scale, prefix in scales:
         if abs(v) >= scale:
-            return f"{sig(v / scale)} {unit}"
-    return f"{v:,.0f} B"
+            return f"{sig(v / scale)} {prefix}{unit}"
+    return f"{format(v, below)} {unit}" if below else f"{sig(v)} {unit}"
+
+
+def size(value: Any, *, missing: str = MISSING) -> str:
+    """A byte count in binary units: '512 B', '1.5 KiB', '44.7 MiB', '1 GiB'."""
+    return _scaled(value, _BINARY_PREFIXES, "B", below=",.0f", missing=missing)
 
 
 def mib(value: Any, *, missing: str = MISSING) -> str:
@@ -142,13 +147,7 @@ def rate(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
 
 def si(value: Any, unit: str, *, missing: str = MISSING) -> str:
     """A quantity with an SI prefix chosen by size: si(4.8e9, 'FLOP') → '4.8 GFLOP'."""
-    v = finite(value)
-    if v is None:
-        return missing
-    for scale, prefix in _SI:
-        if abs(v) >= scale:
-            return f"{sig(v / scale)} {prefix}{unit}"
-    return f"{sig(v)} {unit}"
+    return _scaled(value, _SI, unit, below="", missing=missing)
 
 
 def flops(value: Any, *, missing: str = MISSING) -> str:
