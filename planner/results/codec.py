@@ -1,32 +1,14 @@
-"""The one serialiser of results: typed values to JSON-ready data and back (msgspec), and the
-upgrade of older results.json files to the current schema."""
+"""results.json's schema: the upgrade of older files to the current schema. The serialiser itself is
+`planner.codec` (re-exported here for the results package's readers)."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-import msgspec
-
+from planner.codec import SchemaError, from_data, to_data
 from planner.results.values import SCHEMA_VERSION
 
-T = TypeVar("T")
-
-
-class SchemaError(ValueError):
-    """A results object that does not match the schema (a field missing or of the wrong type)."""
-
-
-def to_data(value: Any) -> Any:
-    """JSON-ready builtins (dicts, lists, str, numbers) from typed values; enums become strings."""
-    return msgspec.to_builtins(value, builtin_types=None, str_keys=True)
-
-
-def from_data(data: Any, kind: type[T]) -> T:
-    """A typed value from JSON-ready data; unknown keys are ignored, wrong types raise SchemaError."""
-    try:
-        return msgspec.convert(data, type=kind, strict=False)
-    except msgspec.ValidationError as exc:
-        raise SchemaError(str(exc)) from exc
+__all__ = ["SchemaError", "from_data", "to_data", "upgrade"]
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:

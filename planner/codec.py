@@ -1,0 +1,31 @@
+"""The one serialiser: engine values (dataclasses, enums, tuples) to JSON-ready data and back.
+
+msgspec does the work: `to_data` turns a dataclass into plain dicts and lists (a StrEnum becomes
+its value, a tuple a list), `from_data` rebuilds and checks the typed value. Every value the
+planner writes to results.json, the ceilings cache or a candidate spec goes through these two.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+
+class SchemaError(ValueError):
+    """Data that does not match the type it should become (a field missing or of the wrong type)."""
+
+
+def to_data(value: Any) -> Any:
+    """JSON-ready builtins (dicts, lists, str, numbers) from typed values; enums become strings."""
+    return msgspec.to_builtins(value, builtin_types=None, str_keys=True)
+
+
+def from_data(data: Any, kind: type[T]) -> T:
+    """A typed value from JSON-ready data; unknown keys are ignored, wrong types raise SchemaError."""
+    try:
+        return msgspec.convert(data, type=kind, strict=False)
+    except msgspec.ValidationError as exc:
+        raise SchemaError(str(exc)) from exc
