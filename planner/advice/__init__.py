@@ -1,4 +1,4 @@
-"""Advice: requirements, the profiling checklist and seed 003's decision trees, turned into a Plan.
+"""Advice: requirements, the profiling checklist and the hardware decision trees, turned into a Plan.
 
 Imports only the standard library and `planner.errors`, so it loads fast and never pulls in
 torch or textual.

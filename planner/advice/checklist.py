@@ -1,4 +1,4 @@
-"""The profiling checklist (seed 003) as data, answered from measurements with evidence or left to the user."""
+"""The profiling checklist as data, answered from measurements with evidence or left to the user."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from planner.advice import _facts as facts
 from planner.advice.requirements import Requirements
 from planner.hardware.profile import EDGE_DEVICE_CLASSES, HardwareProfile
 
-# Seed 003's edge tree: more than this per sample means the model is too large for the device.
+# The edge decision tree: more than this per sample means the model is too large for the device.
 EDGE_SLOW_MS = 100.0
-# Seed 003's GPU tree: a GPU busy less than this share of the time is under-used.
+# The GPU decision tree: a GPU busy less than this share of the time is under-used.
 GPU_LOW_UTILIZATION_PCT = 50.0
 
 
 class Group(StrEnum):
-    """Which of the seed's checklists a question belongs to."""
+    """Which of the profiling checklists (GPU, CPU, edge) a question belongs to."""
 
     GPU = "gpu"
     CPU = "cpu"
@@ -39,14 +39,14 @@ class AnswerStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Question:
-    """One checklist question: its id, group, the seed's wording and hint, and how the planner answers it."""
+    """One checklist question: its id, group, the checklist's wording and hint, and how the planner answers it."""
 
     id: str
     group: Group
     text: str
     hint: str
     answered_by: str
-    source: str = "seed 003 profiling checklist"
+    source: str = "the profiling checklist"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -56,7 +56,8 @@ class Question:
 
 _PREPROCESSING_TEXT = "Is the model the bottleneck, or the work around it (decoding, preprocessing, copies)?"
 _PREPROCESSING_HOW = "only your serving pipeline shows this; the planner times the model call alone"
-_PREPROCESSING_SOURCE = "seed 003 Pitfall 1 and 'When NOT to optimize'"
+_PREPROCESSING_SOURCE = ("a common profiling pitfall: speeding up the model while the work around it is the "
+                         "bottleneck; and when not to optimize")
 
 QUESTIONS: tuple[Question, ...] = (
     Question("gpu.utilization", Group.GPU, "What is GPU utilization?", "nvidia-smi",
@@ -94,7 +95,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("edge.threading", Group.EDGE, "Is threading configured for device cores?", "",
              "torch's threads recorded with the baseline against the device's cores"),
     Question("edge.architecture", Group.EDGE, "Is model architecture appropriate for device?", "too large?",
-             f"latency per sample against the seed's {units.ms(EDGE_SLOW_MS)} edge threshold, and size"),
+             f"latency per sample against the edge decision tree's {units.ms(EDGE_SLOW_MS)} threshold, and size"),
     Question("edge.preprocessing", Group.EDGE, _PREPROCESSING_TEXT, "profile the whole request",
              _PREPROCESSING_HOW, _PREPROCESSING_SOURCE),
 )
@@ -167,14 +168,14 @@ class ThreadAssessment:
 
 
 def assess_threads(hw: HardwareProfile, baseline: Mapping[str, Any]) -> ThreadAssessment:
-    """Compare torch's intra/inter-op threads with the physical cores the process may use (Pitfall 7)."""
+    """Compare torch's intra/inter-op threads with the physical cores the process may use (no oversubscription)."""
     cpu = getattr(hw, "cpu", None)
     usable = facts.number(getattr(cpu, "usable_cores", None))
     physical = facts.number(getattr(cpu, "physical_cores", None))
     logical = facts.number(getattr(cpu, "logical_cores", None))
     usable_i = int(usable) if usable else None
     physical_i = int(physical) if physical else None
-    # Physical cores, not hyperthreads (seed 003), but never more than a cgroup/affinity allows.
+    # Physical cores, not hyperthreads, but never more than a cgroup/affinity allows.
     cores = [int(v) for v in (physical or logical, usable) if v]
     recommended = min(cores) if cores else None
     intra, inter = facts.torch_threads(baseline)
@@ -188,14 +189,15 @@ def assess_threads(hw: HardwareProfile, baseline: Mapping[str, Any]) -> ThreadAs
                 f"(intra-op threads; {core_text})" + (f"; inter-op {inter}" if inter is not None else ""))
     issues: list[str] = []
     if usable_i and intra > usable_i:
-        issues.append(f"{intra} intra-op threads on {usable_i} usable cores oversubscribes them (seed 003 Pitfall 7)")
+        issues.append(f"{intra} intra-op threads on {usable_i} usable cores oversubscribes them:"
+                      " threads then wait for each other")
     elif recommended and intra < recommended:
         issues.append(f"{intra} intra-op thread(s) for {recommended} physical cores: "
                       f"set intra-op threads to {recommended}")
     elif recommended and intra > recommended:
-        issues.append(f"{intra} intra-op threads count hyperthreads; seed 003 sets physical cores ({recommended})")
+        issues.append(f"{intra} intra-op threads count hyperthreads; set one per physical core ({recommended})")
     if inter is not None and inter > 1:
-        issues.append(f"inter-op threads {inter}: seed 003 sets 1 so the two pools do not oversubscribe (Pitfall 7)")
+        issues.append(f"inter-op threads {inter}: set it to 1 so the two thread pools do not oversubscribe the cores")
     omp = facts.env_threads(baseline, "OMP_NUM_THREADS")
     if omp is not None and omp != intra:
         issues.append(f"OMP_NUM_THREADS={omp} but torch uses {intra}: other OpenMP pools may oversubscribe the cores")
@@ -204,7 +206,7 @@ def assess_threads(hw: HardwareProfile, baseline: Mapping[str, Any]) -> ThreadAs
 
 @dataclass(frozen=True)
 class BatchAssessment:
-    """The batch sweep read against the latency target (Pitfall 4): which batch to use and why."""
+    """The batch sweep read against the latency target (a bigger batch adds latency): which batch to use and why."""
 
     recommended: int | None
     gain: float | None  # best throughput over batch-1 (first point) throughput
@@ -226,7 +228,7 @@ def assess_batch(baseline: Mapping[str, Any], latency_ms: float | None) -> Batch
         return BatchAssessment(None, gain, evidence,
                                f"Cannot choose: throughput peaks at batch {best.batch} "
                                f"({units.rate(best.samples_per_s)}), "
-                               "but no latency target is set, and a bigger batch adds latency (seed 003 Pitfall 4)")
+                               "but no latency target is set, and a bigger batch adds latency")
     within = facts.best_point(points, max_latency_ms=latency_ms)
     if within is None:
         return BatchAssessment(first.batch, gain, evidence,
@@ -278,7 +280,7 @@ def _gpu_utilization(q: Question, inp: _Inputs) -> Answer:
     util = facts.number(inp.baseline.get("gpu_utilization_pct"))
     if util is not None:
         low = util < GPU_LOW_UTILIZATION_PCT
-        verdict = (f"low: under the seed's {units.pct(GPU_LOW_UTILIZATION_PCT / 100)}, the GPU waits on something"
+        verdict = (f"low: under {units.pct(GPU_LOW_UTILIZATION_PCT / 100)}, the GPU waits on something"
                    if low else "the GPU is the busy part")
         return Answer(q, f"{units.pct(util / 100)} busy during the baseline run ({verdict})",
                       f"NVML utilization sampled during the run: {units.pct(util / 100)}", AnswerStatus.AUTO,
@@ -363,7 +365,7 @@ def _preprocessing(q: Question, inp: _Inputs) -> Answer:
                   "the profile covers the model only", AnswerStatus.ASK_USER,
                   prompt=("Time one request end to end in your serving code: how much is decoding, resizing, "
                           "normalising and copying, against the model call? If that part dominates, speeding "
-                          "up the model will not help (seed 003 Pitfall 1)."))
+                          "up the model will not help (a common profiling pitfall)."))
 
 
 def _cpu_utilization(q: Question, inp: _Inputs) -> Answer:
@@ -398,7 +400,7 @@ def _mkldnn(q: Question, inp: _Inputs) -> Answer:
     if not isinstance(enabled, bool):
         return Answer(q, "Not recorded", f"the profile has no mkldnn flag; CPU {who}", AnswerStatus.NOT_MEASURED)
     scope = ("" if facts.is_intel(inp.hw) else
-             "; the seed's MKLDNN advice names Intel CPUs, but oneDNN also runs here")
+             "; the CPU checklist advises MKLDNN for Intel CPUs, but oneDNN also runs here")
     return Answer(q, "Yes: oneDNN (MKLDNN) is enabled in torch" if enabled else "No: torch.backends.mkldnn is off",
                   f"torch.backends.mkldnn enabled = {enabled}; CPU {who}{scope}", AnswerStatus.AUTO,
                   value={"enabled": enabled})
@@ -413,7 +415,7 @@ def _edge_latency(q: Question, inp: _Inputs) -> Answer:
     numbers = f"p50 {units.ms(p50)}" + (f", p95 {units.ms(p95)}" if p95 is not None else "")
     if klass not in EDGE_DEVICE_CLASSES:
         return Answer(q, f"Not on the target device: {numbers} was measured on this {klass or 'machine'}",
-                      f"{numbers} on a {klass or 'machine of unknown class'}; seed 003: profile on the device "
+                      f"{numbers} on a {klass or 'machine of unknown class'}; profile on the device "
                       "itself - run the planner there", AnswerStatus.NOT_MEASURED, value={"p50_ms": p50})
     return Answer(q, numbers, f"{numbers} measured on this {klass}", AnswerStatus.AUTO, value={"p50_ms": p50})
 
@@ -456,7 +458,7 @@ def _edge_architecture(q: Question, inp: _Inputs) -> Answer:
     slow = p50 > EDGE_SLOW_MS
     verdict = (f"Likely too large: p50 {units.ms(p50)} > {units.ms(EDGE_SLOW_MS)} per sample" if slow else
                f"Size looks workable: p50 {units.ms(p50)} <= {units.ms(EDGE_SLOW_MS)} per sample")
-    return Answer(q, verdict, f"p50 {units.ms(p50)} against the seed's {units.ms(EDGE_SLOW_MS)} edge threshold"
+    return Answer(q, verdict, f"p50 {units.ms(p50)} against the edge decision tree's {units.ms(EDGE_SLOW_MS)} threshold"
                   + (f"; model {model}" if model else ""), AnswerStatus.AUTO, value={"too_slow": slow})
 
 

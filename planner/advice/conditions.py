@@ -30,7 +30,7 @@ from planner.hardware.profile import EDGE_DEVICE_CLASSES, DeviceClass, HardwareP
 # Throughput must grow at least this much over the sweep before batching is worth its latency.
 BATCH_GAIN_WORTH = 1.2
 # Doubling throughput from batch 1 means batch 1 ran under half of what the GPU delivers: the
-# seed's <50% utilization test, read from the batch sweep when utilization was not sampled.
+# GPU decision tree's <50% utilization test, read from the batch sweep when utilization was not sampled.
 GPU_UNDERUSED_GAIN = 100.0 / GPU_LOW_UTILIZATION_PCT
 # Host-device copies above this share of the model's p50 are worth removing.
 TRANSFER_SHARE_WORTH = 0.10
@@ -80,7 +80,7 @@ def _answer(ctx: TreeContext, suffix: str) -> Answer | None:
 def _profiled(ctx: TreeContext) -> Outcome:
     p50 = facts.latency(ctx.baseline, "p50")
     if p50 is None:
-        return Outcome(False, "no baseline latency: profile before optimizing (seed 003 Pitfall 1)")
+        return Outcome(False, "no baseline latency: profile before optimizing")
     samples = facts.latency_samples(ctx.baseline)
     info = facts.info(ctx.baseline)
     where = f" on {info['device']}" if info.get("device") else ""
@@ -95,7 +95,7 @@ def _on_target_device(ctx: TreeContext) -> Outcome:
     if klass in EDGE_DEVICE_CLASSES:
         return Outcome(outcome.value, f"{outcome.evidence}, on this {klass}")
     return Outcome(False, f"{outcome.evidence}, but on a {klass or 'machine of unknown class'}, not the edge "
-                   "device: seed 003 says profile on the target")
+                   "device: profile on the target device itself")
 
 
 def _gpu_util_low(ctx: TreeContext) -> Outcome:
@@ -131,12 +131,11 @@ def _batch_helps(ctx: TreeContext) -> Outcome:
     assert best is not None
     if target is None:
         return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); no latency "
-                       "target is set, so the batch is bounded only by the sweep (seed 003 Pitfall 4: set one)",
+                       "target is set, so the batch is bounded only by the sweep (set one: bigger batches add latency)",
                        {"max_batch": best.batch})
     rec = ctx.batch.recommended
     if rec is None or rec == points[0].batch:
-        return Outcome(False, f"{ctx.batch.answer} ({sweep}): a bigger batch would break the latency target "
-                       "(seed 003 Pitfall 4)")
+        return Outcome(False, f"{ctx.batch.answer} ({sweep}): a bigger batch would break the latency target")
     return Outcome(True, f"throughput grows {units.speedup(ctx.batch.gain)} over the sweep ({sweep}); "
                    f"batch {rec} is the "
                    f"best inside < {units.ms(target)}", {"max_batch": rec, "latency_budget_ms": target})
@@ -181,7 +180,7 @@ def _has_tensor_cores(ctx: TreeContext) -> Outcome:
     name = getattr(gpu, "name", "GPU")
     generation = facts.gpu_tensor_cores(gpu)
     if generation is None:
-        return Outcome(False, f"{name} has no tensor cores: FP16's 2x relies on them (seed 003)")
+        return Outcome(False, f"{name} has no tensor cores: FP16's typical 2x relies on them")
     return Outcome(True, f"{name} has {generation} tensor cores; the baseline ran in "
                    f"{facts.precision(ctx.baseline) or 'an unrecorded precision'}")
 
@@ -193,7 +192,7 @@ def _small_model(ctx: TreeContext) -> Outcome:
                        "CUDA graphs remove")
     if bound:
         return Outcome(False, f"the profile classifies the run as {bound}-bound: CUDA graphs remove only "
-                       "launch overhead (seed 003: for small models)")
+                       "launch overhead, which matters most in small models")
     return Outcome(None, "bottleneck class not in the profile: measured to find out")
 
 
@@ -243,7 +242,7 @@ def _openvino(ctx: TreeContext) -> Outcome:
     vendor = facts.cpu_vendor(ctx.hw).lower()
     arch = str(getattr(getattr(ctx.hw, "cpu", None), "architecture", "")).lower()
     if "intel" in vendor:
-        why = "Intel CPU: seed 003 names OpenVINO the best performer there"
+        why = "Intel CPU: the CPU decision tree names OpenVINO the best performer there"
     elif "amd" in vendor:
         why = "AMD CPU: OpenVINO targets Intel, but its CPU plugin runs here and is worth measuring"
     elif "arm" in arch or "aarch" in arch or facts.cpu_has(ctx.hw, "neon"):
@@ -266,7 +265,7 @@ def _cpu_batch(ctx: TreeContext) -> Outcome:
 def _still_missing(ctx: TreeContext) -> Outcome:
     met = all_met(ctx.checks)
     if met is True:
-        return Outcome(False, "the baseline already meets every requirement: stop here (seed 003 Pitfall 6)")
+        return Outcome(False, "the baseline already meets every requirement: stop here (don't over-optimize)")
     missed = [c.name.replace("_", " ") for c in ctx.checks if c.met is False]
     if missed:
         return Outcome(True, f"the baseline misses {', '.join(missed)} (see the requirement checks)")
@@ -293,8 +292,9 @@ def _ternary_wanted(ctx: TreeContext) -> Outcome:
     wanted = ctx.requirements.quantization
     tier = ctx.requirements.tier or "this device"
     if "ternary" in wanted:
-        return Outcome(True, f"the seed table suggests {'/'.join(w.upper() for w in wanted)} for {tier}")
-    return Outcome(False, f"the seed table suggests {'/'.join(w.upper() for w in wanted) or 'no quantization'} "
+        return Outcome(True, f"the device performance targets suggest {'/'.join(w.upper() for w in wanted)} for {tier}")
+    return Outcome(False, f"the device performance targets suggest "
+                   f"{'/'.join(w.upper() for w in wanted) or 'no quantization'} "
                    f"for {tier}, not ternary")
 
 

@@ -105,9 +105,9 @@ def _gate_text(requirements: Requirements) -> str:
     if requirements.accuracy_budget is not None:
         budget = units.accuracy(requirements.accuracy_budget)
         return (f"Fidelity-gated: kept only if accuracy drops by at most {budget} and "
-                "outputs agree with the original; validate accuracy before deploying (seed 003 Pitfall 5).")
+                "outputs agree with the original; validate accuracy before deploying.")
     return ("Fidelity-gated: kept only if outputs agree with the original; validate accuracy before "
-            "deploying (seed 003 Pitfall 5).")
+            "deploying.")
 
 
 def _from_action(rec: RecommendedAction, requirements: Requirements) -> PlanStep:
@@ -158,7 +158,7 @@ def _is_quick_check(step: PlanStep) -> bool:
 
 
 def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
-    """Pitfall 2 as an invariant: a plan never names a plugin for the wrong hardware."""
+    """An invariant: a plan never names a plugin for the wrong hardware."""
     forbidden = FORBIDDEN_PLUGIN_PREFIXES.get(target, ())
     wrong = [s.plugin for s in steps if s.plugin and s.plugin.startswith(forbidden)]
     if wrong:
@@ -183,7 +183,7 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
             if impossible else "")
     if met is True:
         return (f"Requirements already met: {'; '.join(_check_text(c) for c in checks)}. "
-                "Further optimization is optional (seed 003 Pitfall 6: don't over-optimize). "
+                "Further optimization is optional (don't over-optimize). "
                 f"What more work would buy: {_what_more_buys(baseline, requirements)}. "
                 f"{len(steps)} quick measured checks are listed as optional; precision lowering and "
                 "retraining are left out.")
@@ -200,7 +200,7 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
 
 def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
            answers: Sequence[Answer], findings_left_out: int, met: bool | None) -> list[str]:
-    notes = ["Expected effects are the method's expectations (seed 003/004), not measurements: "
+    notes = ["Expected effects are the method's expectations (typical published figures), not measurements: "
              "the planner measures each plugin step on this machine."]
     if target == "nvidia" and facts.first_gpu(hw) is None:
         notes.append("No NVIDIA GPU was detected here: the nvidia steps cannot be measured on this machine "
@@ -208,15 +208,15 @@ def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requir
     if target in ("cpu", "edge"):
         threads = assess_threads(hw, baseline)
         if threads.ok is False:
-            notes.append("Threading (seed 003 Pitfall 7): " + "; ".join(threads.issues) + ".")
+            notes.append("Threading (too many threads oversubscribe the cores): " + "; ".join(threads.issues) + ".")
     if requirements.latency_ms is None:
-        notes.append("No latency target is set, so no batch size can be chosen safely (seed 003 Pitfall 4): "
+        notes.append("No latency target is set, so no batch size can be chosen safely (a bigger batch adds latency): "
                      "set latency_ms.")
     if facts.latency_unstable(baseline):
         notes.append("The baseline latency was flagged unstable: compare steps against it with care.")
     for answer in answers:
         if answer.id == "edge.latency" and answer.status == AnswerStatus.NOT_MEASURED:
-            notes.append(f"{answer.answer}: seed 003 says profile on the target device; the numbers here come "
+            notes.append(f"{answer.answer}: profile on the target device itself; the numbers here come "
                          "from a development machine.")
     open_questions = [a.question.text for a in answers if a.status == AnswerStatus.ASK_USER]
     if open_questions:

@@ -1,8 +1,8 @@
 """Deployment requirements (latency, throughput, memory, size, accuracy), where each came from, and checks.
 
-Precedence is flag over file over default. Defaults come from the seed's "Performance Targets
-by Device" table, labelled as such; the table writes MB/GB and we read them as MiB/GiB, the
-units memory tools report.
+Precedence is flag over file over default. Defaults come from the device performance
+targets (latency, memory, size and quantization per device tier), labelled as such; the table
+writes MB/GB and we read them as MiB/GiB, the units memory tools report.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Percentile(StrEnum):
 
 
 class DeviceTier(StrEnum):
-    """A row of the seed's 'Performance Targets by Device' table."""
+    """A row of the device performance targets (a device tier)."""
 
     SERVER = "Server"
     DESKTOP = "Desktop"
@@ -41,7 +41,7 @@ class DeviceTier(StrEnum):
 
 @dataclass(frozen=True)
 class TierTargets:
-    """One row of the seed table: latency, memory, model size and the quantization it suggests."""
+    """One row of the device performance targets: latency, memory, model size and the quantization it suggests."""
 
     latency_ms: float
     memory_bytes: int
@@ -49,7 +49,7 @@ class TierTargets:
     quantization: tuple[str, ...]
 
 
-# Seed 004, "Performance Targets by Device" (latency <, memory <, model size <, quantization).
+# The device performance targets (latency <, memory <, model size <, quantization).
 TIER_TARGETS: Mapping[DeviceTier, TierTargets] = MappingProxyType({
     DeviceTier.SERVER: TierTargets(50.0, 1024 * MIB, 100 * MIB, ("int8",)),
     DeviceTier.DESKTOP: TierTargets(100.0, 500 * MIB, 50 * MIB, ("int8", "ternary")),
@@ -70,7 +70,7 @@ DEVICE_TIERS: Mapping[DeviceClass, DeviceTier] = MappingProxyType({
     DeviceClass.ARM_BOARD: DeviceTier.EDGE,
 })
 
-# The seed table has no accuracy column; 1% is the fidelity gate's own default max_accuracy_drop.
+# The device performance targets have no accuracy column; 1% is the fidelity gate's own default max_accuracy_drop.
 DEFAULT_ACCURACY_DROP = 0.01
 
 # A model call issued from Python (argument conversion, dispatch, at least one kernel launch)
@@ -149,7 +149,7 @@ class Requirements:
 
 
 def tier_for(device_class: Any) -> DeviceTier:
-    """The seed-table row for a device class (a DeviceClass or its string value)."""
+    """The device-performance-targets row for a device class (a DeviceClass or its string value)."""
     value = str(getattr(device_class, "value", device_class))
     try:
         return DEVICE_TIERS[DeviceClass(value)]
@@ -159,10 +159,10 @@ def tier_for(device_class: Any) -> DeviceTier:
 
 
 def defaults_for(device_class: Any) -> Requirements:
-    """The default requirements for a device class, from the seed table, each labelled with its source."""
+    """The default requirements for a device class, from the device performance targets, each labelled."""
     tier = tier_for(device_class)
     row = TIER_TARGETS[tier]
-    label = f"default for {tier} (seed table)"
+    label = f"default for {tier} (device performance targets)"
     return Requirements(
         latency_ms=row.latency_ms,
         latency_percentile=Percentile.P95,
@@ -174,8 +174,8 @@ def defaults_for(device_class: Any) -> Requirements:
         tier=tier,
         sources={
             "latency_ms": label,
-            "latency_percentile": "planner default (the seed table names no percentile)",
-            "min_throughput": "not set (the seed table has no throughput column)",
+            "latency_percentile": "planner default (the device performance targets name no percentile)",
+            "min_throughput": "not set (the device performance targets set no throughput)",
             "memory_budget_bytes": label,
             "model_size_budget_bytes": label,
             "accuracy_budget": "planner default (the fidelity gate's 1% accuracy drop)",
@@ -280,7 +280,7 @@ def _read_toml(path: Path) -> Mapping[str, Any]:
 
 def load_requirements(*, device_class: Any, toml_path: str | Path | None = None,
                       overrides: Mapping[str, Any] | None = None) -> Requirements:
-    """Requirements for a device class: flags (`overrides`, file keys) over the TOML file over the seed defaults.
+    """Requirements for a device class: flags (`overrides`, file keys) over the TOML file over the device defaults.
 
     An override whose value is None is a flag that was not given and changes nothing.
     """
@@ -398,7 +398,7 @@ def _throughput_check(req: Requirements, measured: Mapping[str, Any]) -> Require
         return RequirementCheck("throughput", label, None, None, CheckStatus.NOT_MEASURED,
                                 "no batch sweep was measured", source)
     if req.latency_ms is not None:
-        # Pitfall 4: a batch only counts if one batch still finishes inside the latency target.
+        # A bigger batch adds latency: a batch only counts if one batch still finishes inside the latency target.
         best = facts.best_point(points, max_latency_ms=req.latency_ms)
         basis = f"best batch whose batch latency stays < {units.ms(req.latency_ms)}"
         if best is None:

@@ -1,4 +1,4 @@
-"""Seed 003's hardware decision trees (GPU, CPU, edge) as data, walked against measurements with evidence.
+"""The hardware decision trees (GPU, CPU, edge) as data, walked against measurements with evidence.
 
 A tree is a table of nodes. STEP nodes visit their children in order; DECISION nodes take the
 yes or no branch their condition picks; ACTION nodes recommend an action (usually a plugin),
@@ -152,56 +152,57 @@ _M, _A = StepKind.MEASURE, StepKind.ADVICE
 
 ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
     Action("gpu.batch", "Increase batch size up to batch {max_batch}, within the latency target", "nvidia.batching",
-           _M, "higher throughput per GPU, while each request waits longer for its batch (seed 003: "
-           "measure the latency/throughput trade-off)"),
+           _M, "higher throughput per GPU, while each request waits longer for its batch "
+           "(measure the latency/throughput trade-off)"),
     Action("gpu.preprocessing", "Move preprocessing to the GPU or parallelise it", None, _A,
-           "removes a CPU-side stall that timing the model alone cannot see (seed 003)"),
+           "removes a CPU-side stall that timing the model alone cannot see"),
     Action("gpu.transfers", "Minimise .cuda()/.cpu() copies per request", None, _A,
-           "less of each request spent copying between host and GPU (seed 003)"),
+           "less of each request spent copying between host and GPU"),
     Action("gpu.fp16", "Mixed precision FP16 on Tensor Cores", "nvidia.fp16", _M,
-           "about 2x speed and half the weight memory where Tensor Cores exist (seed 003)", True, 2),
+           "about 2x speed (typical published figure) and half the weight memory where Tensor Cores exist", True, 2),
     Action("gpu.torch_compile", "torch.compile()", "nvidia.torch_compile", _M,
-           "1.5-2x from operator fusion and less Python overhead (seed 003)"),
+           "1.5-2x from operator fusion and less Python overhead (typical published figure)"),
     Action("gpu.tensorrt", "TensorRT engine", "nvidia.tensorrt", _M,
-           "2-5x for CNNs and Transformers (seed 003); TensorRT may pick TF32/FP16 kernels", True, 2),
+           "2-5x for CNNs and Transformers (typical published figure); TensorRT may pick TF32/FP16 kernels", True, 2),
     Action("gpu.cuda_graphs", "CUDA graphs (fixed input shape)", "nvidia.cuda_graphs", _M,
-           "20-30% for small models by replaying kernels without launch overhead (seed 003)"),
+           "20-30% for small models (typical published figure) by replaying kernels without launch overhead"),
     Action("gpu.int8", "INT8 quantization (TensorRT with Q/DQ ONNX)", None, _A,
-           "further speed and 4x smaller weights than FP32 (seed 003 defers the method to its "
-           "quantization guide)", True, 2),
+           "further speed and 4x smaller weights than FP32 (how to quantize is a separate method, "
+           "not detailed here)", True, 2),
     Action("compression", "Model compression (pruning, distillation)", None, _A,
-           "a smaller, faster model; needs retraining (seed 003)", False, 3),
+           "a smaller, faster model; needs retraining", False, 3),
     Action("scale_out", "Scale horizontally (more instances behind a load balancer)", None, _A,
-           "throughput grows with instances; per-request latency does not improve (seed 003)"),
+           "throughput grows with instances; per-request latency does not improve"),
     Action("threads", "Set intra-op threads to {intra_op_threads} (physical cores), inter-op to 1", "cpu.torch", _M,
-           "every physical core works on each operator, without oversubscription (seed 003, Pitfall 7)"),
+           "every physical core works on each operator, without more threads than cores"),
     Action("cpu.mkldnn", "Enable oneDNN (MKLDNN): torch.backends.mkldnn.enabled = True", None, _A,
-           "oneDNN kernels for convolutions and linear layers (seed 003: Intel CPUs)"),
+           "oneDNN kernels for convolutions and linear layers (advised for Intel CPUs)"),
     Action("cpu.channels_last", "Channels-last memory format", "cpu.torch", _M,
-           "faster convolutions through NHWC kernels (seed 003)"),
+           "faster convolutions through NHWC kernels"),
     Action("cpu.onnxruntime", "ONNX Runtime with all graph optimizations", "cpu.onnxruntime", _M,
-           "graph-level fusion and constant folding (seed 003)"),
+           "graph-level fusion and constant folding"),
     Action("cpu.openvino", "OpenVINO", "cpu.openvino", _M,
-           "the best CPU performance on Intel (seed 003); elsewhere, measured to find out"),
+           "the best CPU performance on Intel (typical published claim); elsewhere, measured to find out"),
     Action("cpu.batch", "Pick the batch size against the latency target (batch {batch})", None, _A,
-           "per-request latency inside the target; on CPU a smaller batch is often better (seed 003)"),
+           "per-request latency inside the target; on CPU a smaller batch is often better"),
     Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ, static and dynamic)", "edge.int8", _M,
-           "2-3x on CPU and 4x smaller weights than FP32 (seed 003)", True, 2),
+           "2-3x on CPU (typical published figure) and 4x smaller weights than FP32", True, 2),
     Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)", None, _A,
-           "a model sized for the device; its accuracy must be re-measured (seed 003)", False, 3),
+           "a model sized for the device; its accuracy must be re-measured", False, 3),
     Action("edge.int8", "Quantize to INT8", "edge.int8", _M,
-           "2-4x on ARM and 4x smaller weights than FP32 (seed 003: critical on ARM)", True, 2),
+           "2-4x on ARM (typical published figure) and 4x smaller weights than FP32; critical on ARM", True, 2),
     Action("edge.ternary", "Ternary weights", "edge.ternary", _M,
-           "about 16x smaller weights than FP32 (seed 004 suggests ternary for desktop and edge); "
+           "about 16x smaller weights than FP32 (the device performance targets suggest ternary for desktop "
+           "and edge); "
            "accuracy cost to measure", True, 2),
     Action("edge.pruning", "Model pruning", None, _A,
-           "fewer weights and operations; needs fine-tuning (seed 003)", False, 3),
+           "fewer weights and operations; needs fine-tuning", False, 3),
     Action("edge.accelerator", "Hardware accelerator (Coral TPU, Jetson GPU)", None, _A,
-           "offloads the model from the CPU (seed 003)"),
+           "offloads the model from the CPU"),
 )})
 
 
-# ---- the trees (seed 003, "Hardware-Specific Decision Tree") --------------------------------------
+# ---- the hardware decision trees -----------------------------------------------------------------
 
 _S, _D, _ACT, _N = NodeKind.STEP, NodeKind.DECISION, NodeKind.ACTION, NodeKind.NOTE
 _STILL = "if requirements are still missed after the steps above"
@@ -282,7 +283,7 @@ EDGE_TREE = _tree("edge", "edge", (
     Node("edge.5", "5. If still not meeting requirements", _S, "still_missing",
          children=("edge.5a", "edge.5b", "edge.5c", "edge.5d"), when=_STILL),
     Node("edge.5a", "Use a smaller model architecture", _ACT, action="edge.smaller_arch"),
-    Node("edge.5b", "Lower precision further, as the seed table suggests for this device", _ACT, "ternary_wanted",
+    Node("edge.5b", "Lower precision further, as the device performance targets suggest", _ACT, "ternary_wanted",
          action="edge.ternary"),
     Node("edge.5c", "Consider model pruning", _ACT, action="edge.pruning"),
     Node("edge.5d", "Hardware accelerator (Coral TPU, Jetson GPU)", _ACT, "accelerator",
@@ -291,7 +292,7 @@ EDGE_TREE = _tree("edge", "edge", (
 
 TREES: Mapping[str, Tree] = MappingProxyType({t.target: t for t in (GPU_TREE, CPU_TREE, EDGE_TREE)})
 
-# Pitfall 2 (and its mirror): plugin prefixes a target's plan must never contain.
+# Plugins for the wrong hardware: prefixes a target's plan must never contain.
 FORBIDDEN_PLUGIN_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "cpu": ("nvidia.",),
     "edge": ("nvidia.",),

@@ -1,4 +1,4 @@
-"""Seed 000's bottleneck classes (memory-bound, compute-bound, throughput-limited) from roofline verdicts."""
+"""The three bottleneck classes (memory-bound, compute-bound, throughput-limited) from roofline verdicts."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ TINY_CALL_S = 50e-6
 
 
 class BottleneckClass(StrEnum):
-    """Seed 000's three kinds of bottleneck, each with its own family of fixes."""
+    """The three kinds of bottleneck, each with its own family of fixes."""
 
     MEMORY_BOUND = "memory-bound"
     COMPUTE_BOUND = "compute-bound"
@@ -126,7 +126,7 @@ def cause_sentence(lv: LayerVerdict) -> str:
 
 def classify_bottlenecks(report: LayerReport, ceilings: CeilingsLike, *, precision: str = "fp32",
                          top: int = 3, overhead_factor: float = OVERHEAD_FACTOR) -> BottleneckSummary:
-    """Group every layer call into seed 000's classes and list the top `top` of each by time."""
+    """Group every layer call into the bottleneck classes and list the top `top` of each by time."""
     verdicts = [
         LayerVerdict(layer, classify(layer.flops, layer.bytes_moved,
                                      None if layer.time_ms is None else layer.time_ms / 1e3,

@@ -13,7 +13,7 @@ OVERHEAD_FACTOR = 10.0
 """Measured time above this multiple of the larger roofline floor reads as overhead-bound.
 
 A kernel that runs 10x slower than both its compute and its bandwidth floor is not limited by
-either: launch latency, framework dispatch and small, poorly parallel work dominate (seed 000's
+either: launch latency, framework dispatch and small, poorly parallel work dominate (also called
 "throughput-limited"). Below 10x, cache effects and imperfect kernels explain the gap.
 """
 
@@ -150,7 +150,7 @@ def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: C
         ratio = "no roofline floor" if floor_s == 0 else f"{time_s / floor_s:.0f}x the larger floor"
         why = (f" -> overhead-bound: {ratio} (> {overhead_factor:g}x), so launch/framework "
                f"overhead or a poorly parallel kernel, not {roof} throughput, sets the time "
-               "(seed 000: throughput-limited)")
+               "(also called throughput-limited)")
     else:
         bound = Bound.COMPUTE if roof == "compute" else Bound.MEMORY
         why = (f" -> {roof}-bound: intensity {'at or above' if roof == 'compute' else 'below'} "

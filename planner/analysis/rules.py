@@ -195,7 +195,7 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
               f"{'s' if len(misaligned) != 1 else ''} with channels not divisible by 8",
         severity=severity, layers=tuple(misaligned),
         evidence={"tensor_core_ready": f"{ready}/{total}", "ready": ready, "total": total,
-                  "ready_rule": "Conv2d with in and out channels divisible by 8 (seed 000)",
+                  "ready_rule": "Conv2d with in and out channels divisible by 8 (tensor cores need no padding)",
                   "channels": shapes, "suggested_channels": suggested,
                   "fixed_by_model_io": forced,
                   "misaligned_flop_share": round(ctx.flop_share(sum(flops)), 4),

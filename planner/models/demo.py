@@ -1,4 +1,4 @@
-"""The built-in demo models: seed 000's two classifiers and small models that show one pattern each.
+"""The built-in demo models: an inefficient and an efficient classifier, and small models that show one pattern each.
 
 Weights are random (seeded), which is enough to measure speed and memory and to check that an
 optimized candidate still computes the same function.
@@ -14,7 +14,7 @@ from torch import nn
 
 
 class InefficientClassifier(nn.Module):
-    """Seed 000's CNN with deliberate hardware inefficiencies (large kernels, odd channels, GELU)."""
+    """A CNN with deliberate hardware inefficiencies (large kernels, odd channels, GELU)."""
 
     def __init__(self, num_classes: int = 200) -> None:
         super().__init__()
@@ -55,7 +55,7 @@ def _efficient_block(cin: int, cout: int, stride: int) -> nn.Sequential:
 
 
 class EfficientClassifier(nn.Module):
-    """Seed 000's redesigned CNN: 3x3 stacks, channels divisible by 8, ReLU, a depthwise-separable head."""
+    """The inefficient CNN redesigned: 3x3 stacks, channels divisible by 8, ReLU, a depthwise-separable head."""
 
     def __init__(self, num_classes: int = 200) -> None:
         super().__init__()
@@ -86,7 +86,7 @@ class EfficientClassifier(nn.Module):
 
 
 class UpsamplingClassifier(nn.Module):
-    """Seed 002's pattern: 64x64 inputs interpolated to 224x224 inside forward (12.25x the pixels)."""
+    """A common anti-pattern: 64x64 inputs interpolated to 224x224 inside forward (12.25x the pixels)."""
 
     def __init__(self, num_classes: int = 2) -> None:
         super().__init__()
@@ -137,11 +137,11 @@ DEMOS: dict[str, DemoModel] = {
     d.name: d
     for d in (
         DemoModel("inefficient", InefficientClassifier, (1, 3, 224, 224),
-                  "seed 000's hardware-unfriendly CNN (11x11/7x7 kernels, odd channels, GELU)"),
+                  "a hardware-unfriendly CNN (11x11/7x7 kernels, odd channels, GELU)"),
         DemoModel("efficient", EfficientClassifier, (1, 3, 224, 224),
-                  "seed 000's redesign (3x3 stacks, channels divisible by 8, ReLU, depthwise head)"),
+                  "the same CNN redesigned (3x3 stacks, channels divisible by 8, ReLU, depthwise head)"),
         DemoModel("upsampling", UpsamplingClassifier, (1, 3, 64, 64),
-                  "seed 002's pattern: 64x64 input upsampled to 224x224 inside forward"),
+                  "a common anti-pattern: 64x64 input upsampled to 224x224 inside forward"),
         DemoModel("tiny", TinyConvNet, (1, 3, 32, 32),
                   "a tiny CNN (32x32 input) for quick smoke runs"),
     )

@@ -1,4 +1,4 @@
-"""Ternary weights (seed 004): every Conv/Linear weight becomes -a, 0 or +a per output channel.
+"""Ternary weights: every Conv/Linear weight becomes -a, 0 or +a per output channel.
 
 Per output channel, weights with |w| <= 0.7 * mean|w| become 0 and the rest +-a, where a is the
 mean |w| of the kept ones. No retraining is done, so accuracy usually drops a lot: the fidelity

@@ -34,8 +34,8 @@ def test_defaults_follow_the_seed_table(device_class: str, tier: str, latency: f
     assert req.latency_ms == latency
     assert req.memory_budget_bytes == memory_mib * MIB
     assert req.model_size_budget_bytes == size_mib * MIB
-    assert req.source("latency_ms") == f"default for {tier} (seed table)"
-    assert req.source("memory_budget_bytes") == f"default for {tier} (seed table)"
+    assert req.source("latency_ms") == f"default for {tier} (device performance targets)"
+    assert req.source("memory_budget_bytes") == f"default for {tier} (device performance targets)"
 
 
 def test_edge_default_quantization_is_ternary_or_binary() -> None:
@@ -68,7 +68,7 @@ def test_flag_overrides_file_overrides_default(tmp_path: Path) -> None:
     assert req.memory_budget_bytes == 256 * MIB and req.source("memory_budget_bytes") == "file"
     assert str(req.latency_percentile) == "p99" and req.source("latency_percentile") == "file"
     assert req.model_size_budget_bytes == 100 * MIB
-    assert req.source("model_size_budget_bytes") == "default for Server (seed table)"
+    assert req.source("model_size_budget_bytes") == "default for Server (device performance targets)"
     assert req.min_throughput is None  # a flag given as None was not given
 
 
@@ -125,7 +125,7 @@ def test_met_latency_reports_headroom(make_baseline) -> None:
     latency = next(c for c in checks if c.name == "latency")
     assert latency.met is True and latency.status == CheckStatus.MET
     assert latency.margin == "38.2 ms vs < 50 ms: met with 23.6% headroom"
-    assert latency.source == "default for Server (seed table)"
+    assert latency.source == "default for Server (device performance targets)"
 
 
 def test_missed_latency_reports_by_how_much(make_baseline) -> None:
@@ -198,6 +198,7 @@ def test_requirements_validate_and_serialise() -> None:
         Requirements(latency_ms=-1)
     req = defaults_for("jetson")
     data = json.loads(json.dumps(req.to_dict()))
-    assert data["tier"] == "Desktop" and data["sources"]["latency_ms"] == "default for Desktop (seed table)"
+    assert data["tier"] == "Desktop"
+    assert data["sources"]["latency_ms"] == "default for Desktop (device performance targets)"
     with pytest.raises(TypeError):
         req.sources["latency_ms"] = "flag"  # type: ignore[index]

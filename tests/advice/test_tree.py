@@ -85,7 +85,7 @@ def test_cpu_threads_already_right_skip_the_thread_step(cpu_server, make_baselin
 def test_still_missing_step_is_skipped_when_requirements_are_met(cpu_server, make_baseline) -> None:
     path = evaluate_tree("cpu", cpu_server, make_baseline(p50=20.0, p95=22.0), defaults_for("cpu_server"))
     assert _visited(path)["cpu.5"].result == "skipped"
-    assert "Pitfall 6" in _visited(path)["cpu.5"].evidence
+    assert "over-optimize" in _visited(path)["cpu.5"].evidence
 
 
 def test_channels_last_is_ruled_out_for_non_image_input(cpu_server, make_baseline) -> None:

@@ -15,7 +15,7 @@ names, not numbers, and are not checked; `2.5 ms`, `41%`, `1.33×`, `1,024` and 
 
 Structural exclusions (documented, and the only ones):
 * the ordinal that starts a Markdown ordered-list item (`1. `, `2. `) at the start of a line;
-* the roadmap's phase numbers (`Phase 1`, `Phase 2`, `Phase 3`): seed 002's phase names;
+* the roadmap's phase numbers (`Phase 1`, `Phase 2`, `Phase 3`): the roadmap's phase names;
 * the sample count a tail percentile needs (`needs ≥128 samples`): a rule of the measuring
   method (planner.measure.stats.PERCENTILE_MIN_SAMPLES), not a measurement of this run;
 * a candidate's rank in the candidates table (`| 1 | **label** |`): its position in the

@@ -1,4 +1,4 @@
-"""Bottlenecks: the whole-model roofline verdict and seed 000's three classes of layers."""
+"""Bottlenecks: the whole-model roofline verdict and the three bottleneck classes of layers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from planner.report import figdata, fmt
 from planner.report.data import ReportData, as_dict, as_list, first, text
 from planner.report.fmt import real
 
-# Seed 000's classes, each with the family of fixes that applies to it.
+# The bottleneck classes, each with the family of fixes that applies to it.
 CLASSES: tuple[tuple[str, str, str], ...] = (
     ("memory-bound", "Memory-bound",
      "limited by memory bandwidth: cut the bytes moved (fuse with the neighbouring layer, "

@@ -53,7 +53,7 @@ def render(data: ReportData) -> list[str]:
         lines += [f"The `{path['target']}` tree, walked against this run's measurements:", ""]
     taken = [n for n in nodes if n.get("taken") is not False]
     for node in taken:
-        # Node texts carry the seed's own numbering ("1. Profile ..."); escaped, it stays text
+        # Node texts carry the tree's own numbering ("1. Profile ..."); escaped, it stays text
         # instead of starting a nested Markdown list.
         question = re.sub(r"^(\d+)\.", r"\1\\.", text(first(node, "text", "question", "id")) or "node")
         result = _result(node)

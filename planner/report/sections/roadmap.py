@@ -1,4 +1,4 @@
-"""Roadmap: seed 002's phases — quick wins, extra impact, architecture redesign — each step with its
+"""Roadmap: the optimization phases — quick wins, extra impact, architecture redesign — each step with its
 measured effect (or labelled estimate) and accuracy risk, then the combined effect."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ _PHASE2 = ("int8", "int4", "ternary", "quant", "calib", "compress", "prun", "low
            "distil", "sparsi")
 _PHASE3 = ("architecture", "redesign", "retrain")
 PHASES = (1, 2, 3)
-"""Seed 002's roadmap phases: quick wins, extra impact, architecture redesign."""
+"""The roadmap phases: quick wins, extra impact, architecture redesign."""
 
 
 def _haystack(*values: object) -> str:
@@ -135,7 +135,7 @@ def _combined(data: ReportData) -> list[str]:
     findings = data.findings
     if findings and start is not None:
         # No p50 is projected from a finding: its impact is a share of FLOPs, time or memory the
-        # pattern touches, not a saving, and optimizations interact (seed 001).
+        # pattern touches, not a saving, and optimizations interact.
         title = text(findings[0].get("title")) or text(findings[0].get("id"))
         lines.append(f"- Estimate: the largest architectural lever is *{title}* "
                      f"({impact_text(findings[0])}). Its effect on {start_label} is not projected: "

@@ -99,8 +99,8 @@ class RequirementsPane(StepPane):
         defaults = defaults_for(hw.device_class)
         current = self.session.requirements or defaults
         self.query_one("#intro", Label).update(
-            f"Defaults for a {hw.device_class.label}: the seed table's {defaults.tier} row. "
-            "Edits apply as you type.")
+            f"Defaults for a {hw.device_class.label}: typical {defaults.tier} limits "
+            "(the device performance targets). Edits apply as you type.")
         with self.prevent(Input.Changed, Select.Changed):
             for field in FIELDS:
                 self._defaults[field.key] = number_text(field.to_form(getattr(defaults, field.attr)))

@@ -1,0 +1,119 @@
+"""What the engine says to a user names the method in plain words, never the internal documents behind it.
+
+The method comes from internal documents users have never seen; their numbering ("seed 003",
+"Pitfall 7", "the seed table") must not reach an answer, evidence, prompt, source, plan step,
+note or decision-tree rationale. This asserts on text the engine produces now, not recorded results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any, Iterator
+
+import pytest
+from hardware_profiles import with_cpu
+
+from planner.advice import defaults_for, load_requirements, make_plan
+from planner.advice.checklist import QUESTIONS
+from planner.advice.tree import ACTIONS, TREES
+from planner.hardware.profile import DeviceClass
+from planner.models.demo import DEMOS
+
+INTERNAL = re.compile(r"seed 00|seed table|seed's|seed-table|\bseed \d|pitfall \d", re.IGNORECASE)
+
+
+def _strings(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON-ready value (keys included), with where it sits."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(str(key), f"{where}.{key}<key>")
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{where}[{i}]")
+
+
+def _internal_words(value: Any) -> list[str]:
+    data = json.loads(json.dumps(value, default=str))
+    return [f"{where}: {text}" for where, text in _strings(data) if INTERNAL.search(text)]
+
+
+def test_the_pattern_catches_the_old_wording() -> None:
+    for old in ("(seed 003 Pitfall 7)", "default for Server (seed table)", "seed 000's redesign",
+                "the seed's MKLDNN advice", "(Pitfall 4)"):
+        assert INTERNAL.search(old), old
+
+
+@pytest.mark.parametrize("device_class", [c.value for c in DeviceClass])
+def test_requirement_defaults_name_their_source_in_plain_words(device_class: str) -> None:
+    req = defaults_for(device_class)
+    assert _internal_words(req.to_dict()) == []
+    assert req.source("latency_ms") == f"default for {req.tier} (device performance targets)"
+
+
+def test_static_method_text_is_in_plain_words() -> None:
+    assert _internal_words([q.to_dict() for q in QUESTIONS]) == []
+    assert _internal_words([a.to_dict() for a in ACTIONS.values()]) == []
+    nodes = [(n.id, n.text, n.when) for tree in TREES.values() for n in tree.nodes.values()]
+    assert _internal_words(nodes) == []
+    assert _internal_words({name: demo.summary for name, demo in DEMOS.items()}) == []
+
+
+def _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline) -> dict[str, Any]:
+    """Plans that reach every kind of sentence: missed, met, no latency target, bad threads, GPU, edge."""
+    sweep = [{"batch": b, "latency_p50_ms": 2.0 + 0.4 * b, "samples_per_s": 1000 * b / (2.0 + 0.4 * b)}
+             for b in (1, 2, 4, 8, 16, 32, 64, 128)]
+    no_target = dataclasses.replace(defaults_for("cpu_server"), latency_ms=None)
+    oversubscribed = with_cpu(cpu_server, usable_cores=1)
+    return {
+        "cpu missed, threads off": make_plan(
+            target="cpu", hw=big_cpu_server, baseline=make_baseline(p50=120.0, p95=130.0, intra=1, inter=4, omp="3"),
+            requirements=defaults_for("cpu_server")),
+        "cpu oversubscribed": make_plan(
+            target="cpu", hw=oversubscribed, baseline=make_baseline(p50=120.0, p95=130.0, intra=2),
+            requirements=defaults_for("cpu_server")),
+        "cpu hyperthreads": make_plan(
+            target="cpu", hw=big_cpu_server, baseline=make_baseline(p50=120.0, p95=130.0, intra=16),
+            requirements=defaults_for("cpu_server")),
+        "cpu met": make_plan(
+            target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0),
+            requirements=defaults_for("cpu_server")),
+        "cpu no latency target": make_plan(
+            target="cpu", hw=cpu_server, baseline=make_baseline(p50=120.0, p95=130.0), requirements=no_target),
+        "gpu low utilization": make_plan(
+            target="nvidia", hw=a100_server,
+            baseline=make_baseline(device="cuda", target="nvidia", gpu_utilization=23, throughput=sweep, p50=2.4,
+                                   p95=2.6, bound="overhead"),
+            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 20})),
+        "gpu batch breaks target": make_plan(
+            target="nvidia", hw=a100_server,
+            baseline=make_baseline(device="cuda", target="nvidia", gpu_utilization=80, throughput=sweep, p50=2.4,
+                                   p95=2.6, bound="compute"),
+            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 2.5})),
+        "edge on a Pi": make_plan(
+            target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=2),
+            requirements=defaults_for("raspberry_pi")),
+        "edge on a Jetson": make_plan(
+            target="edge", hw=jetson, baseline=make_baseline(p50=150.0, p95=160.0, intra=6),
+            requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50})),
+        "edge planned on a server": make_plan(
+            target="edge", hw=cpu_server, baseline=make_baseline(p50=150.0, p95=160.0),
+            requirements=defaults_for("raspberry_pi")),
+        "no baseline": make_plan(target="cpu", hw=cpu_server, baseline={}, requirements=defaults_for("cpu_server")),
+    }
+
+
+def test_plans_answers_and_tree_rationales_are_in_plain_words(cpu_server, big_cpu_server, pi4, jetson, a100_server,
+                                                             make_baseline) -> None:
+    plans = _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline)
+    found = {name: _internal_words(plan.to_dict()) for name, plan in plans.items()}
+    assert found == {name: [] for name in plans}
+    # The scenarios do reach the sentences that used to cite the internal documents.
+    text = json.dumps({name: plan.to_dict() for name, plan in plans.items()})
+    for phrase in ("Threading (too many threads oversubscribe the cores)", "don't over-optimize",
+                   "(device performance targets)", "a common profiling pitfall", "typical published figure"):
+        assert phrase in text, phrase
