@@ -196,13 +196,17 @@ def count(value: Any, *, missing: str = MISSING) -> str:
     return f"{int(v):,}" if v == int(v) else sig(v)
 
 
+_COSINE_NOISE = 1e-9
+
+
 def cosine(value: Any, *, missing: str = MISSING) -> str:
     """A cosine similarity with enough digits that 0.99999 is told from 0.9999 and never rounds to 1."""
     v = finite(value)
     if v is None:
         return missing
     digits = 5
-    # More digits until a value below 1 no longer prints as 1.00000, so "exact" is never implied.
-    while v < 1.0 and round(v, digits) >= 1.0 and digits < 12:
+    # More digits until a value below 1 no longer prints as 1.00000, so "exact" is never implied;
+    # a gap from 1 within float rounding (1 - 2e-16 from a dot product of equal vectors) is 1.
+    while 1.0 - v > _COSINE_NOISE and round(v, digits) >= 1.0:
         digits += 1
     return f"{v:.{digits}f}"

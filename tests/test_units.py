@@ -47,6 +47,7 @@ def test_each_unit() -> None:
 def test_cosine_below_one_never_prints_as_one() -> None:
     assert units.cosine(0.9999998) == "0.9999998"
     assert units.cosine(1.0) == "1.00000"
+    assert units.cosine(0.9999999999999998) == "1.00000"  # equal outputs, summed in floating point
 
 
 def test_50_ms_prints_the_same_on_every_surface() -> None:
