@@ -28,6 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from planner.codec import from_data  # noqa: E402
 from planner.measure.evaluate import MeasureJob, measure  # noqa: E402
 from planner.pipeline import PlanOptions, run_plan  # noqa: E402
 from planner.plugins import CandidateSpec, ModelRef  # noqa: E402
@@ -87,11 +88,11 @@ def run_model(source: str, *, top: int, seconds: int) -> dict:
     for cand in ranked[:top]:
         if cand["plugin"] == "torch.eager":
             continue  # that is the PyTorch peer, measured below
-        p50 = remeasure(ref, CandidateSpec.from_dict(cand["spec"]))
+        p50 = remeasure(ref, from_data(cand["spec"], CandidateSpec))
         print(f"  planner {cand['label']}: {p50}", file=sys.stderr)
         if p50 is not None and (planner_best is None or p50 < planner_best[1]):
             planner_best = (cand["label"], p50, cand["fidelity"].get("cosine"))
-    torch_p50 = remeasure(ref, CandidateSpec.from_dict(results["candidates"][0]["spec"]))
+    torch_p50 = remeasure(ref, from_data(results["candidates"][0]["spec"], CandidateSpec))
     onnx = next((out / "artifacts" / "onnx").glob("*.onnx"))
     ort_p50 = remeasure(ref, CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults",
                                            config={"defaults": True}, artifacts={"onnx": str(onnx)}))

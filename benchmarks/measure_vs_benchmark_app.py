@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from planner.codec import from_data, to_data  # noqa: E402
 from planner.measure import MeasureSettings, WorkerStatus, run_isolated  # noqa: E402
 
 _MEDIAN_RE = re.compile(r"Median:\s+([0-9.]+)\s*(ms|us)")
@@ -100,7 +101,7 @@ def planner_time_openvino(path: str, shape: tuple[int, ...], threads: int, pool_
         thunk()
         return float(request.latency)
 
-    measure = MeasureSettings.from_dict(settings)
+    measure = from_data(settings, MeasureSettings)
     results: dict[str, Any] = {}
     for label, event_timer in (("wall", None), ("runtime", runtime_clock)):
         timing = time_callable(run, pool, settings=measure, event_timer=event_timer)
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="planner worker timeout (s)")
     args = parser.parse_args(argv)
 
-    settings = MeasureSettings.default().to_dict()
+    settings = to_data(MeasureSettings.default())
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="measure_vs_app_") as tmp:
         for name in args.models:

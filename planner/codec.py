@@ -19,8 +19,25 @@ class SchemaError(ValueError):
 
 
 def to_data(value: Any) -> Any:
-    """JSON-ready builtins (dicts, lists, str, numbers) from typed values; enums become strings."""
-    return msgspec.to_builtins(value, builtin_types=None, str_keys=True)
+    """JSON-ready builtins (dicts, lists, str, numbers) from typed values; enums become strings, tuples lists."""
+    return _lists(msgspec.to_builtins(value, builtin_types=None, str_keys=True, enc_hook=_plain))
+
+
+def _plain(value: Any) -> Any:
+    """A subclass of str, int or float (torch's TorchVersion, say) as the plain value, as json.dumps writes it."""
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+def _lists(data: Any) -> Any:
+    """`data` with every tuple a list, as JSON gives it back (msgspec keeps tuples as tuples)."""
+    if isinstance(data, dict):
+        return {key: _lists(item) for key, item in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_lists(item) for item in data]
+    return data
 
 
 def from_data(data: Any, kind: type[T]) -> T:

@@ -40,9 +40,3 @@ class Finding:
     impact: float = 0.0
     impact_basis: str = ""
     advice: str = ""
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of this finding."""
-        return {"id": self.id, "title": self.title, "severity": str(self.severity),
-                "layers": list(self.layers), "evidence": dict(self.evidence),
-                "impact": self.impact, "impact_basis": self.impact_basis, "advice": self.advice}

@@ -15,6 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from planner.codec import to_data
 from planner.errors import InputSpecError
 
 INPUT_NODE = "<input>"
@@ -61,6 +62,7 @@ class LayerStats:
         """Arithmetic intensity in FLOPs (2 per MAC) per byte moved."""
         return self.flops / self.bytes_moved if self.bytes_moved else 0.0
 
+    # Kept: the JSON adds the derived `key` (first) and `intensity`, which results.json's layers carry.
     def to_dict(self) -> dict:
         """A JSON-ready dict of these facts."""
         return {
@@ -97,16 +99,6 @@ class FunctionalOp:
     def kind(self) -> str:
         """The op's short name without overload or owner, e.g. `interpolate`, `add`, `gelu`."""
         return self.name.rsplit(".", 1)[-1].split("#", 1)[0]
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of this op."""
-        return {
-            "name": self.name, "op": self.op, "owner": self.owner, "position": self.position,
-            "input_shapes": [list(s) for s in self.input_shapes],
-            "output_shape": list(self.output_shape), "flops": self.flops,
-            "bytes_moved": self.bytes_moved, "activation_bytes": self.activation_bytes,
-            "inputs_from": list(self.inputs_from),
-        }
 
 
 @dataclass(frozen=True)
@@ -154,11 +146,12 @@ class LayerReport:
                 return item
         return None
 
+    # Kept: the JSON adds derived totals (total_bytes_moved, flops_unit) and orders keys its own way.
     def to_dict(self) -> dict:
         """A JSON-ready dict of the whole report."""
         return {
             "layers": [n.to_dict() for n in self.layers],
-            "functional_ops": [op.to_dict() for op in self.functional_ops],
+            "functional_ops": [to_data(op) for op in self.functional_ops],
             "total_flops": self.total_flops, "flops_unit": "FLOPs (2 per MAC)",
             "total_params": self.total_params, "total_bytes_moved": self.total_bytes_moved,
             "peak_activation_bytes": self.peak_activation_bytes, "time_method": self.time_method,

@@ -39,9 +39,9 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
         ceilings = measure_ceilings(hw)
     if args.json:
-        data = hw.to_dict()
+        data = to_data(hw)
         if ceilings:
-            data["ceilings"] = ceilings.to_dict()
+            data["ceilings"] = to_data(ceilings)
         print_json(data)
         return 0
     print(format_profile(hw))

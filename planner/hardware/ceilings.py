@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from planner.codec import from_data, to_data
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
@@ -55,24 +56,6 @@ class Ceilings:
     def ridge_point(self, precision: str = "fp32") -> float:
         """Arithmetic intensity (FLOP/byte) above which a kernel is compute bound rather than memory bound."""
         return self.peak(precision) / self.bandwidth_bytes_per_s
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"peak_flops": dict(self.peak_flops), "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-                "source": self.source, "device": self.device, "details": dict(self.details)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Ceilings:
-        """Inverse of `to_dict`; rejects non-positive or non-finite numbers."""
-        ceilings = cls(
-            peak_flops={str(k): float(v) for k, v in data["peak_flops"].items()},
-            bandwidth_bytes_per_s=float(data["bandwidth_bytes_per_s"]),
-            source=str(data["source"]),
-            device=str(data.get("device", "cpu")),
-            details=dict(data.get("details", {})),
-        )
-        _validate(ceilings)
-        return ceilings
 
 
 def _validate(ceilings: Ceilings) -> None:
@@ -348,7 +331,8 @@ def _load(path: Path, key: dict[str, Any]) -> Ceilings | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != CACHE_FORMAT or data.get("key") != key:
             return None
-        ceilings = Ceilings.from_dict(data["ceilings"])
+        ceilings = from_data(data["ceilings"], Ceilings)
+        _validate(ceilings)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         # A half-written or hand-edited file is not worth an error: measuring again fixes it.
         return None
@@ -359,7 +343,7 @@ def _store(path: Path, key: dict[str, Any], ceilings: Ceilings) -> str | None:
     """Write the cache atomically; the reason on failure (a read-only home must not stop the planner)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"format": CACHE_FORMAT, "key": key, "ceilings": ceilings.to_dict()})
+        write_json_atomic(path, {"format": CACHE_FORMAT, "key": key, "ceilings": to_data(ceilings)})
     except OSError as exc:
         return f"cache not written to {path}: {exc}"
     return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+
+from planner.codec import from_data, to_data
 
 SCHEMA_VERSION = 1
 
@@ -81,14 +82,14 @@ X86_ARCHES = ("x86_64", "amd64", "i386", "i686")
 ARM_ARCHES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CpuInfo:
     """The host CPU: identity, core counts the process may really use, ISA features and caches."""
 
     vendor: str
     model: str
     architecture: str
-    physical_cores: int | None
+    physical_cores: int | None = None
     logical_cores: int
     usable_cores: int
     features: tuple[str, ...] = ()
@@ -132,46 +133,12 @@ class CpuInfo:
         """Intel AMX tile units are present."""
         return self.has("amx_tile")
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "vendor": self.vendor,
-            "model": self.model,
-            "architecture": self.architecture,
-            "physical_cores": self.physical_cores,
-            "logical_cores": self.logical_cores,
-            "usable_cores": self.usable_cores,
-            "features": list(self.features),
-            "caches": dict(self.caches),
-            "arm_implementer": self.arm_implementer,
-            "arm_part": self.arm_part,
-            "max_mhz": self.max_mhz,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CpuInfo:
-        """Inverse of `to_dict`."""
-        return cls(
-            vendor=data["vendor"],
-            model=data["model"],
-            architecture=data["architecture"],
-            physical_cores=data.get("physical_cores"),
-            logical_cores=data["logical_cores"],
-            usable_cores=data["usable_cores"],
-            features=tuple(data.get("features", ())),
-            caches={str(k): int(v) for k, v in data.get("caches", {}).items()},
-            arm_implementer=data.get("arm_implementer"),
-            arm_part=data.get("arm_part"),
-            max_mhz=data.get("max_mhz"),
-        )
-
-
 @dataclass(frozen=True)
 class MemoryInfo:
     """System memory; `limit_bytes` is a cgroup (container) cap when one is lower than the RAM."""
 
-    total_bytes: int | None
-    available_bytes: int | None
+    total_bytes: int | None = None
+    available_bytes: int | None = None
     limit_bytes: int | None = None
 
     @property
@@ -182,36 +149,25 @@ class MemoryInfo:
             return self.total_bytes
         return min(candidates)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"total_bytes": self.total_bytes, "available_bytes": self.available_bytes,
-                "limit_bytes": self.limit_bytes}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MemoryInfo:
-        """Inverse of `to_dict`."""
-        return cls(total_bytes=data.get("total_bytes"), available_bytes=data.get("available_bytes"),
-                   limit_bytes=data.get("limit_bytes"))
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuInfo:
     """One NVIDIA GPU as NVML (or, on Jetson, the board tables) reports it; None means unknown."""
 
     index: int
     name: str
-    memory_total_bytes: int | None
+    memory_total_bytes: int | None = None
     memory_free_bytes: int | None = None
     compute_capability: tuple[int, int] | None = None
     sm_count: int | None = None
     max_sm_clock_mhz: int | None = None
     utilization_pct: int | None = None
     integrated: bool = False
+    tensor_core_generation: str | None = field(default=None, init=False)
+    """Derived from the compute capability (None: no tensor cores, or unknown cc); stored for readers of the
+    JSON, and always recomputed, never read."""
 
-    @property
-    def tensor_core_generation(self) -> str | None:
-        """The tensor-core generation from the compute capability; None means no tensor cores (or unknown cc)."""
-        return tensor_core_generation(self.compute_capability)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tensor_core_generation", tensor_core_generation(self.compute_capability))
 
     @property
     def has_tensor_cores(self) -> bool:
@@ -225,45 +181,15 @@ class GpuInfo:
             return None
         return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (the derived tensor-core generation is included for readers of the JSON)."""
-        return {
-            "index": self.index,
-            "name": self.name,
-            "memory_total_bytes": self.memory_total_bytes,
-            "memory_free_bytes": self.memory_free_bytes,
-            "compute_capability": list(self.compute_capability) if self.compute_capability else None,
-            "sm_count": self.sm_count,
-            "max_sm_clock_mhz": self.max_sm_clock_mhz,
-            "utilization_pct": self.utilization_pct,
-            "integrated": self.integrated,
-            "tensor_core_generation": self.tensor_core_generation,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GpuInfo:
-        """Inverse of `to_dict`; the derived tensor-core generation is recomputed, not read."""
-        cc = data.get("compute_capability")
-        return cls(
-            index=data["index"],
-            name=data["name"],
-            memory_total_bytes=data.get("memory_total_bytes"),
-            memory_free_bytes=data.get("memory_free_bytes"),
-            compute_capability=(int(cc[0]), int(cc[1])) if cc else None,
-            sm_count=data.get("sm_count"),
-            max_sm_clock_mhz=data.get("max_sm_clock_mhz"),
-            utilization_pct=data.get("utilization_pct"),
-            integrated=bool(data.get("integrated", False)),
-        )
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HardwareProfile:
     """Everything the planner knows about the machine, plus a note for every probe that could not run."""
 
+    schema: int = field(default=SCHEMA_VERSION, init=False, repr=False, compare=False)
+    """The JSON form's version: always this planner's, never read back."""
     cpu: CpuInfo
     memory: MemoryInfo
-    gpus: tuple[GpuInfo, ...]
+    gpus: tuple[GpuInfo, ...] = ()
     device_class: DeviceClass
     board: str | None = None
     soc: str | None = None
@@ -273,6 +199,9 @@ class HardwareProfile:
     python_version: str = ""
     torch_version: str | None = None
     probe_notes: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "schema", SCHEMA_VERSION)
 
     @property
     def has_cuda_gpu(self) -> bool:
@@ -298,47 +227,11 @@ class HardwareProfile:
         """The reason the named probe could not run, or None when it ran."""
         return self.notes.get(probe)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "schema": SCHEMA_VERSION,
-            "cpu": self.cpu.to_dict(),
-            "memory": self.memory.to_dict(),
-            "gpus": [g.to_dict() for g in self.gpus],
-            "device_class": str(self.device_class),
-            "board": self.board,
-            "soc": self.soc,
-            "driver_version": self.driver_version,
-            "cuda_version": self.cuda_version,
-            "os": self.os,
-            "python_version": self.python_version,
-            "torch_version": self.torch_version,
-            "probe_notes": [[probe, reason] for probe, reason in self.probe_notes],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HardwareProfile:
-        """Inverse of `to_dict`."""
-        return cls(
-            cpu=CpuInfo.from_dict(data["cpu"]),
-            memory=MemoryInfo.from_dict(data["memory"]),
-            gpus=tuple(GpuInfo.from_dict(g) for g in data.get("gpus", ())),
-            device_class=DeviceClass(data["device_class"]),
-            board=data.get("board"),
-            soc=data.get("soc"),
-            driver_version=data.get("driver_version"),
-            cuda_version=data.get("cuda_version"),
-            os=data.get("os", ""),
-            python_version=data.get("python_version", ""),
-            torch_version=data.get("torch_version"),
-            probe_notes=tuple((str(p), str(r)) for p, r in data.get("probe_notes", ())),
-        )
-
     def to_json(self, indent: int | None = 2) -> str:
         """The profile as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent)
+        return json.dumps(to_data(self), indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> HardwareProfile:
         """Inverse of `to_json`."""
-        return cls.from_dict(json.loads(text))
+        return from_data(json.loads(text), cls)

@@ -18,7 +18,7 @@ import numpy as np
 from planner.models.loaded import make_inputs
 from planner.models.spec import InputSpec
 from planner.plugins import CandidateSpec, ModelRef
-from planner.results import CandidateResult, Status
+from planner.results import CandidateResult, Status, to_data
 
 FIDELITY_SEED = 1000
 FIDELITY_BATCHES = 16
@@ -149,7 +149,7 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
     spec = job.spec
     base = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
                            status=Status.FAILED, reproduce=reproduce_command(job.model, spec, quick=job.quick),
-                           spec=spec.to_dict(), size_bytes=_artifact_size(spec))
+                           spec=to_data(spec), size_bytes=_artifact_size(spec))
     start = time.perf_counter()
     outcome = run_isolated(run_job, job, timeout_s=timeout_s, env=job.env or None)
     wall = time.perf_counter() - start

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -22,15 +22,6 @@ class Fidelity:
     accuracy: float | None = None  # with --val-data labels
     reference_accuracy: float | None = None
     reference: bool = False  # the baseline compared with itself
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Fidelity":
-        """Inverse of `to_dict`."""
-        return cls(**data)
 
 
 @dataclass(frozen=True)

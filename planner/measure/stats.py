@@ -19,9 +19,9 @@ Rules, so that every number the planner prints is one the samples can support:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -52,34 +52,6 @@ class LatencyStats:
     iqr_over_median: float
     unstable: bool
     ci95_rel: float
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a plain dict (``ci95_rel`` may be ``inf``)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LatencyStats:
-        """Rebuild stats from ``to_dict()`` output."""
-
-        def opt(key: str) -> float | None:
-            value = data.get(key)
-            return None if value is None else float(value)
-
-        return cls(
-            samples=int(data["samples"]),
-            mean_ms=float(data["mean_ms"]),
-            std_ms=float(data["std_ms"]),
-            min_ms=float(data["min_ms"]),
-            max_ms=float(data["max_ms"]),
-            p50_ms=float(data["p50_ms"]),
-            p90_ms=opt("p90_ms"),
-            p95_ms=opt("p95_ms"),
-            p99_ms=opt("p99_ms"),
-            iqr_ms=float(data["iqr_ms"]),
-            iqr_over_median=float(data["iqr_over_median"]),
-            unstable=bool(data["unstable"]),
-            ci95_rel=float(data["ci95_rel"]),
-        )
 
 
 @lru_cache(maxsize=4096)

@@ -65,11 +65,6 @@ class ThroughputPoint:
     samples_per_s: float
     peak_memory_bytes: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the point as a plain dict."""
-        return {"batch": self.batch, "latency_p50_ms": self.latency_p50_ms,
-                "samples_per_s": self.samples_per_s, "peak_memory_bytes": self.peak_memory_bytes}
-
 
 @dataclass(frozen=True)
 class ThroughputSweep:
@@ -79,11 +74,6 @@ class ThroughputSweep:
     knee_batch: int | None
     stopped_reason: str
     stop: SweepStop = SweepStop.COMPLETED
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the sweep as a plain dict."""
-        return {"points": [p.to_dict() for p in self.points], "knee_batch": self.knee_batch,
-                "stopped_reason": self.stopped_reason, "stop": str(self.stop)}
 
 
 def batch_sizes(max_batch: int) -> list[int]:

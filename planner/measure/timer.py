@@ -21,9 +21,9 @@ from __future__ import annotations
 import functools
 import importlib.util
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats
 
@@ -83,20 +83,6 @@ class MeasureSettings:
         return cls(warmup_count=3, warmup_s=0.2, min_samples=8, max_samples=20_000,
                    min_time_s=0.3, max_time_s=2.0, target_rel_ci=0.02)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the settings as a plain dict."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MeasureSettings:
-        """Rebuild settings from ``to_dict()`` output."""
-        return cls(
-            warmup_count=int(data["warmup_count"]), warmup_s=float(data["warmup_s"]),
-            min_samples=int(data["min_samples"]), max_samples=int(data["max_samples"]),
-            min_time_s=float(data["min_time_s"]), max_time_s=float(data["max_time_s"]),
-            target_rel_ci=float(data.get("target_rel_ci", 0.02)),
-        )
-
 
 @dataclass(frozen=True)
 class Timing:
@@ -107,16 +93,6 @@ class Timing:
     stopped_by: StopReason
     wall_s: float
     warmup_calls: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the timing as a plain dict (samples included)."""
-        return {
-            "stats": self.stats.to_dict(),
-            "samples_ms": list(self.samples_ms),
-            "stopped_by": str(self.stopped_by),
-            "wall_s": self.wall_s,
-            "warmup_calls": self.warmup_calls,
-        }
 
 
 def _ci_check_step(n: int) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.codec import to_data
 from planner.models.source import ModelSource, SourceKind
 from planner.models.spec import InputSpec
 
@@ -52,7 +53,7 @@ class LoadedModel:
             "name": self.name,
             "parameters": self.parameters,
             "size_bytes": self.size_bytes,
-            "input": self.input_spec.to_dict(),
+            "input": to_data(self.input_spec),
             "output_shape": list(self.output_shape),
             "runtime": "torch" if self.has_torch else "onnxruntime",
             "onnx_path": str(self.onnx_path) if self.onnx_path else None,

@@ -10,14 +10,14 @@ from planner.errors import InputSpecError
 _DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "uint8")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InputSpec:
     """One input tensor: its shape (batch first), dtype, and whether the batch axis may vary."""
 
+    name: str = "x"  # first, as the JSON form (`planner inspect --json`) has always listed it
     shape: tuple[int, ...]
     dtype: str = "float32"
     dynamic_batch: bool = True
-    name: str = "x"
 
     @property
     def batch(self) -> int:
@@ -31,17 +31,6 @@ class InputSpec:
     def text(self) -> str:
         """The shape as the CLI writes it, e.g. `1x3x224x224`."""
         return "x".join(str(d) for d in self.shape)
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
-                "dynamic_batch": self.dynamic_batch}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "InputSpec":
-        """Inverse of `to_dict`."""
-        return cls(shape=tuple(data["shape"]), dtype=data.get("dtype", "float32"),
-                   dynamic_batch=data.get("dynamic_batch", True), name=data.get("name", "x"))
 
 
 def parse_shape(text: str, *, dtype: str = "float32") -> InputSpec:

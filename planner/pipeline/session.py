@@ -98,7 +98,7 @@ class PlanSession:
 
         if self.hw is None:
             self.hw = detect()
-            self.update(hardware=self.hw.to_dict())
+            self.update(hardware=to_data(self.hw))
         return self.hw
 
     def measure_ceilings(self, *, quick: bool = False) -> "Ceilings":
@@ -107,7 +107,7 @@ class PlanSession:
 
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = measure_ceilings(self.detect(), quick=quick)
-        self.update(ceilings=self.ceilings.to_dict())
+        self.update(ceilings=to_data(self.ceilings))
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False) -> "LoadedModel":

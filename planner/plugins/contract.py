@@ -9,10 +9,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, runtime_checkable
+
+from planner.codec import from_data, to_data
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +74,7 @@ class CandidateSpec:
     """
 
     plugin: str
-    label: str
+    label: str = ""  # empty (older specs may lack it): the plugin's name
     config: dict = field(default_factory=dict)
     precision: Precision = Precision.FP32
     artifacts: dict = field(default_factory=dict)
@@ -82,6 +84,8 @@ class CandidateSpec:
     rows_per_call: int | None = None
 
     def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.plugin)
         if self.rows_per_call is not None:
             if self.rows_per_call < 1:
                 raise ValueError(f"rows_per_call must be at least 1, got {self.rows_per_call}")
@@ -89,27 +93,9 @@ class CandidateSpec:
                 # A session that always processes N rows cannot be swept over batch sizes.
                 raise ValueError("a spec with a fixed rows_per_call must set dynamic_batch=False")
 
-    def to_dict(self) -> dict:
-        """A JSON-ready dict."""
-        data = asdict(self)
-        data["precision"] = str(self.precision)
-        data["notes"] = list(self.notes)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "CandidateSpec":
-        """Inverse of `to_dict`."""
-        return cls(plugin=data["plugin"], label=data.get("label", data["plugin"]),
-                   config=dict(data.get("config", {})),
-                   precision=Precision(data.get("precision", "fp32")),
-                   artifacts=dict(data.get("artifacts", {})), threads=data.get("threads"),
-                   dynamic_batch=data.get("dynamic_batch", True),
-                   notes=tuple(data.get("notes", ())),
-                   rows_per_call=data.get("rows_per_call"))
-
     def to_text(self) -> str:
         """The compact form `planner bench --candidate` accepts (JSON)."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return json.dumps(to_data(self), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_text(cls, text: str) -> "CandidateSpec":
@@ -117,7 +103,7 @@ class CandidateSpec:
         text = text.strip()
         if not text.startswith("{") and Path(text).is_file():
             text = Path(text).read_text()
-        return cls.from_dict(json.loads(text))
+        return from_data(json.loads(text), cls)
 
 
 @runtime_checkable

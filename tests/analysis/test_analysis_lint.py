@@ -16,6 +16,7 @@ from analysis_models import (
 from torch import nn
 
 from planner.analysis import Finding, Severity, analyze_layers, lint
+from planner.codec import to_data
 from planner.models.demo import DEMOS, EfficientClassifier, InefficientClassifier
 
 SMALL = (1, 3, 64, 64)
@@ -177,6 +178,6 @@ def test_findings_do_not_depend_on_module_names(inefficient) -> None:
 
 
 def test_findings_serialise_to_json(inefficient) -> None:
-    data = json.loads(json.dumps([f.to_dict() for f in inefficient.values()]))
+    data = json.loads(json.dumps([to_data(f) for f in inefficient.values()]))
     assert {d["severity"] for d in data} <= {"high", "medium", "low", "info"}
     assert all(0.0 <= d["impact"] <= 1.0 and d["impact_basis"] and d["advice"] for d in data)

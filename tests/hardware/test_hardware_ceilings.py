@@ -12,6 +12,7 @@ from hardware_fake_nvml import FakeGpu, FakeNvml, a100
 from hardware_trees import FIXTURES
 
 import planner.hardware.ceilings as ceilings_module
+from planner.codec import from_data, to_data
 from planner.hardware import Ceilings, detect, measure_ceilings
 from planner.hardware.ceilings import cache_path
 
@@ -57,7 +58,7 @@ def test_second_call_hits_the_cache(hw, measured, monkeypatch) -> None:
     cache, first = measured
     path = cache_path(cache, hw, "cpu", quick=True)
     assert path.is_file()
-    assert json.loads(path.read_text())["ceilings"] == first.to_dict()
+    assert json.loads(path.read_text())["ceilings"] == to_data(first)
 
     def must_not_measure(*args, **kwargs):
         raise AssertionError("measured again despite a valid cache")
@@ -79,7 +80,7 @@ def test_corrupt_cache_is_remeasured(hw, measured, tmp_path: Path) -> None:
 def test_cache_with_bad_numbers_is_remeasured(hw, tmp_path: Path, monkeypatch) -> None:
     """A cache file with a negative ceiling is not trusted."""
     path = cache_path(tmp_path, hw, "cpu", quick=True)
-    bad = Ceilings(peak_flops={"fp32": 1e9}, bandwidth_bytes_per_s=1e9, source="measured").to_dict()
+    bad = to_data(Ceilings(peak_flops={"fp32": 1e9}, bandwidth_bytes_per_s=1e9, source="measured"))
     bad["peak_flops"]["fp32"] = -1.0
     path.write_text(json.dumps({"format": 1, "key": ceilings_module.cache_key(hw, "cpu"), "ceilings": bad}))
     good = Ceilings(peak_flops={"fp32": 2e9}, bandwidth_bytes_per_s=3e9, source="measured")
@@ -167,14 +168,17 @@ def test_unknown_gpu_failure_falls_back_to_cpu(tmp_path: Path, monkeypatch) -> N
     assert "driver too old" in result.details["gpu_measurement_error"]
 
 
-def test_ceilings_round_trip_and_validation() -> None:
-    """Ceilings survive to_dict/from_dict; impossible numbers are rejected."""
+def test_ceilings_round_trip_and_validation(tmp_path: Path) -> None:
+    """Ceilings survive to_data/from_data and the cache; a cache holding impossible numbers is not trusted."""
     c = Ceilings(peak_flops={"fp32": 1e11, "bf16": 4e11}, bandwidth_bytes_per_s=2e10, source="measured",
                  details={"matrix_size": 1024})
-    assert Ceilings.from_dict(json.loads(json.dumps(c.to_dict()))) == c
+    assert from_data(json.loads(json.dumps(to_data(c))), Ceilings) == c
     assert c.ridge_point("bf16") == pytest.approx(20.0)
-    with pytest.raises(ValueError):
-        Ceilings.from_dict({**c.to_dict(), "bandwidth_bytes_per_s": float("inf")})
+    key = {"cpu_model": "test"}
+    path = tmp_path / "ceilings.json"
+    for ceilings, expected in ((to_data(c), c), ({**to_data(c), "bandwidth_bytes_per_s": float("inf")}, None)):
+        path.write_text(json.dumps({"format": ceilings_module.CACHE_FORMAT, "key": key, "ceilings": ceilings}))
+        assert ceilings_module._load(path, key) == expected
 
 
 @pytest.mark.gpu

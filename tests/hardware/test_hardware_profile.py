@@ -8,6 +8,7 @@ import pytest
 from hardware_fake_nvml import FakeNvml, a100, rtx4090
 from hardware_trees import FIXTURES
 
+from planner.codec import from_data, to_data
 from planner.hardware import DeviceClass, GpuInfo, HardwareProfile, detect
 from planner.hardware.arm import parse_l4t_release
 from planner.hardware.cgroup import cpu_quota_to_threads
@@ -44,7 +45,7 @@ def test_json_round_trip_every_fixture(name: str) -> None:
     text = hw.to_json()
     assert isinstance(json.loads(text), dict)
     assert HardwareProfile.from_json(text) == hw
-    assert HardwareProfile.from_dict(hw.to_dict()) == hw
+    assert from_data(to_data(hw), HardwareProfile) == hw
 
 
 def test_json_round_trip_with_gpus() -> None:

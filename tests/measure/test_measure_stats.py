@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from planner.codec import from_data, to_data
 from planner.measure import PERCENTILE_MIN_SAMPLES, LatencyStats, compute_stats
 from planner.measure.stats import ci95_rel_of, median_ci_rank
 
@@ -107,8 +108,8 @@ def test_rejects_bad_input() -> None:
 
 
 def test_dict_round_trip() -> None:
-    """to_dict/from_dict preserve every field, None and inf included."""
+    """to_data/from_data preserve every field, None and inf included."""
     for samples in ([1.0, 2.0, 3.0], [float(i) for i in range(700)]):
         stats = compute_stats(samples)
-        again = LatencyStats.from_dict(stats.to_dict())
+        again = from_data(to_data(stats), LatencyStats)
         assert again == stats

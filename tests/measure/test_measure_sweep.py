@@ -6,6 +6,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
+from planner.codec import to_data
 from planner.measure import (
     MeasureSettings,
     SweepStop,
@@ -132,7 +133,7 @@ def test_memory_budget_stops_sweep(clock: FakeClock) -> None:
     assert sweep.stop == SweepStop.MEMORY_BUDGET
     assert "batch 16" in sweep.stopped_reason and "budget" in sweep.stopped_reason
     assert resets[0] == 5
-    assert sweep.to_dict()["points"][0]["batch"] == 1
+    assert to_data(sweep)["points"][0]["batch"] == 1
 
 
 def test_knee_rule() -> None:

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import pytest
 
+from planner.codec import from_data, to_data
 from planner.measure import MeasureSettings, StopReason, time_callable
 from planner.measure import timer as timer_module
 
@@ -182,7 +183,7 @@ def test_settings_presets_and_validation() -> None:
     assert (default.min_time_s, default.max_time_s, default.target_rel_ci) == (1.0, 10.0, 0.02)
     quick = MeasureSettings.quick()
     assert (quick.warmup_count, quick.warmup_s, quick.min_samples, quick.max_time_s) == (3, 0.2, 8, 2.0)
-    assert MeasureSettings.from_dict(default.to_dict()) == default
+    assert from_data(to_data(default), MeasureSettings) == default
     with pytest.raises(ValueError):
         small_settings(min_samples=0)
     with pytest.raises(ValueError):
@@ -191,10 +192,10 @@ def test_settings_presets_and_validation() -> None:
         time_callable(lambda x: x, [], settings=default)
 
 
-def test_timing_to_dict(clock: FakeClock) -> None:
+def test_timing_to_data(clock: FakeClock) -> None:
     """A timing serializes to plain values."""
     timing = time_callable(constant_work(clock, 2.0), [0], settings=small_settings())
-    data = timing.to_dict()
+    data = to_data(timing)
     assert data["stopped_by"] == "ci"
     assert data["stats"]["samples"] == len(data["samples_ms"])
 

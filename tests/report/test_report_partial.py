@@ -8,6 +8,7 @@ import pytest
 from hardware_profiles import gpu_server, h100
 from report_fixtures import FIGURE_LINKS
 
+from planner.codec import to_data
 from planner.report import figdata, render_markdown
 from planner.report.data import ReportData
 
@@ -105,7 +106,7 @@ def test_no_gpu_reason_comes_from_probe_notes(fixture_results) -> None:
 
 
 def test_gpu_listed(results) -> None:
-    results["hardware"]["gpus"] = gpu_server(h100()).to_dict()["gpus"]
+    results["hardware"]["gpus"] = to_data(gpu_server(h100()))["gpus"]
     results["hardware"]["driver_version"] = "550.54.15"
     text = render_markdown(results, figures=FIGURE_LINKS)
     assert ("- **GPU**: NVIDIA H100 80GB HBM3 — 80 GiB memory, compute capability 9.0, 132 SMs, "

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from cpu_plugin_helpers import fake_hw, torch_output
 
+from planner.codec import from_data, to_data
 from planner.onnx.export import ExportError
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
 from targets.cpu.onnxruntime import OnnxRuntimePlugin
@@ -28,7 +29,7 @@ def test_candidates_round_trip_and_cover_the_grid(specs) -> None:
     labels = [s.label for s in specs]
     assert len(set(labels)) == len(labels)
     for spec in specs:
-        assert CandidateSpec.from_dict(spec.to_dict()) == spec
+        assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
         assert spec.dynamic_batch
         assert spec.artifacts["onnx"].endswith(".onnx")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from cpu_plugin_helpers import fake_hw, torch_output
 
+from planner.codec import from_data, to_data
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
 from targets.cpu.openvino import OpenVinoPlugin
 
@@ -33,7 +34,7 @@ def test_candidates_round_trip(specs) -> None:
     assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 throughput 2t",
                                         "openvino f32 latency 2t static"]
     for spec in specs:
-        assert CandidateSpec.from_dict(spec.to_dict()) == spec
+        assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
     throughput = next(s for s in specs if s.config["hint"] == "THROUGHPUT")
     assert any("batch serving" in n for n in throughput.notes)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cpu_plugin_helpers import fake_hw, torch_output
 
+from planner.codec import from_data, to_data
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
 from targets.cpu import compute_threads
 from targets.cpu.torch_cpu import TorchCpuPlugin
@@ -31,7 +32,7 @@ def test_candidates_round_trip_and_differ(tiny, tmp_path) -> None:
     labels = [s.label for s in specs]
     assert len(set(labels)) == len(labels)
     for spec in specs:
-        assert CandidateSpec.from_dict(spec.to_dict()) == spec
+        assert from_data(to_data(spec), CandidateSpec) == spec
         assert CandidateSpec.from_text(spec.to_text()) == spec
         assert spec.config["threads"] == spec.threads == 2
         assert spec.config["interop_threads"] == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hardware_profiles import two_core_x86
 
+from planner.codec import from_data, to_data
 from planner.hardware import HardwareProfile
 from planner.plugins import MESSAGES, CandidateSpec, Plugin, Target, discover
 
@@ -79,11 +80,13 @@ def test_no_builtin_plugin_hand_writes_the_shared_checks():
 
 def test_rows_per_call_round_trips_and_old_specs_still_read():
     spec = CandidateSpec(plugin="p", label="fixed 32", dynamic_batch=False, rows_per_call=32)
-    assert spec.to_dict()["rows_per_call"] == 32
+    assert to_data(spec)["rows_per_call"] == 32
     assert CandidateSpec.from_text(spec.to_text()) == spec
-    old = spec.to_dict()
+    old = to_data(spec)
     del old["rows_per_call"]
-    assert CandidateSpec.from_dict(old).rows_per_call is None
+    assert from_data(old, CandidateSpec).rows_per_call is None
+    # The oldest specs name only the plugin: the label is the plugin's name, the rest the defaults.
+    assert CandidateSpec.from_text('{"plugin": "p"}') == CandidateSpec(plugin="p", label="p")
 
 
 def test_rows_per_call_must_be_fixed_and_positive():

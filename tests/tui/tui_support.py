@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+from planner.codec import from_data, to_data
 from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
@@ -59,14 +60,14 @@ class RecordedSession(PlanSession):
 
     def detect(self):
         if self.hw is None:
-            self.hw = HardwareProfile.from_dict(self.fixture["hardware"])
-            self.update(hardware=self.hw.to_dict())
+            self.hw = from_data(self.fixture["hardware"], HardwareProfile)
+            self.update(hardware=to_data(self.hw))
         return self.hw
 
     def measure_ceilings(self, *, quick: bool = False):
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
-        self.ceilings = Ceilings.from_dict(self.fixture["ceilings"])
-        self.update(ceilings=self.ceilings.to_dict())
+        self.ceilings = from_data(self.fixture["ceilings"], Ceilings)
+        self.update(ceilings=to_data(self.ceilings))
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False):
