@@ -7,6 +7,7 @@ planner writes to results.json, the ceilings cache or a candidate spec goes thro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,7 +25,10 @@ def to_data(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """A subclass of str, int or float (torch's TorchVersion, say) as the plain value, as json.dumps writes it."""
+    """A read-only mapping as a dict; a subclass of str, int or float (torch's TorchVersion, say) as the plain
+    value, as json.dumps writes it."""
+    if isinstance(value, Mapping):
+        return dict(value)
     for kind in (str, int, float):
         if isinstance(value, kind):
             return kind(value)

@@ -48,11 +48,6 @@ class Question:
     answered_by: str
     source: str = "the profiling checklist"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"id": self.id, "group": str(self.group), "text": self.text, "hint": self.hint,
-                "answered_by": self.answered_by, "source": self.source}
-
 
 _PREPROCESSING_TEXT = "Is the model the bottleneck, or the work around it (decoding, preprocessing, copies)?"
 _PREPROCESSING_HOW = "only your serving pipeline shows this; the planner times the model call alone"
@@ -138,6 +133,7 @@ class Answer:
         return replace(self, answer=reply, status=AnswerStatus.USER, value=value,
                        evidence=f"user reply (the planner could not measure this): {reply}")
 
+    # Kept: the JSON flattens the question's fields into the answer (results.json's checklist).
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"id": self.question.id, "group": str(self.question.group), "question": self.question.text,
@@ -161,6 +157,7 @@ class ThreadAssessment:
     issues: tuple[str, ...]
     evidence: str
 
+    # Kept: the answer's value leaves out `evidence`, which the answer already carries.
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"intra": self.intra, "inter": self.inter, "usable": self.usable, "physical": self.physical,

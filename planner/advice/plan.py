@@ -29,6 +29,7 @@ from planner.advice.tree import (
     StepKind,
     evaluate_tree,
 )
+from planner.codec import to_data
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -58,13 +59,6 @@ class PlanStep:
     options: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""  # the tree node or profile finding the step came from
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"order": self.order, "plugin": self.plugin, "title": self.title, "why": self.why,
-                "expected": self.expected, "fidelity_gated": self.fidelity_gated, "kind": str(self.kind),
-                "phase": self.phase, "optional": self.optional, "when": self.when,
-                "options": dict(self.options), "source": self.source}
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -85,6 +79,7 @@ class Plan:
         """The plugins the plan measures, in step order, without repeats."""
         return tuple(dict.fromkeys(s.plugin for s in self.steps if s.plugin))
 
+    # Kept: the JSON adds `schema`, names answers `checklist` and path `decision_path`, flattens answers.
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for results.json)."""
         return {
@@ -92,10 +87,10 @@ class Plan:
             "target": self.target,
             "requirements_met": self.requirements_met,
             "summary": self.summary,
-            "steps": [s.to_dict() for s in self.steps],
+            "steps": [to_data(s) for s in self.steps],
             "notes": list(self.notes),
-            "checks": [c.to_dict() for c in self.checks],
-            "requirements": self.requirements.to_dict() if self.requirements else None,
+            "checks": [to_data(c) for c in self.checks],
+            "requirements": to_data(self.requirements) if self.requirements else None,
             "checklist": [a.to_dict() for a in self.answers],
             "decision_path": self.path.to_dict() if self.path else None,
         }

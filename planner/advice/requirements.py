@@ -133,20 +133,6 @@ class Requirements:
             return None
         return f"< {units.ms(self.latency_ms)} {self.latency_percentile}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with each value's source."""
-        return {
-            "latency_ms": self.latency_ms,
-            "latency_percentile": str(self.latency_percentile),
-            "min_throughput": self.min_throughput,
-            "memory_budget_bytes": self.memory_budget_bytes,
-            "model_size_budget_bytes": self.model_size_budget_bytes,
-            "accuracy_budget": self.accuracy_budget,
-            "quantization": list(self.quantization),
-            "tier": str(self.tier) if self.tier else None,
-            "sources": dict(self.sources),
-        }
-
 
 def tier_for(device_class: Any) -> DeviceTier:
     """The device-performance-targets row for a device class (a DeviceClass or its string value)."""
@@ -324,11 +310,6 @@ class RequirementCheck:
     status: CheckStatus
     margin: str
     source: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"name": self.name, "target": self.target, "measured": self.measured, "met": self.met,
-                "status": str(self.status), "margin": self.margin, "source": self.source}
 
 
 def _below(value: float, target: float, text: Callable[[float], str]) -> tuple[bool, str]:

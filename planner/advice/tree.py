@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 from planner.advice.checklist import Answer
 from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
+from planner.codec import to_data
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -49,11 +50,6 @@ class Action:
     expected: str
     fidelity_gated: bool = False
     phase: int = 1  # 1 runtime/config, 2 precision or heavier runtimes, 3 needs retraining
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"id": self.id, "title": self.title, "plugin": self.plugin, "kind": str(self.kind),
-                "expected": self.expected, "fidelity_gated": self.fidelity_gated, "phase": self.phase}
 
 
 @dataclass(frozen=True)
@@ -95,11 +91,6 @@ class VisitedNode:
     result: str
     evidence: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"id": self.id, "text": self.text, "kind": str(self.kind), "result": self.result,
-                "evidence": self.evidence}
-
 
 @dataclass(frozen=True)
 class RecommendedAction:
@@ -118,6 +109,7 @@ class RecommendedAction:
         """The action's title with its options filled in."""
         return self.action.title.format_map(_Fill(self.options))
 
+    # Kept: the JSON flattens the action (id, plugin) and adds the derived, filled-in `title`.
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"action": self.action.id, "title": self.title, "plugin": self.action.plugin,
@@ -133,9 +125,10 @@ class DecisionPath:
     visited: tuple[VisitedNode, ...]
     actions: tuple[RecommendedAction, ...]
 
+    # Kept: its actions serialise through RecommendedAction.to_dict (flattened, derived title).
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"target": self.target, "visited": [v.to_dict() for v in self.visited],
+        return {"target": self.target, "visited": [to_data(v) for v in self.visited],
                 "actions": [a.to_dict() for a in self.actions]}
 
 
@@ -394,11 +387,6 @@ class TreeView:
     branch: str | None
     plugin: str | None
     children: tuple[TreeView, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready nested dict."""
-        return {"id": self.id, "text": self.text, "kind": str(self.kind), "branch": self.branch,
-                "plugin": self.plugin, "children": [c.to_dict() for c in self.children]}
 
 
 def tree_nodes(target: str) -> TreeView:

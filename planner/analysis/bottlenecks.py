@@ -44,6 +44,7 @@ class Bottleneck:
     cause: str
     verdict: LayerVerdict
 
+    # Kept: the JSON carries only the verdict's numbers (RooflineVerdict.to_dict), not the layer again.
     def to_dict(self) -> dict:
         """A JSON-ready dict of this entry."""
         return {"layer": self.layer, "type": self.type, "time_ms": self.time_ms,
@@ -61,6 +62,7 @@ class BottleneckGroup:
     time_share: float | None
     top: tuple[Bottleneck, ...]
 
+    # Kept: the JSON names `kind` `class` and nests the kept Bottleneck.to_dict.
     def to_dict(self) -> dict:
         """A JSON-ready dict of this group."""
         return {"class": str(self.kind), "layer_count": self.layer_count, "time_ms": self.time_ms,
@@ -81,6 +83,7 @@ class BottleneckSummary:
                 return g
         raise KeyError(kind)
 
+    # Kept: the JSON lists ranked_by first and nests the kept BottleneckGroup.to_dict.
     def to_dict(self) -> dict:
         """A JSON-ready dict of the summary."""
         return {"ranked_by": self.ranked_by, "groups": [g.to_dict() for g in self.groups]}

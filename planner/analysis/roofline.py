@@ -72,6 +72,7 @@ class RooflineVerdict:
         """The roofline's lower bound on time: the larger of the compute and memory times."""
         return max(self.compute_time_s, self.memory_time_s)
 
+    # Kept: the JSON adds `flops_unit` and writes an infinite intensity as null.
     def to_dict(self) -> dict:
         """A JSON-ready dict of this verdict."""
         return {
@@ -93,6 +94,7 @@ class LayerVerdict:
     layer: LayerStats
     verdict: RooflineVerdict
 
+    # Kept: the JSON flattens the layer's key and type into the verdict's keys.
     def to_dict(self) -> dict:
         """A JSON-ready dict: the layer's key and type with the verdict."""
         return {"layer": self.layer.key, "type": self.layer.type, **self.verdict.to_dict()}

@@ -133,7 +133,7 @@ class PlanSession:
 
         self.requirements = load_requirements(device_class=str(self.detect().device_class),
                                               toml_path=toml_path, overrides=overrides or {})
-        self.update(requirements=self.requirements.to_dict())
+        self.update(requirements=to_data(self.requirements))
         return self.requirements
 
     def set_out_dir(self, out: Path | None) -> Path:
@@ -318,7 +318,7 @@ def requirement_checks(results: PlanResults, requirements: "Requirements", *,
     peak = (results.ceilings or {}).get("peak_flops", {}).get("fp32")
     flops = results.baseline.flops_per_sample if results.baseline else None
     measured = {**to_data(subject), "model": results.model, "flops_per_sample": flops}
-    return tuple(c.to_dict() for c in evaluate(requirements, measured, peak_flops_per_s=peak))
+    return tuple(to_data(c) for c in evaluate(requirements, measured, peak_flops_per_s=peak))
 
 
 def _reply_value(reply: str) -> bool | str:

@@ -14,6 +14,7 @@ from planner.advice import (
     evaluate,
     load_requirements,
 )
+from planner.codec import to_data
 from planner.errors import RequirementsError
 
 MIB = 1 << 20
@@ -197,7 +198,7 @@ def test_requirements_validate_and_serialise() -> None:
     with pytest.raises(RequirementsError, match="latency_ms"):
         Requirements(latency_ms=-1)
     req = defaults_for("jetson")
-    data = json.loads(json.dumps(req.to_dict()))
+    data = json.loads(json.dumps(to_data(req)))
     assert data["tier"] == "Desktop"
     assert data["sources"]["latency_ms"] == "default for Desktop (device performance targets)"
     with pytest.raises(TypeError):

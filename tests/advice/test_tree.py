@@ -8,6 +8,7 @@ import pytest
 
 from planner.advice import defaults_for, evaluate_tree, load_requirements, tree_nodes
 from planner.advice.tree import ACTIONS, TREES, validate_tree
+from planner.codec import to_data
 
 
 def _visited(path):
@@ -38,7 +39,7 @@ def test_tree_nodes_render_every_branch() -> None:
     assert [(c.id, c.branch) for c in threads.children] == [("cpu.2.ok", "yes"), ("cpu.2.set", "no")]
     apply = root.children[2]
     assert [c.plugin for c in apply.children] == ["cpu.torch", None, "cpu.torch", "cpu.onnxruntime", "cpu.openvino"]
-    json.dumps(tree_nodes("nvidia").to_dict())
+    json.dumps(to_data(tree_nodes("nvidia")))
     with pytest.raises(ValueError, match="edge"):
         tree_nodes("fpga")
 

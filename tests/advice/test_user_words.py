@@ -18,6 +18,7 @@ from hardware_profiles import with_cpu
 from planner.advice import defaults_for, load_requirements, make_plan
 from planner.advice.checklist import QUESTIONS
 from planner.advice.tree import ACTIONS, TREES
+from planner.codec import to_data
 from planner.hardware.profile import DeviceClass
 from planner.models.demo import DEMOS
 
@@ -51,13 +52,13 @@ def test_the_pattern_catches_the_old_wording() -> None:
 @pytest.mark.parametrize("device_class", [c.value for c in DeviceClass])
 def test_requirement_defaults_name_their_source_in_plain_words(device_class: str) -> None:
     req = defaults_for(device_class)
-    assert _internal_words(req.to_dict()) == []
+    assert _internal_words(to_data(req)) == []
     assert req.source("latency_ms") == f"default for {req.tier} (device performance targets)"
 
 
 def test_static_method_text_is_in_plain_words() -> None:
-    assert _internal_words([q.to_dict() for q in QUESTIONS]) == []
-    assert _internal_words([a.to_dict() for a in ACTIONS.values()]) == []
+    assert _internal_words([to_data(q) for q in QUESTIONS]) == []
+    assert _internal_words([to_data(a) for a in ACTIONS.values()]) == []
     nodes = [(n.id, n.text, n.when) for tree in TREES.values() for n in tree.nodes.values()]
     assert _internal_words(nodes) == []
     assert _internal_words({name: demo.summary for name, demo in DEMOS.items()}) == []
