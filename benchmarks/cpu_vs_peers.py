@@ -47,7 +47,7 @@ def remeasure(ref: ModelRef, spec: CandidateSpec) -> float | None:
     if result.status != "ok":
         print(f"  {spec.label}: {result.status}: {result.reason}", file=sys.stderr)
         return None
-    return result.latency_ms["p50_ms"]
+    return result.p50
 
 
 def benchmark_app(onnx: Path, shape: tuple[int, ...], *, latency: bool, seconds: int) -> dict:
@@ -81,18 +81,17 @@ def run_model(source: str, *, top: int, seconds: int) -> dict:
     outcome = run_plan(PlanOptions(model=source, target="cpu", quick=True, out=out,
                                    write_report=False))
     results = outcome.results
-    model = results["model"]
-    ref = ModelRef(source, tuple(model["input"]["shape"]))
-    ranked = sorted((c for c in results["candidates"] if c.get("rank")), key=lambda c: c["rank"])
+    ref = ModelRef(source, tuple(results.model["input"]["shape"]))
+    ranked = [cand for rank, cand in results.ranked() if rank is not None]
     planner_best = None
     for cand in ranked[:top]:
-        if cand["plugin"] == "torch.eager":
+        if cand.plugin == "torch.eager":
             continue  # that is the PyTorch peer, measured below
-        p50 = remeasure(ref, from_data(cand["spec"], CandidateSpec))
-        print(f"  planner {cand['label']}: {p50}", file=sys.stderr)
+        p50 = remeasure(ref, from_data(cand.spec, CandidateSpec))
+        print(f"  planner {cand.label}: {p50}", file=sys.stderr)
         if p50 is not None and (planner_best is None or p50 < planner_best[1]):
-            planner_best = (cand["label"], p50, cand["fidelity"].get("cosine"))
-    torch_p50 = remeasure(ref, from_data(results["candidates"][0]["spec"], CandidateSpec))
+            planner_best = (cand.label, p50, cand.fidelity.cosine if cand.fidelity else None)
+    torch_p50 = remeasure(ref, from_data(results.candidates[0].spec, CandidateSpec))
     onnx = next((out / "artifacts" / "onnx").glob("*.onnx"))
     ort_p50 = remeasure(ref, CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults",
                                            config={"defaults": True}, artifacts={"onnx": str(onnx)}))
