@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from planner import units
-from planner.advice._facts import SweepPoint, sweep_text
+from planner.advice._facts import ThroughputPoint, sweep_text
 from planner.advice.requirements import defaults_for, load_requirements
 from planner.cli.commands import format_ceilings
 from planner.hardware.profile import EDGE_DEVICE_CLASSES, DeviceClass
@@ -55,7 +55,7 @@ def test_50_ms_prints_the_same_on_every_surface() -> None:
     assert expected == "50 ms"
     assert report_fmt.ms(50.0) == expected
     assert tui_fmt.ms(50.0) == expected
-    assert sweep_text((SweepPoint(1, 50.0, 20.0),)) == f"batch 1: {expected}, {units.rate(20.0)}"
+    assert sweep_text((ThroughputPoint(1, 50.0, 20.0, None),)) == f"batch 1: {expected}, {units.rate(20.0)}"
     req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 50})
     assert req.latency_text == f"< {expected} p95"
 

@@ -230,14 +230,15 @@ def assess_batch(baseline: Mapping[str, Any], latency_ms: float | None) -> Batch
     if within is None:
         return BatchAssessment(first.batch, gain, evidence,
                                f"No batch meets < {units.ms(latency_ms)}: batch {first.batch} already takes "
-                               f"{units.ms(first.latency_ms)}")
+                               f"{units.ms(first.latency_p50_ms)}")
     if within.batch == first.batch:
         answer = (f"Batch {within.batch} is best inside < {units.ms(latency_ms)}: "
-                  f"{units.rate(within.samples_per_s)} at {units.ms(within.latency_ms)} per batch")
+                  f"{units.rate(within.samples_per_s)} at {units.ms(within.latency_p50_ms)} per batch")
     else:
         factor = units.speedup(within.samples_per_s / first.samples_per_s)
         answer = (f"Batch {within.batch}: {units.rate(within.samples_per_s)} ({factor} "
-                  f"batch {first.batch}) with {units.ms(within.latency_ms)} per batch, inside < {units.ms(latency_ms)}")
+                  f"batch {first.batch}) with {units.ms(within.latency_p50_ms)} per batch, "
+                  f"inside < {units.ms(latency_ms)}")
     return BatchAssessment(within.batch, gain, evidence, answer)
 
 

@@ -385,7 +385,7 @@ def _throughput_check(req: Requirements, measured: Mapping[str, Any]) -> Require
         if best is None:
             return RequirementCheck("throughput", label, None, False, CheckStatus.MISSED,
                                     f"no batch size finishes inside < {units.ms(req.latency_ms)} "
-                                    f"(batch {points[0].batch} takes {units.ms(points[0].latency_ms)})", source)
+                                    f"(batch {points[0].batch} takes {units.ms(points[0].latency_p50_ms)})", source)
     else:
         best = facts.best_point(points)
         basis = "best over the sweep; no latency target bounds the batch"

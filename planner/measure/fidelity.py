@@ -8,20 +8,7 @@ from typing import Sequence
 import numpy as np
 
 from planner.plugins import Precision
-
-
-@dataclass(frozen=True)
-class Fidelity:
-    """Agreement between a candidate and the reference over the same inputs."""
-
-    cosine: float
-    max_abs_error: float
-    mean_abs_error: float
-    top1_agreement: float | None  # only for outputs shaped (batch, classes)
-    samples: int
-    accuracy: float | None = None  # with --val-data labels
-    reference_accuracy: float | None = None
-    reference: bool = False  # the baseline compared with itself
+from planner.results.values import Fidelity
 
 
 @dataclass(frozen=True)

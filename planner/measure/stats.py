@@ -19,11 +19,12 @@ Rules, so that every number the planner prints is one the samples can support:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
+
+from planner.results.values import LatencyStats
 
 PERCENTILE_MIN_SAMPLES: dict[str, int] = {"p90": 64, "p95": 128, "p99": 662}
 """The fewest samples for which each tail percentile is reported (else it is None)."""
@@ -33,25 +34,6 @@ UNSTABLE_IQR_OVER_MEDIAN = 0.10
 
 CI_LEVEL = 0.95
 """Coverage of the confidence interval of the median."""
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Summary statistics of one set of latency samples, in milliseconds."""
-
-    samples: int
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    p50_ms: float
-    p90_ms: float | None
-    p95_ms: float | None
-    p99_ms: float | None
-    iqr_ms: float
-    iqr_over_median: float
-    unstable: bool
-    ci95_rel: float
 
 
 @lru_cache(maxsize=4096)

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Callable, Sequence
 
 from planner.measure.timer import MeasureSettings, time_callable
+from planner.results.values import ThroughputPoint
 
 KNEE_GROWTH = 1.10
 """A later batch must beat this multiple of a batch's throughput for that batch not to be the knee."""
@@ -54,16 +55,6 @@ class SweepStop(StrEnum):
     COMPLETED = "completed"
     OUT_OF_MEMORY = "out of memory"
     MEMORY_BUDGET = "memory budget"
-
-
-@dataclass(frozen=True)
-class ThroughputPoint:
-    """One batch size's median latency and the throughput that implies."""
-
-    batch: int
-    latency_p50_ms: float
-    samples_per_s: float
-    peak_memory_bytes: int | None
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Protocol
 from planner import units
 from planner.events import CancelToken, Event, EventSink
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
+from planner.results.values import Fidelity
 
 if TYPE_CHECKING:
     import numpy as np
 
     from planner.hardware.profile import HardwareProfile
-    from planner.measure.fidelity import Fidelity
     from planner.models.loaded import LoadedModel
     from planner.plugins import CandidateSpec
 

@@ -11,14 +11,53 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from planner.measure.fidelity import Fidelity
-from planner.measure.stats import LatencyStats
-from planner.measure.sweep import ThroughputPoint
-
 SCHEMA_VERSION = 2
 """results.json's format; 2 moved ranks off the candidates into `ranking`. 1 is still read."""
 
 JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Summary statistics of one set of latency samples, in milliseconds."""
+
+    samples: int
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    p50_ms: float
+    p90_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+    iqr_ms: float
+    iqr_over_median: float
+    unstable: bool
+    ci95_rel: float
+
+
+@dataclass(frozen=True)
+class ThroughputPoint:
+    """One batch size's median latency and the throughput that implies."""
+
+    batch: int
+    latency_p50_ms: float
+    samples_per_s: float
+    peak_memory_bytes: int | None
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Agreement between a candidate and the reference over the same inputs."""
+
+    cosine: float
+    max_abs_error: float
+    mean_abs_error: float
+    top1_agreement: float | None  # only for outputs shaped (batch, classes)
+    samples: int
+    accuracy: float | None = None  # with --val-data labels
+    reference_accuracy: float | None = None
+    reference: bool = False  # the baseline compared with itself
 
 
 class Status(StrEnum):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from planner import units
-from planner.measure.sweep import ThroughputPoint
+from planner.results.values import ThroughputPoint
 
 
 def number(value: Any) -> float | None:

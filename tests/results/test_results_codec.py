@@ -10,7 +10,6 @@ import pytest
 
 from planner.errors import PlannerError
 from planner.measure.stats import compute_stats
-from planner.measure.sweep import ThroughputPoint
 from planner.results import (
     SCHEMA_VERSION,
     CandidateResult,
@@ -25,6 +24,7 @@ from planner.results import (
     to_data,
     write_results,
 )
+from planner.results.values import ThroughputPoint
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
 
