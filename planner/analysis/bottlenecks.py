@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from planner import units
 from planner.analysis.layers import LayerReport
 from planner.analysis.roofline import (
     OVERHEAD_FACTOR,
@@ -89,42 +90,34 @@ class BottleneckSummary:
         return {"ranked_by": self.ranked_by, "groups": [g.to_dict() for g in self.groups]}
 
 
-def _mb(nbytes: float) -> str:
-    return f"{nbytes / 1e6:.2f} MB"
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
-
-
 def cause_sentence(lv: LayerVerdict) -> str:
     """Why this layer sits in its class, in numbers, and which family of fixes applies."""
     v = lv.verdict
     layer = lv.layer
-    timed = f" of {_ms(v.measured_time_s)} measured" if v.measured_time_s else ""
+    timed = f" of {units.ms(v.measured_time_s * 1e3)} measured" if v.measured_time_s else ""
     if v.bound == Bound.MEMORY:
-        work = (f"for {v.flops / 1e6:.1f} MFLOPs" if v.flops else
+        work = (f"for {units.flops(v.flops)}" if v.flops else
                 "with no counted FLOPs (FlopCounterMode counts matmuls and convs, not elementwise work)")
-        return (f"{layer.type} moves {_mb(v.bytes_moved)} {work} "
-                f"(intensity {v.intensity:.1f} < ridge {v.ridge_point:.1f} FLOP/B): the bandwidth "
-                f"floor is {_ms(v.memory_time_s)}{timed}; cut bytes (fuse into the neighbouring "
+        return (f"{layer.type} moves {units.size(v.bytes_moved)} {work} "
+                f"(intensity {units.ratio(v.intensity)} < ridge {units.ratio(v.ridge_point)} FLOP/B): the bandwidth "
+                f"floor is {units.ms(v.memory_time_s * 1e3)}{timed}; cut bytes (fuse into the neighbouring "
                 "layer, narrower or smaller maps, lower precision)")
     if v.bound == Bound.COMPUTE:
-        return (f"{layer.type} does {v.flops / 1e6:.1f} MFLOPs (2 per MAC) at intensity "
-                f"{v.intensity:.1f} >= ridge {v.ridge_point:.1f} FLOP/B: the compute floor is "
-                f"{_ms(v.compute_time_s)}{timed}; cut FLOPs (smaller kernels, depthwise-separable "
+        return (f"{layer.type} does {units.flops(v.flops)} (2 per multiply-add) at intensity "
+                f"{units.ratio(v.intensity)} >= ridge {units.ratio(v.ridge_point)} FLOP/B: the compute floor is "
+                f"{units.ms(v.compute_time_s * 1e3)}{timed}; cut FLOPs (smaller kernels, depthwise-separable "
                 "convs, fewer channels) or use faster math (fp16/int8)")
     measured = v.measured_time_s or 0.0
-    ratio = f"{measured / v.floor_time_s:.0f}x" if v.floor_time_s else "far above"
+    ratio = units.speedup(measured / v.floor_time_s) if v.floor_time_s else "far above"
     if measured < TINY_CALL_S:
-        why = (f"the call is tiny ({_ms(measured)}), so launch and framework overhead sets its time; "
+        why = (f"the call is tiny ({units.ms(measured * 1e3)}), so launch and framework overhead sets its time; "
                "fuse it with its neighbours, batch more work per call, or capture the graph "
                "(CUDA graphs, torch.compile)")
     else:
         why = ("the kernel is poorly parallel or untuned for this shape, not short of bandwidth or "
                "math; fuse it, change its shape (stride, channels) or try another runtime's kernel")
-    return (f"{layer.type} takes {_ms(measured)}, {ratio} its roofline floor of "
-            f"{_ms(v.floor_time_s)}: {why}")
+    return (f"{layer.type} takes {units.ms(measured * 1e3)}, {ratio} its roofline floor of "
+            f"{units.ms(v.floor_time_s * 1e3)}: {why}")
 
 
 def classify_bottlenecks(report: LayerReport, ceilings: CeilingsLike, *, precision: str = "fp32",

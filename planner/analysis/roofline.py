@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from planner import units
 from planner.analysis.layers import LayerReport, LayerStats
 
 OVERHEAD_FACTOR = 10.0
@@ -100,21 +101,6 @@ class LayerVerdict:
         return {"layer": self.layer.key, "type": self.layer.type, **self.verdict.to_dict()}
 
 
-def _fmt_time(seconds: float) -> str:
-    if seconds >= 1.0:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
-
-
-def _fmt_count(value: float, unit: str) -> str:
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f} {prefix}{unit}"
-    return f"{value:.0f} {unit}"
-
-
 def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: CeilingsLike, *,
              precision: str = "fp32", overhead_factor: float = OVERHEAD_FACTOR,
              label: str = "") -> RooflineVerdict:
@@ -132,9 +118,9 @@ def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: C
     floor_s = max(compute_s, memory_s)
     roof = "compute" if intensity >= ridge else "memory"
     prefix = f"{label}: " if label else ""
-    facts = (f"{prefix}{_fmt_count(flops, 'FLOP')} (2 per MAC) over {_fmt_count(bytes_moved, 'B')} moved "
-             f"= {intensity:.1f} FLOP/B vs ridge {ridge:.1f} FLOP/B ({precision}); "
-             f"compute floor {_fmt_time(compute_s)}, memory floor {_fmt_time(memory_s)}")
+    facts = (f"{prefix}{units.flops(flops)} (2 per multiply-add) over {units.size(bytes_moved)} moved "
+             f"= {units.ratio(intensity)} FLOP/B vs ridge {units.ratio(ridge)} FLOP/B ({precision}); "
+             f"compute floor {units.ms(compute_s * 1e3)}, memory floor {units.ms(memory_s * 1e3)}")
     if time_s is None or time_s <= 0:
         bound = Bound.COMPUTE if roof == "compute" else Bound.MEMORY
         return RooflineVerdict(
@@ -145,11 +131,11 @@ def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: C
         )
     efficiency = floor_s / time_s
     attained = flops / time_s
-    measured = (f"; measured {_fmt_time(time_s)} attains {_fmt_count(attained, 'FLOP/s')} "
-                f"({efficiency:.0%} of the roofline bound)")
+    measured = (f"; measured {units.ms(time_s * 1e3)} attains {units.flop_rate(attained)} "
+                f"({units.pct(efficiency)} of the roofline bound)")
     if floor_s == 0 or time_s > overhead_factor * floor_s:
         bound = Bound.OVERHEAD
-        ratio = "no roofline floor" if floor_s == 0 else f"{time_s / floor_s:.0f}x the larger floor"
+        ratio = "no roofline floor" if floor_s == 0 else f"{units.speedup(time_s / floor_s)} the larger floor"
         why = (f" -> overhead-bound: {ratio} (> {overhead_factor:g}x), so launch/framework "
                f"overhead or a poorly parallel kernel, not {roof} throughput, sets the time "
                "(also called throughput-limited)")

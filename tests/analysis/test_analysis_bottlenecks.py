@@ -36,7 +36,7 @@ def test_layers_fall_into_the_three_classes(ceilings) -> None:
     assert compute.time_ms == 50.0
     memory = summary.group("memory-bound")
     assert [b.layer for b in memory.top] == ["beta"]
-    assert "100.00 MB" in memory.top[0].cause and "ridge 10.0" in memory.top[0].cause
+    assert "95.4 MiB" in memory.top[0].cause and "ridge 10 FLOP/B" in memory.top[0].cause
     throughput = summary.group(BottleneckClass.THROUGHPUT_LIMITED)
     assert [b.layer for b in throughput.top] == ["gamma"]
     assert "500x" in throughput.top[0].cause

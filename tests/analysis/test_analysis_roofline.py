@@ -30,7 +30,7 @@ def test_high_intensity_at_the_compute_floor_is_compute_bound(ceilings) -> None:
     assert v.memory_time_s == pytest.approx(0.001)
     assert v.efficiency == pytest.approx(1.0)
     assert v.attained_flops_per_s == pytest.approx(1e11)
-    assert "100.0 FLOP/B" in v.explanation and "ridge 10.0" in v.explanation
+    assert "= 100 FLOP/B vs ridge 10 FLOP/B" in v.explanation
 
 
 def test_low_intensity_is_memory_bound(ceilings) -> None:
