@@ -27,6 +27,9 @@ def _from_schema_1(data: dict[str, Any]) -> dict[str, Any]:
     ranked = sorted((c["rank"], i) for i, c in enumerate(candidates) if isinstance(c.get("rank"), int))
     for c in candidates:
         c.pop("rank", None)
+        for key in ("latency_ms", "fidelity"):
+            if c.get(key) == {}:  # schema 1 wrote an empty object where nothing was measured
+                c[key] = None
     data["candidates"] = candidates
     if "ranking" in data or ranked:
         data["ranking"] = {"order": [i for _, i in ranked], "by": data.get("ranked_by") or "p50 latency"}

@@ -153,22 +153,23 @@ class Baseline:
 
     model: ModelSummary
     input_shape: tuple[int, ...]
-    output_shape: tuple[int, ...]
-    device: str
-    runtime: str
     latency_ms: LatencyStats
-    stopped_by: str
-    throughput: tuple[ThroughputPoint, ...]
-    knee_batch: int | None
-    peak_memory_bytes: int | None
-    memory_basis: str
-    threads: JSON
-    info: JSON
-    spec: JSON
-    reproduce: str
-    ceilings: JSON
-    wall_s: float
-    quick: bool
+    runtime: str = ""
+    # Defaults for what earlier planners did not record beside the baseline.
+    output_shape: tuple[int, ...] = ()
+    device: str = ""
+    stopped_by: str = ""
+    throughput: tuple[ThroughputPoint, ...] = ()
+    knee_batch: int | None = None
+    peak_memory_bytes: int | None = None
+    memory_basis: str = ""
+    threads: JSON = field(default_factory=dict)
+    info: JSON = field(default_factory=dict)
+    spec: JSON = field(default_factory=dict)
+    reproduce: str = ""
+    ceilings: JSON = field(default_factory=dict)
+    wall_s: float | None = None
+    quick: bool = False
     flops_per_sample: int | None = None
     flops_basis: str = ""
     layers: tuple[JSON, ...] = ()

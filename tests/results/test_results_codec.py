@@ -26,7 +26,8 @@ from planner.results import (
 )
 from planner.results.values import ThroughputPoint
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
+# A results.json written by the schema-1 planner (ranks stored on the candidates), kept as recorded.
+EXAMPLE = Path(__file__).resolve().parents[1] / "report" / "fixtures" / "results.json"
 
 
 def _candidate(label: str, p50: float, *, status: Status = Status.OK, rate: float = 10.0) -> CandidateResult:
