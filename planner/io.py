@@ -28,14 +28,10 @@ def write_atomic(path: Path, write: Callable[[IO[bytes]], object], *, mode: int 
         raise
 
 
-def write_bytes_atomic(path: Path, content: bytes) -> None:
-    """Write bytes atomically."""
-    write_atomic(path, lambda fh: fh.write(content))
-
-
 def write_text_atomic(path: Path, content: str) -> None:
     """Write UTF-8 text atomically."""
-    write_bytes_atomic(path, content.encode("utf-8"))
+    data = content.encode("utf-8")
+    write_atomic(path, lambda fh: fh.write(data))
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -159,7 +159,7 @@ class CandidateRun:
 
 def candidate_line(r: CandidateResult) -> str:
     """One line of progress for a finished candidate."""
-    if r.status in (Status.OK, Status.REJECTED) and r.p50:
+    if r.measured and r.p50:
         tail = f" — {r.reason}" if r.status is Status.REJECTED else ""
         return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){tail}"
     return f"  {r.status}: {r.label}: {r.reason}"

@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from planner import __version__
 from planner.errors import PlannerError
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -177,20 +179,17 @@ class PlanSession:
         from planner.advice import answer_checklist, evaluate_tree, make_plan
 
         self._need(self.baseline, "baseline")
-        if self.target is None:
-            self.set_target("auto")
-        if self.requirements is None:
-            self.set_requirements()
-        assert self.target is not None and self.requirements is not None and self.hw is not None
+        target = self.target or self.set_target("auto")
+        requirements = self.requirements or self.set_requirements()
+        hw = self.detect()
         facts = self.baseline_facts()
-        answers = answer_checklist(self.target, self.hw, facts, requirements=self.requirements)
+        answers = answer_checklist(target, hw, facts, requirements=requirements)
         if replies:
             answers = [a.with_reply(replies[a.question.id], value=_reply_value(replies[a.question.id]))
                        if replies.get(a.question.id) else a for a in answers]
         self.answers = answers
-        self.path = evaluate_tree(self.target, self.hw, facts, self.requirements, answers)
-        self.plan = make_plan(target=self.target, hw=self.hw, baseline=facts,
-                              requirements=self.requirements, answers=answers)
+        self.path = evaluate_tree(target, hw, facts, requirements, answers)
+        self.plan = make_plan(target=target, hw=hw, baseline=facts, requirements=requirements, answers=answers)
         self.update(checklist=tuple(a.to_dict() for a in answers), decision_path=self.path.to_dict(),
                     plan=self.plan.to_dict())
         self.save()
@@ -226,12 +225,11 @@ class PlanSession:
 
         self._need(self.plan, "plan")
         model, hw, baseline = self._need(self.model, "model"), self.detect(), self._need(self.baseline, "baseline")
-        if self.out_dir is None:
-            self.set_out_dir(None)
-        assert self.out_dir is not None and self.reference is not None
+        reference = self._need(self.reference, "profile")
+        out_dir = self.out_dir or self.set_out_dir(None)
         names = list(plugins) if plugins else self.planned_plugins()
-        run = CandidateRun(hw=hw, model=model, baseline=baseline, reference=self.reference,
-                           workdir=self.out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
+        run = CandidateRun(hw=hw, model=model, baseline=baseline, reference=reference,
+                           workdir=out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            on_event=self.on_event, cancel=self.cancel, sink=self)
         run.run(names, timeout_s=timeout_s)
@@ -281,16 +279,14 @@ class PlanSession:
                             requirement_checks_baseline=requirement_checks(self.results, self.requirements,
                                                                            subject=cands[0]))
         self.update(finished=dt.datetime.now().astimezone().isoformat(timespec="seconds"))
-        if self.out_dir is None:
-            self.set_out_dir(None)
-        assert self.out_dir is not None
+        out_dir = self.out_dir or self.set_out_dir(None)
         self.save()
-        outcome = PlanOutcome(self.results, self.out_dir)
+        outcome = PlanOutcome(self.results, out_dir)
         if write_report and self.baseline is not None:
             try:
                 from planner.report import render_report_files
 
-                outcome.report_path = render_report_files(self.results, self.out_dir)
+                outcome.report_path = render_report_files(self.results, out_dir)
             except Exception as exc:  # noqa: BLE001 - a report failure must not lose results.json
                 self.warn(f"report not written: {type(exc).__name__}: {exc}")
                 self.save()
@@ -304,7 +300,7 @@ class PlanSession:
             write_results(self.out_dir / RESULTS_NAME, self.results)
 
     @staticmethod
-    def _need(value: Any, step: str) -> Any:
+    def _need(value: T | None, step: str) -> T:
         if value is None:
             raise PlannerError(f"the {step} step has not run yet", f"run the {step} step first")
         return value

@@ -135,7 +135,7 @@ def test_keyboard_interrupt_stops_child_and_reraises() -> None:
 
 
 class _Session:
-    """A session stub: only what the timer choice reads."""
+    """A stand-in session carrying only what the timer choice reads."""
 
     def __init__(self, needs_sync: bool) -> None:
         self.needs_sync = needs_sync
