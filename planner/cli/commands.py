@@ -17,13 +17,14 @@ from planner.results import RunStatus, Status, read_results_data, to_data
 def _load(args: argparse.Namespace):
     from planner.models import load_model
 
-    return load_model(args.model, input_shape=args.input_shape, trust_code=args.trust_code)
+    return load_model(args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
 
 
 def cmd_default(args: argparse.Namespace) -> int:
     """No command: open the TUI where there is a terminal, else explain the headless commands."""
     args.model = None
     args.input_shape = None
+    args.inputs = None
     args.trust_code = False
     return cmd_tui(args)
 
@@ -64,8 +65,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     print("Built-in demo models (random weights, seeded):")
     for name, demo in DEMOS.items():
-        shape = "x".join(map(str, demo.input_shape))
-        print(f"  demo:{name:<12} {shape:<12} {demo.summary}")
+        print(f"  demo:{name:<12} {demo.inputs().text():<12} {demo.summary}")
     print("\nTorchvision models: tv:<name>, e.g. tv:resnet18, tv:mobilenet_v3_small")
     try:
         import torchvision
@@ -132,7 +132,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         "min_throughput": args.min_throughput, "memory_mb": args.memory_mb,
         "model_size_mb": args.model_size_mb, "accuracy_drop": args.accuracy_drop}.items()
         if v is not None}
-    options = PlanOptions(model=args.model, input_shape=args.input_shape,
+    options = PlanOptions(model=args.model, input_shape=args.input_shape, inputs=tuple(args.inputs or ()),
                           trust_code=args.trust_code, target=args.target, quick=args.quick,
                           out=Path(args.out) if args.out else None,
                           requirements_file=Path(args.requirements) if args.requirements else None,
@@ -206,7 +206,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         return 2
     from planner.tui.app import run_tui
 
-    return run_tui(model=args.model, input_shape=args.input_shape, trust_code=args.trust_code)
+    return run_tui(model=args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.models.loaded import make_inputs
-from planner.models.spec import InputSpec
+from planner.models.loaded import Feed, make_feeds
+from planner.models.spec import ModelInputs
 from planner.plugins import CandidateSpec, ModelRef
-from planner.results import CandidateResult, Status, to_data
+from planner.results import CandidateResult, SequencePoint, Status, to_data
 
 FIDELITY_SEED = 1000
 FIDELITY_BATCHES = 16
@@ -43,11 +43,22 @@ class MeasureJob:
     env: dict = field(default_factory=dict)
     fidelity_batches: int = FIDELITY_BATCHES
     val_data: str | None = None
+    sequence_sweep: bool = False  # also time shorter sequence lengths (a text model's baseline)
 
 
-def fidelity_inputs(shape: tuple[int, ...], *, count: int = FIDELITY_BATCHES) -> list[np.ndarray]:
+def fidelity_inputs(inputs: ModelInputs, *, count: int = FIDELITY_BATCHES) -> list[Feed]:
     """The fixed inputs every candidate and the reference are compared on."""
-    return make_inputs(InputSpec(shape=tuple(shape)), count=count, seed=FIDELITY_SEED)
+    return make_feeds(inputs, count=count, seed=FIDELITY_SEED)
+
+
+def sequence_lengths(length: int) -> list[int]:
+    """The sequence lengths a sequence sweep times: powers of two from 16 below `length`, then it."""
+    lengths = []
+    n = 16
+    while n < length:
+        lengths.append(n)
+        n *= 2
+    return [*lengths, length] if lengths else []
 
 
 def run_job(job: MeasureJob) -> dict:
@@ -74,14 +85,14 @@ def run_job(job: MeasureJob) -> dict:
     session = plugin.open(job.spec, job.model)
     # GPU sessions (those that declare needs_sync) are timed with CUDA events; see session_timer.
     timer = session_timer(session)
-    shape = tuple(job.model.input_shape)
+    inputs = job.model.inputs
 
-    pool = [session.prepare(a) for a in make_inputs(InputSpec(shape=shape), count=POOL_SIZE, seed=1)]
+    pool = [session.prepare(f) for f in make_feeds(inputs, count=POOL_SIZE, seed=1)]
     timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
                            event_timer=timer.event_timer)
 
-    outputs = [session.to_numpy(session.run(session.prepare(a)))
-               for a in _val_or_fidelity_inputs(job, shape)]
+    outputs = [session.to_numpy(session.run(session.prepare(f)))
+               for f in _val_or_fidelity_inputs(job, inputs)]
 
     # The candidate's peak memory is read here, at the model's own batch: VmHWM only grows, and
     # the sweep's larger batches would otherwise be charged to every swept candidate but not to
@@ -89,25 +100,29 @@ def run_job(job: MeasureJob) -> dict:
     peak_at_batch = peak_rss_bytes()
     cuda_peak = cuda_peak_bytes()
     sweep = None
-    if job.sweep_max_batch > 1 and job.spec.dynamic_batch:
-        sweep_settings = MeasureSettings.quick()
-
+    skipped = ""
+    if job.sweep_max_batch > 1 and not inputs.dynamic_batch:
+        skipped = (f"no batch sweep: the model's inputs fix the batch at {inputs.batch} "
+                   f"({inputs.describe()})")
+    elif job.sweep_max_batch > 1 and not job.spec.dynamic_batch:
+        skipped = "no batch sweep: this candidate's runtime takes one fixed batch size"
+    elif job.sweep_max_batch > 1:
         def run_for_batch(batch: int):
-            spec = InputSpec(shape=(batch, *shape[1:]))
-            inputs = [session.prepare(a) for a in make_inputs(spec, count=2, seed=2)]
-            return session.run, inputs
+            feeds = make_feeds(inputs.with_batch(batch), count=2, seed=2)
+            return session.run, [session.prepare(f) for f in feeds]
 
         sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
                                  memory_budget_bytes=job.memory_budget_bytes,
-                                 settings=sweep_settings, memory_probe=current_rss_bytes,
+                                 settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
                                  sync=timer.sync)
+    sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
     if sweep is None:
         from planner.measure.sweep import ThroughputPoint, ThroughputSweep
 
         # No sweep asked for: the main timing is itself a measured point. Samples/s counts the rows
         # one call really processes (a fixed-batch session pads each input to its own batch).
         p50 = timing.stats.p50_ms
-        rows = job.spec.rows_per_call or shape[0]
+        rows = job.spec.rows_per_call or inputs.batch
         sweep = ThroughputSweep(points=(ThroughputPoint(rows, p50, rows * 1e3 / p50, None),),
                                 knee_batch=None, stopped_reason="")
     return {
@@ -117,23 +132,46 @@ def run_job(job: MeasureJob) -> dict:
         "peak_rss_bytes": peak_at_batch,
         "rss_before_open_bytes": rss_before,
         "cuda_peak_bytes": cuda_peak,
-        "info": {**session.info(), "timer": timer.label},
+        "info": {**session.info(), "timer": timer.label,
+                 **({"sweep_skipped": skipped} if skipped else {}),
+                 **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {})},
         "threads": thread_settings(),
+        "sequence_points": sequence[0],
     }
 
 
-def _val_or_fidelity_inputs(job: MeasureJob, shape: tuple[int, ...]) -> list[np.ndarray]:
+def _sequence_sweep(session, inputs: ModelInputs, timer) -> tuple[list[SequencePoint], str]:
+    """Latency at shorter sequence lengths (batch as given); stops at the first length that fails."""
+    from planner.measure import MeasureSettings, time_callable
+
+    length = inputs.sequence
+    if length is None:
+        return [], ""
+    points: list[SequencePoint] = []
+    for n in sequence_lengths(length):
+        feeds = make_feeds(inputs.with_sequence(n), count=2, seed=2)
+        try:
+            prepared = [session.prepare(f) for f in feeds]
+            timing = time_callable(session.run, prepared, settings=MeasureSettings.quick(), sync=timer.sync)
+        except Exception as exc:  # noqa: BLE001 - a runtime fixed to one length raises its own types
+            return points, f"sequence length {n} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        p50 = timing.stats.p50_ms
+        points.append(SequencePoint(length=n, latency_p50_ms=p50,
+                                    tokens_per_s=n * inputs.batch * 1e3 / p50 if p50 > 0 else 0.0))
+    return points, ""
+
+
+def _val_or_fidelity_inputs(job: MeasureJob, inputs: ModelInputs) -> list[Feed]:
     if job.val_data:
         from planner.measure.valdata import load_val_data
 
-        return [batch for batch, _ in load_val_data(Path(job.val_data))]
-    return fidelity_inputs(shape, count=job.fidelity_batches)
+        return [feed for feed, _ in load_val_data(Path(job.val_data), inputs=inputs)]
+    return fidelity_inputs(inputs, count=job.fidelity_batches)
 
 
 def reproduce_command(model: ModelRef, spec: CandidateSpec, *, quick: bool = False) -> str:
     """The shell command that re-measures this candidate with `planner bench`."""
-    parts = ["planner", "bench", "--model", model.source,
-             "--input-shape", "x".join(str(d) for d in model.input_shape),
+    parts = ["planner", "bench", "--model", model.source, *model.inputs.cli_args(),
              "--candidate", spec.to_text()]
     if model.trust_code:
         parts.append("--trust-code")
@@ -173,7 +211,8 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         throughput=tuple(sweep.points) if sweep else (),
         knee_batch=sweep.knee_batch if sweep else None,
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
-        info=info, threads=value["threads"], wall_s=wall)
+        info=info, threads=value["threads"], wall_s=wall,
+        sequence_sweep=tuple(value["sequence_points"]))
     return result, value["outputs"]
 
 

@@ -55,6 +55,7 @@ class SweepStop(StrEnum):
     COMPLETED = "completed"
     OUT_OF_MEMORY = "out of memory"
     MEMORY_BUDGET = "memory budget"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)
@@ -102,10 +103,11 @@ def throughput_sweep(
 ) -> ThroughputSweep:
     """Time each batch size with ``time_callable`` and find where throughput stops growing.
 
-    ``run_for_batch(b)`` builds the callable and its input pool for batch ``b``. An out-of-memory
-    error (see ``is_out_of_memory``) while building or running a batch ends the sweep there;
-    other errors propagate. ``memory_probe`` is read after each batch (``memory_reset`` first,
-    when given, so peaks are per batch); a reading above ``memory_budget_bytes`` ends the sweep
+    ``run_for_batch(b)`` builds the callable and its input pool for batch ``b``. An error while
+    building or running a batch ends the sweep there, with the batch and the error as the reason:
+    out of memory (see ``is_out_of_memory``), or a runtime or model that takes only some batch
+    sizes (the batch the model was measured at already ran, so that is a finding, not a failure).
+    ``memory_probe`` is read after each batch (``memory_reset`` first, when given, so peaks are per batch); a reading above ``memory_budget_bytes`` ends the sweep
     and that batch is left out of the points.
     """
     points: list[ThroughputPoint] = []
@@ -117,11 +119,14 @@ def throughput_sweep(
         try:
             run, inputs = run_for_batch(batch)
             timing = time_callable(run, inputs, settings=settings, sync=sync)
-        except Exception as exc:  # noqa: BLE001 - only allocation failures are handled, others re-raised
-            if not is_out_of_memory(exc):
-                raise
-            stop = SweepStop.OUT_OF_MEMORY
-            reason = f"batch {batch} ran out of memory: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - every failure ends the sweep with its reason
+            first = (str(exc).strip().splitlines() or [""])[0][:240]
+            if is_out_of_memory(exc):
+                stop = SweepStop.OUT_OF_MEMORY
+                reason = f"batch {batch} ran out of memory: {type(exc).__name__}: {first}"
+            else:
+                stop = SweepStop.FAILED
+                reason = f"batch {batch} failed: {type(exc).__name__}: {first}"
             break
         peak = memory_probe() if memory_probe is not None else None
         if memory_budget_bytes is not None and peak is not None and peak > memory_budget_bytes:

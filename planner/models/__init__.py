@@ -1,6 +1,6 @@
 """Model sources, loaders and input specs.
 
-Names are resolved lazily so that a measuring worker that only needs `make_inputs` (an ONNX
+Names are resolved lazily so that a measuring worker that only needs `make_feeds` (an ONNX
 Runtime or OpenVINO candidate) never imports torch: its peak memory must be the runtime's own.
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "InputSpec": "planner.models.spec", "parse_shape": "planner.models.spec",
-    "LoadedModel": "planner.models.loaded", "make_inputs": "planner.models.loaded",
+    "ModelInputs": "planner.models.spec", "TensorSpec": "planner.models.spec",
+    "parse_shape": "planner.models.spec", "parse_input": "planner.models.spec",
+    "LoadedModel": "planner.models.loaded", "make_feeds": "planner.models.loaded",
+    "Feed": "planner.models.loaded",
     "load_model": "planner.models.loaders",
     "ModelSource": "planner.models.source", "SourceKind": "planner.models.source",
     "parse_source": "planner.models.source",

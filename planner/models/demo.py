@@ -11,6 +11,9 @@ from typing import Callable
 
 import torch
 from torch import nn
+from torch.nn import functional as F
+
+from planner.models.spec import ModelInputs, TensorSpec
 
 
 class InefficientClassifier(nn.Module):
@@ -123,14 +126,75 @@ class TinyConvNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
+class TextEncoderBlock(nn.Module):
+    """One pre-norm transformer encoder block written in plain ops (exportable, hookable)."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """Attention over the unmasked tokens, then the MLP, each with a residual."""
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, s, d))
+        return x + self.fc2(self.act(self.fc1(self.norm2(x))))
+
+
+class TextClassifier(nn.Module):
+    """A small transformer encoder over token ids with an attention mask (a BERT-like classifier)."""
+
+    def __init__(self, vocab: int = 1000, dim: int = 64, heads: int = 4, depth: int = 2,
+                 max_len: int = 256, num_classes: int = 4) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, dim)
+        self.positions = nn.Embedding(max_len, dim)
+        self.blocks = nn.ModuleList(TextEncoderBlock(dim, heads) for _ in range(depth))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Class logits from the mean of the unmasked token states."""
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        x = self.tokens(input_ids) + self.positions(positions)
+        mask = attention_mask.to(x.dtype)
+        # 0 where a token may be attended to, a large negative number where it is padding.
+        bias = ((1.0 - mask) * -1e4)[:, None, None, :]
+        for block in self.blocks:
+            x = block(x, bias)
+        x = self.norm(x)
+        pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+        return self.head(pooled)
+
+
+TEXT_INPUTS = ModelInputs((
+    TensorSpec(name="input_ids", shape=(1, 64), dtype="int64", low=0, high=1000,
+               range_basis="the demo's vocabulary"),
+    TensorSpec(name="attention_mask", shape=(1, 64), dtype="int64"),
+))
+
+
 @dataclass(frozen=True)
 class DemoModel:
-    """A demo model: how to build it, its default input shape, and a one-line description."""
+    """A demo model: how to build it, its default inputs, and a one-line description."""
 
     name: str
     factory: Callable[[], nn.Module]
     input_shape: tuple[int, ...]
     summary: str
+    text_inputs: ModelInputs | None = None
+
+    def inputs(self) -> ModelInputs:
+        """The inputs the demo is measured with."""
+        return self.text_inputs or ModelInputs.single(self.input_shape)
 
 
 DEMOS: dict[str, DemoModel] = {
@@ -144,6 +208,9 @@ DEMOS: dict[str, DemoModel] = {
                   "a common anti-pattern: 64x64 input upsampled to 224x224 inside forward"),
         DemoModel("tiny", TinyConvNet, (1, 3, 32, 32),
                   "a tiny CNN (32x32 input) for quick smoke runs"),
+        DemoModel("text", TextClassifier, (1, 64),
+                  "a small transformer encoder (input_ids and attention_mask, int64, 64 tokens)",
+                  text_inputs=TEXT_INPUTS),
     )
 }
 

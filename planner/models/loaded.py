@@ -10,18 +10,22 @@ import numpy as np
 
 from planner.codec import to_data
 from planner.models.source import ModelSource, SourceKind
-from planner.models.spec import InputSpec
+from planner.models.spec import ModelInputs, TensorSpec
 
-_NP_DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64,
-              "int32": np.int32, "uint8": np.uint8}
+Feed = dict[str, np.ndarray]
+"""One set of input arrays, keyed by input name, in the model's input order."""
+
+# numpy has no bfloat16: such inputs are drawn as float32 and cast by the runtime's session.
+_NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": np.float32, "float64": np.float64,
+              "int64": np.int64, "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
 
 
 @dataclass
 class LoadedModel:
-    """A model ready to run: a torch module (eval, CPU, fp32) and/or an ONNX file, and its input."""
+    """A model ready to run: a torch module (CPU, fp32) and/or an ONNX file, and its inputs."""
 
     source: ModelSource
-    input_spec: InputSpec
+    inputs: ModelInputs
     output_shape: tuple[int, ...]
     parameters: int
     size_bytes: int
@@ -29,6 +33,8 @@ class LoadedModel:
     onnx_path: Path | None = None
     trust_code: bool = False
     notes: list[str] = field(default_factory=list)
+    program: Any = None  # the torch.export ExportedProgram a .pt2 held (exported to ONNX as is)
+    hooks_work: bool = True  # False for TorchScript: its modules take no forward hooks
 
     @property
     def name(self) -> str:
@@ -40,10 +46,17 @@ class LoadedModel:
         """Whether a torch module is available (ONNX-only models have none)."""
         return self.module is not None
 
-    def make_inputs(self, *, batch: int | None = None, count: int = 1, seed: int = 0) -> list[np.ndarray]:
-        """`count` distinct, reproducible inputs of this model's shape (batch overridable)."""
-        spec = self.input_spec if batch is None else self.input_spec.with_batch(batch)
-        return make_inputs(spec, count=count, seed=seed)
+    def make_feeds(self, *, batch: int | None = None, count: int = 1, seed: int = 0) -> list[Feed]:
+        """`count` distinct, reproducible feeds of this model's inputs (batch overridable)."""
+        inputs = self.inputs if batch is None else self.inputs.with_batch(batch)
+        return make_feeds(inputs, count=count, seed=seed)
+
+    def torch_args(self, *, batch: int | None = None, seed: int = 0) -> tuple[Any, ...]:
+        """One feed as torch tensors, in the positional order the module takes them."""
+        import torch
+
+        feed = self.make_feeds(batch=batch, seed=seed)[0]
+        return tuple(torch.from_numpy(a) for a in feed.values())
 
     def describe(self) -> dict:
         """The facts `planner inspect --json` prints."""
@@ -53,7 +66,8 @@ class LoadedModel:
             "name": self.name,
             "parameters": self.parameters,
             "size_bytes": self.size_bytes,
-            "input": to_data(self.input_spec),
+            "inputs": [{**to_data(t), "values": t.value_rule()} for t in self.inputs.tensors],
+            "dynamic_batch": self.inputs.dynamic_batch,
             "output_shape": list(self.output_shape),
             "runtime": "torch" if self.has_torch else "onnxruntime",
             "onnx_path": str(self.onnx_path) if self.onnx_path else None,
@@ -61,19 +75,34 @@ class LoadedModel:
         }
 
 
-def make_inputs(spec: InputSpec, *, count: int = 1, seed: int = 0) -> list[np.ndarray]:
-    """Reproducible random inputs for a spec: normal floats, or small non-negative integers."""
+def make_feeds(inputs: ModelInputs, *, count: int = 1, seed: int = 0) -> list[Feed]:
+    """Reproducible inputs: normal floats, token ids in their range, masks of ones (see value_rule)."""
     rng = np.random.default_rng(seed)
+    return [{t.name: tensor_values(t, rng) for t in inputs.tensors} for _ in range(count)]
+
+
+def tensor_values(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
+    """One array for one input, drawn by the rule `spec.value_rule()` names."""
     dtype = _NP_DTYPES.get(spec.dtype, np.float32)
-    out = []
-    for _ in range(count):
-        if np.issubdtype(dtype, np.integer):
-            out.append(rng.integers(0, 100, size=spec.shape).astype(dtype))
-        else:
-            out.append(rng.standard_normal(spec.shape).astype(dtype))
-    return out
+    fill = spec.fill()
+    if fill == "normal":
+        return rng.standard_normal(spec.shape).astype(dtype)
+    if fill == "ones":
+        return np.ones(spec.shape, dtype=dtype)
+    if fill == "zeros":
+        return np.zeros(spec.shape, dtype=dtype)
+    low, high, _ = spec.int_range()
+    return rng.integers(low, high, size=spec.shape).astype(dtype)
 
 
 def is_file_kind(source: ModelSource) -> bool:
     """Whether the source names a file on disk."""
     return source.kind not in (SourceKind.DEMO, SourceKind.TORCHVISION)
+
+
+def set_eval(module: Any) -> Any:
+    """Put a torch module in eval mode where it has one (a torch.export module refuses eval())."""
+    try:
+        return module.eval()
+    except NotImplementedError:
+        return module  # an ExportedProgram's module: its graph was captured in eval mode already

@@ -7,12 +7,22 @@ import importlib.util
 import os
 import sys
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from planner.errors import InputSpecError, ModelLoadError
-from planner.models.loaded import LoadedModel
+from planner.models.inputs import (
+    embedding_rows,
+    exported_declared,
+    onnx_declared,
+    settle,
+    torchscript_argument_names,
+    with_id_ranges,
+)
+from planner.models.loaded import LoadedModel, make_feeds, set_eval
 from planner.models.source import ModelSource, SourceKind, parse_source
-from planner.models.spec import InputSpec, parse_shape
+from planner.models.spec import ModelInputs, parse_input, parse_shape, spec_from_declared
 
 # Every torch-built model is constructed after this seed, so a worker process that rebuilds the
 # model from its source gets the same random weights as the planner that measured the baseline.
@@ -20,25 +30,58 @@ WEIGHT_SEED = 0
 DEFAULT_IMAGE_SHAPE = (1, 3, 224, 224)
 
 
-def load_model(source: str | ModelSource, *, input_shape: str | InputSpec | None = None,
-               trust_code: bool = False) -> LoadedModel:
-    """Load and validate a model: build it, settle its input spec, and run one forward pass."""
+def load_model(source: str | ModelSource, *, input_shape: str | None = None,
+               inputs: ModelInputs | list[str] | None = None, trust_code: bool = False) -> LoadedModel:
+    """Load and validate a model: build it, settle its inputs, and run one forward pass.
+
+    `inputs` are `--input` specs (parsed or as text); `input_shape` is the `--input-shape` form
+    for one float input. Either overrides what the model declares, input by input.
+    """
     src = parse_source(source) if isinstance(source, str) else source
-    spec = parse_shape(input_shape) if isinstance(input_shape, str) else input_shape
+    given, shape_only = _given_inputs(input_shape, inputs)
     if src.kind is SourceKind.ONNX:
-        return _load_onnx(src, spec)
-    module, default_shape, notes = _build_module(src, trust_code=trust_code)
-    if spec is None:
-        if default_shape is None:
-            raise InputSpecError(f"cannot infer the input shape of {src.text}",
-                                 "pass --input-shape, e.g. --input-shape 1x3x224x224")
-        spec = InputSpec(shape=tuple(default_shape))
-    output_shape = _validate_forward(module, spec, src)
+        return _load_onnx(src, given, shape_only=shape_only)
+    built = _build_module(src, trust_code=trust_code)
+    where = src.text
+    if src.kind is SourceKind.TORCHSCRIPT and built.declared is None and given is None:
+        names = torchscript_argument_names(built.module) or ["x"]
+        example = " ".join(f"--input {n}:1x3x224x224:float32" for n in names)
+        raise InputSpecError(f"a TorchScript file does not record its input shapes ({where} takes "
+                             f"{', '.join(names)})",
+                             f"pass them, e.g. --input-shape 1x3x224x224 for one image input, or {example}")
+    spec = settle(built.declared, given, shape_only=shape_only, where=where)
+    spec = with_id_ranges(spec, embedding_rows(built.module))
+    output_shape = _validate_forward(built.module, spec, src)
+    module = built.module
     params = sum(p.numel() for p in module.parameters())
     size = sum(p.numel() * p.element_size() for p in module.parameters())
     size += sum(b.numel() * b.element_size() for b in module.buffers())
-    return LoadedModel(source=src, input_spec=spec, output_shape=output_shape, parameters=params,
-                       size_bytes=size, module=module, trust_code=trust_code, notes=notes)
+    return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
+                       size_bytes=size, module=module, trust_code=trust_code, notes=built.notes,
+                       program=built.program, hooks_work=src.kind is not SourceKind.TORCHSCRIPT)
+
+
+def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | None,
+                  ) -> tuple[ModelInputs | None, bool]:
+    if inputs and input_shape:
+        raise InputSpecError("both --input and --input-shape were given",
+                             "use --input for every input (--input-shape is the short form for one "
+                             "float input)")
+    if isinstance(inputs, ModelInputs):
+        return inputs, False
+    if inputs:
+        return ModelInputs(tuple(parse_input(text) for text in inputs)), False
+    if input_shape:
+        return parse_shape(input_shape), True
+    return None, False
+
+
+@dataclass
+class _Built:
+    module: Any
+    declared: ModelInputs | None
+    notes: list[str] = field(default_factory=list)
+    program: Any = None
 
 
 def _check_file(path: Path) -> None:
@@ -52,7 +95,7 @@ def _check_file(path: Path) -> None:
                              "re-export or re-copy the model; the file was truncated")
 
 
-def _build_module(src: ModelSource, *, trust_code: bool):
+def _build_module(src: ModelSource, *, trust_code: bool) -> _Built:
     import torch
 
     torch.manual_seed(WEIGHT_SEED)
@@ -63,7 +106,7 @@ def _build_module(src: ModelSource, *, trust_code: bool):
         if demo is None:
             raise ModelLoadError(f"there is no demo model called {src.target!r}",
                                  f"use one of: {', '.join('demo:' + n for n in DEMOS)}")
-        return demo.factory().eval(), demo.input_shape, []
+        return _Built(demo.factory().eval(), demo.inputs())
     if src.kind is SourceKind.TORCHVISION:
         return _build_torchvision(src.target)
     _check_file(src.path)
@@ -74,7 +117,7 @@ def _build_module(src: ModelSource, *, trust_code: bool):
     return _build_torchscript(src.path, trust_code=trust_code)
 
 
-def _build_torchvision(name: str):
+def _build_torchvision(name: str) -> _Built:
     import torch
     import torchvision
 
@@ -85,10 +128,11 @@ def _build_torchvision(name: str):
     model = torchvision.models.get_model(name, weights=None).eval()
     shape = (1, 3, 299, 299) if name == "inception_v3" else DEFAULT_IMAGE_SHAPE
     del torch
-    return model, shape, ["random weights: pretrained weights cannot be downloaded here"]
+    return _Built(model, ModelInputs.single(shape),
+                  ["random weights: pretrained weights cannot be downloaded here"])
 
 
-def _build_python(src: ModelSource, *, trust_code: bool):
+def _build_python(src: ModelSource, *, trust_code: bool) -> _Built:
     import torch
 
     if not trust_code:
@@ -122,11 +166,14 @@ def _build_python(src: ModelSource, *, trust_code: bool):
     if not isinstance(model, torch.nn.Module):
         raise ModelLoadError(f"{src.factory}() returned {type(model).__name__}, not a torch.nn.Module",
                              "make the factory return the model instance")
+    declared = getattr(user, "INPUT_SPEC", None)
+    if declared is not None:
+        return _Built(model.eval(), spec_from_declared(declared, where=str(src.path)))
     shape = getattr(user, "INPUT_SHAPE", None)
-    return model.eval(), tuple(shape) if shape else None, []
+    return _Built(model.eval(), ModelInputs.single(shape) if shape else None)
 
 
-def _build_exported(path: Path):
+def _build_exported(path: Path) -> _Built:
     import torch
 
     try:
@@ -134,22 +181,21 @@ def _build_exported(path: Path):
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad archive
         raise ModelLoadError(f"{path} is not a readable torch.export (.pt2) archive: {exc}",
                              "re-save it with torch.export.save(torch.export.export(model, args), path)") from exc
-    shape = None
-    placeholders = [n for n in program.graph.nodes if n.op == "placeholder"
-                    and n.name in program.graph_signature.user_inputs]
-    if placeholders and "val" in placeholders[0].meta:
-        shape = tuple(int(d) for d in placeholders[0].meta["val"].shape)
-    return program.module(), shape, ["loaded from a torch.export archive"]
+    # module() gives a graph module that refuses eval(): the program was captured in eval mode.
+    return _Built(program.module(), exported_declared(program), ["loaded from a torch.export archive"],
+                  program=program)
 
 
-def _build_torchscript(path: Path, *, trust_code: bool):
+def _build_torchscript(path: Path, *, trust_code: bool) -> _Built:
     import pickle
 
     import torch
 
     if zipfile.is_zipfile(path):
         try:
-            return torch.jit.load(str(path), map_location="cpu").eval(), None, ["TorchScript archive"]
+            return _Built(torch.jit.load(str(path), map_location="cpu").eval(), None,
+                          ["TorchScript archive: no forward hooks, so per-layer time comes from the "
+                           "profiler's per-op times"])
         except RuntimeError:
             pass  # a zip that is not TorchScript: torch.save's format; handled below
     sha = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -170,25 +216,42 @@ def _build_torchscript(path: Path, *, trust_code: bool):
                          "save the model with torch.export.save (.pt2) or torch.jit.save")
 
 
-def _validate_forward(module, spec: InputSpec, src: ModelSource) -> tuple[int, ...]:
+def _validate_forward(module, spec: ModelInputs, src: ModelSource) -> tuple[int, ...]:
     import torch
 
-    from planner.models.loaded import make_inputs
-
-    x = torch.from_numpy(make_inputs(spec, count=1)[0])
+    args = tuple(torch.from_numpy(a) for a in make_feeds(spec, count=1)[0].values())
     try:
         with torch.inference_mode():
-            out = module(x)
+            out = set_eval(module)(*args)
     except Exception as exc:  # noqa: BLE001 - any error here means the model rejects the input
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputSpecError(
-            f"{src.text} rejects input {spec.text()} ({spec.dtype}): {first}",
-            "pass the shape the model expects, e.g. --input-shape 1x3x224x224") from exc
+        raise _rejected(src, spec, exc, rows=embedding_rows(module)) from exc
     out = _first_tensor(out)
     if out is None:
-        raise ModelLoadError(f"{src.text} returned no tensor for input {spec.text()}",
+        raise ModelLoadError(f"{src.text} returned no tensor for inputs {spec.describe()}",
                              "the planner needs a model whose forward returns a tensor")
     return tuple(int(d) for d in out.shape)
+
+
+def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: int | None,
+              declared: ModelInputs | None = None) -> InputSpecError:
+    """The error for a model that rejects its inputs: what it was given, and what it expects."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    ids = [t for t in spec.tensors if not t.is_float and t.fill() == "range"]
+    if ids and ("index out of range" in text or "indices element out of data bounds" in text
+                or "out of bounds" in text):
+        t = ids[0]
+        low, high, _ = t.int_range()
+        table = f"the model's embedding table has {rows} rows" if rows else "the embedding table is smaller"
+        fix_range = f"0-{rows}" if rows else "a smaller range"
+        return InputSpecError(f"{src.text}: {t.name} values reach {high - 1}, but {table} "
+                              f"(values in [{low}, {high}) were drawn): {first}",
+                              f"pass a range within the table, e.g. --input {t.name}:"
+                              f"{'x'.join(map(str, t.shape))}:{t.dtype}:{fix_range}")
+    expected = declared or spec
+    return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}",
+                          f"the model's inputs are: {expected.describe()}; give the shapes and dtypes "
+                          f"it expects, e.g. {expected.example()}")
 
 
 def _first_tensor(out):
@@ -203,7 +266,7 @@ def _first_tensor(out):
     return None
 
 
-def _load_onnx(src: ModelSource, spec: InputSpec | None) -> LoadedModel:
+def _load_onnx(src: ModelSource, given: ModelInputs | None, *, shape_only: bool) -> LoadedModel:
     import numpy as np
     import onnx
 
@@ -221,40 +284,35 @@ def _load_onnx(src: ModelSource, spec: InputSpec | None) -> LoadedModel:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(f"{path} fails the ONNX checker: {first}",
                              "re-export the model with a current exporter") from exc
-    init_names = {i.name for i in proto.graph.initializer}
-    inputs = [i for i in proto.graph.input if i.name not in init_names]
-    if not inputs:
+    declared, rows = onnx_declared(proto)
+    if not declared_ok(declared):
         raise ModelLoadError(f"{path} has no graph inputs", "export the model with its input")
-    first = inputs[0]
-    dims = first.type.tensor_type.shape.dim
-    dynamic = any(not d.HasField("dim_value") for d in dims[:1])
-    elem = onnx.helper.tensor_dtype_to_np_dtype(first.type.tensor_type.elem_type)
-    if spec is None:
-        shape = []
-        for i, d in enumerate(dims):
-            if d.HasField("dim_value") and d.dim_value > 0:
-                shape.append(d.dim_value)
-            elif i == 0:
-                shape.append(1)
-            else:
-                raise InputSpecError(f"{path}'s input {first.name!r} has a symbolic dimension {i} "
-                                     f"({d.dim_param or '?'})",
-                                     "pass --input-shape with every dimension, e.g. 1x3x224x224")
-        spec = InputSpec(shape=tuple(shape), dtype=str(np.dtype(elem)), dynamic_batch=dynamic,
-                         name=first.name)
-    else:
-        spec = InputSpec(shape=spec.shape, dtype=str(np.dtype(elem)), dynamic_batch=dynamic,
-                         name=first.name)
-    output_shape = _validate_onnx_run(path, spec, src)
+    if given is not None and not shape_only:
+        for t in given.tensors:
+            want = next((d for d in declared.tensors if d.name == t.name), None)
+            if want is not None and want.dtype != t.dtype:
+                raise InputSpecError(f"{path}: input {t.name!r} is {want.dtype} in the graph, "
+                                     f"--input gave {t.dtype}",
+                                     f"the model's inputs are: {declared.describe()}; e.g. {declared.example()}")
+    spec = with_id_ranges(settle(declared, given, shape_only=shape_only, where=str(path)), rows)
+    output_shape = _validate_onnx_run(path, spec, src, declared, rows)
     params = 0
     size = 0
     for init in proto.graph.initializer:
         n = int(np.prod(init.dims)) if init.dims else 1
         params += n
         size += n * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize
-    return LoadedModel(source=src, input_spec=spec, output_shape=output_shape, parameters=params,
-                       size_bytes=size, onnx_path=path.resolve(),
-                       notes=["ONNX model: runs on ONNX Runtime; torch-level analysis unavailable"])
+    notes = ["ONNX model: runs on ONNX Runtime; torch-level analysis unavailable"]
+    if not spec.dynamic_batch:
+        notes.append(f"the ONNX file fixes the batch at {spec.batch}: measured at that batch, "
+                     "no batch sweep")
+    return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
+                       size_bytes=size, onnx_path=path.resolve(), notes=notes)
+
+
+def declared_ok(declared: ModelInputs | None) -> bool:
+    """Whether a graph declared at least one input."""
+    return declared is not None and bool(declared.tensors)
 
 
 def _check_external_data(proto, path: Path) -> None:
@@ -277,18 +335,20 @@ def _check_external_data(proto, path: Path) -> None:
                                      "copy it next to the .onnx file")
 
 
-def _validate_onnx_run(path: Path, spec: InputSpec, src: ModelSource) -> tuple[int, ...]:
+def _validate_onnx_run(path: Path, spec: ModelInputs, src: ModelSource, declared: ModelInputs,
+                       rows: int | None) -> tuple[int, ...]:
     import onnxruntime as ort
-
-    from planner.models.loaded import make_inputs
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     try:
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        out = sess.run(None, {spec.name: make_inputs(spec, count=1)[0]})
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
         first = str(exc).strip().splitlines()[0]
-        raise InputSpecError(f"{src.text} rejects input {spec.text()}: {first}",
-                             "pass the shape the model expects with --input-shape") from exc
+        raise ModelLoadError(f"ONNX Runtime cannot load {path}: {first}",
+                             "re-export the model with a current exporter and opset") from exc
+    try:
+        out = sess.run(None, make_feeds(spec, count=1)[0])
+    except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+        raise _rejected(src, spec, exc, rows=rows, declared=declared) from exc
     return tuple(int(d) for d in out[0].shape)

@@ -1,50 +1,295 @@
-"""InputSpec: the shape and dtype a model is fed, parsed from `--input-shape` or inferred."""
+"""What a model is fed: a list of named tensors, each with a shape, dtype, named axes and values.
+
+A `TensorSpec` is one input; `ModelInputs` is the ordered list a model takes (a torch module's
+positional arguments, or an ONNX graph's inputs). Axis names say which dimensions may vary:
+``batch`` (dimension 0 of every input when the model accepts any batch) and ``sequence`` (the
+token axis of a text model). Values come from a range (token ids in [0, vocab)) or a rule chosen
+by name and dtype (masks of ones, images in a normal range).
+
+The CLI form of one input is ``name:1x128:int64[:0-30522]`` (the range's upper end excluded);
+``--input-shape 1x3x224x224`` stays as the short form for one float input.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any, Iterable
 
 from planner.errors import InputSpecError
 
-_DTYPES = ("float32", "float16", "bfloat16", "int64", "int32", "uint8")
+BATCH = "batch"
+SEQUENCE = "sequence"
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool")
+FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+DEFAULT_INT_RANGE = (0, 100)
+"""Integer inputs with no known range draw from here (labelled an assumption where shown)."""
+
+INPUT_FORM = "name:SHAPE:DTYPE[:LOW-HIGH]"
+_MASK_NAMES = ("mask",)
+_ZERO_NAMES = ("token_type", "segment")
 
 
 @dataclass(frozen=True, kw_only=True)
-class InputSpec:
-    """One input tensor: its shape (batch first), dtype, and whether the batch axis may vary."""
+class TensorSpec:
+    """One input tensor: name, concrete shape, dtype, per-dimension axis names and value range.
 
-    name: str = "x"  # first, as the JSON form (`planner inspect --json`) has always listed it
+    `axes` has one entry per dimension: ``"batch"``, ``"sequence"``, another dynamic dimension's
+    name, or ``""`` for a fixed one. `low`/`high` bound integer values (high excluded); `range_basis`
+    says where the range came from (the CLI, the embedding table, an assumption).
+    """
+
+    name: str = "x"
     shape: tuple[int, ...]
     dtype: str = "float32"
-    dynamic_batch: bool = True
+    axes: tuple[str, ...] = ()
+    low: int | None = None
+    high: int | None = None
+    range_basis: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.axes:
+            object.__setattr__(self, "axes", default_axes(self.shape, self.dtype))
+        if len(self.axes) != len(self.shape):
+            raise InputSpecError(f"input {self.name!r} has {len(self.shape)} dimensions but "
+                                 f"{len(self.axes)} axis names", "give one axis name per dimension")
+
+    @property
+    def is_float(self) -> bool:
+        """Whether values are floating point (drawn from a normal distribution)."""
+        return self.dtype in FLOAT_DTYPES
+
+    @property
+    def dynamic_batch(self) -> bool:
+        """Whether dimension 0 is a batch axis that may vary."""
+        return bool(self.axes) and self.axes[0] == BATCH
+
+    def axis_of(self, name: str) -> int | None:
+        """The index of the dimension with this axis name, or None."""
+        return self.axes.index(name) if name in self.axes else None
+
+    def with_axis(self, name: str, size: int) -> "TensorSpec":
+        """The same tensor with every dimension named `name` set to `size`."""
+        if name not in self.axes:
+            return self
+        return replace(self, shape=tuple(size if a == name else d for a, d in zip(self.axes, self.shape)))
+
+    def fill(self) -> str:
+        """How values are drawn: "normal", "range" (integers in `int_range()`), "ones" or "zeros"."""
+        if self.is_float:
+            return "normal"
+        if self.low is not None and self.high is not None:
+            return "range"
+        lowered = self.name.lower()
+        if self.dtype == "bool" or any(m in lowered for m in _MASK_NAMES):
+            return "ones"
+        if any(z in lowered for z in _ZERO_NAMES):
+            return "zeros"
+        return "range"
+
+    def int_range(self) -> tuple[int, int, str]:
+        """The integer range [low, high) values are drawn from, and where it came from."""
+        if self.low is not None and self.high is not None:
+            return self.low, self.high, self.range_basis
+        if self.dtype == "uint8":
+            return 0, 256, "the whole uint8 range"
+        return (*DEFAULT_INT_RANGE, "assumed: no range known")
+
+    def value_rule(self) -> str:
+        """How values are generated, in words (for inspect and the report)."""
+        fill = self.fill()
+        if fill == "normal":
+            return "normal(0, 1)"
+        if fill == "ones":
+            return "ones (nothing masked)"
+        if fill == "zeros":
+            return "zeros (one segment)"
+        low, high, basis = self.int_range()
+        return f"integers in [{low}, {high})" + (f" ({basis})" if basis else "")
+
+    def cli(self) -> str:
+        """The `--input` form that reproduces this tensor exactly."""
+        text = f"{self.name}:{'x'.join(map(str, self.shape))}:{self.dtype}"
+        if self.low is not None and self.high is not None:
+            text += f":{self.low}-{self.high}"
+        return text
+
+    def describe(self) -> str:
+        """One line for errors and inspect: name, dtype and shape with axis names."""
+        dims = ", ".join(f"{a}={d}" if a else str(d) for a, d in zip(self.axes, self.shape))
+        return f"{self.name} {self.dtype} [{dims}]"
+
+
+def default_axes(shape: tuple[int, ...], dtype: str) -> tuple[str, ...]:
+    """Axis names when none are known: batch first; the second axis of a 2-D integer input is a sequence."""
+    if not shape:
+        return ()
+    axes = [BATCH] + [""] * (len(shape) - 1)
+    if len(shape) == 2 and dtype not in FLOAT_DTYPES:
+        axes[1] = SEQUENCE
+    return tuple(axes)
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """The ordered inputs of a model (positional arguments / graph inputs)."""
+
+    tensors: tuple[TensorSpec, ...]
+
+    def __post_init__(self) -> None:
+        if not self.tensors:
+            raise InputSpecError("a model needs at least one input", f"pass --input {INPUT_FORM}")
+        names = [t.name for t in self.tensors]
+        if len(set(names)) != len(names):
+            raise InputSpecError(f"input names repeat: {', '.join(names)}", "give every --input its own name")
+
+    @classmethod
+    def single(cls, shape: Iterable[int], dtype: str = "float32", name: str = "x") -> "ModelInputs":
+        """One input of this shape (the `--input-shape` form)."""
+        return cls((TensorSpec(name=name, shape=tuple(int(d) for d in shape), dtype=dtype),))
+
+    @property
+    def first(self) -> TensorSpec:
+        """The first input (the one an image model has)."""
+        return self.tensors[0]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The input names in order."""
+        return tuple(t.name for t in self.tensors)
 
     @property
     def batch(self) -> int:
-        """The batch size in this spec's shape."""
-        return self.shape[0]
+        """The batch size: dimension 0 of the first input."""
+        shape = self.first.shape
+        return shape[0] if shape else 1
 
-    def with_batch(self, batch: int) -> "InputSpec":
-        """The same spec with a different batch size."""
-        return replace(self, shape=(batch, *self.shape[1:]))
+    @property
+    def dynamic_batch(self) -> bool:
+        """Whether every input's dimension 0 is a batch axis that may vary."""
+        return all(t.dynamic_batch for t in self.tensors)
+
+    @property
+    def sequence(self) -> int | None:
+        """The sequence length, when an input has a sequence axis."""
+        for t in self.tensors:
+            axis = t.axis_of(SEQUENCE)
+            if axis is not None:
+                return t.shape[axis]
+        return None
+
+    def with_batch(self, batch: int) -> "ModelInputs":
+        """The same inputs at another batch size (dimension 0 of every input)."""
+        return ModelInputs(tuple(replace(t, shape=(batch, *t.shape[1:])) if t.shape else t
+                                 for t in self.tensors))
+
+    def with_sequence(self, length: int) -> "ModelInputs":
+        """The same inputs at another sequence length."""
+        return ModelInputs(tuple(t.with_axis(SEQUENCE, length) for t in self.tensors))
 
     def text(self) -> str:
-        """The shape as the CLI writes it, e.g. `1x3x224x224`."""
-        return "x".join(str(d) for d in self.shape)
+        """Shapes in the CLI's words: `1x3x224x224` for one input, `name:1x128:int64 ...` for several."""
+        if self.is_plain_image_like():
+            return "x".join(map(str, self.first.shape))
+        return " ".join(t.cli() for t in self.tensors)
+
+    def is_plain_image_like(self) -> bool:
+        """One float32 input: the case `--input-shape` alone describes."""
+        return len(self.tensors) == 1 and self.first.dtype == "float32"
+
+    def cli_args(self) -> list[str]:
+        """The CLI arguments that reproduce these inputs."""
+        if self.is_plain_image_like():
+            return ["--input-shape", self.text()]
+        args: list[str] = []
+        for t in self.tensors:
+            args += ["--input", t.cli()]
+        return args
+
+    def describe(self) -> str:
+        """Every input on one line each, for errors that must name what the model expects."""
+        return "; ".join(t.describe() for t in self.tensors)
+
+    def example(self) -> str:
+        """An `--input` example built from these inputs (for fix texts)."""
+        return " ".join(f"--input {t.cli()}" for t in self.tensors)
 
 
-def parse_shape(text: str, *, dtype: str = "float32") -> InputSpec:
-    """Parse `1x3x224x224` (or `1,3,224,224`) into an InputSpec."""
+def _parse_dims(text: str, *, what: str, example: str) -> tuple[int, ...]:
     cleaned = text.strip().lower()
     if not re.fullmatch(r"\d+([x,]\d+)*", cleaned):
-        raise InputSpecError(
-            f"input shape {text!r} is not a list of positive integers",
-            "write it batch first, separated by 'x', e.g. --input-shape 1x3x224x224",
-        )
+        raise InputSpecError(f"{what} {text!r} is not a list of positive integers",
+                             f"write it batch first, separated by 'x', e.g. {example}")
     dims = tuple(int(d) for d in re.split(r"[x,]", cleaned))
     if any(d <= 0 for d in dims):
-        raise InputSpecError(f"input shape {text!r} has a zero dimension",
-                             "every dimension must be at least 1, e.g. 1x3x224x224")
-    if dtype not in _DTYPES:
-        raise InputSpecError(f"unknown input dtype {dtype!r}", f"use one of {', '.join(_DTYPES)}")
-    return InputSpec(shape=dims, dtype=dtype)
+        raise InputSpecError(f"{what} {text!r} has a zero dimension",
+                             f"every dimension must be at least 1, e.g. {example}")
+    return dims
+
+
+def parse_shape(text: str, *, dtype: str = "float32") -> ModelInputs:
+    """Parse `--input-shape 1x3x224x224` (or `1,3,224,224`): one input of that shape."""
+    dims = _parse_dims(text, what="input shape", example="--input-shape 1x3x224x224")
+    check_dtype(dtype)
+    return ModelInputs.single(dims, dtype)
+
+
+def check_dtype(dtype: str) -> str:
+    """The dtype if the planner can feed it; an error naming the ones it can otherwise."""
+    if dtype not in DTYPES:
+        raise InputSpecError(f"unknown input dtype {dtype!r}", f"use one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def parse_input(text: str, *, example: str = "input_ids:1x128:int64:0-30522") -> TensorSpec:
+    """Parse one `--input name:SHAPE:DTYPE[:LOW-HIGH]`; the error shows `example` (the model's own)."""
+    fix = f"write --input {INPUT_FORM}, e.g. --input {example}"
+    parts = text.strip().split(":")
+    if len(parts) not in (2, 3, 4) or not parts[0]:
+        raise InputSpecError(f"--input {text!r} does not have the form {INPUT_FORM}", fix)
+    name = parts[0]
+    if not re.fullmatch(r"[A-Za-z_][\w.\-/]*", name):
+        raise InputSpecError(f"--input {text!r}: {name!r} is not an input name", fix)
+    shape = _parse_dims(parts[1], what=f"--input {name} shape", example=f"--input {example}")
+    dtype = parts[2].strip().lower() if len(parts) > 2 and parts[2] else "float32"
+    if dtype not in DTYPES:
+        raise InputSpecError(f"--input {text!r}: unknown dtype {dtype!r}",
+                             f"use one of {', '.join(DTYPES)}, e.g. --input {example}")
+    low = high = None
+    if len(parts) == 4:
+        match = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", parts[3])
+        if match is None:
+            raise InputSpecError(f"--input {text!r}: value range {parts[3]!r} is not LOW-HIGH",
+                                 f"give two integers, the upper one excluded, e.g. --input {example}")
+        low, high = int(match.group(1)), int(match.group(2))
+        if high <= low:
+            raise InputSpecError(f"--input {text!r}: the range {low}-{high} is empty",
+                                 "the upper end (excluded) must be above the lower one, e.g. 0-30522")
+        if dtype in FLOAT_DTYPES:
+            raise InputSpecError(f"--input {text!r}: a value range applies to integer inputs only",
+                                 f"drop the range, or give an integer dtype, e.g. --input {example}")
+    return TensorSpec(name=name, shape=shape, dtype=dtype, low=low, high=high,
+                      range_basis="given with --input" if low is not None else "")
+
+
+def spec_from_declared(entries: Any, *, where: str) -> ModelInputs:
+    """Inputs declared in a factory file's `INPUT_SPEC`: `--input` strings or dicts of the same fields."""
+    if isinstance(entries, (str, dict)):
+        entries = [entries]
+    tensors = []
+    for entry in entries:
+        if isinstance(entry, str):
+            tensors.append(parse_input(entry))
+            continue
+        if not isinstance(entry, dict) or "shape" not in entry:
+            raise InputSpecError(f"{where}: INPUT_SPEC entry {entry!r} is neither a string nor a dict "
+                                 "with a shape", f"write INPUT_SPEC = ['{INPUT_FORM}', ...]")
+        value_range = entry.get("range")
+        low, high = (int(value_range[0]), int(value_range[1])) if value_range else (None, None)
+        dtype = check_dtype(str(entry.get("dtype", "float32")))
+        shape = tuple(int(d) for d in entry["shape"])
+        axes = tuple(entry.get("axes") or default_axes(shape, dtype))
+        tensors.append(TensorSpec(name=str(entry.get("name", f"input{len(tensors)}")), shape=shape,
+                                  dtype=dtype, axes=axes, low=low, high=high,
+                                  range_basis="declared in INPUT_SPEC" if value_range else ""))
+    return ModelInputs(tuple(tensors))

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.models.loaded import set_eval
+from planner.models.spec import BATCH, SEQUENCE
 
 if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
@@ -54,7 +56,7 @@ class ExportResult:
     path: Path
     exporter: str  # "torch.export", "torchscript" or "source" (the model was ONNX already)
     dynamic_batch: bool
-    input_name: str
+    input_names: tuple[str, ...]
     opset: int | None = None
     seconds: float = 0.0
     warnings: tuple[str, ...] = field(default_factory=tuple)
@@ -78,27 +80,33 @@ def export_onnx(model: "LoadedModel", path: Path, *, dynamic_batch: bool = True,
             raise ExportError(f"{model.name} has neither a torch module nor an ONNX file",
                               "load the model from a torch or ONNX source")
         return ExportResult(path=Path(model.onnx_path), exporter="source",
-                            dynamic_batch=model.input_spec.dynamic_batch,
-                            input_name=model.input_spec.name, opset=_opset_of(Path(model.onnx_path)))
+                            dynamic_batch=model.inputs.dynamic_batch,
+                            input_names=model.inputs.names, opset=_opset_of(Path(model.onnx_path)))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     external = model.size_bytes > INLINE_WEIGHTS_LIMIT_BYTES
-    arg_name, by_name = _first_arg(model.module)
+    by_name = _keyword_inputs(model.module, model.inputs.names)
     attempts: list[tuple[str, str]] = []
-    plans: list[tuple[str, str, bool]] = []
+    plans: list[tuple[str, str, tuple[str, ...]]] = []
+    sequence = (SEQUENCE,) if model.inputs.sequence is not None else ()
     if dynamic_batch:
-        plans.append(("torch.export", "torch.export, dynamic batch", True))
-    plans.append(("torch.export", "torch.export, static batch", False))
-    plans.append(("torchscript", "TorchScript, dynamic batch" if dynamic_batch else "TorchScript",
-                  dynamic_batch))
+        if sequence:
+            plans.append(("torch.export", "torch.export, dynamic batch and sequence", (BATCH, *sequence)))
+        plans.append(("torch.export", "torch.export, dynamic batch", (BATCH,)))
+    elif sequence:
+        plans.append(("torch.export", "torch.export, dynamic sequence", sequence))
+    plans.append(("torch.export", "torch.export, static shapes", ()))
+    legacy = (BATCH,) if dynamic_batch else ()
+    plans.append(("torchscript", "TorchScript, dynamic batch" if legacy else "TorchScript", legacy))
     for exporter, title, dynamic in plans:
+        if exporter == "torchscript" and model.program is not None:
+            continue  # a torch.export program is exported as it is; the legacy tracer cannot take it
         start = time.perf_counter()
         try:
             caught = _run_exporter(model, path, exporter=exporter, dynamic=dynamic,
-                                   arg_name=arg_name, by_name=by_name, opset=opset,
-                                   external=external)
+                                   by_name=by_name, opset=opset, external=external)
             _check(path)
-            achieved = _batch_is_dynamic(path)
+            achieved = _batch_is_dynamic(path) and model.inputs.dynamic_batch
             achieved, verify_notes = _verify(model, path, achieved)
         except ExportError as exc:
             attempts.append((title, exc.problem))
@@ -114,7 +122,7 @@ def export_onnx(model: "LoadedModel", path: Path, *, dynamic_batch: bool = True,
             notes.append("the exported graph has a fixed batch size")
         notes.extend(caught)
         return ExportResult(path=path, exporter=exporter, dynamic_batch=achieved,
-                            input_name=_input_name(path), opset=_opset_of(path),
+                            input_names=_input_names(path), opset=_opset_of(path),
                             seconds=time.perf_counter() - start, warnings=tuple(notes))
     raise _combined_error(attempts)
 
@@ -132,7 +140,7 @@ def shared_onnx(ctx: "PlanContext") -> ExportResult:
             ctx.log(f"exporting {model.name} to ONNX")
         path = Path(ctx.workdir) / "onnx" / f"{_safe_name(model.name)}.onnx"
         try:
-            result = export_onnx(model, path, dynamic_batch=model.input_spec.dynamic_batch)
+            result = export_onnx(model, path, dynamic_batch=model.inputs.dynamic_batch)
         except ExportError as exc:
             ctx.shared[_SHARED_KEY] = exc
             ctx.log(str(exc))
@@ -184,43 +192,50 @@ def _combined_error(attempts: list[tuple[str, str]]) -> ExportError:
                        tuple(attempts))
 
 
-def _first_arg(module: Any) -> tuple[str, bool]:
-    """The forward's first parameter name, and whether dynamic shapes can be keyed by it."""
+def _keyword_inputs(module: Any, names: tuple[str, ...]) -> bool:
+    """Whether torch.export can key dynamic shapes by the inputs' names (the forward's own names).
+
+    *args, positional-only parameters and TorchScript modules have no names it accepts, so those
+    get the positional (tuple) form.
+    """
     try:
         params = list(inspect.signature(module.forward).parameters.values())
     except (TypeError, ValueError):
-        return "x", False
-    if not params:
-        return "x", False
-    first = params[0]
-    # torch.export matches a dynamic_shapes dict to the forward's names; *args and positional-only
-    # parameters have none it accepts, so those get the positional (tuple) form.
-    return first.name, first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return False
+    if len(params) < len(names):
+        return False
+    return all(p.name == n and p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+               for p, n in zip(params, names))
 
 
-def _run_exporter(model: "LoadedModel", path: Path, *, exporter: str, dynamic: bool, arg_name: str,
+def _run_exporter(model: "LoadedModel", path: Path, *, exporter: str, dynamic: tuple[str, ...],
                   by_name: bool, opset: int | None, external: bool) -> list[str]:
-    """Run one exporter; return the warnings it raised that matter to a user."""
+    """Run one exporter with `dynamic` axes symbolic; return the warnings that matter to a user."""
     import torch
 
-    x = torch.from_numpy(model.make_inputs()[0])
-    kwargs: dict[str, Any] = {"opset_version": opset, "verbose": False, "input_names": [arg_name]}
+    args = model.torch_args()
+    names = list(model.inputs.names)
+    kwargs: dict[str, Any] = {"opset_version": opset, "verbose": False, "input_names": names}
+    per_input = [{i: axis for i, axis in enumerate(t.axes) if axis in dynamic} for t in model.inputs.tensors]
     if exporter == "torch.export":
         kwargs.update(dynamo=True, external_data=external)
-        if dynamic:
-            axis = {0: torch.export.Dim("batch")}
-            kwargs["dynamic_shapes"] = {arg_name: axis} if by_name else (axis,)
+        if dynamic and model.program is None:
+            dims = {axis: torch.export.Dim(axis) for axis in dynamic}
+            shapes = [{i: dims[a] for i, a in axes.items()} or None for axes in per_input]
+            kwargs["dynamic_shapes"] = dict(zip(names, shapes)) if by_name else tuple(shapes)
     else:
         kwargs.update(dynamo=False, do_constant_folding=True)
         if dynamic:
-            kwargs["dynamic_axes"] = {arg_name: {0: "batch"}}
+            kwargs["dynamic_axes"] = {n: axes for n, axes in zip(names, per_input) if axes}
     if path.exists():
         path.unlink()
+    # A torch.export program goes to the exporter as it is: its own dynamic shapes and signature.
+    target = model.program if model.program is not None else set_eval(model.module)
     sink = io.StringIO()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(sink):
         warnings.simplefilter("always")
         with torch.inference_mode(False), torch.no_grad():
-            torch.onnx.export(model.module.eval(), (x,), str(path), **kwargs)
+            torch.onnx.export(target, args, str(path), **kwargs)
     if not path.is_file():
         raise ExportError("the exporter wrote no file")
     return _relevant_warnings(caught)
@@ -247,7 +262,7 @@ def _check(path: Path) -> None:
         raise ExportError(f"the exported file fails the ONNX checker: {failure_reason(exc)}") from exc
 
 
-def _graph_input(path: Path) -> Any:
+def _graph_inputs(path: Path) -> list[Any]:
     import onnx
 
     proto = onnx.load(str(path), load_external_data=False)
@@ -255,16 +270,19 @@ def _graph_input(path: Path) -> Any:
     inputs = [i for i in proto.graph.input if i.name not in inits]
     if not inputs:
         raise ExportError("the exported graph has no input")
-    return inputs[0]
+    return inputs
 
 
 def _batch_is_dynamic(path: Path) -> bool:
-    dims = _graph_input(path).type.tensor_type.shape.dim
-    return bool(dims) and not dims[0].HasField("dim_value")
+    for value in _graph_inputs(path):
+        dims = value.type.tensor_type.shape.dim
+        if not dims or dims[0].HasField("dim_value"):
+            return False
+    return True
 
 
-def _input_name(path: Path) -> str:
-    return _graph_input(path).name
+def _input_names(path: Path) -> tuple[str, ...]:
+    return tuple(i.name for i in _graph_inputs(path))
 
 
 def _opset_of(path: Path) -> int | None:
@@ -292,14 +310,14 @@ def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list
         session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
         raise ExportError(f"ONNX Runtime cannot load the exported file: {failure_reason(exc)}") from exc
-    name = session.get_inputs()[0].name
-    base = model.input_spec.batch
+    graph_names = [i.name for i in session.get_inputs()]
+    base = model.inputs.batch
     batches = [base] + ([base + 1] if dynamic else [])
     notes: list[str] = []
     for batch in batches:
-        array = model.make_inputs(batch=batch, seed=_VERIFY_SEED)[0]
+        feed = model.make_feeds(batch=batch, seed=_VERIFY_SEED)[0]
         try:
-            got = session.run(None, {name: array})[0]
+            got = session.run(None, feed_for(graph_names, feed))[0]
         except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
             if batch == base:
                 raise ExportError("the exported file does not run in ONNX Runtime: "
@@ -310,7 +328,7 @@ def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list
             continue
         try:
             with torch.inference_mode():
-                ref = _first_tensor(model.module(torch.from_numpy(array)))
+                ref = _first_tensor(model.module(*(torch.from_numpy(a) for a in feed.values())))
         except Exception:  # noqa: BLE001 - the model itself may reject another batch size
             continue
         if ref is None or tuple(ref.shape) != tuple(got.shape):
@@ -323,6 +341,13 @@ def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list
             notes.append(f"export check: ONNX output differs from torch at batch {batch} "
                          f"(max abs diff {diff:.3g}); the fidelity check will judge it")
     return dynamic, notes
+
+
+def feed_for(graph_names: list[str], feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The feed keyed by the graph's input names: by name where they match, else by position."""
+    if all(n in feed for n in graph_names):
+        return {n: feed[n] for n in graph_names}
+    return dict(zip(graph_names, feed.values()))
 
 
 def _first_tensor(out: Any) -> Any:

@@ -12,6 +12,7 @@ from planner.errors import PlannerError
 from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
 
 if TYPE_CHECKING:
+    from planner.models.loaded import Feed
     from planner.plugins import PlanContext
 
 CALIBRATION_SEED = 4242  # distinct from the fidelity inputs' seed, so calibration never sees them
@@ -48,18 +49,18 @@ def needs_reduced_range(hw: Any) -> bool:
     return is_x86 and not any(hw.cpu.has(f) for f in INT8_DOT_FEATURES)
 
 
-def calibration_inputs(ctx: "PlanContext") -> tuple[list[np.ndarray], str]:
+def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
     """The calibration batches and a note saying what they were: --val-data when given, else random."""
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
         from planner.measure.valdata import load_val_data
 
-        arrays = [batch for batch, _ in load_val_data(Path(val_data))][:count]
-        if arrays:
-            return arrays, f"calibrated on {len(arrays)} batches of --val-data"
-    arrays = ctx.model.make_inputs(count=count, seed=CALIBRATION_SEED)
-    return arrays, (f"calibrated on {count} random inputs (not real data): activation ranges may "
+        feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
+        if feeds:
+            return feeds, f"calibrated on {len(feeds)} batches of --val-data"
+    feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
+    return feeds, (f"calibrated on {count} random inputs (not real data): activation ranges may "
                     "not match real inputs; pass --val-data to calibrate on real samples")
 
 
@@ -84,9 +85,9 @@ def preprocess(src: Path, dst: Path) -> tuple[Path, tuple[str, ...]]:
                            "quantizing the export as it is",)
 
 
-def quantize_qdq(src: Path, dst: Path, input_name: str, arrays: Sequence[np.ndarray], *,
+def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
                  reduce_range: bool = False, for_tensorrt: bool = False) -> Path:
-    """Static INT8 in QDQ form, per-channel weights, MinMax-calibrated on `arrays`; returns `dst`.
+    """Static INT8 in QDQ form, per-channel weights, MinMax-calibrated on `feeds` (arrays by input name); returns `dst`.
 
     `for_tensorrt` makes the form TensorRT's explicit quantization accepts: symmetric activations
     (zero point 0), fp32 weights behind a Q/DQ pair TensorRT folds, and float biases.
@@ -98,14 +99,14 @@ def quantize_qdq(src: Path, dst: Path, input_name: str, arrays: Sequence[np.ndar
         quantize_static,
     )
 
-    if not arrays:
+    if not feeds:
         raise QuantizationError("static quantization needs at least one calibration input")
     extra: dict = {}
     if for_tensorrt:
         extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "AddQDQPairToWeight": True,
                  "QuantizeBias": False, "DedicatedQDQPair": True}
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    quantize_static(str(src), str(dst), _calibration_reader(input_name, arrays),
+    quantize_static(str(src), str(dst), _calibration_reader(feeds),
                     quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                     calibrate_method=CalibrationMethod.MinMax,
@@ -124,14 +125,14 @@ def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False
     return Path(dst)
 
 
-def _calibration_reader(input_name: str, arrays: Sequence[np.ndarray]) -> Any:
+def _calibration_reader(feeds: Sequence["Feed"]) -> Any:
     from onnxruntime.quantization import CalibrationDataReader
 
     class _Reader(CalibrationDataReader):
         """Feeds each calibration array once, then None (ORT's end-of-data signal)."""
 
         def __init__(self) -> None:
-            self._feeds = iter([{input_name: np.ascontiguousarray(a)} for a in arrays])
+            self._feeds = iter([{k: np.ascontiguousarray(a) for k, a in f.items()} for f in feeds])
 
         def get_next(self) -> dict | None:
             """The next feed dict, or None when done."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 
 
@@ -32,15 +34,14 @@ class OrtSession:
 
     def _finish(self, ort, path: str, opts) -> None:
         self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-        first = self._session.get_inputs()[0]
-        self._input_name = first.name
-        self._input_dtype = _NP_TYPES.get(first.type)
+        self._input_types = {i.name: _NP_TYPES.get(i.type) for i in self._session.get_inputs()}
 
-    def prepare(self, array: np.ndarray) -> dict:
-        """The feed dict for `run`, in the dtype the graph declares."""
-        if self._input_dtype is not None and array.dtype != self._input_dtype:
-            array = array.astype(self._input_dtype)
-        return {self._input_name: np.ascontiguousarray(array)}
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> dict:
+        """The feed dict for `run`, each input in the dtype the graph declares."""
+        names = list(self._input_types)
+        # By name where the graph kept the model's input names; by position where an exporter renamed them.
+        arrays = [feed[n] for n in names] if all(n in feed for n in names) else list(feed.values())[:len(names)]
+        return {name: _cast(a, self._input_types[name]) for name, a in zip(names, arrays)}
 
     def run(self, prepared: dict) -> list:
         """One inference; returns every output."""
@@ -61,8 +62,14 @@ class OrtSession:
             "intra_op_threads": opts.intra_op_num_threads,
             "inter_op_threads": opts.inter_op_num_threads,
             "allow_spinning": _config_entry(opts, "session.intra_op.allow_spinning"),
-            "input": self._input_name,
+            "inputs": ", ".join(self._input_types),
         }
+
+
+def _cast(array: np.ndarray, dtype) -> np.ndarray:
+    if dtype is not None and array.dtype != dtype:
+        array = array.astype(dtype)
+    return np.ascontiguousarray(array)
 
 
 def _config_entry(opts, key: str) -> str:

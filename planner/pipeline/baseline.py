@@ -36,7 +36,8 @@ def baseline_spec_for(model: "LoadedModel", hw: "HardwareProfile") -> CandidateS
     if model.has_torch:
         return torch_baseline_spec(device="cuda" if cuda_usable(hw) else "cpu")
     return CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults (ONNX model)",
-                         config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)})
+                         config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)},
+                         dynamic_batch=model.inputs.dynamic_batch)
 
 
 def cuda_usable(hw: "HardwareProfile") -> bool:
@@ -72,7 +73,8 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
                      sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget,
                      fidelity_batches=fidelity_batch_count(quick),
-                     val_data=str(val_data) if val_data else None)
+                     val_data=str(val_data) if val_data else None,
+                     sequence_sweep=model.inputs.sequence is not None)
     result, outputs = measure(job, timeout_s=timeout_s)
     lat = result.latency_ms
     if result.status is not Status.OK or lat is None:
@@ -86,7 +88,9 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     baseline = from_data({
         "model": {"name": model.name, "source": model.source.text, "kind": str(model.source.kind),
                   "parameters": model.parameters, "size_bytes": model.size_bytes},
-        "input_shape": list(model.input_spec.shape),
+        "input_shape": list(model.inputs.first.shape),
+        "inputs": [{**to_data(t), "values": t.value_rule()} for t in model.inputs.tensors],
+        "sequence_sweep": to_data(result.sequence_sweep),
         "output_shape": list(model.output_shape),
         "device": spec.config.get("device", "cpu"),
         "runtime": spec.label,
@@ -116,8 +120,6 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
                 "bottleneck": {"bound": None, "explanation":
                                "not analysed: the model is ONNX only (no PyTorch module)"},
                 "bottleneck_classes": {}, "analysis_notes": ["ONNX-only model: no per-layer analysis"]}
-    import torch
-
     from planner.analysis import (
         analyze_layers,
         classify_bottlenecks,
@@ -126,12 +128,13 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
         model_verdict,
     )
 
-    x = torch.from_numpy(model.make_inputs(count=1, seed=3)[0])
-    report = analyze_layers(model.module, x, measure_time=True, repeats=3 if quick else 10)
-    findings = lint(model.module, x, report)
+    args = model.torch_args(seed=3)
+    report = analyze_layers(model.module, args, measure_time=True, repeats=3 if quick else 10,
+                            hooks=model.hooks_work)
+    findings = lint(model.module, args, report) if model.hooks_work else []
     verdict = model_verdict(report, latency_s, ceilings)
     verdicts = layer_verdicts(report, ceilings)
-    batch = model.input_spec.batch
+    batch = model.inputs.batch
     return {
         "flops_per_sample": int(report.total_flops / batch) if batch else report.total_flops,
         "flops_basis": "FlopCounterMode, 2 FLOPs per multiply-add",
@@ -142,4 +145,5 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
         "bottleneck": verdict.to_dict(),
         "layer_verdicts": {v.layer.key: v.verdict.to_dict() for v in verdicts},
         "bottleneck_classes": classify_bottlenecks(report, ceilings).to_dict(),
+        "analysis_notes": list(report.notes),
     }

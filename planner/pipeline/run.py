@@ -15,6 +15,7 @@ class PlanOptions:
 
     model: str
     input_shape: str | None = None
+    inputs: tuple[str, ...] = ()  # `--input` specs, one per model input
     trust_code: bool = False
     target: str = "auto"
     quick: bool = False
@@ -31,7 +32,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
              cancel: CancelToken | None = None) -> PlanOutcome:
     """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
     session = PlanSession(on_event=on_event, cancel=cancel)
-    session.load(options.model, input_shape=options.input_shape, trust_code=options.trust_code)
+    session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
+                 trust_code=options.trust_code)
     session.detect()
     session.set_target(options.target)
     session.set_out_dir(options.out)

@@ -112,11 +112,15 @@ class PlanSession:
         self.update(ceilings=to_data(self.ceilings))
         return self.ceilings
 
-    def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False) -> "LoadedModel":
-        """Load and validate the model; resets everything measured for a previous model."""
+    def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
+             trust_code: bool = False) -> "LoadedModel":
+        """Load and validate the model; resets everything measured for a previous model.
+
+        `inputs` are `--input` specs; `input_shape` is the one-float-input short form.
+        """
         from planner.models import load_model
 
-        self.model = load_model(source, input_shape=input_shape, trust_code=trust_code)
+        self.model = load_model(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
         self.baseline = self.reference = self.plan = self.path = None
         self.answers = []
         self.update(model=self.model.describe(), candidates=(), baseline=None, checklist=(), decision_path={},
@@ -152,7 +156,7 @@ class PlanSession:
 
         model = self._need(self.model, "model")
         if val_data is not None:
-            load_val_data(val_data, input_shape=model.input_spec.shape)  # fail early, clearly
+            load_val_data(val_data, inputs=model.inputs)  # fail early, clearly
         self.val_data = val_data
         self.quick = quick
         self.update(quick=quick)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from planner.hardware.profile import HardwareProfile
-    from planner.models.loaded import LoadedModel
+    from planner.models.loaded import Feed, LoadedModel
+    from planner.models.spec import ModelInputs
 
 
 class Target(StrEnum):
@@ -44,24 +45,22 @@ class Precision(StrEnum):
 
 @dataclass(frozen=True)
 class ModelRef:
-    """How a worker process rebuilds the model: the source string, the input shape, trust."""
+    """How a worker process rebuilds the model: the source string, its settled inputs, trust."""
 
     source: str
-    input_shape: tuple[int, ...]
+    inputs: "ModelInputs"
     trust_code: bool = False
 
     def load(self) -> "LoadedModel":
         """Load the model (seeded weights, so every process gets the same function)."""
         from planner.models import load_model
-        from planner.models.spec import InputSpec
 
-        return load_model(self.source, input_shape=InputSpec(shape=tuple(self.input_shape)),
-                          trust_code=self.trust_code)
+        return load_model(self.source, inputs=self.inputs, trust_code=self.trust_code)
 
     @classmethod
     def of(cls, model: "LoadedModel") -> "ModelRef":
         """The reference that rebuilds an already loaded model."""
-        return cls(model.source.text, tuple(model.input_spec.shape), model.trust_code)
+        return cls(model.source.text, model.inputs, model.trust_code)
 
 
 @dataclass(frozen=True)
@@ -110,8 +109,8 @@ class CandidateSpec:
 class Session(Protocol):
     """An opened candidate in the worker: prepare inputs once, then run them many times."""
 
-    def prepare(self, array: "np.ndarray") -> Any:
-        """Convert one input array to what `run` takes (not timed)."""
+    def prepare(self, feed: "Feed") -> Any:
+        """Convert one feed (input arrays by name, in the model's order) to what `run` takes (not timed)."""
 
     def run(self, prepared: Any) -> Any:
         """Run one inference (timed)."""

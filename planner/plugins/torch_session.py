@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -31,15 +31,20 @@ class TorchSession:
                 torch.set_num_interop_threads(interop_threads)
             except RuntimeError as exc:  # only settable before the first parallel op
                 self.interop_note = f"inter-op threads not set: {exc}"
-        module = module.to(self.device).to(self.dtype).eval()
+        from planner.models.loaded import set_eval
+
+        module = set_eval(module.to(self.device).to(self.dtype))
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
         if compile_mode:
             module = torch.compile(module, mode=None if compile_mode == "default" else compile_mode)
         self.module = module
 
-    def prepare(self, array: np.ndarray) -> Any:
-        """Move one input to the device, dtype and memory format the module runs in."""
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Move each input to the device, dtype and memory format the module runs in (positional order)."""
+        return tuple(self._tensor(a) for a in feed.values())
+
+    def _tensor(self, array: np.ndarray) -> Any:
         x = self._torch.from_numpy(np.ascontiguousarray(array))
         if x.is_floating_point():
             x = x.to(self.dtype)
@@ -48,10 +53,10 @@ class TorchSession:
             x = x.contiguous(memory_format=self._torch.channels_last)
         return x
 
-    def run(self, prepared: Any) -> Any:
+    def run(self, prepared: tuple[Any, ...]) -> Any:
         """One forward pass without autograd."""
         with self._torch.inference_mode():
-            return self.module(prepared)
+            return self.module(*prepared)
 
     def sync(self) -> None:
         """Wait for queued device work, so a clock read means the work is done."""

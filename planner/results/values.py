@@ -47,6 +47,15 @@ class ThroughputPoint:
 
 
 @dataclass(frozen=True)
+class SequencePoint:
+    """One sequence length's median latency (at the model's batch) and the tokens per second it implies."""
+
+    length: int
+    latency_p50_ms: float
+    tokens_per_s: float
+
+
+@dataclass(frozen=True)
 class Fidelity:
     """Agreement between a candidate and the reference over the same inputs."""
 
@@ -101,6 +110,7 @@ class CandidateResult:
     latency_ms: LatencyStats | None = None
     throughput: tuple[ThroughputPoint, ...] = ()
     knee_batch: int | None = None
+    sequence_sweep: tuple[SequencePoint, ...] = ()
     peak_memory_bytes: int | None = None
     memory_basis: str = ""
     size_bytes: int | None = None
@@ -152,15 +162,17 @@ class Baseline:
     """The model as it runs out of the box: measured timing and memory, and the layer analysis."""
 
     model: ModelSummary
-    input_shape: tuple[int, ...]
+    input_shape: tuple[int, ...]  # the first input's shape (every input is in `inputs`)
     latency_ms: LatencyStats
     runtime: str = ""
+    inputs: tuple[JSON, ...] = ()  # each input: name, shape, dtype, axes, values (how they were drawn)
     # Defaults for what earlier planners did not record beside the baseline.
     output_shape: tuple[int, ...] = ()
     device: str = ""
     stopped_by: str = ""
     throughput: tuple[ThroughputPoint, ...] = ()
     knee_batch: int | None = None
+    sequence_sweep: tuple[SequencePoint, ...] = ()
     peak_memory_bytes: int | None = None
     memory_basis: str = ""
     threads: JSON = field(default_factory=dict)
@@ -186,7 +198,8 @@ class Baseline:
         return CandidateResult(
             plugin=str(self.spec.get("plugin", "")), label=self.runtime, config=dict(self.spec.get("config", {})),
             precision=str(self.spec.get("precision", "fp32")), status=Status.OK, latency_ms=self.latency_ms,
-            throughput=self.throughput, knee_batch=self.knee_batch, peak_memory_bytes=self.peak_memory_bytes,
+            throughput=self.throughput, knee_batch=self.knee_batch, sequence_sweep=self.sequence_sweep,
+            peak_memory_bytes=self.peak_memory_bytes,
             memory_basis=self.memory_basis, size_bytes=self.model.size_bytes,
             fidelity=Fidelity(cosine=1.0, max_abs_error=0.0, mean_abs_error=0.0, top1_agreement=1.0,
                               samples=0, reference=True),

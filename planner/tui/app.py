@@ -408,7 +408,8 @@ class PlannerApp(App[int]):
         return commands
 
 
-def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool) -> int:
+def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
+            inputs: list[str] | None = None) -> int:
     """Open the planner TUI on a model (None: the default demo); returns the exit status."""
     log_path = default_log_path()
     with stray_output_to(log_path) as redirected:

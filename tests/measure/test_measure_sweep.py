@@ -106,11 +106,13 @@ def test_torch_oom_type(clock: FakeClock) -> None:
     assert [p.batch for p in sweep.points] == [1]
 
 
-def test_other_errors_propagate(clock: FakeClock) -> None:
-    """A failure that is not about memory is a bug to surface, not a sweep limit."""
-    runner = make_runner(clock, oom_at=4, error=ValueError, message="shape mismatch")
-    with pytest.raises(ValueError, match="shape mismatch"):
-        throughput_sweep(runner, max_batch=8, settings=SETTINGS)
+def test_other_errors_end_the_sweep_with_their_reason(clock: FakeClock) -> None:
+    """A runtime that rejects a larger batch (a fixed-batch graph) ends the sweep there, saying why."""
+    runner = make_runner(clock, oom_at=4, error=ValueError, message="shape mismatch\nmore detail")
+    sweep = throughput_sweep(runner, max_batch=8, settings=SETTINGS)
+    assert sweep.stop == SweepStop.FAILED
+    assert [p.batch for p in sweep.points] == [1, 2]
+    assert sweep.stopped_reason == "batch 4 failed: ValueError: shape mismatch"
 
 
 def test_memory_budget_stops_sweep(clock: FakeClock) -> None:
