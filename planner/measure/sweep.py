@@ -107,8 +107,9 @@ def throughput_sweep(
     building or running a batch ends the sweep there, with the batch and the error as the reason:
     out of memory (see ``is_out_of_memory``), or a runtime or model that takes only some batch
     sizes (the batch the model was measured at already ran, so that is a finding, not a failure).
-    ``memory_probe`` is read after each batch (``memory_reset`` first, when given, so peaks are per batch); a reading above ``memory_budget_bytes`` ends the sweep
-    and that batch is left out of the points.
+    ``memory_probe`` is read after each batch (``memory_reset`` first, when given, so peaks are
+    per batch); a reading above ``memory_budget_bytes`` ends the sweep and that batch is left out
+    of the points.
     """
     points: list[ThroughputPoint] = []
     stop = SweepStop.COMPLETED

@@ -29,5 +29,6 @@ from planner.results.values import (
 __all__ = [
     "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "ModelSummary", "PlanResults", "Prediction",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
-    "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data", "write_results",
+    "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data",
+    "write_results",
 ]

@@ -63,7 +63,7 @@ class Int8Plugin(Plugin):
         arrays, calib_note = calibration_inputs(ctx)
         static_path = out_dir / f"{stem}.int8-static.onnx"
         try:
-            quantize_qdq(source, static_path, export.input_name, arrays, reduce_range=reduce_range)
+            quantize_qdq(source, static_path, arrays, reduce_range=reduce_range)
         except Exception as exc:  # noqa: BLE001 - the quantizer raises many unrelated types
             failures.append(f"static QDQ: {failure_reason(exc)}")
         else:

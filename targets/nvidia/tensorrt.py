@@ -169,7 +169,7 @@ def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
 
     source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
     arrays, note = calibration_inputs(ctx)
-    quantize_qdq(source, dst, export.input_name, arrays, for_tensorrt=True)
+    quantize_qdq(source, dst, arrays, for_tensorrt=True)
     return dst, note
 
 
