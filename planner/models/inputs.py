@@ -145,6 +145,9 @@ def embedding_rows(module: Any) -> int | None:
     for sub in module.modules():
         if isinstance(sub, torch.nn.Embedding):
             return int(sub.num_embeddings)
+        # A scripted nn.Embedding is a RecursiveScriptModule that keeps the original class name.
+        if getattr(sub, "original_name", "") == "Embedding" and hasattr(sub, "weight"):
+            return int(sub.weight.shape[0])
     graph = getattr(module, "graph", None)
     nodes = getattr(graph, "nodes", None)
     if nodes is None or isinstance(module, torch.jit.ScriptModule):

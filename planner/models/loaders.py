@@ -22,7 +22,7 @@ from planner.models.inputs import (
 )
 from planner.models.loaded import LoadedModel, make_feeds, set_eval
 from planner.models.source import ModelSource, SourceKind, parse_source
-from planner.models.spec import ModelInputs, parse_input, parse_shape, spec_from_declared
+from planner.models.spec import INPUT_FORM, ModelInputs, parse_input, parse_shape, spec_from_declared
 
 # Every torch-built model is constructed after this seed, so a worker process that rebuilds the
 # model from its source gets the same random weights as the planner that measured the baseline.
@@ -38,10 +38,14 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     for one float input. Either overrides what the model declares, input by input.
     """
     src = parse_source(source) if isinstance(source, str) else source
-    given, shape_only = _given_inputs(input_shape, inputs)
+    if inputs and input_shape:
+        raise InputSpecError("both --input and --input-shape were given",
+                             "use --input for every input (--input-shape is the short form for one "
+                             "float input)")
     if src.kind is SourceKind.ONNX:
-        return _load_onnx(src, given, shape_only=shape_only)
+        return _load_onnx(src, input_shape, inputs)
     built = _build_module(src, trust_code=trust_code)
+    given, shape_only = _given_inputs(input_shape, inputs, built.declared)
     where = src.text
     if src.kind is SourceKind.TORCHSCRIPT and built.declared is None and given is None:
         names = torchscript_argument_names(built.module) or ["x"]
@@ -51,7 +55,7 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
                              f"pass them, e.g. --input-shape 1x3x224x224 for one image input, or {example}")
     spec = settle(built.declared, given, shape_only=shape_only, where=where)
     spec = with_id_ranges(spec, embedding_rows(built.module))
-    output_shape = _validate_forward(built.module, spec, src)
+    output_shape = _validate_forward(built.module, spec, src, built.declared)
     module = built.module
     params = sum(p.numel() for p in module.parameters())
     size = sum(p.numel() * p.element_size() for p in module.parameters())
@@ -62,15 +66,13 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
 
 
 def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | None,
-                  ) -> tuple[ModelInputs | None, bool]:
-    if inputs and input_shape:
-        raise InputSpecError("both --input and --input-shape were given",
-                             "use --input for every input (--input-shape is the short form for one "
-                             "float input)")
+                  declared: ModelInputs | None) -> tuple[ModelInputs | None, bool]:
+    """The user's inputs, parsed; a parse error's example comes from the model's own first input."""
     if isinstance(inputs, ModelInputs):
         return inputs, False
     if inputs:
-        return ModelInputs(tuple(parse_input(text) for text in inputs)), False
+        example = declared.first.cli() if declared is not None else "input_ids:1x128:int64:0-30522"
+        return ModelInputs(tuple(parse_input(text, example=example) for text in inputs)), False
     if input_shape:
         return parse_shape(input_shape), True
     return None, False
@@ -216,7 +218,8 @@ def _build_torchscript(path: Path, *, trust_code: bool) -> _Built:
                          "save the model with torch.export.save (.pt2) or torch.jit.save")
 
 
-def _validate_forward(module, spec: ModelInputs, src: ModelSource) -> tuple[int, ...]:
+def _validate_forward(module, spec: ModelInputs, src: ModelSource,
+                      declared: ModelInputs | None) -> tuple[int, ...]:
     import torch
 
     args = tuple(torch.from_numpy(a) for a in make_feeds(spec, count=1)[0].values())
@@ -224,7 +227,7 @@ def _validate_forward(module, spec: ModelInputs, src: ModelSource) -> tuple[int,
         with torch.inference_mode():
             out = set_eval(module)(*args)
     except Exception as exc:  # noqa: BLE001 - any error here means the model rejects the input
-        raise _rejected(src, spec, exc, rows=embedding_rows(module)) from exc
+        raise _rejected(src, spec, exc, rows=embedding_rows(module), declared=declared) from exc
     out = _first_tensor(out)
     if out is None:
         raise ModelLoadError(f"{src.text} returned no tensor for inputs {spec.describe()}",
@@ -248,10 +251,15 @@ def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: 
                               f"(values in [{low}, {high}) were drawn): {first}",
                               f"pass a range within the table, e.g. --input {t.name}:"
                               f"{'x'.join(map(str, t.shape))}:{t.dtype}:{fix_range}")
-    expected = declared or spec
+    if declared is None or declared == spec:
+        fix = ("give the shapes and dtypes its forward expects, one --input per argument in order "
+               f"(form {INPUT_FORM}), e.g. {spec.example()} with the right sizes")
+        if declared == spec:
+            fix = ("these are the inputs the model declares for itself: fix the model, or pass the "
+                   f"inputs it really takes with --input (form {INPUT_FORM})")
+        return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}", fix)
     return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}",
-                          f"the model's inputs are: {expected.describe()}; give the shapes and dtypes "
-                          f"it expects, e.g. {expected.example()}")
+                          f"the model's own inputs are: {declared.describe()}; e.g. {declared.example()}")
 
 
 def _first_tensor(out):
@@ -266,7 +274,7 @@ def _first_tensor(out):
     return None
 
 
-def _load_onnx(src: ModelSource, given: ModelInputs | None, *, shape_only: bool) -> LoadedModel:
+def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | list[str] | None) -> LoadedModel:
     import numpy as np
     import onnx
 
@@ -287,6 +295,7 @@ def _load_onnx(src: ModelSource, given: ModelInputs | None, *, shape_only: bool)
     declared, rows = onnx_declared(proto)
     if not declared_ok(declared):
         raise ModelLoadError(f"{path} has no graph inputs", "export the model with its input")
+    given, shape_only = _given_inputs(input_shape, inputs, declared)
     if given is not None and not shape_only:
         for t in given.tensors:
             want = next((d for d in declared.tensors if d.name == t.name), None)
@@ -340,7 +349,7 @@ def _validate_onnx_run(path: Path, spec: ModelInputs, src: ModelSource, declared
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.log_severity_level = 3
+    opts.log_severity_level = 4  # fatal only: a rejected input is reported below, in words, once
     try:
         sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types

@@ -211,8 +211,8 @@ class ModelInputs:
         return "; ".join(t.describe() for t in self.tensors)
 
     def example(self) -> str:
-        """An `--input` example built from these inputs (for fix texts)."""
-        return " ".join(f"--input {t.cli()}" for t in self.tensors)
+        """The CLI flags that give exactly these inputs (for fix texts): `--input-shape` for one float input."""
+        return " ".join(self.cli_args())
 
 
 def _parse_dims(text: str, *, what: str, example: str) -> tuple[int, ...]:
@@ -264,7 +264,7 @@ def parse_input(text: str, *, example: str = "input_ids:1x128:int64:0-30522") ->
         low, high = int(match.group(1)), int(match.group(2))
         if high <= low:
             raise InputSpecError(f"--input {text!r}: the range {low}-{high} is empty",
-                                 "the upper end (excluded) must be above the lower one, e.g. 0-30522")
+                                 f"the upper end (excluded) must be above the lower one, e.g. --input {example}")
         if dtype in FLOAT_DTYPES:
             raise InputSpecError(f"--input {text!r}: a value range applies to integer inputs only",
                                  f"drop the range, or give an integer dtype, e.g. --input {example}")

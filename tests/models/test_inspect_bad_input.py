@@ -128,7 +128,8 @@ def test_python_factory_works_with_trust(cli, tmp_path):
 
 def test_wrong_input_shape(cli):
     _assert_clean_error(cli("inspect", "--model", "demo:tiny", "--input-shape", "1x1x32x32"),
-                        "rejects input 1x1x32x32", "--input-shape")
+                        "rejects inputs x float32 [batch=1, 1, 32, 32]",
+                        "own inputs are: x float32 [batch=1, 3, 32, 32]", "--input-shape 1x3x32x32")
 
 
 def test_malformed_input_shape(cli):
