@@ -203,7 +203,7 @@ def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     torch.onnx.export(model.module, (torch.randn(1, 3, 32, 32),), str(path), dynamo=False,
                       input_names=["x"], dynamic_axes={"x": {0: "batch"}})
     outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, out=tmp_path / "o",
-                                   plugins=("cpu.openvino", "cpu.torch")))
+                                   plugins=("cpu.openvino", "cpu.torch", "cpu.onnxruntime")))
     res = outcome.results
     base = res.candidates[0]
     assert base.label == "onnxruntime defaults (ONNX model)" and base.status == "ok"
@@ -211,3 +211,7 @@ def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     assert any(c.plugin == "cpu.openvino" and c.status == "ok" for c in res.candidates)
     skipped = {s.plugin: s.reasons[0] for s in res.skipped_plugins}
     assert "ONNX-only" in skipped["cpu.torch"]
+    # ORT's defaults on the file are the baseline: the ORT plugin does not measure them a second time.
+    ort_defaults = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.config == {"defaults": True}]
+    assert len(ort_defaults) == 1
+    assert any(c.plugin == "cpu.onnxruntime" and c.config != {"defaults": True} for c in res.candidates)

@@ -74,6 +74,19 @@ class CandidateRun:
             self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
                                 total=len(specs), data=to_data(result)))
 
+    def _is_baseline(self, spec: CandidateSpec) -> bool:
+        """Whether a spec runs exactly what the baseline ran (ORT defaults on an ONNX model's own file).
+
+        Measuring it again would put one configuration in the table twice, with two figures.
+        """
+        base = self.baseline.spec
+        same = (spec.plugin == base.get("plugin") and spec.config == base.get("config")
+                and str(spec.precision) == base.get("precision")
+                and dict(spec.artifacts) == dict(base.get("artifacts") or {}))
+        if same:
+            self.on_event(Event("log", f"{spec.label}: the same configuration as the baseline, not measured twice"))
+        return same
+
     def _build(self, names: list[str]) -> list[CandidateSpec] | None:
         """Every spec the plugins yield; None when cancelled while building."""
         from planner.plugins import PlanContext, discover
@@ -99,7 +112,7 @@ class CandidateRun:
                 continue
             self.on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
             try:
-                specs.extend(plugin.candidates(ctx))
+                specs.extend(s for s in plugin.candidates(ctx) if not self._is_baseline(s))
             except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
                 reason = f"{type(exc).__name__}: {exc}"
                 self.sink.add_candidate(CandidateResult(
