@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -15,6 +15,10 @@ from planner.plugins import (
     Target,
 )
 from targets.cpu import compute_threads, native_bf16
+from targets.inputs import graph_name, match_inputs, ordered_arrays
+
+if TYPE_CHECKING:
+    from planner.models.spec import ModelInputs
 
 QUICK_LIMIT = 3
 _OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
@@ -46,9 +50,14 @@ class OpenVinoPlugin(Plugin):
             configs = latency + throughput
             if export.dynamic_batch:
                 configs.append(_config(Precision.FP32, "LATENCY", n, static_shape=True))
+        sequence = ctx.model.inputs.sequence
         for config in configs:
             precision = Precision(config["precision"])
             notes = export.notes()
+            if sequence is not None:
+                # Every input is reshaped to the measured shape before compiling; only the batch stays open.
+                notes += (f"sequence length fixed at {sequence} when compiled: OpenVINO plans for one "
+                          "token count, so another length needs another compile",)
             if config["hint"] == "THROUGHPUT":
                 notes += ("THROUGHPUT hint: several streams for concurrent requests (batch serving); "
                           "its latency here is one request at a time",)
@@ -66,8 +75,8 @@ class OpenVinoPlugin(Plugin):
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OpenVinoSession":
         """Read the ONNX file and compile it for the CPU with the spec's properties."""
-        return OpenVinoSession(spec.artifacts["onnx"], spec.config,
-                               input_shape=tuple(model.input_shape))
+        return OpenVinoSession(spec.artifacts["onnx"], spec.config, inputs=model.inputs,
+                               dynamic_batch=spec.dynamic_batch)
 
 
 def _config(precision: Precision, hint: str, threads: int, *, static_shape: bool = False) -> dict:
@@ -81,6 +90,22 @@ def _label(config: dict) -> str:
     return label + " static" if config["static_shape"] else label
 
 
+def reshape_dims(graph_names: list[str], inputs: ModelInputs, *,
+                 dynamic_batch: bool) -> dict[str, list[int]]:
+    """The shape to compile each graph input at: the model's, with -1 batch where the batch is swept.
+
+    Fixing every other dimension lets OpenVINO plan its kernels for the measured shape (a text
+    model's sequence length included); a batch axis stays open only where the candidate sweeps it.
+    """
+    dims = {}
+    for name, spec in match_inputs(graph_names, inputs).items():
+        shape = list(spec.shape)
+        if dynamic_batch and spec.dynamic_batch and shape:
+            shape[0] = -1
+        dims[name] = shape
+    return dims
+
+
 def compile_properties(config: dict) -> dict:
     """The OpenVINO CPU properties a candidate config stands for."""
     return {"PERFORMANCE_HINT": config["hint"],
@@ -91,27 +116,33 @@ def compile_properties(config: dict) -> dict:
 class OpenVinoSession:
     """A compiled OpenVINO model and one InferRequest, satisfying the Session protocol."""
 
-    def __init__(self, path: str, config: dict, *, input_shape: tuple[int, ...]) -> None:
+    def __init__(self, path: str, config: dict, *, inputs: ModelInputs, dynamic_batch: bool = True) -> None:
         import openvino as ov
 
         self._ov = ov
         core = ov.Core()
         model = core.read_model(str(path))
-        if config.get("static_shape"):
-            model.reshape({model.inputs[0].get_any_name(): ov.PartialShape(list(input_shape))})
+        self._static = bool(config.get("static_shape"))
+        names = [graph_name(port.get_names(), inputs) for port in model.inputs]
+        dims = reshape_dims(names, inputs, dynamic_batch=dynamic_batch and not self._static)
+        # Keyed by index: a graph input's own names need not include the one the model calls it.
+        model.reshape({i: ov.PartialShape(dims[name]) for i, name in enumerate(names)})
         self.requested = compile_properties(config)
         self._compiled = core.compile_model(model, "CPU", self.requested)
         self._request = self._compiled.create_infer_request()
-        self._dtype = self._compiled.inputs[0].get_element_type().to_dtype()
-        self._static = bool(config.get("static_shape"))
+        self._names = names
+        # The compiled model keeps the read model's input order, so the names line up by index.
+        self._dtypes = [_np_dtype(port.get_element_type()) for port in self._compiled.inputs]
 
-    def prepare(self, array: np.ndarray) -> np.ndarray:
-        """A C-contiguous array in the input's dtype, so `run` can pass it without a copy."""
-        return np.ascontiguousarray(array, dtype=self._dtype)
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
+        """Every input by index, C-contiguous in its declared element type (integers stay integers)."""
+        arrays = ordered_arrays(self._names, feed)
+        return {i: np.ascontiguousarray(a, dtype=dtype)
+                for i, (a, dtype) in enumerate(zip(arrays, self._dtypes))}
 
-    def run(self, prepared: np.ndarray) -> Any:
-        """One synchronous inference; outputs are views of the request's own buffers."""
-        return self._request.infer({0: prepared}, share_inputs=True, share_outputs=True)
+    def run(self, prepared: dict[int, np.ndarray]) -> Any:
+        """One synchronous inference; inputs are shared, outputs are views of the request's own buffers."""
+        return self._request.infer(prepared, share_inputs=True, share_outputs=True)
 
     def to_numpy(self, output: Any) -> np.ndarray:
         """The first output, copied out of the request's buffer, as float32."""
@@ -119,8 +150,10 @@ class OpenVinoSession:
 
     def info(self) -> dict:
         """The properties the compiled model reports, not just the ones asked for."""
+        shapes = ", ".join(f"{name} {port.get_partial_shape()} {port.get_element_type().get_type_name()}"
+                           for name, port in zip(self._names, self._compiled.inputs))
         data: dict[str, Any] = {"runtime": f"openvino {self._ov.get_version()}", "device": "CPU",
-                                "static_shape": self._static}
+                                "static_shape": self._static, "inputs": shapes}
         for key in _READ_BACK:
             data[key] = _property_text(self._compiled.get_property(key))
         asked = self.requested["INFERENCE_PRECISION_HINT"]
@@ -128,6 +161,11 @@ class OpenVinoSession:
             data["note"] = (f"asked for {asked} but OpenVINO computes in "
                             f"{data['INFERENCE_PRECISION_HINT']} on this CPU")
         return data
+
+
+def _np_dtype(element_type: Any) -> Any:
+    """The numpy dtype of an OpenVINO element type; None (keep the array's own) where it is dynamic."""
+    return None if element_type.is_dynamic() else element_type.to_dtype()
 
 
 def _property_text(value: Any) -> Any:

@@ -14,6 +14,7 @@ from planner.plugins import (
     Target,
 )
 from targets.cpu import compute_threads, native_bf16
+from targets.inputs import image_like
 
 QUICK_LIMIT = 3
 
@@ -30,14 +31,17 @@ class TorchCpuPlugin(Plugin):
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Each real configuration worth timing here; compile failures surface when measured."""
         threads = compute_threads(ctx.hw)
-        image = len(ctx.model.input_spec.shape) == 4
+        image = image_like(ctx.model.inputs)
         compiler = _c_compiler()
         notes: tuple[str, ...] = ()
         if compiler is None:
             notes = ("torch.compile candidates skipped: no C compiler (gcc or cc) on PATH; "
                      "inductor needs one to build its CPU kernels",)
             ctx.log(notes[0])
-        dynamic = ctx.model.input_spec.dynamic_batch
+        if not image:
+            ctx.log(f"cpu.torch: no channels_last candidates: the model's first input is not a 4-D float "
+                    f"image ({ctx.model.inputs.first.describe()})")
+        dynamic = ctx.model.inputs.dynamic_batch
         plain = _spec(threads, Precision.FP32, channels_last=False, compile_mode=None,
                       dynamic=dynamic, notes=notes)
         layout = _spec(threads, Precision.FP32, channels_last=True, compile_mode=None,
@@ -82,7 +86,7 @@ class TorchCpuPlugin(Plugin):
         if session.compile_mode:
             # torch.compile builds kernels on the first call; doing it here keeps compilation out
             # of the timings and makes a compile failure fail the open, with its own message.
-            session.run(session.prepare(loaded.make_inputs()[0]))
+            session.run(session.prepare(loaded.make_feeds()[0]))
         return session
 
 

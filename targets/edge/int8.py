@@ -44,7 +44,7 @@ class Int8Plugin(Plugin):
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported."""
-        from planner.onnx.export import failure_reason, shared_onnx
+        from planner.onnx.export import failure_reason, feed_for, shared_onnx
 
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "int8"
@@ -60,17 +60,19 @@ class Int8Plugin(Plugin):
         common = (*export.notes(), *pre_notes, *cpu_notes)
         failures: list[str] = []
 
-        arrays, calib_note = calibration_inputs(ctx)
+        feeds, calib_note = calibration_inputs(ctx)
+        # The quantizer feeds by graph input name, which an exporter may have changed.
+        feeds = [feed_for(list(export.input_names), f) for f in feeds]
         static_path = out_dir / f"{stem}.int8-static.onnx"
         try:
-            quantize_qdq(source, static_path, arrays, reduce_range=reduce_range)
+            quantize_qdq(source, static_path, feeds, reduce_range=reduce_range)
         except Exception as exc:  # noqa: BLE001 - the quantizer raises many unrelated types
             failures.append(f"static QDQ: {failure_reason(exc)}")
         else:
             yield self._spec("static", static_path, threads, reduce_range, export.dynamic_batch,
                              (calib_note, "static QDQ: activation scales fixed at calibration, "
                               "weights per output channel", *common),
-                             calibration_batches=len(arrays))
+                             calibration_batches=len(feeds))
 
         dynamic_path = out_dir / f"{stem}.int8-dynamic.onnx"
         try:

@@ -6,7 +6,7 @@ serving batch a candidate of its own, so its per-call latency sits in the table 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -41,13 +41,14 @@ class BatchingPlugin(Plugin):
     def check(self, hw: HardwareProfile, model: LoadedModel) -> list[str]:
         """The base reasons, plus a model whose batch axis may not grow."""
         reasons = super().check(hw, model)
-        if not model.input_spec.dynamic_batch:
-            reasons.append("the model's batch size is fixed: it cannot take larger batches")
+        if not model.inputs.dynamic_batch:
+            reasons.append("the model's batch size is fixed: it cannot take larger batches "
+                           f"({model.inputs.describe()})")
         return reasons
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One spec per batch size above the model's own."""
-        own = ctx.model.input_spec.batch
+        own = ctx.model.inputs.batch
         for batch in BATCHES:
             if batch > own:
                 yield batch_spec(batch)
@@ -59,6 +60,27 @@ class BatchingPlugin(Plugin):
         return FixedBatchSession(model.load().module, batch=int(spec.config["batch"]),
                                  precision=str(spec.precision),
                                  device=spec.config.get("device", CUDA_DEVICE))
+
+
+def feed_rows(feed: Mapping[str, np.ndarray]) -> int:
+    """The feed's batch: dimension 0, which every input must agree on (they are padded together)."""
+    sizes = {name: a.shape[0] for name, a in feed.items() if a.ndim}
+    if not sizes:
+        raise ValueError("the feed has no input with a batch dimension to pad")
+    if len(set(sizes.values())) > 1:
+        raise ValueError("the inputs disagree on the batch size ("
+                         + ", ".join(f"{n}: {b}" for n, b in sizes.items()) + "); they are padded together")
+    return next(iter(sizes.values()))
+
+
+def tile_feed(feed: Mapping[str, np.ndarray], batch: int) -> dict[str, np.ndarray]:
+    """Every input's rows repeated cyclically to `batch` (the originals first); scalars as they are."""
+    out = {}
+    for name, array in feed.items():
+        if array.ndim:
+            array = np.take(array, np.arange(batch) % array.shape[0], axis=0)
+        out[name] = array
+    return out
 
 
 def batch_spec(batch: int) -> CandidateSpec:
@@ -75,7 +97,7 @@ def batch_spec(batch: int) -> CandidateSpec:
 
 
 class FixedBatchSession(TorchSession):
-    """A TorchSession that tiles each input to a fixed batch and returns the original rows' outputs."""
+    """A TorchSession that tiles every input to a fixed batch and returns the original rows' outputs."""
 
     def __init__(self, module: Any, *, batch: int, precision: str = "fp32",
                  device: str = CUDA_DEVICE) -> None:
@@ -83,16 +105,15 @@ class FixedBatchSession(TorchSession):
         self.batch = batch
         self._rows = batch
 
-    def prepare(self, array: np.ndarray) -> Any:
-        """Repeat the samples cyclically to `batch` rows (the originals first), then move to the GPU."""
-        if array.shape[0] > self.batch:
-            raise ValueError(f"an input of {array.shape[0]} samples does not fit a fixed batch "
-                             f"of {self.batch}")
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Repeat every input's samples cyclically to `batch` rows (the originals first), then move to the GPU."""
+        rows = feed_rows(feed)
+        if rows > self.batch:
+            raise ValueError(f"an input of {rows} samples does not fit a fixed batch of {self.batch}")
         # The worker prepares, runs and converts one fidelity input at a time, so remembering the
         # last input's size is enough to cut its rows back out.
-        self._rows = array.shape[0]
-        rows = np.arange(self.batch) % array.shape[0]
-        return super().prepare(np.take(array, rows, axis=0))
+        self._rows = rows
+        return super().prepare(tile_feed(feed, self.batch))
 
     def to_numpy(self, output: Any) -> np.ndarray:
         """The outputs of the last prepared input's own samples, so fidelity compares like with like."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
@@ -16,6 +16,10 @@ from planner.plugins import (
 )
 from planner.plugins.torch_session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
+
+if TYPE_CHECKING:
+    from planner.models.loaded import Feed
+    from planner.models.spec import ModelInputs
 
 WARMUP_CALLS = 3
 
@@ -31,59 +35,82 @@ class CudaGraphsPlugin(Plugin):
     needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """One fp16 capture at the model's own input shape."""
-        shape = tuple(ctx.model.input_spec.shape)
+        """One fp16 capture at the model's own input shapes (every input's)."""
+        inputs = ctx.model.inputs
+        shapes = {t.name: list(t.shape) for t in inputs.tensors}
         yield CandidateSpec(
-            plugin=self.name, label=f"CUDA graph fp16 batch {shape[0]} (cuda)",
-            config={"device": CUDA_DEVICE, "shape": list(shape)}, precision=Precision.FP16,
-            dynamic_batch=False,
-            notes=("captured once at the measured input shape: every call must use that exact "
-                   "shape, so the batch sweep is skipped",
+            plugin=self.name, label=f"CUDA graph fp16 batch {inputs.batch} (cuda)",
+            config={"device": CUDA_DEVICE, "batch": inputs.batch, "shapes": shapes},
+            precision=Precision.FP16, dynamic_batch=False,
+            notes=("captured once at the measured input shapes: every call must use those exact "
+                   "shapes, so the batch sweep is skipped",
                    "replay re-runs the recorded kernels with no Python or launch overhead; "
                    "models with data-dependent control flow or host syncs cannot be captured"))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "CudaGraphSession":
-        """Rebuild the module in fp16 on the GPU and capture it at the spec's shape."""
+        """Rebuild the module in fp16 on the GPU and capture it at the spec's batch."""
         loaded = model.load()
-        shape = tuple(spec.config.get("shape", model.input_shape))
         return CudaGraphSession(loaded.module, precision=str(spec.precision),
-                                sample=loaded.make_inputs(batch=shape[0], seed=3)[0])
+                                sample=loaded.make_feeds(batch=captured_batch(spec, model.inputs), seed=3)[0])
+
+
+def captured_batch(spec: CandidateSpec, inputs: ModelInputs) -> int:
+    """The batch the graph is captured at: the spec's, else (specs from before multi-input) its one shape's."""
+    if "batch" in spec.config:
+        return int(spec.config["batch"])
+    if spec.config.get("shape"):
+        return int(spec.config["shape"][0])
+    return inputs.batch
+
+
+def shape_mismatch(expected: Mapping[str, tuple[int, ...]], feed: Mapping[str, np.ndarray]) -> str | None:
+    """Why a feed cannot replay a graph captured at `expected` shapes (by input, in order); None if it can."""
+    if len(feed) != len(expected):
+        return f"this CUDA graph was captured for {len(expected)} inputs; got {len(feed)}"
+    for (name, shape), array in zip(expected.items(), feed.values()):
+        if tuple(array.shape) != tuple(shape):
+            return (f"this CUDA graph was captured for input shape {tuple(shape)} of {name!r}; got "
+                    f"{tuple(array.shape)} (a graph cannot change shape)")
+    return None
 
 
 class CudaGraphSession(TorchSession):
-    """A TorchSession that replays one captured CUDA graph; inputs are copied into a static buffer."""
+    """A TorchSession that replays one captured CUDA graph; each input is copied into its static buffer."""
 
-    def __init__(self, module: Any, *, precision: str, sample: np.ndarray) -> None:
+    def __init__(self, module: Any, *, precision: str, sample: Feed) -> None:
         super().__init__(module, device=CUDA_DEVICE, precision=precision)
         torch = self._torch
-        self.shape = tuple(sample.shape)
-        self._static_in = super().prepare(sample).clone()
+        self.shapes = {name: tuple(a.shape) for name, a in sample.items()}
+        # One static buffer per input: replay reads whatever sits at these addresses.
+        self._static_in = tuple(t.clone() for t in super().prepare(sample))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         # Capture needs lazily initialised kernels (cuDNN/cuBLAS handles, autotuning) to exist
         # already, and they must be created off the capturing stream.
         with torch.cuda.stream(side), torch.inference_mode():
             for _ in range(WARMUP_CALLS):
-                self.module(self._static_in)
+                self.module(*self._static_in)
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         with torch.inference_mode(), torch.cuda.graph(self.graph):
-            self._static_out = self.module(self._static_in)
+            self._static_out = self.module(*self._static_in)
         torch.cuda.synchronize()
 
-    def prepare(self, array: np.ndarray) -> Any:
-        """The input on the GPU in fp16; it must have the captured shape."""
-        if tuple(array.shape) != self.shape:
-            raise ValueError(f"this CUDA graph was captured for input shape {self.shape}; "
-                             f"got {tuple(array.shape)} (a graph cannot change shape)")
-        return super().prepare(array)
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Every input on the GPU (floats in fp16); each must have its captured shape."""
+        problem = shape_mismatch(self.shapes, feed)
+        if problem:
+            raise ValueError(problem)
+        return super().prepare(feed)
 
-    def run(self, prepared: Any) -> Any:
-        """Copy the input into the graph's buffer and replay; the output buffer is reused."""
-        self._static_in.copy_(prepared)
+    def run(self, prepared: tuple[Any, ...]) -> Any:
+        """Copy each input into its graph buffer and replay; the output buffer is reused."""
+        for buffer, tensor in zip(self._static_in, prepared):
+            buffer.copy_(tensor)
         self.graph.replay()
         return self._static_out
 
     def info(self) -> dict:
-        """The torch settings plus the captured shape."""
-        return {**super().info(), "cuda_graph": True, "captured_shape": list(self.shape)}
+        """The torch settings plus the captured shapes."""
+        return {**super().info(), "cuda_graph": True,
+                "captured_shapes": {name: list(shape) for name, shape in self.shapes.items()}}

@@ -12,6 +12,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from targets.inputs import image_like
 from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
@@ -26,11 +27,13 @@ class Fp16Plugin(Plugin):
     needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """fp16, fp16 channels_last (4-D inputs only), and bf16 on compute capability >= 8.0."""
-        image_like = len(ctx.model.input_spec.shape) == 4
+        """fp16, fp16 channels_last (4-D float image inputs only), and bf16 on compute capability >= 8.0."""
         yield fp16_spec(Precision.FP16, channels_last=False)
-        if image_like:
+        if image_like(ctx.model.inputs):
             yield fp16_spec(Precision.FP16, channels_last=True)
+        else:
+            ctx.log("nvidia.fp16: no channels_last candidate: the model's first input is not a 4-D "
+                    f"float image ({ctx.model.inputs.first.describe()})")
         if supports_bf16(ctx.hw):
             yield fp16_spec(Precision.BF16, channels_last=False)
         else:
@@ -49,8 +52,9 @@ class Fp16Plugin(Plugin):
 def fp16_spec(precision: Precision, *, channels_last: bool) -> CandidateSpec:
     """The spec of one half-precision eager configuration."""
     layout = " channels_last" if channels_last else ""
-    notes = ["weights and activations cast to "
-             f"{precision}; accumulation precision is the kernels' choice (usually fp32)"]
+    notes = ["weights and float activations cast to "
+             f"{precision} (integer inputs such as token ids stay integers); accumulation precision "
+             "is the kernels' choice (usually fp32)"]
     if precision is Precision.FP16:
         notes.append("fp16 overflows above 65504: models with large activations may produce inf")
     if channels_last:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,10 +27,12 @@ from planner.plugins import (
     Target,
     missing_package_reason,
 )
+from targets.inputs import match_inputs, ordered_arrays
 from targets.nvidia.common import CUDA_DEVICE, cuda_sync, gpu_name
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
+    from planner.models.spec import ModelInputs
 
 INSTALL_HINT = missing_package_reason("tensorrt")
 MAX_BATCH = 32
@@ -75,8 +77,9 @@ class TensorRTPlugin(Plugin):
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "tensorrt"
         out_dir.mkdir(parents=True, exist_ok=True)
-        shape = tuple(ctx.model.input_spec.shape)
-        profile = batch_profile(shape[0], dynamic=export.dynamic_batch)
+        inputs = ctx.model.inputs
+        profile = batch_profile(inputs.batch, dynamic=export.dynamic_batch)
+        shapes = inputs_key(inputs)
         gpu = gpu_name(ctx.hw)
         workspace = workspace_bytes(ctx.hw)
         stem = export.path.stem
@@ -92,13 +95,13 @@ class TensorRTPlugin(Plugin):
                 onnx_path, calib_note = _int8_onnx(ctx, export, out_dir / f"{stem}.int8-qdq.onnx")
                 extra = (calib_note,)
             engine = out_dir / engine_file_name(variant, gpu, trt.__version__,
-                                                onnx_sha256(onnx_path), profile)
+                                                onnx_sha256(onnx_path), profile, shapes=shapes)
             if engine.is_file():
                 ctx.log(f"nvidia.tensorrt: reusing cached {variant} engine {engine.name}")
                 extra += ("engine reused from the cache (same GPU, TensorRT version and ONNX)",)
             else:
                 ctx.log(f"nvidia.tensorrt: building the {variant} engine (can take minutes)")
-                build_engine(onnx_path, engine, input_shape=shape, profile=profile,
+                build_engine(onnx_path, engine, inputs=inputs, profile=profile,
                              workspace_bytes=workspace)
             yield CandidateSpec(
                 plugin=self.name, label=f"TensorRT {variant} (cuda)",
@@ -107,7 +110,8 @@ class TensorRTPlugin(Plugin):
                         "tensorrt": trt.__version__, "gpu": gpu},
                 precision=_PRECISIONS[variant], artifacts={"engine": str(engine)},
                 dynamic_batch=export.dynamic_batch,
-                notes=(*_VARIANT_NOTES[variant], *extra, _profile_note(profile), *export.notes()))
+                notes=(*_VARIANT_NOTES[variant], *extra, _profile_note(profile), *_sequence_note(inputs),
+                       *export.notes()))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TensorRTSession":
         """Deserialize the engine and bind torch CUDA buffers."""
@@ -142,35 +146,85 @@ def onnx_sha256(path: str | Path) -> str:
 
 
 def engine_file_name(variant: str, gpu: str, trt_version: str, onnx_sha: str,
-                     profile: Sequence[int]) -> str:
-    """The cache file name: an engine only runs on the GPU model and TensorRT version it was built by."""
+                     profile: Sequence[int], *, shapes: str = "") -> str:
+    """The cache file name: an engine only runs on the GPU model and TensorRT version it was built by.
+
+    `shapes` (from `inputs_key`) tells apart engines of one ONNX file built for other input
+    shapes: the profile fixes every dynamic axis but the batch (a sequence length) at the model's.
+    """
     safe_gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-").lower() or "gpu"
     batches = "-".join(str(b) for b in profile)
-    return f"{variant}-{safe_gpu}-trt{trt_version}-{onnx_sha[:16]}-b{batches}.engine"
+    suffix = f"-s{shapes}" if shapes else ""
+    return f"{variant}-{safe_gpu}-trt{trt_version}-{onnx_sha[:16]}-b{batches}{suffix}.engine"
 
 
-def profile_shapes(dims: Sequence[int], model_shape: Sequence[int],
-                   profile: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """(min, opt, max) shapes for one network input: -1 batch -> profile, other -1 -> model shape."""
+def inputs_key(inputs: ModelInputs) -> str:
+    """A short digest of every input's name, dtype and non-batch dimensions (the batch is the profile's)."""
+    parts = []
+    for t in inputs.tensors:
+        dims = t.shape[1:] if t.dynamic_batch else t.shape
+        parts.append(f"{t.name}:{t.dtype}:{'x'.join(map(str, dims))}")
+    return hashlib.sha256(";".join(parts).encode()).hexdigest()[:8]
+
+
+def profile_shapes(dims: Sequence[int], model_shape: Sequence[int], profile: Sequence[int], *,
+                   batch_axis: bool = True) -> tuple[tuple[int, ...], ...]:
+    """(min, opt, max) shapes for one network input: -1 batch -> profile, other -1 -> model shape.
+
+    `batch_axis` False (the input has no batch axis) takes dimension 0 from the model too.
+    """
     if len(dims) != len(model_shape):
         raise EngineBuildError(f"the network input has {len(dims)} dimensions but the model's "
                                f"input shape {tuple(model_shape)} has {len(model_shape)}")
     shapes = []
     for batch in profile:
-        shape = [batch if i == 0 and d < 0 else (model_shape[i] if d < 0 else d)
+        shape = [batch if i == 0 and d < 0 and batch_axis else (model_shape[i] if d < 0 else d)
                  for i, d in enumerate(dims)]
         shapes.append(tuple(int(v) for v in shape))
     return tuple(shapes)
 
 
+def input_profiles(network_inputs: Sequence[tuple[str, Sequence[int]]], inputs: ModelInputs,
+                   profile: Sequence[int]) -> dict[str, tuple[tuple[int, ...], ...]]:
+    """(min, opt, max) shapes for every network input (name, dims with -1 dynamic), keyed by name.
+
+    Only the batch axis spans the profile. Any other dynamic axis, a text model's sequence length
+    included, is pinned at the model's own size (min = opt = max): one engine per length, which is
+    what the planner measures; serving several lengths would need a wider range here.
+    """
+    try:
+        specs = match_inputs([name for name, _ in network_inputs], inputs)
+    except ValueError as exc:
+        raise EngineBuildError(str(exc), "pass the inputs the ONNX graph takes with --input") from exc
+    out = {}
+    for name, dims in network_inputs:
+        spec = specs[name]
+        try:
+            out[name] = profile_shapes(tuple(dims), spec.shape, profile, batch_axis=spec.dynamic_batch)
+        except EngineBuildError as exc:
+            raise EngineBuildError(f"input {name!r}: {exc.problem}", f"the model's inputs are "
+                                   f"{inputs.describe()}; pass the graph's with --input") from exc
+    return out
+
+
 def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
     """The symmetric Q/DQ file for TensorRT, from the shared ONNX quantizer, and its calibration note."""
+    from planner.onnx.export import feed_for
     from planner.onnx.quantize import calibration_inputs, preprocess, quantize_qdq
 
     source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
-    arrays, note = calibration_inputs(ctx)
-    quantize_qdq(source, dst, arrays, for_tensorrt=True)
+    feeds, note = calibration_inputs(ctx)
+    # The quantizer feeds by graph input name, which an exporter may have changed.
+    names = list(export.input_names)
+    quantize_qdq(source, dst, [feed_for(names, f) for f in feeds], for_tensorrt=True)
     return dst, note
+
+
+def _sequence_note(inputs: ModelInputs) -> tuple[str, ...]:
+    if inputs.sequence is None:
+        return ()
+    return (f"sequence length fixed at {inputs.sequence} in the engine's profile (only the batch "
+            "varies): another length needs another engine",)
 
 
 def _profile_note(profile: Sequence[int]) -> str:
@@ -209,7 +263,7 @@ def _parser_error_text(error: Any) -> str:
     return where + error.desc()
 
 
-def build_engine(onnx_path: str | Path, engine_path: str | Path, *, input_shape: Sequence[int],
+def build_engine(onnx_path: str | Path, engine_path: str | Path, *, inputs: ModelInputs,
                  profile: Sequence[int], workspace_bytes: int) -> Path:
     """Parse the ONNX file and write a serialized engine to `engine_path`; EngineBuildError if not."""
     import tensorrt as trt
@@ -230,10 +284,10 @@ def build_engine(onnx_path: str | Path, engine_path: str | Path, *, input_shape:
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_bytes))
     opt_profile = builder.create_optimization_profile()
-    for i in range(network.num_inputs):
-        tensor = network.get_input(i)
-        low, opt, high = profile_shapes(tuple(tensor.shape), input_shape, profile)
-        opt_profile.set_shape(tensor.name, low, opt, high)
+    tensors = [network.get_input(i) for i in range(network.num_inputs)]
+    network_inputs = [(t.name, tuple(t.shape)) for t in tensors]
+    for name, (low, opt, high) in input_profiles(network_inputs, inputs, profile).items():
+        opt_profile.set_shape(name, low, opt, high)
     config.add_optimization_profile(opt_profile)
     blob = builder.build_serialized_network(network, config)
     if blob is None:
@@ -266,13 +320,12 @@ class TensorRTSession:
                                    "delete it to rebuild")
         self.context = self.engine.create_execution_context()
         names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
-        inputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
+        self._inputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
         self._outputs = [n for n in names if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
-        if len(inputs) != 1:
-            raise ValueError(f"the engine has {len(inputs)} inputs; the planner feeds exactly one")
-        self._input = inputs[0]
-        self._input_dtype = self._dtype(self._input)
-        self._bound_shape: tuple[int, ...] | None = None
+        if not self._inputs:
+            raise ValueError(f"the engine {self.engine_path.name} has no inputs")
+        self._input_dtypes = [self._dtype(n) for n in self._inputs]
+        self._bound_shapes: tuple[tuple[int, ...], ...] | None = None
         self._buffers: list[Any] = []
 
     def _dtype(self, name: str) -> Any:
@@ -281,17 +334,19 @@ class TensorRTSession:
             raise ValueError(f"tensor {name!r} has TensorRT type {kind}, which has no torch buffer here")
         return getattr(self._torch, TRT_TO_TORCH_DTYPE[kind])
 
-    def prepare(self, array: np.ndarray) -> Any:
-        """The input as a contiguous CUDA tensor of the engine's input type."""
-        tensor = self._torch.from_numpy(np.ascontiguousarray(array))
-        return tensor.to(device=CUDA_DEVICE, dtype=self._input_dtype).contiguous()
+    def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Every input as a contiguous CUDA tensor of its engine type, in the engine's input order."""
+        arrays = ordered_arrays(self._inputs, feed)
+        return tuple(self._torch.from_numpy(np.ascontiguousarray(a)).to(device=CUDA_DEVICE, dtype=dtype).contiguous()
+                     for a, dtype in zip(arrays, self._input_dtypes))
 
-    def _bind(self, shape: tuple[int, ...]) -> None:
-        """Set the input shape and (re)allocate output buffers; done once per new shape."""
-        if not self.context.set_input_shape(self._input, shape):
-            profile = self.engine.get_tensor_profile_shape(self._input, 0)
-            raise ValueError(f"input shape {shape} is outside the engine's optimization profile "
-                             f"(min {tuple(profile[0])}, max {tuple(profile[2])})")
+    def _bind(self, shapes: tuple[tuple[int, ...], ...]) -> None:
+        """Set every input's shape and (re)allocate output buffers; done once per new set of shapes."""
+        for name, shape in zip(self._inputs, shapes):
+            if not self.context.set_input_shape(name, shape):
+                profile = self.engine.get_tensor_profile_shape(name, 0)
+                raise ValueError(f"input {name!r} shape {shape} is outside the engine's optimization "
+                                 f"profile (min {tuple(profile[0])}, max {tuple(profile[2])})")
         self._buffers = []
         for name in self._outputs:
             dims = tuple(self.context.get_tensor_shape(name))
@@ -301,14 +356,15 @@ class TensorRTSession:
             buffer = self._torch.empty(dims, dtype=self._dtype(name), device=CUDA_DEVICE)
             self.context.set_tensor_address(name, buffer.data_ptr())
             self._buffers.append(buffer)
-        self._bound_shape = shape
+        self._bound_shapes = shapes
 
-    def run(self, prepared: Any) -> Any:
+    def run(self, prepared: tuple[Any, ...]) -> Any:
         """Enqueue one inference on the current torch stream; the returned buffer is reused."""
-        shape = tuple(prepared.shape)
-        if shape != self._bound_shape:
-            self._bind(shape)
-        self.context.set_tensor_address(self._input, prepared.data_ptr())
+        shapes = tuple(tuple(t.shape) for t in prepared)
+        if shapes != self._bound_shapes:
+            self._bind(shapes)
+        for name, tensor in zip(self._inputs, prepared):
+            self.context.set_tensor_address(name, tensor.data_ptr())
         stream = self._torch.cuda.current_stream().cuda_stream
         if not self.context.execute_async_v3(stream):
             errors = "; ".join(_logger(self._trt).errors) or "no error was reported"
@@ -330,4 +386,5 @@ class TensorRTSession:
                 "device": torch.cuda.get_device_name(torch.cuda.current_device()),
                 "precision": self.precision, "engine": self.engine_path.name,
                 "engine_bytes": self.engine_path.stat().st_size,
-                "input_dtype": str(self._input_dtype).replace("torch.", "")}
+                "inputs": ", ".join(f"{n} {str(d).replace('torch.', '')}"
+                                    for n, d in zip(self._inputs, self._input_dtypes))}

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import (
     CandidateSpec,
@@ -17,6 +15,9 @@ from planner.plugins import (
 )
 from planner.plugins.torch_session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
+
+if TYPE_CHECKING:
+    from planner.models.loaded import Feed
 
 QUICK_MODES = ("default", "reduce-overhead")
 FULL_MODES = (*QUICK_MODES, "max-autotune")
@@ -55,7 +56,7 @@ class TorchCompilePlugin(Plugin):
         loaded = model.load()
         return CompiledTorchSession(loaded.module, precision=str(spec.precision),
                                     compile_mode=spec.config["compile_mode"],
-                                    warmup_input=loaded.make_inputs(seed=3)[0])
+                                    warmup_feed=loaded.make_feeds(seed=3)[0])
 
 
 def compile_spec(mode: str, precision: Precision) -> CandidateSpec:
@@ -71,13 +72,12 @@ def compile_spec(mode: str, precision: Precision) -> CandidateSpec:
 class CompiledTorchSession(TorchSession):
     """A TorchSession whose module is compiled eagerly at open, with the compile time recorded."""
 
-    def __init__(self, module: Any, *, precision: str, compile_mode: str,
-                 warmup_input: np.ndarray) -> None:
+    def __init__(self, module: Any, *, precision: str, compile_mode: str, warmup_feed: Feed) -> None:
         super().__init__(module, device=CUDA_DEVICE, precision=precision, compile_mode=compile_mode)
         self._mark_step = compile_mode in _CUDAGRAPH_MODES
         start = time.perf_counter()
         # torch.compile is lazy: the first call traces and compiles; do it here, not in the timed loop.
-        self.run(self.prepare(warmup_input))
+        self.run(self.prepare(warmup_feed))
         self.sync()
         self.compile_s = time.perf_counter() - start
 

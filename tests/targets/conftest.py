@@ -23,6 +23,18 @@ def shared_ctx(tiny, tmp_path_factory) -> PlanContext:
     return PlanContext(hw=fake_hw(), model=tiny, workdir=Path(tmp_path_factory.mktemp("plan")))
 
 
+@pytest.fixture(scope="session")
+def text():
+    """demo:text: two int64 inputs (input_ids, attention_mask) of 1x64, a two-block encoder (~180k parameters)."""
+    return load_model("demo:text")
+
+
+@pytest.fixture(scope="session")
+def text_ctx(text, tmp_path_factory) -> PlanContext:
+    """A quick plan context for demo:text whose one ONNX export is shared by the ONNX-based plugin tests."""
+    return PlanContext(hw=fake_hw(), model=text, workdir=Path(tmp_path_factory.mktemp("plan-text")), quick=True)
+
+
 @pytest.fixture
 def plain_cpu_hw():
     """A 2-core x86 container without native bf16: the epyc_container_cgroup_v2 fixture tree's profile."""

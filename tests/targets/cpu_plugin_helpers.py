@@ -28,9 +28,9 @@ def fake_hw(*, usable: int | None = None, physical: int | None | object = _UNCHA
     return with_cpu(hw, features=features, **changes) if changes or features is not None else hw
 
 
-def torch_output(model, array: np.ndarray) -> np.ndarray:
-    """The reference: the loaded torch module on one input, as float32 numpy."""
+def torch_output(model, feed: dict[str, np.ndarray]) -> np.ndarray:
+    """The reference: the loaded torch module on one feed (its arrays as positional arguments), as float32 numpy."""
     import torch
 
     with torch.inference_mode():
-        return model.module(torch.from_numpy(array)).float().numpy()
+        return model.module(*(torch.from_numpy(a) for a in feed.values())).float().numpy()

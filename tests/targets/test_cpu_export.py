@@ -16,6 +16,7 @@ from cpu_plugin_helpers import fake_hw, torch_output
 import planner.onnx.export as export_mod
 from planner.errors import PlannerError
 from planner.models import load_model
+from planner.models.loaded import make_feeds
 from planner.onnx.export import (
     ExportError,
     ExportResult,
@@ -72,13 +73,30 @@ def test_dynamic_batch_export_runs_in_ort_and_matches_torch(tiny, exported) -> N
     assert exported.path.is_file()
     onnx.checker.check_model(str(exported.path))
     session = ort.InferenceSession(str(exported.path), providers=["CPUExecutionProvider"])
-    name = session.get_inputs()[0].name
-    assert name == exported.input_name
+    assert tuple(i.name for i in session.get_inputs()) == exported.input_names == ("x",)
     for batch in (1, 4):
-        array = tiny.make_inputs(batch=batch, seed=11)[0]
-        got = session.run(None, {name: array})[0]
+        feed = tiny.make_feeds(batch=batch, seed=11)[0]
+        got = session.run(None, feed)[0]
         assert got.shape == (batch, 10)
-        np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
+
+
+def test_text_model_exports_both_int64_inputs_with_dynamic_batch_and_sequence(text, text_ctx) -> None:
+    import onnxruntime as ort
+
+    exported = shared_onnx(text_ctx)
+    assert exported.input_names == ("input_ids", "attention_mask")
+    assert exported.dynamic_batch
+    proto = onnx.load(str(exported.path), load_external_data=False)
+    for value in proto.graph.input:
+        assert value.type.tensor_type.elem_type == onnx.TensorProto.INT64, value.name
+        assert [d.dim_param for d in value.type.tensor_type.shape.dim] == ["batch", "sequence"]
+    session = ort.InferenceSession(str(exported.path), providers=["CPUExecutionProvider"])
+    for inputs in (text.inputs.with_batch(3), text.inputs.with_sequence(16)):
+        feed = make_feeds(inputs, seed=11)[0]
+        got = session.run(None, feed)[0]
+        assert got.shape == (inputs.batch, 4)
+        np.testing.assert_allclose(got, torch_output(text, feed), rtol=1e-4, atol=1e-5)
 
 
 def test_weights_live_inside_the_onnx_file(exported) -> None:
@@ -96,7 +114,7 @@ def test_unexportable_op_raises_export_error_naming_it(tiny, tmp_path) -> None:
     assert isinstance(err, PlannerError)
     assert str(err).startswith("ONNX export failed: unsupported op plannertest::mystery")
     titles = [title for title, _ in err.attempts]
-    assert titles == ["torch.export, dynamic batch", "torch.export, static batch",
+    assert titles == ["torch.export, dynamic batch", "torch.export, static shapes",
                       "TorchScript, dynamic batch"]
     assert all("plannertest::mystery" in reason for _, reason in err.attempts)
 
@@ -120,7 +138,7 @@ def test_a_failed_dynamic_export_is_retried_with_a_static_batch(tiny, tmp_path, 
 
     monkeypatch.setattr(export_mod, "_run_exporter", flaky)
     result = export_onnx(tiny, tmp_path / "static.onnx")
-    assert seen == [("torch.export", True), ("torch.export", False)]
+    assert seen == [("torch.export", ("batch",)), ("torch.export", ())]
     assert result.exporter == "torch.export"
     assert not result.dynamic_batch
     assert any("torch.export, dynamic batch: RuntimeError: Constraints violated" in w

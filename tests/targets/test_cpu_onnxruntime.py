@@ -58,9 +58,9 @@ def test_sessions_match_torch_and_report_their_options(tiny, specs) -> None:
     for spec in specs:
         session = plugin.open(spec, ModelRef.of(tiny))
         for batch in (1, 4):
-            array = tiny.make_inputs(batch=batch, seed=8)[0]
-            got = session.to_numpy(session.run(session.prepare(array)))
-            np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+            feed = tiny.make_feeds(batch=batch, seed=8)[0]
+            got = session.to_numpy(session.run(session.prepare(feed)))
+            np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
         info = session.info()
         if spec.config.get("defaults"):
             assert info["allow_spinning"] == "default" and info["intra_op_threads"] == 0
@@ -82,9 +82,9 @@ def test_onnx_source_model_uses_its_own_file(tiny, tiny_onnx, tmp_path) -> None:
     assert {s.artifacts["onnx"] for s in specs} == {str(tiny_onnx.onnx_path)}
     assert not list(tmp_path.iterdir()), "an ONNX model needs no export"
     session = plugin.open(specs[0], ModelRef.of(tiny_onnx))
-    array = tiny.make_inputs(seed=9)[0]
-    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(array))),
-                               torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+    feed = tiny.make_feeds(seed=9)[0]
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(feed))),
+                               torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
 
 
 def test_export_failure_is_the_reason(tiny, tmp_path) -> None:
@@ -115,3 +115,37 @@ def test_single_core_collapses_the_thread_sweep(tiny, tmp_path, shared_ctx) -> N
     specs = list(OnnxRuntimePlugin().candidates(ctx))
     assert {s.config["intra_op_threads"] for s in specs if not s.config.get("defaults")} == {1}
     assert len({s.label for s in specs}) == len(specs)
+
+
+def test_text_model_sessions_take_both_int64_inputs(text, text_ctx) -> None:
+    """demo:text (input_ids, attention_mask; int64): every quick candidate feeds both, at any batch."""
+    plugin = OnnxRuntimePlugin()
+    assert plugin.check(text_ctx.hw, text) == []
+    specs = list(plugin.candidates(text_ctx))
+    assert specs and all(s.dynamic_batch for s in specs)
+    for spec in specs:
+        session = plugin.open(spec, ModelRef.of(text))
+        assert session.info()["inputs"] == "input_ids, attention_mask"
+        for batch in (1, 3):
+            feed = text.make_feeds(batch=batch, seed=21)[0]
+            prepared = session.prepare(feed)
+            assert list(prepared) == ["input_ids", "attention_mask"]
+            assert all(a.dtype == np.int64 for a in prepared.values())
+            got = session.to_numpy(session.run(prepared))
+            assert got.shape == (batch, 4)
+            np.testing.assert_allclose(got, torch_output(text, feed), rtol=1e-4, atol=1e-5)
+
+
+def test_text_model_as_an_onnx_file(text, text_ctx, tmp_path) -> None:
+    """The exported text model planned as an ONNX-only model: its inputs come from the graph."""
+    from planner.models import load_model
+    from planner.onnx.export import shared_onnx
+
+    onnx_text = load_model(str(shared_onnx(text_ctx).path))
+    assert onnx_text.inputs.names == ("input_ids", "attention_mask")
+    ctx = PlanContext(hw=fake_hw(), model=onnx_text, workdir=tmp_path, quick=True)
+    spec = next(iter(OnnxRuntimePlugin().candidates(ctx)))
+    session = OnnxRuntimePlugin().open(spec, ModelRef.of(onnx_text))
+    feed = onnx_text.make_feeds(batch=2, seed=22)[0]  # its own sequence length, settled from the graph
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(feed))),
+                               torch_output(text, feed), rtol=1e-4, atol=1e-5)

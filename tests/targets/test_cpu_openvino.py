@@ -66,9 +66,9 @@ def test_f32_sessions_match_torch_and_report_real_properties(tiny, specs) -> Non
         session = plugin.open(spec, ModelRef.of(tiny))
         batches = (1, 4) if spec.dynamic_batch else (1,)
         for batch in batches:
-            array = tiny.make_inputs(batch=batch, seed=12)[0]
-            got = session.to_numpy(session.run(session.prepare(array)))
-            np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+            feed = tiny.make_feeds(batch=batch, seed=12)[0]
+            got = session.to_numpy(session.run(session.prepare(feed)))
+            np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
         info = session.info()
         assert info["INFERENCE_PRECISION_HINT"] == "f32"
         assert info["PERFORMANCE_HINT"] == spec.config["hint"]
@@ -80,7 +80,7 @@ def test_f32_sessions_match_torch_and_report_real_properties(tiny, specs) -> Non
 
 def test_outputs_survive_the_next_inference(tiny, specs) -> None:
     session = OpenVinoPlugin().open(specs[0], ModelRef.of(tiny))
-    a, b = tiny.make_inputs(count=2, seed=13)
+    a, b = tiny.make_feeds(count=2, seed=13)
     first = session.to_numpy(session.run(session.prepare(a)))
     session.run(session.prepare(b))
     np.testing.assert_allclose(first, torch_output(tiny, a), rtol=1e-4, atol=1e-5)
@@ -92,9 +92,9 @@ def test_bf16_request_reports_what_openvino_really_runs(tiny, shared_ctx) -> Non
                 if s.precision is Precision.BF16 and s.config["hint"] == "LATENCY")
     session = OpenVinoPlugin().open(spec, ModelRef.of(tiny))
     info = session.info()
-    array = tiny.make_inputs(seed=14)[0]
-    got = session.to_numpy(session.run(session.prepare(array)))
-    np.testing.assert_allclose(got, torch_output(tiny, array), rtol=5e-2, atol=5e-2)
+    feed = tiny.make_feeds(seed=14)[0]
+    got = session.to_numpy(session.run(session.prepare(feed)))
+    np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=5e-2, atol=5e-2)
     if _cpu_has_native_bf16():
         assert info["INFERENCE_PRECISION_HINT"] == "bf16"
     else:
@@ -109,9 +109,9 @@ def test_onnx_source_model(tiny, tiny_onnx, tmp_path) -> None:
     spec = next(iter(OpenVinoPlugin().candidates(ctx)))
     assert spec.artifacts["onnx"] == str(tiny_onnx.onnx_path)
     session = OpenVinoPlugin().open(spec, ModelRef.of(tiny_onnx))
-    array = tiny.make_inputs(seed=15)[0]
-    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(array))),
-                               torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+    feed = tiny.make_feeds(seed=15)[0]
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(feed))),
+                               torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
 
 
 def test_check_reports_a_missing_package(tiny, monkeypatch) -> None:
@@ -119,3 +119,61 @@ def test_check_reports_a_missing_package(tiny, monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "openvino" else real(name, *a))
     assert OpenVinoPlugin().check(fake_hw(), tiny) == ["openvino not installed (pip install openvino)"]
+
+
+def test_text_model_compiles_every_input_at_its_shape(text, text_ctx) -> None:
+    """demo:text: both int64 inputs reshaped by name; the batch stays open unless the candidate is static."""
+    plugin = OpenVinoPlugin()
+    assert plugin.check(text_ctx.hw, text) == []
+    specs = list(plugin.candidates(dataclasses.replace(text_ctx, quick=False)))
+    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 throughput 2t",
+                                        "openvino f32 latency 2t static"]
+    assert all(any("sequence length fixed at 64" in n for n in s.notes) for s in specs)
+    for spec in specs:
+        session = plugin.open(spec, ModelRef.of(text))
+        batch_dim = "?" if spec.dynamic_batch else "1"
+        assert session.info()["inputs"] == (f"input_ids [{batch_dim},64] i64, "
+                                            f"attention_mask [{batch_dim},64] i64")
+        for batch in (1, 3) if spec.dynamic_batch else (1,):
+            feed = text.make_feeds(batch=batch, seed=23)[0]
+            prepared = session.prepare(feed)
+            assert [(k, a.dtype, a.shape) for k, a in prepared.items()] == [
+                (0, np.int64, (batch, 64)), (1, np.int64, (batch, 64))]
+            got = session.to_numpy(session.run(prepared))
+            assert got.shape == (batch, 4)
+            np.testing.assert_allclose(got, torch_output(text, feed), rtol=1e-4, atol=1e-5)
+
+
+def test_inputs_are_fed_by_name_whatever_the_feed_order(text, text_ctx) -> None:
+    spec = next(iter(OpenVinoPlugin().candidates(text_ctx)))
+    session = OpenVinoPlugin().open(spec, ModelRef.of(text))
+    feed = text.make_feeds(seed=24)[0]
+    feed["attention_mask"][:, 40:] = 0  # padding, so swapping the two inputs would change the output
+    swapped = {"attention_mask": feed["attention_mask"], "input_ids": feed["input_ids"]}
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(swapped))),
+                               torch_output(text, feed), rtol=1e-4, atol=1e-5)
+
+
+def test_reshape_dims_pair_graph_inputs_by_name_else_by_position(text) -> None:
+    from targets.cpu.openvino import reshape_dims
+
+    inputs = text.inputs.with_batch(2)
+    assert reshape_dims(["attention_mask", "input_ids"], inputs, dynamic_batch=True) == {
+        "attention_mask": [-1, 64], "input_ids": [-1, 64]}
+    # An exporter that renamed the inputs: paired by position, fully static when asked.
+    assert reshape_dims(["ids", "mask"], inputs, dynamic_batch=False) == {"ids": [2, 64], "mask": [2, 64]}
+    with pytest.raises(ValueError, match="neither their names nor their number agree"):
+        reshape_dims(["ids"], inputs, dynamic_batch=True)
+
+
+def test_onnx_text_model_runs_with_integer_inputs(text, text_ctx, tmp_path) -> None:
+    from planner.models import load_model
+    from planner.onnx.export import shared_onnx
+
+    onnx_text = load_model(str(shared_onnx(text_ctx).path))
+    ctx = PlanContext(hw=fake_hw(), model=onnx_text, workdir=tmp_path, quick=True)
+    spec = next(iter(OpenVinoPlugin().candidates(ctx)))
+    session = OpenVinoPlugin().open(spec, ModelRef.of(onnx_text))
+    feed = onnx_text.make_feeds(batch=2, seed=25)[0]  # its own sequence length, settled from the graph
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(feed))),
+                               torch_output(text, feed), rtol=1e-4, atol=1e-5)

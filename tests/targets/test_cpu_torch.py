@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from cpu_plugin_helpers import fake_hw, torch_output
 
 from planner.codec import from_data, to_data
+from planner.models.spec import ModelInputs
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, get_plugin
 from targets.cpu import compute_threads
 from targets.cpu.torch_cpu import TorchCpuPlugin
@@ -78,9 +80,9 @@ def test_eager_sessions_match_torch(tiny, tmp_path, channels_last) -> None:
     spec = next(s for s in TorchCpuPlugin().candidates(_ctx(tiny, tmp_path))
                 if s.config["channels_last"] is channels_last and not s.config["compile"])
     session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
-    array = tiny.make_inputs(seed=5)[0]
-    got = session.to_numpy(session.run(session.prepare(array)))
-    np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+    feed = tiny.make_feeds(seed=5)[0]
+    got = session.to_numpy(session.run(session.prepare(feed)))
+    np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
     info = session.info()
     assert info["intra_op_threads"] == 2
     assert info["channels_last"] is channels_last
@@ -93,9 +95,9 @@ def test_compiled_session_matches_torch(tiny, tmp_path) -> None:
     session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
     assert session.info()["compile"] == "default"
     for batch in (1, 3):
-        array = tiny.make_inputs(batch=batch, seed=6)[0]
-        got = session.to_numpy(session.run(session.prepare(array)))
-        np.testing.assert_allclose(got, torch_output(tiny, array), rtol=1e-4, atol=1e-5)
+        feed = tiny.make_feeds(batch=batch, seed=6)[0]
+        got = session.to_numpy(session.run(session.prepare(feed)))
+        np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
 
 
 def test_bf16_session_is_close_to_torch(tiny, tmp_path) -> None:
@@ -103,11 +105,11 @@ def test_bf16_session_is_close_to_torch(tiny, tmp_path) -> None:
     spec = next(s for s in TorchCpuPlugin().candidates(_ctx(tiny, tmp_path, hw))
                 if s.precision is Precision.BF16 and not s.config["compile"])
     session = TorchCpuPlugin().open(spec, ModelRef.of(tiny))
-    array = tiny.make_inputs(seed=5)[0]
-    got = session.to_numpy(session.run(session.prepare(array)))
+    feed = tiny.make_feeds(seed=5)[0]
+    got = session.to_numpy(session.run(session.prepare(feed)))
     assert session.info()["precision"] == "bf16"
     # bf16 keeps 8 mantissa bits: close, not equal.
-    np.testing.assert_allclose(got, torch_output(tiny, array), rtol=5e-2, atol=5e-2)
+    np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=5e-2, atol=5e-2)
 
 
 def test_check_refuses_onnx_only_models(tiny, tiny_onnx, plain_cpu_hw) -> None:
@@ -123,7 +125,36 @@ def test_check_reports_a_missing_package(tiny, plain_cpu_hw, monkeypatch) -> Non
     assert "torch not installed (pip install torch)" in TorchCpuPlugin().check(plain_cpu_hw, tiny)
 
 
-def test_non_image_input_gets_no_channels_last(tiny, tmp_path) -> None:
-    flat = dataclasses.replace(tiny, input_spec=dataclasses.replace(tiny.input_spec, shape=(1, 16)))
-    specs = list(TorchCpuPlugin().candidates(_ctx(flat, tmp_path)))
-    assert specs and not any(s.config["channels_last"] for s in specs)
+def test_non_image_input_gets_no_channels_last(tiny, text, tmp_path) -> None:
+    flat = dataclasses.replace(tiny, inputs=ModelInputs.single((1, 16)))
+    integer_4d = dataclasses.replace(tiny, inputs=ModelInputs.single((1, 3, 32, 32), dtype="uint8"))
+    for model in (flat, integer_4d, text):
+        logs: list[str] = []
+        ctx = dataclasses.replace(_ctx(model, tmp_path), log=logs.append)
+        specs = list(TorchCpuPlugin().candidates(ctx))
+        assert specs and not any(s.config["channels_last"] for s in specs)
+        assert any("not a 4-D float image" in line for line in logs)
+
+
+def test_text_model_candidates(text, tmp_path) -> None:
+    specs = list(TorchCpuPlugin().candidates(_ctx(text, tmp_path, fake_hw(features=("avx2", "avx512_bf16")))))
+    assert {(s.precision, s.config["compile"]) for s in specs} == {
+        (Precision.FP32, None), (Precision.FP32, "default"), (Precision.BF16, None), (Precision.BF16, "default")}
+    assert all(s.dynamic_batch for s in specs)
+
+
+@pytest.mark.parametrize("precision", [Precision.FP32, Precision.BF16])
+def test_text_model_eager_sessions_keep_token_ids_integer(text, tmp_path, precision) -> None:
+    hw = fake_hw(features=("avx2", "avx512_bf16"))
+    spec = next(s for s in TorchCpuPlugin().candidates(_ctx(text, tmp_path, hw))
+                if s.precision is precision and not s.config["compile"])
+    session = TorchCpuPlugin().open(spec, ModelRef.of(text))
+    for batch in (1, 3):
+        feed = text.make_feeds(batch=batch, seed=26)[0]
+        prepared = session.prepare(feed)
+        # Only floating inputs take the session's precision: token ids and masks stay int64.
+        assert [(t.dtype, tuple(t.shape)) for t in prepared] == [(torch.int64, (batch, 64))] * 2
+        got = session.to_numpy(session.run(prepared))
+        assert got.shape == (batch, 4)
+        tol = 1e-4 if precision is Precision.FP32 else 5e-2
+        np.testing.assert_allclose(got, torch_output(text, feed), rtol=tol, atol=tol)

@@ -73,10 +73,10 @@ def test_outputs_stay_close_to_fp32(built, edge_tiny):
     for spec in specs:
         session = plugin.open(spec, ModelRef.of(edge_tiny))
         for batch in (1, 4):
-            for x in edge_tiny.make_inputs(batch=batch, count=3, seed=1000):
-                out = session.to_numpy(session.run(session.prepare(x)))
+            for feed in edge_tiny.make_feeds(batch=batch, count=3, seed=1000):
+                out = session.to_numpy(session.run(session.prepare(feed)))
                 with torch.inference_mode():
-                    ref = edge_tiny.module(torch.from_numpy(x)).numpy()
+                    ref = edge_tiny.module(torch.from_numpy(feed["x"])).numpy()
                 assert out.shape == ref.shape
                 assert _cosine(out, ref) > 0.98, spec.label
         info = session.info()
@@ -124,3 +124,24 @@ def test_the_measure_worker_times_and_sweeps_it(built, edge_tiny, monkeypatch):
     assert result["timing"].stats.p50_ms > 0
     assert [p.batch for p in result["sweep"].points][0] == 1 and len(result["sweep"].points) > 1
     assert len(result["outputs"]) == 2 and result["info"]["quantization"] == "static"
+
+
+def test_text_model_quantizes_with_feeds_of_both_inputs(text, text_ctx):
+    """demo:text: calibration feeds carry input_ids and attention_mask; sessions take both, int64.
+
+    `text_ctx` (tests/targets/conftest.py) shares its ONNX export with the CPU plugin tests.
+    """
+    import torch
+
+    specs = list(Int8Plugin().candidates(text_ctx))
+    assert specs[0].config["calibration_batches"] > 0
+    assert [s.config["mode"] for s in specs] == ["static", "dynamic"]
+    for spec in specs:
+        session = Int8Plugin().open(spec, ModelRef.of(text))
+        for batch in (1, 3):
+            feed = text.make_feeds(batch=batch, seed=1000)[0]
+            out = session.to_numpy(session.run(session.prepare(feed)))
+            with torch.inference_mode():
+                ref = text.module(*(torch.from_numpy(a) for a in feed.values())).numpy()
+            assert out.shape == ref.shape == (batch, 4)
+            assert _cosine(out, ref) > 0.9, spec.label

@@ -88,10 +88,10 @@ def test_candidate_opens_and_runs(edge_tiny, fake_hw, tmp_path):
     assert any(n.startswith("estimated packed size") for n in spec.notes)
     session = TernaryPlugin().open(spec, ModelRef.of(edge_tiny))
     assert isinstance(session, TernarySession)
-    x = edge_tiny.make_inputs(batch=4, seed=1000)[0]
-    out = session.to_numpy(session.run(session.prepare(x)))
+    feed = edge_tiny.make_feeds(batch=4, seed=1000)[0]
+    out = session.to_numpy(session.run(session.prepare(feed)))
     with torch.inference_mode():
-        ref = edge_tiny.module(torch.from_numpy(x)).numpy()
+        ref = edge_tiny.module(torch.from_numpy(feed["x"])).numpy()
     assert out.shape == ref.shape and np.isfinite(out).all()
     assert not np.allclose(out, ref)  # the weights really changed
     for layer in _ternary_layers(session.module):
@@ -129,3 +129,20 @@ def test_the_measure_worker_times_it(edge_tiny, fake_hw, tmp_path, monkeypatch):
                                 fidelity_batches=2))
     assert result["timing"].stats.p50_ms > 0
     assert result["info"]["estimated_packed_bytes"] > 0
+
+
+def test_text_model_runs_ternary_with_integer_inputs(fake_hw, tmp_path):
+    """demo:text: its Linear layers are ternarized (not the embeddings); the session takes both int64 inputs."""
+    import torch
+
+    from planner.models import load_model
+
+    text = load_model("demo:text")
+    (spec,) = TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=text, workdir=tmp_path))
+    session = TernaryPlugin().open(spec, ModelRef.of(text))
+    feed = text.make_feeds(batch=2, seed=1000)[0]
+    prepared = session.prepare(feed)
+    assert [t.dtype for t in prepared] == [torch.int64, torch.int64]
+    out = session.to_numpy(session.run(prepared))
+    assert out.shape == (2, 4) and np.isfinite(out).all()
+    assert session.info()["ternary_layers"] == 9  # qkv, proj, fc1, fc2 per block, and the head

@@ -17,6 +17,12 @@ def nv_tiny():
     return load_model("demo:tiny")
 
 
+@pytest.fixture(scope="session")
+def nv_text():
+    """demo:text: two int64 inputs (input_ids, attention_mask) of 1x64, a tiny encoder."""
+    return load_model("demo:text")
+
+
 @pytest.fixture
 def hw_without_gpu() -> HardwareProfile:
     """A CPU server with no NVIDIA driver or GPU: the 2-core x86 container fixture tree."""

@@ -40,15 +40,15 @@ def _assert_matches_fp32(plugin, spec, model) -> None:
     import torch
 
     session = plugin.open(spec, ModelRef.of(model))
-    batches = (1, 4) if spec.dynamic_batch else (model.input_spec.batch,)
+    batches = (1, 4) if spec.dynamic_batch else (model.inputs.batch,)
     gate = DEFAULT_GATES[spec.precision].min_cosine
     for batch in batches:
-        for x in model.make_inputs(batch=batch, count=3, seed=1000):
-            out = session.to_numpy(session.run(session.prepare(x)))
+        for feed in model.make_feeds(batch=batch, count=3, seed=1000):
+            out = session.to_numpy(session.run(session.prepare(feed)))
             if getattr(session, "needs_sync", False):
                 session.sync()
             with torch.inference_mode():
-                ref = model.module(torch.from_numpy(x)).float().numpy()
+                ref = model.module(*(torch.from_numpy(a) for a in feed.values())).float().numpy()
             assert out.shape == ref.shape, spec.label
             assert _cosine(out, ref) > gate, spec.label
             if spec.precision in (Precision.FP16, Precision.FP32):
@@ -56,31 +56,41 @@ def _assert_matches_fp32(plugin, spec, model) -> None:
     assert session.info()
 
 
+MODELS = ["nv_tiny", "nv_text"]  # one float image input; two int64 inputs (input_ids, attention_mask)
+
+
+@pytest.mark.parametrize("model_name", MODELS)
 @pytest.mark.parametrize("plugin_cls", [Fp16Plugin, CudaGraphsPlugin, BatchingPlugin],
                          ids=lambda p: p.name)
-def test_torch_level_candidates_run_and_match(plugin_cls, nv_tiny, gpu_hw, tmp_path):
+def test_torch_level_candidates_run_and_match(plugin_cls, model_name, request, gpu_hw, tmp_path):
+    model = request.getfixturevalue(model_name)
     plugin = plugin_cls()
-    assert plugin.check(gpu_hw, nv_tiny) == []
-    specs = list(plugin.candidates(PlanContext(hw=gpu_hw, model=nv_tiny, workdir=tmp_path)))
+    assert plugin.check(gpu_hw, model) == []
+    specs = list(plugin.candidates(PlanContext(hw=gpu_hw, model=model, workdir=tmp_path)))
     assert specs
     for spec in specs:
-        _assert_matches_fp32(plugin, spec, nv_tiny)
+        _assert_matches_fp32(plugin, spec, model)
 
 
-def test_torch_compile_quick_candidates_run_and_match(nv_tiny, gpu_hw, tmp_path):
+@pytest.mark.parametrize("model_name", MODELS)
+def test_torch_compile_quick_candidates_run_and_match(model_name, request, gpu_hw, tmp_path):
+    model = request.getfixturevalue(model_name)
     plugin = TorchCompilePlugin()
-    assert plugin.check(gpu_hw, nv_tiny) == []
-    ctx = PlanContext(hw=gpu_hw, model=nv_tiny, workdir=tmp_path, quick=True)
+    assert plugin.check(gpu_hw, model) == []
+    ctx = PlanContext(hw=gpu_hw, model=model, workdir=tmp_path, quick=True)
     for spec in plugin.candidates(ctx):
-        _assert_matches_fp32(plugin, spec, nv_tiny)
+        _assert_matches_fp32(plugin, spec, model)
 
 
-def test_cuda_graph_rejects_another_shape(nv_tiny, gpu_hw, tmp_path):
+@pytest.mark.parametrize("model_name", MODELS)
+def test_cuda_graph_rejects_another_shape(model_name, request, gpu_hw, tmp_path):
+    model = request.getfixturevalue(model_name)
     plugin = CudaGraphsPlugin()
-    (spec,) = plugin.candidates(PlanContext(hw=gpu_hw, model=nv_tiny, workdir=tmp_path))
-    session = plugin.open(spec, ModelRef.of(nv_tiny))
+    (spec,) = plugin.candidates(PlanContext(hw=gpu_hw, model=model, workdir=tmp_path))
+    session = plugin.open(spec, ModelRef.of(model))
+    assert set(session.info()["captured_shapes"]) == set(model.inputs.names)
     with pytest.raises(ValueError, match="captured for input shape"):
-        session.prepare(nv_tiny.make_inputs(batch=2)[0])
+        session.prepare(model.make_feeds(batch=2)[0])
 
 
 def test_tensorrt_engines_build_run_match_and_are_cached(nv_tiny, gpu_hw, tmp_path):
@@ -98,6 +108,18 @@ def test_tensorrt_engines_build_run_match_and_are_cached(nv_tiny, gpu_hw, tmp_pa
     again = list(plugin.candidates(ctx))
     assert [s.artifacts for s in again] == [s.artifacts for s in specs]
     assert sum("reusing cached" in line for line in logs) == 3
+
+
+def test_tensorrt_text_engines_take_both_int64_inputs(nv_text, gpu_hw, tmp_path):
+    pytest.importorskip("tensorrt", reason="TensorRT not installed (pip install planner[tensorrt])")
+    plugin = TensorRTPlugin()
+    assert plugin.check(gpu_hw, nv_text) == []
+    ctx = PlanContext(hw=gpu_hw, model=nv_text, workdir=tmp_path, quick=True)
+    specs = list(plugin.candidates(ctx))
+    assert [s.config["variant"] for s in specs] == ["fp32", "fp16"]
+    assert all(any("sequence length fixed at 64" in n for n in s.notes) for s in specs)
+    for spec in specs:
+        _assert_matches_fp32(plugin, spec, nv_text)
 
 
 @pytest.mark.parametrize("plugin_cls", [Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin,
@@ -129,6 +151,6 @@ def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_
     else:
         # Fixed shape (CUDA graphs, fixed batches): the main timing is the only point, and it
         # counts every row one call processes.
-        rows = spec.rows_per_call or nv_tiny.input_spec.batch
+        rows = spec.rows_per_call or nv_tiny.inputs.batch
         assert [p.batch for p in points] == [rows]
         assert points[0].samples_per_s == pytest.approx(rows * 1e3 / p50)
