@@ -1,192 +1,53 @@
-"""Per-layer facts for a torch model: FLOPs, bytes moved, intensity, activation size and time."""
+"""Per-layer facts for a torch model: FLOPs, bytes moved, intensity, activation size and time.
+
+Three ways in, picked by what the module allows (`analyze_layers` says which in `time_method`):
+an ordinary nn.Module runs with forward hooks on every leaf module; a torch.export module (no
+leaf calls left, only aten nodes tagged with the module they came from) runs node by node
+(planner.analysis.exported); a module that takes no hooks (TorchScript) is profiled op by op
+(planner.analysis.ops).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from planner.codec import to_data
-from planner.errors import InputSpecError
+from planner.analysis import exported, ops
+from planner.analysis.stats import (
+    FORWARD_ERRORS,
+    FORWARD_OWNER,
+    INPUT_NODE,
+    FunctionalOp,
+    LayerReport,
+    LayerStats,
+    Recorder,
+    as_args,
+    dtype_name,
+    footprint,
+    forward_error,
+    iter_tensors,
+    nbytes,
+    op_bytes,
+    op_kind,
+    passes_through,
+    runs_text,
+    sync_for,
+    where_run,
+)
 
-INPUT_NODE = "<input>"
-"""The producer name of the model's input tensor in `inputs_from`."""
+__all__ = ["FORWARD_OWNER", "INPUT_NODE", "FunctionalOp", "LayerReport", "LayerStats", "analyze_layers"]
 
-FORWARD_OWNER = "<forward>"
-"""The owner name of functional ops run directly in the root module's forward."""
-
-# Friendlier names for aten ops a user knows by their Python spelling.
-_FRIENDLY_OPS = {
-    "upsample_bilinear2d": "interpolate", "upsample_nearest2d": "interpolate",
-    "upsample_bicubic2d": "interpolate", "_upsample_bilinear2d_aa": "interpolate",
-    "_upsample_bicubic2d_aa": "interpolate", "upsample_nearest1d": "interpolate",
-    "upsample_linear1d": "interpolate", "upsample_nearest3d": "interpolate",
-    "upsample_trilinear3d": "interpolate", "_upsample_nearest_exact2d": "interpolate",
-}
-
-
-@dataclass(frozen=True)
-class LayerStats:
-    """What one call of a leaf module computed and moved (a module called twice gives two entries)."""
-
-    name: str
-    type: str
-    call: int
-    index: int
-    input_shapes: tuple[tuple[int, ...], ...]
-    output_shape: tuple[int, ...]
-    params: int
-    flops: int
-    bytes_moved: int
-    activation_bytes: int
-    inputs_from: tuple[str, ...] = ()
-    time_ms: float | None = None
-    time_share: float | None = None
-
-    @property
-    def key(self) -> str:
-        """A unique label: the module path, with `#n` for the n-th call of a reused module."""
-        return self.name if self.call == 1 else f"{self.name}#{self.call}"
-
-    @property
-    def intensity(self) -> float:
-        """Arithmetic intensity in FLOPs (2 per MAC) per byte moved."""
-        return self.flops / self.bytes_moved if self.bytes_moved else 0.0
-
-    # Kept: the JSON adds the derived `key` (first) and `intensity`, which results.json's layers carry.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of these facts."""
-        return {
-            "key": self.key, "name": self.name, "type": self.type, "call": self.call,
-            "index": self.index, "input_shapes": [list(s) for s in self.input_shapes],
-            "output_shape": list(self.output_shape), "params": self.params, "flops": self.flops,
-            "bytes_moved": self.bytes_moved, "intensity": self.intensity,
-            "activation_bytes": self.activation_bytes, "inputs_from": list(self.inputs_from),
-            "time_ms": self.time_ms, "time_share": self.time_share,
-        }
-
-
-@dataclass(frozen=True)
-class FunctionalOp:
-    """A computing op run outside any leaf module (e.g. F.interpolate or a residual add in forward)."""
-
-    name: str
-    op: str
-    owner: str
-    position: int
-    input_shapes: tuple[tuple[int, ...], ...]
-    output_shape: tuple[int, ...]
-    flops: int
-    bytes_moved: int
-    activation_bytes: int = 0
-    inputs_from: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        """The label other nodes use in `inputs_from` (the name, unique within a report)."""
-        return self.name
-
-    @property
-    def kind(self) -> str:
-        """The op's short name without overload or owner, e.g. `interpolate`, `add`, `gelu`."""
-        return self.name.rsplit(".", 1)[-1].split("#", 1)[0]
-
-
-@dataclass(frozen=True)
-class LayerReport:
-    """Per-layer facts of one forward pass, the functional ops between layers, and totals."""
-
-    layers: tuple[LayerStats, ...]
-    total_flops: int
-    total_params: int
-    # The largest input+output footprint of one layer or op: a lower bound on peak activation
-    # memory that needs no allocator (CPU has none to ask).
-    peak_activation_bytes: int
-    time_method: str
-    functional_ops: tuple[FunctionalOp, ...] = ()
-    input_shape: tuple[int, ...] = ()
-    output_from: tuple[str, ...] = ()
-    forward_time_ms: float | None = None
-    device: str = "cpu"
-
-    @property
-    def nodes(self) -> tuple[LayerStats | FunctionalOp, ...]:
-        """Every layer call, then every functional op."""
-        return (*self.layers, *self.functional_ops)
-
-    @property
-    def has_time(self) -> bool:
-        """Whether per-layer times were measured."""
-        return any(layer.time_ms is not None for layer in self.layers)
-
-    @property
-    def total_bytes_moved(self) -> int:
-        """Bytes moved by all layers and functional ops, assuming nothing stays in cache between them."""
-        return sum(n.bytes_moved for n in self.layers) + sum(op.bytes_moved for op in self.functional_ops)
-
-    @property
-    def unattributed_flops(self) -> int:
-        """FLOPs counted in the forward pass but owned by neither a layer nor a functional op."""
-        owned = sum(n.flops for n in self.layers) + sum(op.flops for op in self.functional_ops)
-        return self.total_flops - owned
-
-    def node(self, key: str) -> LayerStats | FunctionalOp | None:
-        """The layer call or functional op with this key, or None."""
-        for item in self.nodes:
-            if item.key == key:
-                return item
-        return None
-
-    # Kept: the JSON adds derived totals (total_bytes_moved, flops_unit) and orders keys its own way.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of the whole report."""
-        return {
-            "layers": [n.to_dict() for n in self.layers],
-            "functional_ops": [to_data(op) for op in self.functional_ops],
-            "total_flops": self.total_flops, "flops_unit": "FLOPs (2 per MAC)",
-            "total_params": self.total_params, "total_bytes_moved": self.total_bytes_moved,
-            "peak_activation_bytes": self.peak_activation_bytes, "time_method": self.time_method,
-            "forward_time_ms": self.forward_time_ms, "input_shape": list(self.input_shape),
-            "output_from": list(self.output_from), "device": self.device,
-        }
-
-
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor inside a nested tuple/list/dict of outputs or arguments."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
-def _nbytes(tensor: torch.Tensor) -> int:
-    return tensor.numel() * tensor.element_size()
-
-
-def _footprint(tensors: list[torch.Tensor]) -> int:
-    """Bytes held by distinct storages among these tensors (an in-place op's input and output count once)."""
-    seen: set[int] = set()
-    total = 0
-    for t in tensors:
-        ptr = t.untyped_storage().data_ptr()
-        if ptr in seen:
-            continue
-        seen.add(ptr)
-        total += _nbytes(t)
-    return total
+_GATHER_MODULES = (nn.Embedding, nn.EmbeddingBag)
 
 
 def _leaf_modules(module: nn.Module) -> list[tuple[str, nn.Module]]:
@@ -207,6 +68,7 @@ class _Call:
     input_bytes: int
     inputs: list[torch.Tensor]
     inputs_from: tuple[str, ...]
+    gathers: bool = False
     flops: int = 0
     output_shape: tuple[int, ...] = ()
     output_bytes: int = 0
@@ -228,7 +90,7 @@ class _Tracker:
     def sources(self, values: Any) -> tuple[str, ...]:
         """The producers of the tensors in `values`, in order, without repeats."""
         found: list[str] = []
-        for t in _tensors(values):
+        for t in iter_tensors(values):
             src = self.producers.get(t)
             if src is not None and src not in found:
                 found.append(src)
@@ -240,15 +102,15 @@ class _Tracker:
             self.stack.append((name, False, None))
             return
         self.call_counts[name] += 1
-        inputs = list(_tensors((args, kwargs)))
+        inputs = list(iter_tensors((args, kwargs)))
         weights = [*mod.parameters(), *mod.buffers()]
         call = _Call(
             name=name, type=type(mod).__name__, call=self.call_counts[name], index=len(self.calls),
             params=sum(p.numel() for p in mod.parameters()),
-            weight_bytes=sum(_nbytes(w) for w in weights),
+            weight_bytes=sum(nbytes(w) for w in weights),
             input_shapes=tuple(tuple(t.shape) for t in inputs),
-            input_bytes=sum(_nbytes(t) for t in inputs), inputs=inputs,
-            inputs_from=self.sources((args, kwargs)),
+            input_bytes=sum(nbytes(t) for t in inputs), inputs=inputs,
+            inputs_from=self.sources((args, kwargs)), gathers=isinstance(mod, _GATHER_MODULES),
         )
         self.calls.append(call)
         self.stack.append((name, True, call))
@@ -260,10 +122,12 @@ class _Tracker:
         _, leaf, call = self.stack.pop()
         if not leaf or call is None:
             return
-        outputs = list(_tensors(output))
+        outputs = list(iter_tensors(output))
         call.output_shape = tuple(outputs[0].shape) if outputs else ()
-        call.output_bytes = sum(_nbytes(t) for t in outputs)
-        call.footprint = _footprint([*call.inputs, *outputs])
+        call.output_bytes = sum(nbytes(t) for t in outputs)
+        if call.gathers:
+            call.weight_bytes = min(call.weight_bytes, call.output_bytes)
+        call.footprint = footprint([*call.inputs, *outputs])
         call.inputs = []  # drop references so activations can be freed as the forward goes on
         key = call.name if call.call == 1 else f"{call.name}#{call.call}"
         for t in outputs:
@@ -275,52 +139,33 @@ class _Tracker:
         if top is not None and top[1] and top[2] is not None:
             top[2].flops += flops
             return
-        outputs = list(_tensors(out))
-        inputs = list(_tensors((args, kwargs)))
+        outputs = list(iter_tensors(out))
+        inputs = list(iter_tensors((args, kwargs)))
         if not outputs or not inputs:
             return
         srcs = self.sources((args, kwargs))
-        if func.is_view:
+        if passes_through(func, inputs, outputs):
             # A view computes nothing: its output carries its input's producer forward.
             for t in outputs:
                 if srcs:
                     self.producers[t] = srcs[0]
             return
-        packet = func.overloadpacket.__name__.rstrip("_")
-        kind = _FRIENDLY_OPS.get(packet, packet)
         owner = top[0] if top is not None and top[0] else FORWARD_OWNER
-        base = f"{owner}.{kind}"
+        base = f"{owner}.{op_kind(func)}"
         self.op_counts[base] += 1
         name = base if self.op_counts[base] == 1 else f"{base}#{self.op_counts[base]}"
         self.ops.append(FunctionalOp(
             name=name, op=str(func), owner="" if owner == FORWARD_OWNER else owner,
             position=len(self.calls), input_shapes=tuple(tuple(t.shape) for t in inputs),
-            output_shape=tuple(outputs[0].shape),
-            flops=flops, bytes_moved=sum(_nbytes(t) for t in (*inputs, *outputs)),
-            activation_bytes=sum(_nbytes(t) for t in outputs), inputs_from=srcs,
+            output_shape=tuple(outputs[0].shape), flops=flops, bytes_moved=op_bytes(func, inputs, outputs),
+            activation_bytes=sum(nbytes(t) for t in outputs), inputs_from=srcs,
         ))
-        self.op_footprints.append(_footprint([*inputs, *outputs]))
+        self.op_footprints.append(footprint([*inputs, *outputs]))
         for t in outputs:
             self.producers[t] = name
 
 
-class _Recorder(TorchDispatchMode):
-    """Sees every aten op; reads the FlopCounterMode total around each so FLOPs land on their owner."""
-
-    def __init__(self, counter: FlopCounterMode, tracker: _Tracker) -> None:
-        super().__init__()
-        self.counter = counter
-        self.tracker = tracker
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = kwargs or {}
-        before = self.counter.get_total_flops()
-        out = func(*args, **kwargs)
-        self.tracker.on_op(func, args, kwargs, out, self.counter.get_total_flops() - before)
-        return out
-
-
-def _structure_pass(module: nn.Module, x: torch.Tensor) -> tuple[_Tracker, int, tuple[str, ...]]:
+def _structure_pass(module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[_Tracker, int, tuple[str, ...]]:
     """One forward under FlopCounterMode with hooks on every module: calls, ops, FLOPs, dataflow."""
     tracker = _Tracker()
     handles = []
@@ -336,31 +181,23 @@ def _structure_pass(module: nn.Module, x: torch.Tensor) -> tuple[_Tracker, int, 
         handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(post, with_kwargs=True))
     counter = FlopCounterMode(display=False)
-    tracker.producers[x] = INPUT_NODE
+    for x in args:
+        tracker.producers[x] = INPUT_NODE
     try:
-        with torch.no_grad(), counter, _Recorder(counter, tracker):
-            output = module(x)
-    except RuntimeError as err:
-        raise InputSpecError(
-            f"the model failed on an input of shape {tuple(x.shape)} ({err})",
-            "pass the input shape the model expects, e.g. --input-shape 1x3x224x224",
-        ) from err
+        with torch.no_grad(), counter, Recorder(counter, tracker.on_op):
+            output = module(*args)
+    except FORWARD_ERRORS as err:
+        raise forward_error(err, args) from err
     finally:
         for h in handles:
             h.remove()
     return tracker, counter.get_total_flops(), tracker.sources(output)
 
 
-def _sync_for(x: torch.Tensor) -> Callable[[], None]:
-    if x.is_cuda:
-        return torch.cuda.synchronize
-    return lambda: None
-
-
-def _timing_pass(module: nn.Module, x: torch.Tensor, *, repeats: int,
+def _timing_pass(module: nn.Module, args: tuple[torch.Tensor, ...], *, repeats: int,
                  warmup: int) -> tuple[dict[str, float], float]:
     """Median per-call time (ms) of every leaf call, and median forward time, over `repeats` runs."""
-    sync = _sync_for(x)
+    sync = sync_for(args)
     samples: dict[str, list[float]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
     starts: dict[str, float] = {}
@@ -387,7 +224,7 @@ def _timing_pass(module: nn.Module, x: torch.Tensor, *, repeats: int,
                 counts.clear()
                 sync()
                 t0 = time.perf_counter()
-                module(x)
+                module(*args)
                 sync()
                 if run < warmup:
                     samples.clear()
@@ -399,26 +236,14 @@ def _timing_pass(module: nn.Module, x: torch.Tensor, *, repeats: int,
     return {k: statistics.median(v) for k, v in samples.items()}, statistics.median(totals)
 
 
-def analyze_layers(module: nn.Module, example_input: torch.Tensor, *, measure_time: bool = True,
-                   repeats: int = 5, warmup: int = 1, threads: int | None = None) -> LayerReport:
-    """Per-leaf-module FLOPs (FlopCounterMode, 2 per MAC), bytes, intensity and, optionally, time."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"analyze_layers needs a torch nn.Module, got {type(module).__name__}")
-    if repeats < 1:
-        raise ValueError("repeats must be at least 1")
-    previous_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        tracker, total_flops, output_from = _structure_pass(module, example_input)
-        times: dict[str, float] = {}
-        forward_ms: float | None = None
-        if measure_time:
-            times, forward_ms = _timing_pass(module, example_input, repeats=repeats, warmup=warmup)
-        used_threads = torch.get_num_threads()
-    finally:
-        torch.set_num_threads(previous_threads)
-
+def _hooked(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: bool, repeats: int,
+            warmup: int, notes: list[str]) -> LayerReport:
+    """The report of an ordinary nn.Module, from forward hooks on its leaf modules."""
+    tracker, total_flops, output_from = _structure_pass(module, args)
+    times: dict[str, float] = {}
+    forward_ms: float | None = None
+    if measure_time:
+        times, forward_ms = _timing_pass(module, args, repeats=repeats, warmup=warmup)
     layers = []
     for c in tracker.calls:
         key = c.name if c.call == 1 else f"{c.name}#{c.call}"
@@ -430,19 +255,58 @@ def analyze_layers(module: nn.Module, example_input: torch.Tensor, *, measure_ti
             activation_bytes=c.output_bytes, inputs_from=c.inputs_from, time_ms=t,
             time_share=(t / forward_ms) if t is not None and forward_ms else None,
         ))
+    if not layers:
+        notes.append("no leaf module ran in the forward (all work is in forward itself), so there are no "
+                     "per-layer rows or times: the work is listed op by op as functional ops")
+    method = "not measured"
     if measure_time:
-        where = "CUDA, synchronized at every layer boundary" if example_input.is_cuda else \
-            f"CPU, {used_threads} thread{'s' if used_threads != 1 else ''}"
-        method = (f"forward pre/post hooks + time.perf_counter; median of {repeats} run"
-                  f"{'s' if repeats != 1 else ''} after {warmup} warm-up ({where}); "
-                  "time_share is of the whole hooked forward")
-    else:
-        method = "not measured"
+        method = (f"forward pre/post hooks + time.perf_counter; {runs_text(repeats, warmup)} "
+                  f"({where_run(args, torch.get_num_threads())}); time_share is of the whole hooked forward")
     return LayerReport(
         layers=tuple(layers), total_flops=total_flops,
         total_params=sum(p.numel() for p in module.parameters()),
         peak_activation_bytes=max([c.footprint for c in tracker.calls] + tracker.op_footprints + [0]),
-        time_method=method, functional_ops=tuple(tracker.ops),
-        input_shape=tuple(example_input.shape), output_from=output_from,
-        forward_time_ms=forward_ms, device=str(example_input.device),
+        time_method=method, functional_ops=tuple(tracker.ops), output_from=output_from,
+        forward_time_ms=forward_ms,
+    )
+
+
+def analyze_layers(module: nn.Module, example_inputs: torch.Tensor | tuple[torch.Tensor, ...], *,
+                   measure_time: bool = True, repeats: int = 5, warmup: int = 1, threads: int | None = None,
+                   hooks: bool = True) -> LayerReport:
+    """Per-layer FLOPs (FlopCounterMode, 2 per MAC), bytes, intensity and, optionally, time.
+
+    `example_inputs` is one tensor or a tuple of the forward's positional tensors. `hooks=False`
+    (or a TorchScript module, which takes no hooks) profiles the forward op by op instead of
+    module by module; a torch.export module is run node by node. `time_method` names the method
+    and `notes` what could not be analysed.
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"analyze_layers needs a torch nn.Module, got {type(module).__name__}")
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+    args = as_args(example_inputs)
+    notes: list[str] = []
+    analyse: Callable[..., LayerReport] = _hooked
+    if exported.is_exported_module(module):
+        analyse = exported.analyse
+    elif isinstance(module, torch.jit.ScriptModule):
+        notes.append("TorchScript module: it takes no forward hooks and keeps no Python module objects, so it "
+                     "is analysed per aten op (torch.profiler), not per layer; architecture lint does not apply")
+        analyse = ops.analyse
+    elif not hooks:
+        notes.append("forward hooks were turned off (hooks=False), so the model is analysed per aten op "
+                     "(torch.profiler), not per layer")
+        analyse = ops.analyse
+    previous_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        report = analyse(module, args, measure_time=measure_time, repeats=repeats, warmup=warmup, notes=notes)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return dataclasses.replace(
+        report, input_shape=tuple(args[0].shape), input_shapes=tuple(tuple(a.shape) for a in args),
+        input_dtypes=tuple(dtype_name(a) for a in args), device=str(args[0].device),
+        notes=tuple(dict.fromkeys([*notes, *report.notes])),
     )

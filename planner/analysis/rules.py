@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -40,11 +40,23 @@ DOWNSAMPLE_MIN_INPUT_SIDE = 64
 
 @dataclass(frozen=True)
 class LintContext:
-    """What every rule reads: the module (for attributes), the input, the report and its dataflow."""
+    """What every rule reads: the module (for attributes), the inputs, the report and its dataflow."""
 
     module: nn.Module
-    example_input: torch.Tensor
+    example_inputs: tuple[torch.Tensor, ...]
     report: LayerReport
+    # Layers rebuilt by path where the module object is gone (a torch.export graph's convs, ...).
+    stand_ins: Mapping[str, nn.Module] = field(default_factory=dict)
+
+    @property
+    def example_input(self) -> torch.Tensor:
+        """The first input (the image, for a vision model)."""
+        return self.example_inputs[0]
+
+    @property
+    def reads_tokens(self) -> bool:
+        """Whether every input is integer (token ids, masks): rules about images and feature maps do not apply."""
+        return not any(x.is_floating_point() or x.is_complex() for x in self.example_inputs)
 
     @cached_property
     def flow(self) -> Dataflow:
@@ -52,12 +64,21 @@ class LintContext:
         return Dataflow(self.report)
 
     def mod(self, layer: LayerStats | str) -> Any:
-        """The module object that ran this layer call (or has this qualified name).
+        """The module object that ran this layer call (or has this qualified name), or None.
 
-        Typed Any: rules read attributes of the module types they filtered for (in_channels,
-        kernel_size, ...), which nn.Module's own typing can only call `Tensor | Module`.
+        A stand-in where one was rebuilt; None when the module has no such submodule (a torch.export
+        graph keeps only empty holders of the weights, a TorchScript report's rows are ops). Rules
+        filter by module type first, so such layers simply match no rule. Typed Any: rules read
+        attributes of the module types they filtered for (in_channels, kernel_size, ...), which
+        nn.Module's typing calls `Tensor | Module`.
         """
-        return self.module.get_submodule(layer if isinstance(layer, str) else layer.name)
+        name = layer if isinstance(layer, str) else layer.name
+        if name in self.stand_ins:
+            return self.stand_ins[name]
+        try:
+            return self.module.get_submodule(name)
+        except (AttributeError, RuntimeError):  # a ScriptModule raises RuntimeError: get_submodule unsupported
+            return None
 
     def calls(self, types: tuple[type, ...]) -> list[LayerStats]:
         """The layer calls whose module is an instance of one of `types`, in execution order."""
@@ -213,6 +234,8 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
 
 def expensive_activations(ctx: LintContext) -> Finding | None:
     """Transcendental activations on large maps: extra passes that don't fuse as cheaply as ReLU."""
+    if ctx.reads_tokens:
+        return None
     def large(shape: tuple[int, ...]) -> bool:
         if len(shape) >= 4:
             return _pixels(shape) >= LARGE_MAP_PIXELS
@@ -313,6 +336,8 @@ def unfused_conv_bn(ctx: LintContext) -> Finding | None:
 
 def late_downsampling(ctx: LintContext) -> Finding | None:
     """Feature maps kept at high resolution deep into the network, and stride-1 pooling."""
+    if ctx.reads_tokens:
+        return None
     convs = [n for n in ctx.calls(CONV_TYPES) if _spatial(n.output_shape)]
     pools = [n for n in ctx.calls(POOL_TYPES)
              if all(s == 1 for s in _as_tuple(ctx.mod(n).stride))
@@ -370,6 +395,8 @@ def _as_tuple(value: int | tuple[int, ...]) -> tuple[int, ...]:
 
 def input_upsampling(ctx: LintContext) -> Finding | None:
     """The input interpolated to a larger size inside forward: every later layer pays for the pixels."""
+    if ctx.reads_tokens:
+        return None
     nodes: list[Node] = [op for op in ctx.report.functional_ops if op.kind == "interpolate"]
     nodes += ctx.calls(UPSAMPLE_TYPES)
     best: Finding | None = None

@@ -82,3 +82,21 @@ class UpsampleModuleNet(nn.Module):
         """Classify."""
         x = torch.relu(self.conv2(torch.relu(self.conv(self.resize(x)))))
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class TinyTextNet(nn.Module):
+    """Two int64 inputs (token ids and an attention mask): embedding, a masked mean, an MLP head."""
+
+    def __init__(self, vocab: int = 50, dim: int = 16, classes: int = 3) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.fc1 = nn.Linear(dim, 32)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(32, classes)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Class logits from the mean of the unmasked token states."""
+        x = self.act(self.fc1(self.embed(input_ids)))
+        mask = attention_mask.to(x.dtype)[:, :, None]
+        pooled = (x * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.fc2(pooled)
