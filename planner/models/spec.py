@@ -193,6 +193,11 @@ class ModelInputs:
             return "x".join(map(str, self.first.shape))
         return " ".join(t.cli() for t in self.tensors)
 
+    @property
+    def image_like(self) -> bool:
+        """Whether the first input is a 4-D float batch of images (the layout channels_last reorders)."""
+        return len(self.first.shape) == 4 and self.first.is_float
+
     def is_plain_image_like(self) -> bool:
         """One float32 input: the case `--input-shape` alone describes."""
         return len(self.tensors) == 1 and self.first.dtype == "float32"

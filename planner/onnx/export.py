@@ -23,6 +23,7 @@ import numpy as np
 from planner.errors import PlannerError
 from planner.models.loaded import set_eval
 from planner.models.spec import BATCH, SEQUENCE
+from planner.onnx.feeds import feed_for
 
 if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
@@ -341,13 +342,6 @@ def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list
             notes.append(f"export check: ONNX output differs from torch at batch {batch} "
                          f"(max abs diff {diff:.3g}); the fidelity check will judge it")
     return dynamic, notes
-
-
-def feed_for(graph_names: list[str], feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The feed keyed by the graph's input names: by name where they match, else by position."""
-    if all(n in feed for n in graph_names):
-        return {n: feed[n] for n in graph_names}
-    return dict(zip(graph_names, feed.values()))
 
 
 def _first_tensor(out: Any) -> Any:

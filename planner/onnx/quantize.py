@@ -106,7 +106,7 @@ def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
         extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "AddQDQPairToWeight": True,
                  "QuantizeBias": False, "DedicatedQDQPair": True}
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    quantize_static(str(src), str(dst), _calibration_reader(feeds),
+    quantize_static(str(src), str(dst), _calibration_reader(src, feeds),
                     quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                     calibrate_method=CalibrationMethod.MinMax,
@@ -125,7 +125,16 @@ def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False
     return Path(dst)
 
 
-def _calibration_reader(feeds: Sequence["Feed"]) -> Any:
+def _calibration_reader(src: Path, feeds: Sequence["Feed"]) -> Any:
+    import onnx
+
+    from planner.onnx.feeds import feed_for
+
+    proto = onnx.load(str(src), load_external_data=False)
+    inits = {i.name for i in proto.graph.initializer}
+    names = [i.name for i in proto.graph.input if i.name not in inits]
+    feeds = [feed_for(names, f) for f in feeds]
+
     from onnxruntime.quantization import CalibrationDataReader
 
     class _Reader(CalibrationDataReader):

@@ -38,10 +38,10 @@ class OrtSession:
 
     def prepare(self, feed: Mapping[str, np.ndarray]) -> dict:
         """The feed dict for `run`, each input in the dtype the graph declares."""
+        from planner.onnx.feeds import ordered_arrays
+
         names = list(self._input_types)
-        # By name where the graph kept the model's input names; by position where an exporter renamed them.
-        arrays = [feed[n] for n in names] if all(n in feed for n in names) else list(feed.values())[:len(names)]
-        return {name: _cast(a, self._input_types[name]) for name, a in zip(names, arrays)}
+        return {name: _cast(a, self._input_types[name]) for name, a in zip(names, ordered_arrays(names, feed))}
 
     def run(self, prepared: dict) -> list:
         """One inference; returns every output."""

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import numpy as np
 
+from planner.onnx.feeds import graph_name, match_inputs, ordered_arrays
 from planner.plugins import (
     CandidateSpec,
     ModelRef,
@@ -15,7 +16,6 @@ from planner.plugins import (
     Target,
 )
 from targets.cpu import compute_threads, native_bf16
-from targets.inputs import graph_name, match_inputs, ordered_arrays
 
 if TYPE_CHECKING:
     from planner.models.spec import ModelInputs

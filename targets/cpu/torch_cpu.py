@@ -14,7 +14,6 @@ from planner.plugins import (
     Target,
 )
 from targets.cpu import compute_threads, native_bf16
-from targets.inputs import image_like
 
 QUICK_LIMIT = 3
 
@@ -31,7 +30,7 @@ class TorchCpuPlugin(Plugin):
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Each real configuration worth timing here; compile failures surface when measured."""
         threads = compute_threads(ctx.hw)
-        image = image_like(ctx.model.inputs)
+        image = ctx.model.inputs.image_like
         compiler = _c_compiler()
         notes: tuple[str, ...] = ()
         if compiler is None:

@@ -44,7 +44,7 @@ class Int8Plugin(Plugin):
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported."""
-        from planner.onnx.export import failure_reason, feed_for, shared_onnx
+        from planner.onnx.export import failure_reason, shared_onnx
 
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "int8"
@@ -61,8 +61,6 @@ class Int8Plugin(Plugin):
         failures: list[str] = []
 
         feeds, calib_note = calibration_inputs(ctx)
-        # The quantizer feeds by graph input name, which an exporter may have changed.
-        feeds = [feed_for(list(export.input_names), f) for f in feeds]
         static_path = out_dir / f"{stem}.int8-static.onnx"
         try:
             quantize_qdq(source, static_path, feeds, reduce_range=reduce_range)

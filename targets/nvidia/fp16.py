@@ -12,7 +12,6 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from targets.inputs import image_like
 from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
@@ -29,7 +28,7 @@ class Fp16Plugin(Plugin):
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """fp16, fp16 channels_last (4-D float image inputs only), and bf16 on compute capability >= 8.0."""
         yield fp16_spec(Precision.FP16, channels_last=False)
-        if image_like(ctx.model.inputs):
+        if ctx.model.inputs.image_like:
             yield fp16_spec(Precision.FP16, channels_last=True)
         else:
             ctx.log("nvidia.fp16: no channels_last candidate: the model's first input is not a 4-D "

@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.io import write_atomic
+from planner.onnx.feeds import match_inputs, ordered_arrays
 from planner.onnx.fp16 import fp16_onnx
 from planner.plugins import (
     CandidateSpec,
@@ -27,7 +28,6 @@ from planner.plugins import (
     Target,
     missing_package_reason,
 )
-from targets.inputs import match_inputs, ordered_arrays
 from targets.nvidia.common import CUDA_DEVICE, cuda_sync, gpu_name
 
 if TYPE_CHECKING:
@@ -209,14 +209,11 @@ def input_profiles(network_inputs: Sequence[tuple[str, Sequence[int]]], inputs: 
 
 def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
     """The symmetric Q/DQ file for TensorRT, from the shared ONNX quantizer, and its calibration note."""
-    from planner.onnx.export import feed_for
     from planner.onnx.quantize import calibration_inputs, preprocess, quantize_qdq
 
     source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
     feeds, note = calibration_inputs(ctx)
-    # The quantizer feeds by graph input name, which an exporter may have changed.
-    names = list(export.input_names)
-    quantize_qdq(source, dst, [feed_for(names, f) for f in feeds], for_tensorrt=True)
+    quantize_qdq(source, dst, feeds, for_tensorrt=True)
     return dst, note
 
 

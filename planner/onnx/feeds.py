@@ -1,9 +1,7 @@
-"""What every target asks of a model's inputs: is it an image batch, which graph input is which.
+"""Pair a model's inputs with a runtime graph's inputs: by name where every graph input kept a model
+input's name, else by position (an exporter renamed them); an error names both sides otherwise.
 
-ONNX Runtime pairs feeds itself (`planner.onnx.export.feed_for`); OpenVINO and TensorRT also need
-each graph input's shape and dtype from the model's `ModelInputs`, so they pair specs the same way:
-by name where every graph input keeps a model input's name, else by position (an exporter renamed
-them). This module holds no target of its own, so every target may import it.
+ONNX Runtime, OpenVINO, TensorRT, calibration and the export check all pair the same way.
 """
 
 from __future__ import annotations
@@ -14,11 +12,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from planner.models.spec import ModelInputs, TensorSpec
-
-
-def image_like(inputs: "ModelInputs") -> bool:
-    """Whether the first input is a 4-D float batch of images (the one channels_last can reorder)."""
-    return len(inputs.first.shape) == 4 and inputs.first.is_float
 
 
 def graph_name(names: Iterable[str], inputs: "ModelInputs") -> str:
@@ -53,3 +46,8 @@ def ordered_arrays(graph_names: Sequence[str], feed: Mapping[str, "np.ndarray"])
         raise ValueError(f"the feed has {len(arrays)} inputs ({', '.join(feed)}) but the graph takes "
                          f"{len(graph_names)} ({', '.join(graph_names)})")
     return arrays[:len(graph_names)]
+
+
+def feed_for(graph_names: Sequence[str], feed: Mapping[str, "np.ndarray"]) -> dict[str, "np.ndarray"]:
+    """The feed keyed by the graph's input names (see `ordered_arrays`)."""
+    return dict(zip(graph_names, ordered_arrays(graph_names, feed)))
