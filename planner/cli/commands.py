@@ -12,6 +12,7 @@ from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
 from planner.results import RunStatus, Status, read_results_data, to_data
+from planner.results.view import model_inputs
 
 
 def _load(args: argparse.Namespace):
@@ -65,7 +66,13 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     print("Built-in demo models (random weights, seeded):")
     for name, demo in DEMOS.items():
-        print(f"  demo:{name:<12} {demo.inputs().text():<12} {demo.summary}")
+        inputs = demo.inputs()
+        if inputs.is_plain_image_like():
+            print(f"  demo:{name:<12} {inputs.text():<12} {demo.summary}")
+        else:
+            # Several inputs do not fit the shape column: their --input flags go on the next line.
+            print(f"  demo:{name:<12} {f'{len(inputs.tensors)} inputs':<12} {demo.summary}")
+            print(f"  {'':<17} {inputs.example()}")
     print("\nTorchvision models: tv:<name>, e.g. tv:resnet18, tv:mobilenet_v3_small")
     try:
         import torchvision
@@ -78,11 +85,16 @@ def cmd_models(args: argparse.Namespace) -> int:
           "  memory are real but predictions are not. Use a file source for trained weights.")
     print("\nFiles:")
     print("  path/to/model.py:factory   Python file; factory() returns an nn.Module. Runs code,")
-    print("                             so it needs --trust-code. INPUT_SHAPE in the file is used.")
-    print("  model.onnx                 ONNX (checked; external data must stay in its folder)")
-    print("  model.pt2                  torch.export archive (torch.export.save)")
+    print("                             so it needs --trust-code. INPUT_SPEC (a list of --input")
+    print("                             strings) or INPUT_SHAPE in the file is used.")
+    print("  model.onnx                 ONNX (checked; external data must stay in its folder);")
+    print("                             its inputs' names, dtypes and axes are read from the graph")
+    print("  model.pt2                  torch.export archive (torch.export.save); its signature is read")
     print("  model.pt                   TorchScript (torch.jit.save). Pickles and state dicts")
     print("                             are refused: weights-only loading.")
+    print("\nInputs: --input NAME:SHAPE:DTYPE[:LOW-HIGH], once per input (the range's upper end is")
+    print("  excluded), e.g. --input input_ids:1x128:int64:0-30522 --input attention_mask:1x128:int64;")
+    print("  --input-shape 1x3x224x224 for a model with one float input.")
     return 0
 
 
@@ -96,14 +108,29 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"Model       {data['source']} ({data['kind']})")
     print(f"Parameters  {data['parameters']:,}")
     print(f"Size        {units.size(data['size_bytes'], missing='n/a')} (weights and buffers)")
-    inp = data["input"]
-    print(f"Input       {inp['name']}: {'x'.join(map(str, inp['shape']))} {inp['dtype']}"
-          f"{' (dynamic batch)' if inp['dynamic_batch'] else ''}")
+    print(format_inputs(data))
     print(f"Output      {'x'.join(map(str, data['output_shape']))}")
     print(f"Runtime     {data['runtime']}")
     for note in data["notes"]:
         print(f"Note        {note}")
     return 0
+
+
+def format_inputs(data: dict) -> str:
+    """The model's inputs from `describe()`: the batch, then one line per input (dtype, named axes, values)."""
+    inputs = model_inputs(data)
+    if not inputs:
+        return "Inputs      not known"
+    batch = inputs[0].shape[0]
+    dynamic = data.get("dynamic_batch")
+    lines = [f"Batch       {batch}, " + ("dynamic (dimension 0 of every input may vary): the plan sweeps batch sizes"
+                                          if dynamic else "fixed by the model's inputs: measured at this batch only")]
+    width = max(len(i.name) for i in inputs)
+    for i in inputs:
+        batch_kind = "" if i.dynamic_batch is None else "dynamic batch" if i.dynamic_batch else "fixed batch"
+        facts = ", ".join(part for part in (f"{i.dtype} [{i.dims}]", batch_kind) if part)
+        lines.append(f"Input       {i.name:<{width}}  {facts}" + (f"; values {i.values}" if i.values else ""))
+    return "\n".join(lines)
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import json
 
 from planner import units
 from planner.results import Baseline, PlanResults, Status
+from planner.results.view import model_inputs, tokens_rate
 
 
 def print_json(data: object) -> None:
@@ -18,7 +19,9 @@ def format_baseline(b: Baseline) -> str:
     lat = b.latency_ms
     m = b.model
     lines = [f"Baseline profile: {m.source} ({units.count(m.parameters)} parameters, "
-             f"{units.size(m.size_bytes)}), input {'x'.join(map(str, b.input_shape))}, {b.runtime}", ""]
+             f"{units.size(m.size_bytes)}), {b.runtime}", ""]
+    inputs = model_inputs({"inputs": list(b.inputs), "input_shape": list(b.input_shape)})
+    lines += [f"{'Inputs' if n == 0 else '':<12} {i.describe()}" for n, i in enumerate(inputs)]
     tails = {"p90": lat.p90_ms, "p95": lat.p95_ms, "p99": lat.p99_ms}
     shown = [f"{q} {units.ms(v)}" for q, v in tails.items() if v is not None and q != "p90"]
     missing = [q for q, v in tails.items() if v is None]
@@ -28,16 +31,30 @@ def format_baseline(b: Baseline) -> str:
     if lat.unstable:
         lines.append(f"             UNSTABLE: IQR/median {units.pct(lat.iqr_over_median)} > 10%; "
                      "close other programs and re-run")
-    if b.throughput:
+    skipped = str(b.info.get("sweep_skipped") or "").removeprefix("no batch sweep:").strip()
+    if skipped and b.throughput:
+        point = b.throughput[0]
+        lines.append(f"Throughput   {units.rate(point.samples_per_s)} at batch {point.batch}; "
+                     f"batch sweep skipped: {skipped}")
+    elif b.throughput:
         best = max(b.throughput, key=lambda p: p.samples_per_s)
         pts = ", ".join(f"b{p.batch} {units.rate(p.samples_per_s)}" for p in b.throughput)
         lines.append(f"Throughput   {pts}")
         lines.append(f"             best {units.rate(best.samples_per_s)} at batch {best.batch}"
                      + (f"; knee at batch {b.knee_batch}" if b.knee_batch else ""))
+    if b.sequence_sweep:
+        lines.append("Sequence     " + ", ".join(f"{p.length} tokens {units.ms(p.latency_p50_ms)}"
+                                                 for p in b.sequence_sweep))
+        fastest = max(b.sequence_sweep, key=lambda p: p.tokens_per_s)
+        lines.append(f"             best {tokens_rate(fastest.tokens_per_s)} at {fastest.length} tokens")
+    if b.info.get("sequence_sweep_stopped"):
+        lines.append(f"             sequence sweep stopped: {b.info['sequence_sweep_stopped']}")
     if b.flops_per_sample:
-        achieved = b.flops_per_sample / (lat.p50_ms / 1e3)
+        # One timed call processes the model's whole batch, so the work per call is per-sample FLOPs × batch.
+        batch = b.input_shape[0] if b.input_shape else 1
+        achieved = b.flops_per_sample * batch / (lat.p50_ms / 1e3)
         lines.append(f"Compute      {units.flops(b.flops_per_sample)} per sample (2 per multiply-add); "
-                     f"{units.flop_rate(achieved)} achieved at batch 1")
+                     f"{units.flop_rate(achieved)} achieved at batch {batch}")
     mem = b.peak_memory_bytes
     lines.append(f"Memory       peak {units.size(mem)} ({b.memory_basis}); weights {units.size(m.size_bytes)}"
                  if mem else "Memory       not measured")

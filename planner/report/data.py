@@ -8,10 +8,21 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from planner.report.fmt import real
-from planner.results.view import as_dict, as_list, best_throughput, dig, latency, p50, text
+from planner.results.view import (
+    InputView,
+    as_dict,
+    as_list,
+    best_throughput,
+    dig,
+    latency,
+    model_inputs,
+    p50,
+    sequence_sweep,
+    text,
+)
 
-__all__ = ["PARTIAL_STATUSES", "ReportData", "as_dict", "as_list", "best_throughput", "dig", "first", "latency",
-           "p50", "text"]
+__all__ = ["PARTIAL_STATUSES", "InputView", "ReportData", "as_dict", "as_list", "best_throughput", "dig", "first",
+           "latency", "p50", "sequence_sweep", "text"]
 
 PARTIAL_STATUSES = ("partial", "interrupted", "failed", "running")
 """Statuses under which the report says it is partial."""
@@ -53,6 +64,11 @@ class ReportData:
     def model(self) -> dict:
         """The model description (falls back to the baseline's copy)."""
         return as_dict(self.results.get("model")) or as_dict(self.baseline.get("model"))
+
+    @property
+    def inputs(self) -> tuple[InputView, ...]:
+        """Every input the model was fed: the baseline's record, else the model's (older files: one shape)."""
+        return model_inputs(self.baseline, self.model)
 
     @property
     def hardware(self) -> dict:

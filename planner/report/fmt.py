@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 import json
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from planner import units
+from planner.results.view import tokens_rate as _tokens_rate
+
+if TYPE_CHECKING:
+    from planner.results.view import InputView
 
 NOT_MEASURED = units.NOT_MEASURED
 """What the report prints where results.json holds no value."""
@@ -55,6 +59,7 @@ speedup = _prose(units.speedup)
 rate = _prose(units.rate)
 ratio = _prose(units.ratio)
 cosine = _prose(units.cosine)
+tokens_rate = _prose(_tokens_rate)
 
 
 def number(value: Any, missing: str = NOT_MEASURED) -> str:
@@ -76,11 +81,17 @@ def number(value: Any, missing: str = NOT_MEASURED) -> str:
     return str(value)
 
 
-def shape(value: Any, missing: str = "unknown") -> str:
-    """A tensor shape as '1×3×224×224'."""
-    if isinstance(value, (list, tuple)) and value:
-        return "×".join(str(d) for d in value)
-    return missing
+def tensor(inp: "InputView", *, values: bool = True) -> str:
+    """One model input: '`input_ids` int64 [batch=1, sequence=64], values integers in [0, 1000)'."""
+    line = " ".join(part for part in (code(inp.name), inp.dtype, f"[{inp.dims}]") if part)
+    return line + (f", values {inp.values}" if values and inp.values else "")
+
+
+def series(items: list[str]) -> str:
+    """Items joined as prose: 'a', 'a and b', 'a, b and c'."""
+    if len(items) <= 2:
+        return " and ".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def cell(value: Any) -> str:

@@ -1,5 +1,5 @@
 """Reading a result in its results.json form, leniently: the one set of readers the advice and the
-report share.
+report share (the CLI and the TUI read a model's inputs through them too).
 
 A partial run or a hand-edited file may lack any field or hold the wrong type in it; every reader
 here then returns None (or an empty value) instead of raising, so a partial profile still gives a
@@ -9,10 +9,11 @@ instead; these readers are for the JSON form those dataclasses serialise to.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from planner import units
-from planner.results.values import ThroughputPoint
+from planner.results.values import SequencePoint, ThroughputPoint
 
 
 def number(value: Any) -> float | None:
@@ -185,3 +186,129 @@ def bottleneck(entry: Any) -> str | None:
     """'compute', 'memory' or 'overhead' when the profile classified the run."""
     bound = mapping(entry, "bottleneck").get("bound")
     return str(bound) if bound else None
+
+
+@dataclass(frozen=True)
+class InputView:
+    """One model input as results.json or `planner inspect --json` records it.
+
+    Older files record less: no axis names (`axes` is then empty), no value rule, and where only
+    `input_shape` was kept, no name or dtype either (empty strings).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = ""
+    axes: tuple[str, ...] = ()
+    values: str = ""
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def dims(self) -> str:
+        """The shape with axis names, batch first: 'batch=1, sequence=64' (bare sizes where none is known)."""
+        axes = self.axes if len(self.axes) == len(self.shape) else ("",) * len(self.shape)
+        return ", ".join(f"{a}={d}" if a else str(d) for a, d in zip(axes, self.shape))
+
+    @property
+    def dynamic_batch(self) -> bool | None:
+        """Whether dimension 0 is a batch axis that may vary; None when the file does not say."""
+        if len(self.axes) != len(self.shape) or not self.shape:
+            return None
+        return self.axes[0] == "batch"
+
+    def describe(self, *, values: bool = True) -> str:
+        """'input_ids int64 [batch=1, sequence=64], values integers in [0, 1000)': what the model was fed."""
+        line = " ".join(part for part in (self.name, self.dtype, f"[{self.dims}]") if part)
+        return line + (f", values {self.values}" if values and self.values else "")
+
+    def cli(self) -> str:
+        """The `--input` form that gives this tensor again: 'input_ids:1x128:int64:0-30522'."""
+        line = f"{self.name}:{'x'.join(map(str, self.shape))}:{self.dtype or 'float32'}"
+        return line + (f":{self.low}-{self.high}" if self.low is not None and self.high is not None else "")
+
+
+def _shape_of(raw: Any) -> tuple[int, ...] | None:
+    """A list of positive whole numbers as a shape, else None."""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        return None
+    dims = [integer(v) for v in raw]
+    if any(d is None or d <= 0 for d in dims):
+        return None
+    return tuple(d for d in dims if d is not None)
+
+
+def _input_of(raw: Any) -> InputView | None:
+    """One entry of an `inputs` list (or an older `input` object), or None when it has no usable shape."""
+    shape = _shape_of(dig(raw, "shape"))
+    if shape is None:
+        return None
+    axes_raw = as_list(dig(raw, "axes"))
+    axes = tuple(text(a) for a in axes_raw) if len(axes_raw) == len(shape) else ()
+    if not axes and isinstance(dig(raw, "dynamic_batch"), bool):
+        # Older planners recorded only whether the batch may vary, on the single input.
+        axes = ("batch" if raw["dynamic_batch"] else "",) + ("",) * (len(shape) - 1)
+    return InputView(name=text(dig(raw, "name")), shape=shape, dtype=text(dig(raw, "dtype")), axes=axes,
+                     values=text(dig(raw, "values")), low=integer(dig(raw, "low")), high=integer(dig(raw, "high")))
+
+
+def model_inputs(*entries: Any) -> tuple[InputView, ...]:
+    """Every input the model was fed, from the first of `entries` (baseline, model...) that records them.
+
+    The current form (`inputs`, a list) is preferred wherever it is; then an older file's single
+    `input` object; then a bare `input_shape`. An empty tuple when none of them is readable.
+    """
+    for entry in entries:
+        found = [_input_of(item) for item in as_list(dig(entry, "inputs"))]
+        if found and all(i is not None for i in found):
+            return tuple(i for i in found if i is not None)
+    for entry in entries:
+        single = _input_of(dig(entry, "input"))
+        if single is not None:
+            return (single,)
+    for entry in entries:
+        shape = _shape_of(dig(entry, "input_shape"))
+        if shape is not None:
+            return (InputView(name="", shape=shape),)
+    return ()
+
+
+def inputs_dynamic_batch(inputs: tuple[InputView, ...]) -> bool | None:
+    """Whether every input accepts any batch size; None when the file does not say for some input."""
+    flags = [i.dynamic_batch for i in inputs]
+    if not flags or any(f is None for f in flags):
+        return None
+    return all(flags)
+
+
+def inputs_cli_args(inputs: tuple[InputView, ...]) -> list[str]:
+    """The CLI arguments that give these inputs again: `--input-shape` for one float input, else `--input` each."""
+    if not inputs:
+        return []
+    first = inputs[0]
+    # One float input (or an older file that recorded no name) is what --input-shape alone describes.
+    if len(inputs) == 1 and (first.dtype in ("", "float32") or not first.name):
+        return ["--input-shape", "x".join(map(str, first.shape))]
+    args: list[str] = []
+    for i in inputs:
+        args += ["--input", i.cli()]
+    return args
+
+
+def sequence_sweep(entry: Any) -> tuple[SequencePoint, ...]:
+    """The sequence-length sweep's complete points (length, p50 and tokens/s all measured), shortest first."""
+    points = []
+    for item in as_list(dig(entry, "sequence_sweep")):
+        length = integer(dig(item, "length"))
+        lat = number(dig(item, "latency_p50_ms"))
+        tokens = number(dig(item, "tokens_per_s"))
+        if length is None or lat is None or tokens is None:
+            continue
+        points.append(SequencePoint(length, lat, tokens))
+    return tuple(sorted(points, key=lambda p: p.length))
+
+
+def tokens_rate(value: Any, *, unit: bool = True, missing: str = units.MISSING) -> str:
+    """A text model's throughput in tokens per second, under the units rounding policy: '40,000 tokens/s'."""
+    figure = units.sig(value, missing=missing)
+    return f"{figure} tokens/s" if unit and figure != missing else figure

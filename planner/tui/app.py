@@ -122,8 +122,8 @@ class PlannerApp(App[int]):
     ]
 
     def __init__(self, *, model: str | None = None, input_shape: str | None = None, trust_code: bool = False,
-                 session: PlanSession | None = None, out_dir: Path | None = None, autostart: bool = True,
-                 log_path: str | None = None) -> None:
+                 inputs: list[str] | None = None, session: PlanSession | None = None, out_dir: Path | None = None,
+                 autostart: bool = True, log_path: str | None = None) -> None:
         super().__init__()
         prepare_subprocesses()
         self.bridge = EventBridge()
@@ -131,6 +131,7 @@ class PlannerApp(App[int]):
         self.session.on_event = self.bridge
         self.initial_model = model or DEFAULT_MODEL
         self.initial_shape = input_shape
+        self.initial_inputs = list(inputs) if inputs else None
         self.initial_trust = trust_code
         self.out_dir = out_dir
         self.autostart = autostart
@@ -153,7 +154,8 @@ class PlannerApp(App[int]):
 
     def on_ready(self) -> None:
         """The main screen is up: show step 1 and start detecting the hardware."""
-        self.pane("model", ModelPane).prefill(self.initial_model, self.initial_shape, self.initial_trust)
+        self.pane("model", ModelPane).prefill(self.initial_model, self.initial_shape, self.initial_trust,
+                                              self.initial_inputs)
         self.goto(self.current)
         self.main.query_one(StepList).focus()
         self.check_size(self.size.width, self.size.height)
@@ -413,7 +415,7 @@ def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
     """Open the planner TUI on a model (None: the default demo); returns the exit status."""
     log_path = default_log_path()
     with stray_output_to(log_path) as redirected:
-        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code,
+        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code, inputs=inputs,
                          log_path=str(log_path) if redirected else None)
         result = app.run()
     if log_path.exists():

@@ -8,6 +8,7 @@ import json
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -17,13 +18,16 @@ from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
-from planner.results import RunStatus, rank_candidates, results_from_data, write_results
+from planner.results import RunStatus, SequencePoint, rank_candidates, results_from_data, write_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def load_fixture() -> dict:
-    """The recorded run: `planner plan --model demo:tiny --target cpu --quick`'s results.json."""
+    """The recorded run: `planner plan --model demo:tiny --target cpu --quick`'s results.json.
+
+    Its model and baseline list the inputs as the planner records them now (`inputs`, with axes).
+    """
     return json.loads((FIXTURES / "results.json").read_text())
 
 
@@ -53,6 +57,7 @@ class RecordedSession(PlanSession):
         self.recorded = results_from_data(self.fixture)
         self.gate: threading.Event | None = None
         self.fail_profile: BaseException | None = None
+        self.load_calls: list[dict] = []  # what the Model step asked to load, in order
 
     def _wait_gate(self) -> None:
         if self.gate is not None:
@@ -70,7 +75,10 @@ class RecordedSession(PlanSession):
         self.update(ceilings=to_data(self.ceilings))
         return self.ceilings
 
-    def load(self, source: str, *, input_shape: str | None = None, trust_code: bool = False):
+    def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
+             trust_code: bool = False):
+        self.load_calls.append({"source": source, "input_shape": input_shape, "inputs": inputs,
+                                "trust_code": trust_code})
         if source != self.fixture["model"]["source"]:
             raise ModelLoadError(f"unknown model {source!r} in the recorded session",
                                  f"use {self.fixture['model']['source']}")
@@ -221,3 +229,37 @@ async def drive(pilot, upto: str) -> None:
     await wait_idle(pilot)
     app.clear_notifications()
     await pilot.pause(0.2)
+
+
+TEXT_INPUTS = [
+    {"name": "input_ids", "shape": [1, 64], "dtype": "int64", "axes": ["", "sequence"], "low": 0, "high": 1000,
+     "range_basis": "given with --input", "values": "integers in [0, 1000) (given with --input)"},
+    {"name": "attention_mask", "shape": [1, 64], "dtype": "int64", "axes": ["", "sequence"], "low": None,
+     "high": None, "range_basis": "", "values": "ones (nothing masked)"},
+]
+"""A two-input text model whose file fixes the batch at 1, as `describe()` lists its inputs."""
+
+TEXT_SKIP = ("no batch sweep: the model's inputs fix the batch at 1 "
+             "(input_ids int64 [1, sequence=64]; attention_mask int64 [1, sequence=64])")
+"""The engine's words for a baseline whose inputs fix the batch."""
+
+
+class TextRecordedSession(RecordedSession):
+    """The recorded run as if its model were `text.onnx`: two int64 inputs, a fixed batch, a sequence sweep."""
+
+    SOURCE = "text.onnx"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fixture["model"] = {**{k: v for k, v in self.fixture["model"].items() if k != "inputs"},
+                                 "source": self.SOURCE, "kind": "onnx", "name": "text",
+                                 "inputs": copy.deepcopy(TEXT_INPUTS), "dynamic_batch": False,
+                                 "output_shape": [1, 4], "runtime": "onnxruntime"}
+        base = self.recorded.baseline
+        assert base is not None
+        points = (SequencePoint(8, 0.21, 38095.2), SequencePoint(16, 0.3, 53333.3),
+                  SequencePoint(32, 0.46, 69565.2), SequencePoint(64, 0.67, 95522.4))
+        baseline = replace(base, input_shape=(1, 64), inputs=tuple(copy.deepcopy(TEXT_INPUTS)),
+                           throughput=base.throughput[:1], knee_batch=None, sequence_sweep=points,
+                           info={**base.info, "sweep_skipped": TEXT_SKIP})
+        self.recorded = replace(self.recorded, baseline=baseline)

@@ -12,6 +12,7 @@ from planner.report.data import (
     as_list,
     best_throughput,
     latency,
+    sequence_sweep,
     text,
 )
 from planner.report.fmt import real
@@ -77,6 +78,55 @@ def throughput_lines(entry: dict, *, empty: str) -> list[str]:
     return lines
 
 
+def sweep_skipped(entry: Mapping[str, Any]) -> str:
+    """Why no batch sweep was run ('' when one was, or the file does not say), without the engine's lead-in."""
+    reason = text(as_dict(entry.get("info")).get("sweep_skipped")).strip()
+    # The engine words it "no batch sweep: <why>"; the report says "skipped" itself.
+    return reason.removeprefix("no batch sweep:").strip()
+
+
+def skipped_sweep_lines(entry: dict, reason: str) -> list[str]:
+    """What stands in for the batch table when the sweep was skipped: why, and the one batch measured."""
+    lines = [f"The batch sweep was skipped: {reason}."]
+    points = [as_dict(p) for p in as_list(entry.get("throughput"))]
+    if len(points) == 1:
+        point = points[0]
+        lines.append(f"Throughput was measured at batch {fmt.number(point.get('batch'))} only: "
+                     f"{fmt.rate(point.get('samples_per_s'))} (p50 {fmt.ms(point.get('latency_p50_ms'))} per call).")
+    return lines
+
+
+def sequence_lines(entry: dict) -> list[str]:
+    """The latency-against-sequence-length table of a text model ([] for a model without a sequence axis)."""
+    points = sequence_sweep(entry)
+    stopped = text(as_dict(entry.get("info")).get("sequence_sweep_stopped"))
+    if not points and not stopped:
+        return []
+    lines = ["### Latency against sequence length", ""]
+    if points:
+        lines += ["The same batch at shorter sequence lengths (every input's sequence axis shortened together); "
+                  "tokens per second counts every position of every row.", ""]
+        lines += fmt.table(["Sequence length", "p50", "Throughput"],
+                           [[fmt.number(p.length), fmt.ms(p.latency_p50_ms), fmt.tokens_rate(p.tokens_per_s)]
+                            for p in points])
+        lines.append("")
+    else:
+        lines += ["No sequence length could be measured.", ""]
+    if stopped:
+        lines += [f"The sequence sweep stopped because: {stopped}.", ""]
+    return lines
+
+
+def input_lines(data: ReportData, lead: str) -> list[str]:
+    """`lead` (the runtime sentence) followed by the inputs: inline for one, a list for several."""
+    inputs = data.inputs
+    if not inputs:
+        return [lead + ", inputs not recorded."]
+    if len(inputs) == 1:
+        return [f"{lead}, input {fmt.tensor(inputs[0])}."]
+    return [f"{lead}, with {len(inputs)} inputs:", ""] + [f"- {fmt.tensor(i)}" for i in inputs] + [""]
+
+
 def _memory_lines(data: ReportData) -> list[str]:
     b, m = data.baseline, data.model
     lines = ["### Memory", ""]
@@ -99,8 +149,8 @@ def _compute_lines(data: ReportData) -> list[str]:
         return lines + [f"FLOPs per sample: not measured ({notes}).", ""]
     basis = text(b.get("flops_basis")) or "basis not recorded"
     lines.append(f"- FLOPs per sample: {fmt.flops(fps)} ({basis})")
-    shape = as_list(b.get("input_shape"))
-    batch = shape[0] if shape and isinstance(shape[0], int) and shape[0] > 0 else None
+    inputs = data.inputs
+    batch = inputs[0].shape[0] if inputs else None
     if data.base_p50 and batch is not None:
         attained = fps * batch / (data.base_p50 / 1e3)
         peak, precision = figdata.peak_fp32(data)
@@ -146,12 +196,10 @@ def render(data: ReportData) -> list[str]:
     lines = ["## Baseline", ""]
     if not b:
         return lines + [f"Baseline: {data.missing('profiling the baseline')}.", ""]
-    facts = [f"Runtime **{text(b.get('runtime')) or 'not recorded'}**"]
+    lead = f"Runtime **{text(b.get('runtime')) or 'not recorded'}**"
     if b.get("device"):
-        facts.append(f"on `{b['device']}`,")
-    if b.get("input_shape"):
-        facts.append(f"input {fmt.shape(b['input_shape'])}")
-    lines.append(" ".join(facts) + ".")
+        lead += f" on `{b['device']}`"
+    lines += input_lines(data, lead)
     if b.get("stopped_by"):
         lines.append(f"Sampling stopped by: {b['stopped_by']}.")
     lines += ["", "### Latency", ""]
@@ -162,6 +210,9 @@ def render(data: ReportData) -> list[str]:
         lines.append(f"Latency: {data.missing('timing the baseline')}.")
     lines += [""] + figdata.figure_block(data, figdata.LATENCY) + [""]
     lines += ["### Throughput against batch size", ""]
-    lines += throughput_lines(b, empty="No batch sweep was recorded for the baseline.")
+    skipped = sweep_skipped(b)
+    lines += (skipped_sweep_lines(b, skipped) if skipped else
+              throughput_lines(b, empty="No batch sweep was recorded for the baseline."))
     lines += [""] + figdata.figure_block(data, figdata.THROUGHPUT) + [""]
+    lines += sequence_lines(b)
     return lines + _memory_lines(data) + _compute_lines(data) + _layer_lines(data)

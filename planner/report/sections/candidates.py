@@ -10,11 +10,14 @@ from planner.report.data import (
     best_throughput,
     latency,
     p50,
+    sequence_sweep,
     text,
 )
-from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
+from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 
 _NOT_RANKED = ("rejected", "failed", "skipped")
+# Why a sweep stopped or was skipped is said in words, not listed among the settings in force.
+_SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped")
 
 
 def label(cand: dict) -> str:
@@ -68,20 +71,49 @@ def _row(data: ReportData, cand: dict) -> list[str]:
             fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]
 
 
+def shared_sweep_skip(data: ReportData) -> str:
+    """The one reason every measured candidate's batch sweep was skipped for, or '' when they differ."""
+    reasons = {sweep_skipped(c) for c in data.candidates if latency(c)}
+    return reasons.pop() if len(reasons) == 1 else ""
+
+
 def _settings(data: ReportData, cand: dict) -> str:
     parts = [f"- **{label(cand)}** (`{text(cand.get('plugin')) or 'plugin not recorded'}`)"]
     config = cand.get("config")
     if config:
         parts.append(f"config `{fmt.compact(config)}`")
-    info = {k: v for k, v in as_dict(cand.get("info")).items() if k != "sweep_stopped"}
+    info = {k: v for k, v in as_dict(cand.get("info")).items() if k not in _SWEEP_NOTES}
     if info:
         parts.append("in force: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in info.items()))
+    skipped = sweep_skipped(cand)
+    if skipped and skipped != shared_sweep_skip(data):
+        parts.append(f"batch sweep skipped: {skipped}")
     threads = {k: v for k, v in as_dict(cand.get("threads")).items() if v not in (None, [], "")}
     if threads:
         parts.append("threads: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items()))
     if cand.get("memory_basis"):
         parts.append(f"memory basis: {cand['memory_basis']}")
     return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def sequence_table(cands: list[dict]) -> list[str]:
+    """p50 by sequence length, one row per candidate with a sequence sweep ([] when none has one)."""
+
+    def stopped(cand: dict) -> str:
+        return text(as_dict(cand.get("info")).get("sequence_sweep_stopped"))
+
+    swept = [(c, {p.length: p for p in sequence_sweep(c)}) for c in cands]
+    swept = [(c, points) for c, points in swept if points or stopped(c)]
+    if not swept:
+        return []
+    lengths = sorted({n for _, points in swept for n in points})
+    rows = [[label(c)] + [fmt.ms(points[n].latency_p50_ms) if n in points else fmt.NOT_MEASURED for n in lengths]
+            for c, points in swept]
+    lines = ["### p50 latency by sequence length", ""]
+    if lengths:
+        lines += fmt.table(["Candidate"] + [f"{fmt.number(n)} tokens" for n in lengths], rows) + [""]
+    lines += [f"- {label(c)}: the sequence sweep stopped because {stopped(c)}" for c, _ in swept if stopped(c)]
+    return lines + [""]
 
 
 def render(data: ReportData) -> list[str]:
@@ -99,7 +131,11 @@ def render(data: ReportData) -> list[str]:
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
                             "Peak memory", "Size", "Cosine", "Top-1", "Speedup", "Status"],
                            [_row(data, c) for c in cands])
+        shared = shared_sweep_skip(data)
+        if shared:
+            lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
+        lines += sequence_table(cands)
         lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]
         problems = [c for c in cands if text(c.get("status")) in _NOT_RANKED]
         if problems:

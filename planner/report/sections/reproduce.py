@@ -7,6 +7,7 @@ import shlex
 from planner.report.data import ReportData, as_dict, text
 from planner.report.fmt import real
 from planner.report.sections.candidates import label
+from planner.results.view import inputs_cli_args
 
 # Requirement fields given as flags, the flag that sets each, and the unit scale the flag takes.
 _FLAGS: tuple[tuple[str, str, float], ...] = (
@@ -21,10 +22,9 @@ def plan_command(data: ReportData) -> str | None:
     source = text(data.model.get("source"))
     if not source:
         return None
-    parts = ["planner", "plan", "--model", source]
-    shape = as_dict(data.model.get("input")).get("shape") or data.baseline.get("input_shape")
-    if isinstance(shape, list) and shape:
-        parts += ["--input-shape", "x".join(str(d) for d in shape)]
+    parts = ["planner", "plan", "--model", source, *inputs_cli_args(data.inputs)]
+    if text(data.model.get("kind")) == "python":
+        parts.append("--trust-code")  # a Python model file is only run with it
     if data.results.get("target"):
         parts += ["--target", text(data.results["target"])]
     if data.results.get("quick") is True:

@@ -21,10 +21,11 @@ def _model_sentence(data: ReportData) -> str:
         facts.append(f"{fmt.number(m['parameters'])} parameters")
     if m.get("size_bytes") is not None:
         facts.append(f"{fmt.size(m['size_bytes'])} of weights")
-    inp = as_dict(m.get("input"))
-    shape = inp.get("shape") or data.baseline.get("input_shape")
-    if shape:
-        facts.append(f"input {fmt.shape(shape)}" + (f" {inp['dtype']}" if inp.get("dtype") else ""))
+    inputs = data.inputs
+    if inputs:
+        # Name, dtype and shape here; how the values were drawn is in the Baseline section.
+        described = [fmt.tensor(i, values=False) for i in inputs]
+        facts.append(("input " if len(described) == 1 else f"{len(described)} inputs: ") + fmt.series(described))
     target = text(data.results.get("target"))
     where = f" on {machine_phrase(data)}" if data.hardware else ""
     return (f"**{name}**" + (f" ({'; '.join(facts)})" if facts else "") + where

@@ -1,4 +1,4 @@
-"""Step 2, Model: pick a demo, a torchvision model or a file, set the input shape, and load it."""
+"""Step 2, Model: pick a demo, a torchvision model or a file, set its inputs, and load it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select
 
+from planner.results.view import inputs_dynamic_batch, model_inputs
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -16,19 +17,58 @@ from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.toggles import Tick
 
 SOURCE_HINT = "demo:NAME · tv:NAME (torchvision) · model.onnx · model.pt2 · model.pt · file.py:factory"
+INPUTS_PLACEHOLDER = "blank: the model's own · 1x3x224x224"
+INPUTS_HINT = "or name:1x128:int64[:0-30522] per input, space-separated"
+"""What the Inputs field takes: a shape for one float input, or `--input` specs separated by spaces."""
+
+
+def split_inputs(text: str) -> tuple[str | None, list[str] | None]:
+    """The Inputs field as (input_shape, inputs) for `PlanSession.load`; (None, None) when blank.
+
+    A bare shape (`1x3x224x224`) is the one-float-input form; anything with a colon is one or more
+    `--input` specs separated by spaces. Pasted command-line flags (`--input a:1x8:int64`,
+    `--input=...`, `--input-shape 1x3x32x32`) are read too, so a CLI line can be copied in as it is.
+    """
+    tokens = text.split()
+    if tokens[:1] == ["--input-shape"]:
+        return (" ".join(tokens[1:]) or None), None
+    specs = [t.removeprefix("--input=") for t in tokens if t != "--input"]
+    if not specs:
+        return None, None
+    if len(specs) == 1 and ":" not in specs[0]:
+        return specs[0], None
+    # Any malformed spec reaches the engine's parser, whose error names the form and an example.
+    return None, specs
+
+
+def inputs_text(input_shape: str | None, inputs: list[str] | None) -> str:
+    """What the Inputs field shows for the command line's `--input-shape` or `--input` values."""
+    return " ".join(inputs) if inputs else (input_shape or "")
+
+
+def input_rows(info: dict) -> list[Row]:
+    """Every input of a described model, one row each, then whether the batch may vary."""
+    inputs = model_inputs(info)
+    if not inputs:
+        return [("Inputs", fmt.MISSING)]
+    rows: list[Row] = [("Inputs" if n == 0 else "", i.describe()) for n, i in enumerate(inputs)]
+    dynamic = info.get("dynamic_batch")
+    if not isinstance(dynamic, bool):
+        dynamic = inputs_dynamic_batch(inputs)
+    if dynamic is not None:
+        rows.append(("Batch", f"{inputs[0].shape[0]}, " + ("dynamic: the profile sweeps batch sizes" if dynamic
+                                                           else "fixed by the model: no batch sweep")))
+    return rows
 
 
 def model_rows(info: dict) -> list[Row]:
     """A loaded model's description (`LoadedModel.describe()`) as labelled rows."""
-    spec = info.get("input") or {}
-    shape = "×".join(str(d) for d in spec.get("shape") or [])
-    dynamic = ", dynamic batch" if spec.get("dynamic_batch") else ""
     rows: list[Row] = [
         ("Model", f"{info.get('name')} ({info.get('kind')})"),
         ("Source", str(info.get("source"))),
-        ("Parameters", f"{info['parameters']:,}" if isinstance(info.get("parameters"), int) else fmt.MISSING),
+        ("Parameters", fmt.count(info.get("parameters"))),
         ("Weights", fmt.size(info.get("size_bytes"))),
-        ("Input", f"{spec.get('name', 'x')} {shape} {spec.get('dtype', '')}{dynamic}".strip()),
+        *input_rows(info),
         ("Output", "×".join(str(d) for d in info.get("output_shape") or []) or fmt.MISSING),
         ("Runtime", str(info.get("runtime"))),
     ]
@@ -58,8 +98,9 @@ class ModelPane(StepPane):
             yield Label(SOURCE_HINT, classes="hint")
             yield Notice(id="notice")
             with Horizontal(classes="form-row"):
-                yield Label("Input shape", classes="row-label")
-                yield Input(placeholder="blank: the model's own", id="shape", compact=True)
+                yield Label("Inputs", classes="row-label")
+                yield Input(placeholder=INPUTS_PLACEHOLDER, id="inputs", compact=True)
+            yield Label(INPUTS_HINT, classes="hint", markup=False)
             yield Tick("trust code (runs the file's own Python)", id="trust", compact=True)
             with Horizontal(classes="toolbar"):
                 yield Button("Load (r)", id="load", compact=True)
@@ -70,10 +111,11 @@ class ModelPane(StepPane):
         """Fetch the demo list in the background."""
         self._demo_list()
 
-    def prefill(self, source: str, input_shape: str | None, trust_code: bool) -> None:
-        """Fill the form with the model given on the command line."""
+    def prefill(self, source: str, input_shape: str | None, trust_code: bool,
+                inputs: list[str] | None = None) -> None:
+        """Fill the form with the model (and its `--input-shape` or `--input` values) given on the command line."""
         self.query_one("#source", Input).value = source
-        self.query_one("#shape", Input).value = input_shape or ""
+        self.query_one("#inputs", Input).value = inputs_text(input_shape, inputs)
         self.query_one("#trust", Tick).value = trust_code
         self._match_demo()
 
@@ -89,19 +131,19 @@ class ModelPane(StepPane):
     def run_step(self) -> None:
         """Load the model named in the form."""
         source = self.query_one("#source", Input).value.strip()
-        shape = self.query_one("#shape", Input).value.strip() or None
+        shape, inputs = split_inputs(self.query_one("#inputs", Input).value)
         trust = self.query_one("#trust", Tick).value
         if not source:
             self.query_one(Notice).show_error("no model source given",
                                               f"pick a demo or type a source: {SOURCE_HINT}")
             return
-        if self.start("load", self._load, source, shape, trust):
+        if self.start("load", self._load, source, shape, inputs, trust):
             self.query_one(Notice).clear()
             self.query_one("#status", Label).update(f"loading {source}…")
 
     @on(Button.Pressed, "#load")
     @on(Input.Submitted, "#source")
-    @on(Input.Submitted, "#shape")
+    @on(Input.Submitted, "#inputs")
     def _load_pressed(self) -> None:
         self.run_step()
 
@@ -109,7 +151,7 @@ class ModelPane(StepPane):
     def _demo_chosen(self, event: Select.Changed) -> None:
         if isinstance(event.value, str):
             self.query_one("#source", Input).value = event.value
-            self.query_one("#shape", Input).value = ""
+            self.query_one("#inputs", Input).value = ""
 
     # -- workers -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, name="demos", group="demos")
@@ -120,8 +162,8 @@ class ModelPane(StepPane):
         self.report("demos", [(f"demo:{d.name} — {d.summary}", f"demo:{d.name}") for d in DEMOS.values()])
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="load", group="model")
-    def _load(self, source: str, shape: str | None, trust: bool) -> None:
-        model = self.session.load(source, input_shape=shape, trust_code=trust)
+    def _load(self, source: str, shape: str | None, inputs: list[str] | None, trust: bool) -> None:
+        model = self.session.load(source, input_shape=shape, inputs=inputs, trust_code=trust)
         self.report("load", model.describe())
 
     # -- results -----------------------------------------------------------------------------
@@ -139,7 +181,7 @@ class ModelPane(StepPane):
             self.planner.model_loaded()
 
     def job_failed(self, job: str, error: BaseException) -> None:
-        """A bad source or shape: the engine's problem and fix appear under the source field."""
+        """A bad source or input: the engine's problem and fix appear under the source field."""
         if job == "load":
             self.query_one("#status", Label).update("not loaded")
         super().job_failed(job, error)

@@ -19,6 +19,7 @@ from textual.widgets import (
 )
 
 from planner.results import to_data
+from planner.results.view import sequence_sweep, tokens_rate
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -48,15 +49,40 @@ def latency_rows(baseline: dict) -> list[Row]:
                             + (f" (IQR {fmt.pct(spread)} of the median)" if spread is not None else "")))
     sweep = baseline.get("throughput") or []
     best = max(sweep, key=lambda p: p.get("samples_per_s") or 0, default=None)
-    if best is not None:
+    skipped = sweep_skipped(baseline)
+    if best is not None and skipped:
+        rows.append(("Throughput", f"{fmt.rate(best.get('samples_per_s'))} at batch {best.get('batch')}, "
+                                   f"not swept: {skipped}"))
+    elif best is not None:
         rows.append(("Throughput", f"best {fmt.rate(best.get('samples_per_s'))} at batch {best.get('batch')}"
                                    f" ({len(sweep)} batch sizes measured)"))
+    rows += sequence_rows(baseline)
     rows.append(("Peak memory", f"{fmt.size(baseline.get('peak_memory_bytes'))}"
                                 + (f" ({baseline['memory_basis']})" if baseline.get("memory_basis") else "")))
     rows.append(("FLOPs/sample", fmt.flops(baseline.get("flops_per_sample"))))
     bottleneck = baseline.get("bottleneck") or {}
     if bottleneck.get("bound"):
         rows.append(("Bound", f"{bottleneck['bound']}-bound"))
+    return rows
+
+
+def sweep_skipped(baseline: dict) -> str:
+    """Why the baseline has no batch sweep ('' when it has one), without the engine's "no batch sweep:" lead-in."""
+    reason = str((baseline.get("info") or {}).get("sweep_skipped") or "")
+    return reason.removeprefix("no batch sweep:").strip()
+
+
+def sequence_rows(baseline: dict) -> list[Row]:
+    """A text model's latency at each sequence length measured, and why that sweep stopped early if it did."""
+    points = sequence_sweep(baseline)
+    rows: list[Row] = []
+    if points:
+        fastest = max(points, key=lambda p: p.tokens_per_s)
+        rows.append(("Sequence", " · ".join(f"{p.length}: {fmt.ms(p.latency_p50_ms)}" for p in points)))
+        rows.append(("Tokens/s", f"best {tokens_rate(fastest.tokens_per_s)} at {fastest.length} tokens"))
+    stopped = (baseline.get("info") or {}).get("sequence_sweep_stopped")
+    if stopped:
+        rows.append(("", f"sequence sweep stopped: {stopped}"))
     return rows
 
 
@@ -83,6 +109,20 @@ def throughput_points(baseline: dict) -> tuple[list[float], list[float]]:
     points = [(b, r) for p in baseline.get("throughput") or []
               if (b := fmt.num(p.get("batch"))) is not None and (r := fmt.num(p.get("samples_per_s"))) is not None]
     return [b for b, _ in points], [r for _, r in points]
+
+
+def throughput_chart(baseline: dict) -> tuple[list[float], list[float], str, str, str]:
+    """(xs, ys, title, x label, y label) for the Throughput tab.
+
+    The batch sweep where one ran; a text model without one (its inputs fix the batch) shows its
+    tokens per second against sequence length instead, which is the curve it does have.
+    """
+    batches, rates = throughput_points(baseline)
+    points = sequence_sweep(baseline)
+    if len(batches) <= 1 and points:
+        return ([float(p.length) for p in points], [p.tokens_per_s for p in points],
+                "Baseline throughput against sequence length", "tokens", "tokens/s")
+    return batches, rates, "Baseline throughput against batch size", "batch", "samples/s"
 
 
 def flop_unit(layers: list[dict]) -> tuple[str, float]:
@@ -148,6 +188,7 @@ class ProfilePane(StepPane):
                 yield Label("", id="percentile-note", classes="hint")
             with TabPane("Throughput", id="tab-throughput"):
                 yield LineChart(id="sweep")
+                yield Label("", id="sweep-note", classes="hint", markup=False)
             with TabPane("Layers", id="tab-layers"):
                 yield DataTable(id="layers", cursor_type="row", zebra_stripes=True, cell_padding=0)
                 yield Static("", id="layer-detail", classes="hint")
@@ -232,6 +273,7 @@ class ProfilePane(StepPane):
             self.query_one("#latency", KeyValues).set_rows([("Baseline", "not measured yet: press r")])
             self.query_one("#percentiles", BarChart).display = False
             self.query_one("#sweep", LineChart).display = False
+            self.query_one("#sweep-note", Label).display = False
             self.query_one("#percentile-note", Label).update("Not measured yet: press r.")
             self.query_one("#bound", Static).update("")
             self.replace_children(findings, [])
@@ -242,11 +284,14 @@ class ProfilePane(StepPane):
         chart.display = True
         chart.plot(labels, values, title=title, ylabel="ms")
         self.query_one("#percentile-note", Label).update(note)
-        batches, rates = throughput_points(baseline)
         sweep = self.query_one("#sweep", LineChart)
         sweep.display = True
-        sweep.plot(batches, rates, title="Baseline throughput against batch size", xlabel="batch",
-                   ylabel="samples/s")
+        xs, ys, title, xlabel, ylabel = throughput_chart(baseline)
+        sweep.plot(xs, ys, title=title, xlabel=xlabel, ylabel=ylabel)
+        sweep_note = self.query_one("#sweep-note", Label)
+        skipped = sweep_skipped(baseline)
+        sweep_note.update(f"No batch sweep: {skipped}." if skipped else "")
+        sweep_note.display = bool(skipped)
         self.query_one("#bound", Static).update((baseline.get("bottleneck") or {}).get("explanation", ""))
         verdicts = baseline.get("layer_verdicts") or {}
         layers = baseline.get("layers") or []

@@ -35,5 +35,6 @@ class KeyValues(Static):
             if value is None:
                 table.add_row(Text(label, style="bold underline"), "")
             else:
-                table.add_row(label, value)
+                # Plain text, never console markup: values such as "[batch=1, 64]" or "[0, 1000)" are data.
+                table.add_row(Text(label), Text(value) if isinstance(value, str) else value)
         return table
