@@ -10,11 +10,14 @@ the FLOPs, bytes and shapes of the work it dispatched.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import statistics
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -187,13 +190,34 @@ def _align(ops: list[_Op], tops: list[Any]) -> list[int | None]:
     return owners
 
 
+@contextlib.contextmanager
+def _native_stderr_quiet() -> Iterator[None]:
+    """Silence what the profiler's native library writes to file descriptor 2 while it runs.
+
+    Kineto prints start/stop trace lines and, without a GPU, a device-count error on every use;
+    they would land in the middle of the planner's progress output and mean nothing to a user.
+    Python errors still propagate as exceptions.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _profile(module: nn.Module, args: tuple[torch.Tensor, ...], runs: int) -> list[Any]:
     """The runs' marker events of `runs` profiled forwards, in order."""
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
-        for i in range(runs):
-            with record_function(f"{_MARK}{i}"):
-                module(*args)
-    marks = [e for e in prof.events() if e.name.startswith(_MARK) and e.cpu_parent is None]
+    with _native_stderr_quiet():
+        with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+            for i in range(runs):
+                with record_function(f"{_MARK}{i}"):
+                    module(*args)
+        marks = [e for e in prof.events() if e.name.startswith(_MARK) and e.cpu_parent is None]
     return sorted(marks, key=lambda e: e.time_range.start)
 
 

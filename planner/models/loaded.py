@@ -34,12 +34,21 @@ class LoadedModel:
     trust_code: bool = False
     notes: list[str] = field(default_factory=list)
     program: Any = None  # the torch.export ExportedProgram a .pt2 held (exported to ONNX as is)
-    hooks_work: bool = True  # False for TorchScript: its modules take no forward hooks
 
     @property
     def name(self) -> str:
         """A short name for reports and folder names."""
         return self.source.short_name
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the module is TorchScript (no forward hooks, no torch.compile, no torch.export)."""
+        return self.source.kind is SourceKind.TORCHSCRIPT and self.module is not None
+
+    @property
+    def hooks_work(self) -> bool:
+        """Whether forward hooks can observe the module's layers (TorchScript modules refuse them)."""
+        return not self.scripted
 
     @property
     def has_torch(self) -> bool:

@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     size += sum(b.numel() * b.element_size() for b in module.buffers())
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, module=module, trust_code=trust_code, notes=built.notes,
-                       program=built.program, hooks_work=src.kind is not SourceKind.TORCHSCRIPT)
+                       program=built.program)
 
 
 def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | None,
@@ -195,7 +196,11 @@ def _build_torchscript(path: Path, *, trust_code: bool) -> _Built:
 
     if zipfile.is_zipfile(path):
         try:
-            return _Built(torch.jit.load(str(path), map_location="cpu").eval(), None,
+            with warnings.catch_warnings():
+                # torch marks TorchScript deprecated; the user brought a TorchScript file, so the nag is noise.
+                warnings.simplefilter("ignore", FutureWarning)
+                module = torch.jit.load(str(path), map_location="cpu").eval()
+            return _Built(module, None,
                           ["TorchScript archive: no forward hooks, so per-layer time comes from the "
                            "profiler's per-op times"])
         except RuntimeError:

@@ -102,6 +102,8 @@ def export_onnx(model: "LoadedModel", path: Path, *, dynamic_batch: bool = True,
     for exporter, title, dynamic in plans:
         if exporter == "torchscript" and model.program is not None:
             continue  # a torch.export program is exported as it is; the legacy tracer cannot take it
+        if exporter == "torch.export" and model.scripted:
+            continue  # torch.export refuses a ScriptModule; only the TorchScript exporter takes one
         start = time.perf_counter()
         try:
             caught = _run_exporter(model, path, exporter=exporter, dynamic=dynamic,

@@ -146,6 +146,8 @@ MESSAGES: dict[str, str] = {
                                "CUDA kernels with it"),
     "no_torch_module": ("the model is ONNX-only: {plugin} needs a PyTorch module (plan the PyTorch "
                         "model itself, not its ONNX export)"),
+    "scripted_module": ("the model is TorchScript: {plugin} needs an eager PyTorch module (torch.compile "
+                        "cannot compile a ScriptModule); plan the Python model, or a .pt2 export of it"),
     "no_onnx_source": ("the model has neither a PyTorch module nor an ONNX file: {plugin} needs one "
                        "of them to get an ONNX graph (pass a .onnx file or a PyTorch model)"),
     "no_gpu_in_profile": ("no NVIDIA GPU detected (the hardware profile lists none: NVML found no "
@@ -190,6 +192,7 @@ class Plugin:
     needs_torch_module: bool = False  # runs the model's PyTorch module (an ONNX-only model has none)
     needs_cuda: bool = False  # runs on a CUDA device through torch (so torch is required too)
     needs_onnx: bool = False  # runs an ONNX graph: the model's own file, or one exported with onnx
+    needs_eager_module: bool = False  # compiles the module (torch.compile), which TorchScript cannot take
 
     def required_packages(self, model: "LoadedModel | None" = None) -> tuple[str, ...]:
         """`requires` plus what the declarations imply: torch for CUDA, onnx to export a torch model."""
@@ -209,6 +212,8 @@ class Plugin:
         reasons = [missing_package_reason(m) for m in self.missing_packages(model)]
         if self.needs_torch_module and not model.has_torch:
             reasons.append(MESSAGES["no_torch_module"].format(plugin=self.name))
+        if self.needs_eager_module and model.scripted:
+            reasons.append(MESSAGES["scripted_module"].format(plugin=self.name))
         if self.needs_onnx and model.onnx_path is None and not model.has_torch:
             reasons.append(MESSAGES["no_onnx_source"].format(plugin=self.name))
         if self.needs_cuda:

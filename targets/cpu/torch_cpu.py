@@ -6,6 +6,7 @@ import shutil
 from typing import Any, Iterable
 
 from planner.plugins import (
+    MESSAGES,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -33,7 +34,11 @@ class TorchCpuPlugin(Plugin):
         image = ctx.model.inputs.image_like
         compiler = _c_compiler()
         notes: tuple[str, ...] = ()
-        if compiler is None:
+        if ctx.model.scripted:
+            compiler = None
+            notes = ("torch.compile candidates skipped: " + MESSAGES["scripted_module"].format(plugin=self.name),)
+            ctx.log(notes[0])
+        elif compiler is None:
             notes = ("torch.compile candidates skipped: no C compiler (gcc or cc) on PATH; "
                      "inductor needs one to build its CPU kernels",)
             ctx.log(notes[0])

@@ -42,6 +42,7 @@ class TorchCompilePlugin(Plugin):
     # Inductor's CUDA backend generates Triton kernels, so triton is needed as much as torch.
     requires = ("torch", "triton")
     needs_torch_module = True
+    needs_eager_module = True
     needs_cuda = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:

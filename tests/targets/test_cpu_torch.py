@@ -158,3 +158,16 @@ def test_text_model_eager_sessions_keep_token_ids_integer(text, tmp_path, precis
         assert got.shape == (batch, 4)
         tol = 1e-4 if precision is Precision.FP32 else 5e-2
         np.testing.assert_allclose(got, torch_output(text, feed), rtol=tol, atol=tol)
+
+
+def test_torchscript_model_gets_no_compile_candidates_and_says_why(tmp_path) -> None:
+    from planner.models import load_model
+
+    path = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.trace(torch.nn.Conv2d(3, 4, 3).eval(), torch.randn(1, 3, 8, 8)), str(path))
+    model = load_model(str(path), input_shape="1x3x8x8")
+    logged: list[str] = []
+    ctx = PlanContext(hw=fake_hw(), model=model, workdir=tmp_path, log=logged.append)
+    specs = list(TorchCpuPlugin().candidates(ctx))
+    assert specs and not any(s.config.get("compile") for s in specs)
+    assert any("cannot compile a ScriptModule" in line for line in logged)

@@ -1,0 +1,170 @@
+"""`planner plan --quick` end to end on a tiny model of every documented source kind.
+
+Each plan must write results.json and report.md, measure the baseline, and give every plugin
+a row that either measured or says why it could not run; the plan never fails as a whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from planner.cli import main
+
+PLUGINS = "cpu.onnxruntime,cpu.openvino,cpu.torch"
+
+
+class TinyCnn(nn.Module):
+    """A tiny image classifier (16x16 input) that every runtime can take."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+class TinyText(nn.Module):
+    """Token ids and an attention mask in, class logits out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(60, 16)
+        self.mix = nn.Linear(16, 16)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        mask = attention_mask[..., None].to(torch.float32)
+        x = torch.relu(self.mix(self.emb(input_ids))) * mask
+        return self.head(x.sum(1) / mask.sum(1).clamp(min=1.0))
+
+
+FACTORY = '''
+import torch
+from torch import nn
+
+INPUT_SHAPE = (1, 3, 16, 16)
+
+class TinyCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
+
+def make():
+    return TinyCnn()
+'''
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory) -> dict[str, tuple[str, list[str]]]:
+    """Model files a user would bring, each with the extra flags its plan needs."""
+    root = tmp_path_factory.mktemp("sources")
+    torch.manual_seed(0)
+    cnn, x = TinyCnn().eval(), torch.randn(1, 3, 16, 16)
+    text = TinyText().eval()
+    ids, mask = torch.randint(0, 60, (1, 12)), torch.ones(1, 12, dtype=torch.int64)
+
+    static = root / "static.onnx"
+    torch.onnx.export(cnn, (x,), str(static), dynamo=False)  # the default: a fixed batch of 1
+    dynamic = root / "dynamic.onnx"
+    torch.onnx.export(cnn, (x,), str(dynamic), input_names=["pixels"], dynamic_axes={"pixels": {0: "batch"}},
+                      dynamo=False)
+    external = root / "external" / "model.onnx"
+    external.parent.mkdir()
+    import onnx
+
+    onnx.save_model(onnx.load(str(dynamic)), str(external), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=0)
+    text_onnx = root / "text.onnx"
+    axes = {0: "batch", 1: "sequence"}
+    torch.onnx.export(text, (ids, mask), str(text_onnx), input_names=["input_ids", "attention_mask"],
+                      dynamic_axes={"input_ids": axes, "attention_mask": axes}, dynamo=False)
+    pt2 = root / "model.pt2"
+    torch.export.save(torch.export.export(cnn, (x,)), str(pt2))
+    script = root / "model.pt"
+    torch.jit.save(torch.jit.trace(cnn, x), str(script))
+    factory = root / "factory.py"
+    factory.write_text(FACTORY)
+    return {
+        "demo": ("demo:tiny", []),
+        "demo-text": ("demo:text", []),
+        "torchvision": ("tv:squeezenet1_1", ["--input-shape", "1x3x64x64"]),
+        "python": (f"{factory}:make", ["--trust-code"]),
+        "onnx-static": (str(static), []),
+        "onnx-dynamic": (str(dynamic), []),
+        "onnx-external": (str(external), []),
+        "onnx-text": (str(text_onnx), ["--input", "input_ids:1x12:int64", "--input", "attention_mask:1x12:int64"]),
+        "pt2": (str(pt2), []),
+        "torchscript": (str(script), ["--input-shape", "1x3x16x16"]),
+    }
+
+
+def _plan(model: str, extra: list[str], out: Path) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["plan", "--model", model, *extra, "--target", "cpu", "--quick", "--plugins", PLUGINS,
+                     "--out", str(out), "--timeout", "120"])
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="module")
+def plan_of(sources, tmp_path_factory):
+    """Plan a source kind once (cached for the module); returns (results, report text)."""
+    done: dict[str, tuple[dict, str]] = {}
+
+    def run(kind: str) -> tuple[dict, str]:
+        if kind not in done:
+            model, extra = sources[kind]
+            out = tmp_path_factory.mktemp(kind)
+            code, _, stderr = _plan(model, extra, out)
+            assert code == 0, stderr
+            done[kind] = json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
+        return done[kind]
+
+    return run
+
+
+@pytest.mark.parametrize("kind", ["demo", "demo-text", "torchvision", "python", "onnx-static", "onnx-dynamic",
+                                  "onnx-external", "onnx-text", "pt2", "torchscript"])
+def test_every_source_plans_end_to_end(kind: str, plan_of) -> None:
+    results, report = plan_of(kind)
+    assert results["status"] == "ok"
+    baseline = results["baseline"]
+    assert baseline["latency_ms"]["p50_ms"] > 0
+    assert baseline["inputs"] and all(t["name"] in report for t in baseline["inputs"])
+    rows = results["candidates"][1:]
+    seen = {c["plugin"] for c in rows} | {s["plugin"] for s in results.get("skipped_plugins", [])}
+    assert set(PLUGINS.split(",")) <= seen, seen
+    for c in rows:
+        assert c["status"] in ("ok", "rejected", "failed")
+        if c["status"] == "failed":
+            assert c["reason"], f"{c['label']} failed without a reason"
+    assert any(c["status"] == "ok" for c in rows), [(c["label"], c.get("reason")) for c in rows]
+
+
+def test_static_batch_onnx_skips_the_batch_sweep_with_its_reason(plan_of) -> None:
+    results, report = plan_of("onnx-static")
+    baseline = results["baseline"]
+    assert [p["batch"] for p in baseline["throughput"]] == [1]
+    assert "fix the batch at 1" in baseline["info"]["sweep_skipped"]
+    assert "fix the batch at 1" in report
+
+
+def test_text_model_gets_a_sequence_sweep(plan_of) -> None:
+    results, report = plan_of("demo-text")
+    sweep = results["baseline"]["sequence_sweep"]
+    assert [p["length"] for p in sweep] == [16, 32, 64]
+    assert all(p["tokens_per_s"] > 0 for p in sweep)
+    assert "input_ids" in report and "attention_mask" in report
