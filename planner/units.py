@@ -145,6 +145,11 @@ def rate(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
     return _with_unit(value, "samples/s", show_unit=unit, missing=missing)
 
 
+def tokens_rate(value: Any, *, unit: bool = True, missing: str = MISSING) -> str:
+    """A text model's throughput in tokens per second: '76,855 tokens/s'."""
+    return _with_unit(value, "tokens/s", show_unit=unit, missing=missing)
+
+
 def si(value: Any, unit: str, *, missing: str = MISSING) -> str:
     """A quantity with an SI prefix chosen by size: si(4.8e9, 'FLOP') → '4.8 GFLOP'."""
     return _scaled(value, _SI, unit, below="", missing=missing)

@@ -212,8 +212,8 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
     severity = Severity.INFO if all(forced) else grade(impact, high=0.3, medium=0.0)
     return Finding(
         id="channel-alignment",
-        title=f"Tensor-core readiness {ready}/{total} conv layers; {len(misaligned)} layer"
-              f"{'s' if len(misaligned) != 1 else ''} with channels not divisible by 8",
+        title=(f"Tensor-core readiness {ready}/{total} conv layers; " if total else "")
+        + f"{len(misaligned)} layer{'s' if len(misaligned) != 1 else ''} with channels not divisible by 8",
         severity=severity, layers=tuple(misaligned),
         evidence={"tensor_core_ready": f"{ready}/{total}", "ready": ready, "total": total,
                   "ready_rule": "Conv2d with in and out channels divisible by 8 (tensor cores need no padding)",

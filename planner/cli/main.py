@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-mb", type=float, help="peak memory budget in MB")
     p.add_argument("--model-size-mb", type=float, help="model size budget in MB")
     p.add_argument("--accuracy-drop", type=float, help="largest accuracy drop allowed (0.01 = 1%%)")
-    p.add_argument("--val-data", help="folder of .npy input batches (and labels) for accuracy")
+    p.add_argument("--val-data", help="folder of .npy input batches (.npz, one array per input, for several "
+                                      "inputs) and NAME_labels.npy files, for accuracy")
     p.add_argument("--plugins", help="comma-separated plugin names to run (default: the plan's)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
 

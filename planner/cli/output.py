@@ -6,7 +6,8 @@ import json
 
 from planner import units
 from planner.results import Baseline, PlanResults, Status
-from planner.results.view import model_inputs, tokens_rate
+from planner.results.view import model_inputs
+from planner.units import tokens_rate
 
 
 def print_json(data: object) -> None:

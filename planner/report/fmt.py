@@ -14,7 +14,6 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 from planner import units
-from planner.results.view import tokens_rate as _tokens_rate
 
 if TYPE_CHECKING:
     from planner.results.view import InputView
@@ -59,7 +58,7 @@ speedup = _prose(units.speedup)
 rate = _prose(units.rate)
 ratio = _prose(units.ratio)
 cosine = _prose(units.cosine)
-tokens_rate = _prose(_tokens_rate)
+tokens_rate = _prose(units.tokens_rate)
 
 
 def number(value: Any, missing: str = NOT_MEASURED) -> str:

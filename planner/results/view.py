@@ -306,9 +306,3 @@ def sequence_sweep(entry: Any) -> tuple[SequencePoint, ...]:
             continue
         points.append(SequencePoint(length, lat, tokens))
     return tuple(sorted(points, key=lambda p: p.length))
-
-
-def tokens_rate(value: Any, *, unit: bool = True, missing: str = units.MISSING) -> str:
-    """A text model's throughput in tokens per second, under the units rounding policy: '40,000 tokens/s'."""
-    figure = units.sig(value, missing=missing)
-    return f"{figure} tokens/s" if unit and figure != missing else figure

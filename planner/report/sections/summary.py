@@ -102,7 +102,8 @@ def _requirements_sentence(data: ReportData) -> str:
 
 
 def _biggest_win(data: ReportData) -> str:
-    findings = data.findings
+    # An informational finding (nothing to change: e.g. only the class count is unaligned) is no win.
+    findings = [f for f in data.findings if f.get("severity") != "info"]
     if findings:
         f = findings[0]
         layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])

@@ -19,7 +19,7 @@ from textual.widgets import (
 )
 
 from planner.results import to_data
-from planner.results.view import sequence_sweep, tokens_rate
+from planner.results.view import sequence_sweep
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -28,6 +28,7 @@ from planner.tui.widgets.plots import BarChart, LineChart
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
 from planner.tui.widgets.table import cells
 from planner.tui.widgets.toggles import Tick
+from planner.units import tokens_rate
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 _UNSET = object()
