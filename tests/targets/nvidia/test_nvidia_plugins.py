@@ -115,7 +115,7 @@ def test_without_torch_the_profile_decides_and_torch_is_named_once(monkeypatch, 
 
 
 def test_torch_plugins_reject_an_onnx_only_model(hw_with_gpu):
-    onnx_only = types.SimpleNamespace(has_torch=False, onnx_path=Path("m.onnx"),
+    onnx_only = types.SimpleNamespace(has_torch=False, scripted=False, onnx_path=Path("m.onnx"),
                                       inputs=ModelInputs.single((1, 3, 32, 32)))
     for plugin_cls in (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin):
         reasons = plugin_cls().check(hw_with_gpu(), onnx_only)
