@@ -97,14 +97,15 @@ def _settings(data: ReportData, cand: dict) -> str:
 
 
 def sequence_table(cands: list[dict]) -> list[str]:
-    """p50 by sequence length, one row per candidate with a sequence sweep ([] when none has one)."""
+    """p50 by sequence length, one row per candidate with a sequence sweep ([] unless two have one)."""
 
     def stopped(cand: dict) -> str:
         return text(as_dict(cand.get("info")).get("sequence_sweep_stopped"))
 
     swept = [(c, {p.length: p for p in sequence_sweep(c)}) for c in cands]
     swept = [(c, points) for c, points in swept if points or stopped(c)]
-    if not swept:
+    # Only the baseline sweeps sequence lengths today; its table is in the baseline section already.
+    if len(swept) < 2:
         return []
     lengths = sorted({n for _, points in swept for n in points})
     rows = [[label(c)] + [fmt.ms(points[n].latency_p50_ms) if n in points else fmt.NOT_MEASURED for n in lengths]
