@@ -229,10 +229,18 @@ def exported_declared(program: Any) -> ModelInputs:
     return ModelInputs(tuple(tensors))
 
 
-def torchscript_argument_names(module: Any) -> list[str]:
-    """The names of a TorchScript module's forward arguments (self excluded), for error messages."""
+def forward_argument_names(module: Any) -> list[str]:
+    """The names of a module's forward arguments (self excluded), for error messages; [] if unknown."""
+    import inspect
+
     try:
-        schema = module.forward.schema
+        schema = module.forward.schema  # TorchScript keeps its signature here
+        return [a.name for a in schema.arguments if a.name != "self"]
     except (AttributeError, RuntimeError):
+        pass
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
         return []
-    return [a.name for a in schema.arguments if a.name != "self"]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            and p.default is p.empty]

@@ -16,9 +16,9 @@ from planner.errors import InputSpecError, ModelLoadError
 from planner.models.inputs import (
     embedding_rows,
     exported_declared,
+    forward_argument_names,
     onnx_declared,
     settle,
-    torchscript_argument_names,
     with_id_ranges,
 )
 from planner.models.loaded import LoadedModel, make_feeds, set_eval
@@ -48,12 +48,14 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     built = _build_module(src, trust_code=trust_code)
     given, shape_only = _given_inputs(input_shape, inputs, built.declared)
     where = src.text
-    if src.kind is SourceKind.TORCHSCRIPT and built.declared is None and given is None:
-        names = torchscript_argument_names(built.module) or ["x"]
-        example = " ".join(f"--input {n}:1x3x224x224:float32" for n in names)
-        raise InputSpecError(f"a TorchScript file does not record its input shapes ({where} takes "
-                             f"{', '.join(names)})",
-                             f"pass them, e.g. --input-shape 1x3x224x224 for one image input, or {example}")
+    if built.declared is None and given is None:
+        names = forward_argument_names(built.module) or ["x"]
+        example = " ".join(f"--input {n}:{_guess_shape(n)}" for n in names)
+        what = ("a TorchScript file does not record its input shapes" if src.kind is SourceKind.TORCHSCRIPT
+                else "the model does not declare its inputs (no INPUT_SPEC or INPUT_SHAPE)")
+        raise InputSpecError(f"{what}: {where} takes {', '.join(names)}",
+                             f"pass each with --input NAME:SHAPE:DTYPE[:LOW-HIGH], e.g. {example} with the "
+                             "model's real sizes, or --input-shape 1x3x224x224 for one image input")
     spec = settle(built.declared, given, shape_only=shape_only, where=where)
     spec = with_id_ranges(spec, embedding_rows(built.module))
     output_shape = _validate_forward(built.module, spec, src, built.declared)
@@ -64,6 +66,14 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, module=module, trust_code=trust_code, notes=built.notes,
                        program=built.program)
+
+
+def _guess_shape(name: str) -> str:
+    """An example `SHAPE:DTYPE` for an argument, by its name: token ids and masks, else an image."""
+    lowered = name.lower()
+    if any(w in lowered for w in ("ids", "mask", "token", "position")):
+        return "1x128:int64"
+    return "1x3x224x224:float32"
 
 
 def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | None,
@@ -232,7 +242,8 @@ def _validate_forward(module, spec: ModelInputs, src: ModelSource,
         with torch.inference_mode():
             out = set_eval(module)(*args)
     except Exception as exc:  # noqa: BLE001 - any error here means the model rejects the input
-        raise _rejected(src, spec, exc, rows=embedding_rows(module), declared=declared) from exc
+        raise _rejected(src, spec, exc, rows=embedding_rows(module), declared=declared,
+                        arguments=forward_argument_names(module)) from exc
     out = _first_tensor(out)
     if out is None:
         raise ModelLoadError(f"{src.text} returned no tensor for inputs {spec.describe()}",
@@ -241,7 +252,7 @@ def _validate_forward(module, spec: ModelInputs, src: ModelSource,
 
 
 def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: int | None,
-              declared: ModelInputs | None = None) -> InputSpecError:
+              declared: ModelInputs | None = None, arguments: list[str] | None = None) -> InputSpecError:
     """The error for a model that rejects its inputs: what it was given, and what it expects."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
@@ -257,7 +268,8 @@ def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: 
                               f"pass a range within the table, e.g. --input {t.name}:"
                               f"{'x'.join(map(str, t.shape))}:{t.dtype}:{fix_range}")
     if declared is None or declared == spec:
-        fix = ("give the shapes and dtypes its forward expects, one --input per argument in order "
+        takes = f"its forward takes {', '.join(arguments)}; " if arguments else ""
+        fix = (f"{takes}give the shapes and dtypes it expects, one --input per argument in order "
                f"(form {INPUT_FORM}), e.g. {spec.example()} with the right sizes")
         if declared == spec:
             fix = ("these are the inputs the model declares for itself: fix the model, or pass the "
