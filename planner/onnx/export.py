@@ -99,35 +99,60 @@ def export_onnx(model: "LoadedModel", path: Path, *, dynamic_batch: bool = True,
     plans.append(("torch.export", "torch.export, static shapes", ()))
     legacy = (BATCH,) if dynamic_batch else ()
     plans.append(("torchscript", "TorchScript, dynamic batch" if legacy else "TorchScript", legacy))
+    fallback: tuple[str, str, tuple[str, ...]] | None = None
     for exporter, title, dynamic in plans:
         if exporter == "torchscript" and model.program is not None:
             continue  # a torch.export program is exported as it is; the legacy tracer cannot take it
         if exporter == "torch.export" and model.scripted:
             continue  # torch.export refuses a ScriptModule; only the TorchScript exporter takes one
-        start = time.perf_counter()
-        try:
-            caught = _run_exporter(model, path, exporter=exporter, dynamic=dynamic,
-                                   by_name=by_name, opset=opset, external=external)
-            _check(path)
-            achieved = _batch_is_dynamic(path) and model.inputs.dynamic_batch
-            achieved, verify_notes = _verify(model, path, achieved)
-        except ExportError as exc:
-            attempts.append((title, exc.problem))
+        result = _attempt(model, path, exporter, title, dynamic, by_name=by_name, opset=opset,
+                          external=external, attempts=attempts, dynamic_batch=dynamic_batch)
+        if result is None:
             continue
-        except Exception as exc:  # noqa: BLE001 - exporters raise many unrelated types
-            attempts.append((title, failure_reason(exc)))
+        if BATCH in dynamic and not result.dynamic_batch:
+            # The exporter specialised the batch (a size-1 example, a model that pins it): a later
+            # plan asking for the batch alone may still keep it; this one is the fallback.
+            attempts.append((title, "the graph came out with a fixed batch size"))
+            fallback = fallback or (exporter, title, dynamic)
             continue
-        notes = list(verify_notes)
-        if attempts:
-            notes.insert(0, "earlier export attempts failed: "
-                         + "; ".join(f"{t}: {r}" for t, r in attempts))
-        if dynamic_batch and not achieved:
-            notes.append("the exported graph has a fixed batch size")
-        notes.extend(caught)
-        return ExportResult(path=path, exporter=exporter, dynamic_batch=achieved,
-                            input_names=_input_names(path), opset=_opset_of(path),
-                            seconds=time.perf_counter() - start, warnings=tuple(notes))
+        return result
+    if fallback is not None:
+        exporter, title, dynamic = fallback
+        attempts = [a for a in attempts if a[0] != title]
+        result = _attempt(model, path, exporter, title, dynamic, by_name=by_name, opset=opset,
+                          external=external, attempts=attempts, dynamic_batch=dynamic_batch)
+        if result is not None:
+            return result
     raise _combined_error(attempts)
+
+
+def _attempt(model: "LoadedModel", path: Path, exporter: str, title: str, dynamic: tuple[str, ...], *,
+             by_name: bool, opset: int | None, external: bool, attempts: list[tuple[str, str]],
+             dynamic_batch: bool) -> ExportResult | None:
+    """One export plan, checked and verified; None (with the reason in `attempts`) when it fails."""
+    start = time.perf_counter()
+    try:
+        caught = _run_exporter(model, path, exporter=exporter, dynamic=dynamic,
+                               by_name=by_name, opset=opset, external=external)
+        _check(path)
+        achieved = _batch_is_dynamic(path) and model.inputs.dynamic_batch
+        achieved, verify_notes = _verify(model, path, achieved)
+    except ExportError as exc:
+        attempts.append((title, exc.problem))
+        return None
+    except Exception as exc:  # noqa: BLE001 - exporters raise many unrelated types
+        attempts.append((title, failure_reason(exc)))
+        return None
+    notes = list(verify_notes)
+    if attempts:
+        notes.insert(0, "earlier export attempts failed: "
+                     + "; ".join(f"{t}: {r}" for t, r in attempts))
+    if dynamic_batch and not achieved:
+        notes.append("the exported graph has a fixed batch size")
+    notes.extend(caught)
+    return ExportResult(path=path, exporter=exporter, dynamic_batch=achieved,
+                        input_names=_input_names(path), opset=_opset_of(path),
+                        seconds=time.perf_counter() - start, warnings=tuple(notes))
 
 
 def shared_onnx(ctx: "PlanContext") -> ExportResult:
@@ -216,7 +241,10 @@ def _run_exporter(model: "LoadedModel", path: Path, *, exporter: str, dynamic: t
     """Run one exporter with `dynamic` axes symbolic; return the warnings that matter to a user."""
     import torch
 
-    args = model.torch_args()
+    # torch.export specialises a dimension whose example size is 1, so a batch meant to vary is
+    # traced at 2; a fixed-batch export keeps the model's own size.
+    batch = 2 if BATCH in dynamic and model.inputs.batch == 1 and model.program is None else None
+    args = model.torch_args(batch=batch)
     names = list(model.inputs.names)
     kwargs: dict[str, Any] = {"opset_version": opset, "verbose": False, "input_names": names}
     per_input = [{i: axis for i, axis in enumerate(t.axes) if axis in dynamic} for t in model.inputs.tensors]

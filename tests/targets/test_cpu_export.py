@@ -209,3 +209,24 @@ def test_modules_import_no_heavy_runtime() -> None:
             "'openvino', 'textual') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_batch_of_one_is_not_baked_into_a_dynamic_export(tmp_path) -> None:
+    """A transformer layer traced at batch 1 came out with batch fixed at 1; the export keeps it dynamic."""
+    source = tmp_path / "encoder.py"
+    source.write_text(
+        "import torch\n"
+        "class Encoder(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.emb = torch.nn.Embedding(100, 16)\n"
+        "        self.layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)\n"
+        "    def forward(self, input_ids):\n"
+        "        return self.layer(self.emb(input_ids)).mean(1)\n"
+        "def make():\n"
+        "    return Encoder()\n")
+    model = load_model(f"{source}:make", trust_code=True, inputs=["input_ids:1x12:int64"])
+    result = export_onnx(model, tmp_path / "encoder.onnx")
+    assert result.dynamic_batch, result.warnings
+    dims = onnx.load(str(result.path)).graph.input[0].type.tensor_type.shape.dim
+    assert not dims[0].HasField("dim_value") and not dims[1].HasField("dim_value")
