@@ -152,6 +152,17 @@ def _is_quick_check(step: PlanStep) -> bool:
     return step.kind == StepKind.MEASURE and not step.fidelity_gated and not step.when and step.phase == 1
 
 
+# Runtimes whose step is fidelity-gated only for an extra reduced-precision candidate beside an fp32
+# one (OpenVINO adds bf16 where the CPU computes it natively): still a runtime switch, not a precision step.
+_FP32_RUNTIME_PLUGINS = frozenset({"cpu.openvino"})
+
+
+def _is_runtime_switch(step: PlanStep) -> bool:
+    """A cheap runtime switch (threads, layout, ONNX Runtime, OpenVINO): measured even when defaults are met."""
+    return (step.kind == StepKind.MEASURE and not step.when and step.phase == 1
+            and (not step.fidelity_gated or step.plugin in _FP32_RUNTIME_PLUGINS))
+
+
 def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
     """An invariant: a plan never names a plugin for the wrong hardware."""
     forbidden = FORBIDDEN_PLUGIN_PREFIXES.get(target, ())
@@ -176,6 +187,12 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
     impossible = [c for c in checks if c.status == CheckStatus.IMPOSSIBLE]
     lead = ("Cannot be met as specified: " + "; ".join(_check_text(c) for c in impossible) + ". "
             if impossible else "")
+    if met is True and not requirements.stated:
+        return (f"The planner's default requirements are already met: {'; '.join(_check_text(c) for c in checks)}. "
+                "You stated none, so defaults do not cut the search: "
+                f"{len(steps)} runtime switches (threads, ONNX Runtime, OpenVINO) are still measured. Precision "
+                "lowering (INT8) and retraining are left out (don't over-optimize); state your own requirements "
+                "(--latency-ms, --min-throughput, ...) or name the plugins (--plugins) to measure them.")
     if met is True:
         return (f"Requirements already met: {'; '.join(_check_text(c) for c in checks)}. "
                 "Further optimization is optional (don't over-optimize). "
@@ -244,7 +261,10 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
     drafts = [_from_action(rec, requirements) for rec in path.actions]
     findings = _architecture_findings(baseline)
     if met is True:
-        drafts = [replace(step, optional=True) for step in drafts if _is_quick_check(step)]
+        # Defaults the user never stated must not cut the search short: the cheap runtime switches
+        # are measured anyway. Only the user's own met requirements stop precision lowering.
+        keep = _is_quick_check if requirements.stated else _is_runtime_switch
+        drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)
     else:
         drafts += [_from_finding(f) for f in findings[:MAX_FINDINGS]]

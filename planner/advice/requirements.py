@@ -102,6 +102,11 @@ class Requirements:
     tier: DeviceTier | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def stated(self) -> bool:
+        """Whether the user stated any requirement (a flag or a file), not only the planner's defaults."""
+        return any(origin in (SOURCE_FLAG, SOURCE_FILE) for origin in self.sources.values())
+
     def __post_init__(self) -> None:
         for name, positive in (("latency_ms", True), ("min_throughput", True),
                                ("memory_budget_bytes", True), ("model_size_budget_bytes", True)):

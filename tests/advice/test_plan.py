@@ -119,14 +119,27 @@ def test_edge_plan_on_a_jetson_points_at_its_gpu(jetson, make_baseline) -> None:
 
 
 def test_requirements_already_met_says_so_and_what_more_would_buy(cpu_server, make_baseline) -> None:
+    stated = load_requirements(device_class="cpu_server", overrides={"latency_ms": 50})
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
-                     requirements=defaults_for("cpu_server"))
+                     requirements=stated)
     assert plan.requirements_met is True
     assert plan.summary.startswith("Requirements already met: latency: 22 ms vs < 50 ms: met with 56% headroom")
     assert "What more work would buy" in plan.summary and "don't over-optimize" in plan.summary
     assert plan.steps and all(s.optional and s.kind == StepKind.MEASURE for s in plan.steps)
     assert not any(s.fidelity_gated or s.phase == 3 for s in plan.steps)
     assert any("4 architecture finding(s)" in n for n in plan.notes)
+
+
+def test_met_defaults_still_measure_the_runtime_switches(cpu_server, make_baseline) -> None:
+    """Defaults the user never stated do not stop OpenVINO or ONNX Runtime; INT8 and retraining wait."""
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
+                     requirements=defaults_for("cpu_server"))
+    assert plan.requirements_met is True
+    assert plan.summary.startswith("The planner's default requirements are already met")
+    assert "runtime switches" in plan.summary and "Precision lowering (INT8)" in plan.summary
+    assert {"cpu.onnxruntime", "cpu.openvino"} <= set(plan.plugins)
+    assert not any(s.phase > 1 or "int8" in (s.plugin or "") for s in plan.steps)
+    assert all(s.optional for s in plan.steps)
 
 
 def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_baseline) -> None:
