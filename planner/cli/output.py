@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from planner import units
-from planner.results import Baseline, PlanResults, Status
+from planner.results import Baseline, CandidateResult, PlanResults, Status
 from planner.results.view import model_inputs
 from planner.units import tokens_rate
 
@@ -94,7 +94,7 @@ def format_ranking(results: PlanResults) -> str:
     """The ranked candidate table, then rejected/failed ones with their reasons."""
     by = results.ranking.by if results.ranking else "p50 latency"
     head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} "
-            f"{'mem MiB':>7} {'cosine':>8} {'speedup':>7} status")
+            f"{'mem MiB':>7} {'cosine':>8} {'speedup':>7} {'predicted':>10} status")
     lines = [f"Candidates ranked by {by} (status: {results.status})", head, "-" * len(head)]
     rows = results.ranked()
     for rank, c in rows:
@@ -103,7 +103,7 @@ def format_ranking(results: PlanResults) -> str:
             f"{rank or '':>2} {c.label[:44]:<44} {units.ms(lat.p50_ms if lat else None, unit=False):>8} "
             f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {units.rate(c.best_throughput, unit=False):>8} "
             f"{units.mib(c.peak_memory_bytes):>7} {units.cosine(c.fidelity.cosine if c.fidelity else None):>8} "
-            f"{units.speedup(c.speedup):>7} {c.status}")
+            f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
     problems = [c for _, c in rows if c.status in (Status.REJECTED, Status.FAILED, Status.SKIPPED)]
     if problems:
         lines += ["", "Not ranked:"]
@@ -113,7 +113,15 @@ def format_ranking(results: PlanResults) -> str:
     if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):
         lines.append("\n— p95 needs at least 128 samples; a slow model or a quick run gives fewer "
                      "within the time cap.")
+    if results.predictions_held:
+        lines.append(f"\nPredictions (speedup bands set before measuring): {results.predictions_held}")
     best = results.best
     if best is not None:
         lines += ["", f"Best: {best.label} — reproduce with:", f"  {best.reproduce}"]
     return "\n".join(lines)
+
+
+def _band(c: CandidateResult) -> str:
+    """The predicted speedup band, or a dash for the baseline and unpredicted rows."""
+    band = c.prediction.band() if c.prediction is not None else ""
+    return band or units.MISSING

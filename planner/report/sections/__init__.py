@@ -14,6 +14,7 @@ from planner.report.sections import (
     environment,
     findings,
     hardware,
+    predictions,
     reproduce,
     requirements,
     roadmap,
@@ -25,7 +26,7 @@ Section = Callable[[ReportData], list[str]]
 
 SECTIONS: tuple[Section, ...] = (
     summary.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
-    checklist.render, decision.render, candidates.render, requirements.render, roadmap.render,
+    checklist.render, decision.render, candidates.render, predictions.render, requirements.render, roadmap.render,
     environment.render, reproduce.render,
 )
 """Every section in report order."""

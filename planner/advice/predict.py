@@ -1,0 +1,182 @@
+"""A prediction before every measurement: from the hardware and the baseline's analysis, the speedup
+band a candidate family is likely to reach, and the reason.
+
+A pure function of what was detected and profiled; nothing is timed here. The bands are the
+method's rules of thumb, written down so that every measurement can be checked against them:
+after a run the planner says how many measured speedups fell inside their band.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from planner import units
+from planner.advice import _facts as facts
+from planner.results.values import Prediction
+from planner.results.view import as_list, dig, number
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
+
+INT8_DOT_FEATURES = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+BF16_FEATURES = ("avx512_bf16", "amx_bf16")
+FP16_FEATURES = ("avx512_fp16", "amx_fp16", "asimdhp")
+GROUPED_SHARE_HIGH = 0.3
+"""Above this share of layer time in depthwise/grouped convs, INT8 is not expected to pay on CPU."""
+
+
+def _features(hw: "HardwareProfile", names: Iterable[str]) -> list[str]:
+    return [n for n in names if facts.cpu_has(hw, n)]
+
+
+def grouped_conv_share(baseline: Mapping[str, Any]) -> float | None:
+    """The share of profiled layer time spent in depthwise or grouped convolutions (None unprofiled).
+
+    A conv is grouped when its weights per output channel are fewer than its input channels: a dense
+    conv holds in_channels x kernel area weights per output channel.
+    """
+    layers = [row for row in as_list(dig(baseline, "layers")) if isinstance(row, Mapping)]
+    timed = [(row, number(row.get("time_ms"))) for row in layers]
+    total = sum(t for _, t in timed if t)
+    if not total:
+        return None
+    grouped = 0.0
+    for row, t in timed:
+        if not t or "Conv" not in str(row.get("type", "")):
+            continue
+        shapes = as_list(row.get("input_shapes"))
+        out = as_list(row.get("output_shape"))
+        params = number(row.get("params"))
+        if not shapes or not isinstance(shapes[0], list) or len(shapes[0]) < 2 or len(out) < 2 or not params:
+            continue
+        cin, cout = number(shapes[0][1]), number(out[1])
+        if cin and cout and params / cout < cin:
+            grouped += t
+    return grouped / total
+
+
+def has_attention(baseline: Mapping[str, Any]) -> bool:
+    """Whether the model looks like a transformer: a sequence axis in its inputs, or attention layers."""
+    for tensor in as_list(dig(baseline, "inputs")):
+        if isinstance(tensor, Mapping) and "sequence" in as_list(tensor.get("axes")):
+            return True
+    return any("Attention" in str(row.get("type", "")) for row in as_list(dig(baseline, "layers"))
+               if isinstance(row, Mapping))
+
+
+def family(plugin: str, precision: str, config: Mapping[str, Any]) -> str:
+    """The candidate family a prediction rule covers: int8, int8-dynamic, bf16, fp16, compile, runtime..."""
+    precision = precision.lower()
+    if precision == "int8":
+        return "int8-dynamic" if "dynamic" in str(config.get("mode", config.get("kind", ""))).lower() else "int8"
+    if precision in ("bf16", "fp16", "ternary"):
+        return precision
+    if str(config.get("hint", config.get("performance_hint", ""))).upper() == "THROUGHPUT":
+        return "throughput-hint"
+    if config.get("compile") or config.get("compile_mode"):
+        return "compile"
+    if plugin.startswith("nvidia.tensorrt"):
+        return "tensorrt"
+    if plugin.startswith("nvidia.cuda_graphs"):
+        return "cuda-graphs"
+    return "runtime"
+
+
+def predict(plugin: str, precision: str, config: Mapping[str, Any], hw: "HardwareProfile",
+            baseline: Mapping[str, Any]) -> Prediction:
+    """The predicted speedup band over the baseline for one candidate, and the reason for it."""
+    kind = family(plugin, precision, config)
+    bound = facts.bottleneck(baseline)
+    onnx_baseline = str(dig(baseline, "spec", "plugin") or "") == "cpu.onnxruntime"
+    gpu = plugin.startswith("nvidia.")
+    if kind == "int8" and not gpu:
+        return _int8(hw, baseline, bound)
+    if kind == "int8-dynamic":
+        return Prediction(0.3, 1.2, "dynamic INT8 quantizes activations on every call: the overhead often "
+                          "outweighs the integer maths on CPU", family=kind)
+    if kind == "bf16" and not gpu:
+        native = _features(hw, BF16_FEATURES)
+        if not native:
+            return Prediction(0.3, 1.0, "no native bf16 on this CPU: bf16 is emulated, slower than fp32",
+                              family=kind)
+        if bound == "compute":
+            return Prediction(1.3, 2.5, f"native bf16 ({', '.join(native)}) and the model is compute-bound",
+                              family=kind)
+        return Prediction(0.8, 1.6, f"native bf16 ({', '.join(native)}), but the model is {bound or 'not'}-bound: "
+                          "halving the arithmetic helps less", family=kind)
+    if kind == "fp16" and gpu:
+        return Prediction(1.3, 3.0, "fp16 on tensor cores roughly halves memory traffic and doubles peak maths",
+                          family=kind)
+    if kind == "fp16":
+        native = _features(hw, FP16_FEATURES)
+        return (Prediction(0.8, 1.8, f"native fp16 ({', '.join(native)})", family=kind) if native
+                else Prediction(0.2, 1.0, "no native fp16 arithmetic on this CPU: converted to fp32 per op",
+                                family=kind))
+    if kind == "ternary":
+        return Prediction(0.1, 1.0, "ternary weights are unpacked to float for every op on a general CPU: a "
+                          "size saving, not a speedup", family=kind)
+    if kind == "throughput-hint":
+        return Prediction(0.3, 1.0, "the throughput hint splits the cores into streams: per-request latency "
+                          "grows even when total throughput rises", family=kind)
+    if kind == "compile":
+        if bound == "overhead":
+            return Prediction(1.0, 2.0, "torch.compile fuses ops, and the model is overhead-bound", family=kind)
+        return Prediction(0.9, 1.4, "torch.compile fuses elementwise ops; the big kernels stay the same",
+                          family=kind)
+    if kind == "tensorrt":
+        return Prediction(1.2, 4.0, "TensorRT fuses layers and picks kernels for this GPU", family=kind)
+    if kind == "cuda-graphs":
+        return (Prediction(1.2, 3.0, "the model is overhead-bound: replaying one graph removes launch costs",
+                           family=kind) if bound == "overhead"
+                else Prediction(0.95, 1.2, "launch overhead is a small part of this model's time", family=kind))
+    if onnx_baseline:
+        return Prediction(0.8, 1.6, "another fp32 runtime or setting against ONNX Runtime's own defaults",
+                          family=kind)
+    if bound == "overhead":
+        return Prediction(1.0, 3.0, "an fp32 runtime with graph fusion, and the model is overhead-bound (framework "
+                          "time dominates)", family=kind)
+    return Prediction(0.8, 2.0, "an fp32 runtime or thread setting: fusion and better kernels, the same arithmetic",
+                      family=kind)
+
+
+def _int8(hw: "HardwareProfile", baseline: Mapping[str, Any], bound: str | None) -> Prediction:
+    dot = _features(hw, INT8_DOT_FEATURES)
+    if not dot:
+        return Prediction(0.5, 1.1, "no INT8 dot-product instructions (VNNI, AMX, dotprod/i8mm) on this CPU: "
+                          "INT8 sums through 16-bit intermediates and rarely beats fp32", family="int8")
+    grouped = grouped_conv_share(baseline)
+    if grouped is not None and grouped > GROUPED_SHARE_HIGH:
+        return Prediction(0.5, 1.2, f"{units.pct(grouped)} of layer time is in depthwise/grouped convs, which "
+                          "have too little arithmetic for INT8 to pay", family="int8")
+    if has_attention(baseline):
+        return Prediction(0.6, 1.5, "an attention model: softmax, layer norms and the attention matmuls stay in "
+                          "float, so only the linear layers speed up", family="int8")
+    if bound == "compute":
+        return Prediction(1.5, 4.0, f"{', '.join(dot)} on this CPU and the model is compute-bound", family="int8")
+    return Prediction(1.1, 3.0, f"{', '.join(dot)} on this CPU; the model is {bound or 'not clearly'}-bound, so "
+                      "less of the time is integer-friendly arithmetic", family="int8")
+
+
+def verdict(prediction: Prediction | None, measured: float | None) -> str:
+    """'inside', 'above' or 'below' the band, or '' when either side is missing."""
+    if prediction is None or prediction.low is None or prediction.high is None or measured is None:
+        return ""
+    if measured < prediction.low:
+        return "below"
+    if measured > prediction.high:
+        return "above"
+    return "inside"
+
+
+def summary(pairs: Iterable[tuple[Prediction | None, float | None]]) -> str:
+    """How the predictions held: the share of measured speedups inside their band, and the 'won't pay' calls."""
+    judged = [(p, m) for p, m in pairs if verdict(p, m)]
+    if not judged:
+        return "No candidate had both a prediction and a measured speedup."
+    inside = sum(1 for p, m in judged if verdict(p, m) == "inside")
+    losers = [(p, m) for p, m in judged if p is not None and p.high is not None and p.high <= 1.2]
+    right = sum(1 for _, m in losers if m is not None and m < 1.0)
+    text = f"{inside} of {len(judged)} measured speedups fell inside their predicted band"
+    if losers:
+        text += f"; {right} of {len(losers)} 'unlikely to pay' predictions were right (measured below 1x)"
+    return text + "."
