@@ -1,0 +1,67 @@
+"""Predictions before measuring: the speedup band a candidate family should reach on this hardware."""
+
+from __future__ import annotations
+
+from fixtures.hardware_profiles import without_features
+
+from planner.advice.predict import grouped_conv_share, predict, summary, verdict
+from planner.results.values import Prediction
+
+
+def _depthwise(baseline: dict) -> dict:
+    """The same profile with most of the time in a depthwise conv (weights per output channel < inputs)."""
+    baseline["layers"] = [
+        {"name": "dw", "type": "Conv2d", "time_ms": 8.0, "params": 96 * 9, "input_shapes": [[1, 96, 56, 56]],
+         "output_shape": [1, 96, 56, 56]},
+        {"name": "pw", "type": "Conv2d", "time_ms": 2.0, "params": 96 * 96, "input_shapes": [[1, 96, 56, 56]],
+         "output_shape": [1, 96, 56, 56]},
+    ]
+    return baseline
+
+
+def test_int8_pays_on_vnni_when_compute_bound(cpu_server, make_baseline) -> None:
+    p = predict("edge.int8", "int8", {"mode": "static"}, cpu_server, make_baseline(bound="compute"))
+    assert p.low is not None and p.low >= 1.5 and "avx512_vnni" in p.basis
+
+
+def test_int8_without_vnni_is_predicted_not_to_pay(cpu_server, make_baseline) -> None:
+    plain = without_features(cpu_server, "avx512_vnni")
+    p = predict("edge.int8", "int8", {"mode": "static"}, plain, make_baseline())
+    assert p.high is not None and p.high <= 1.1 and "no INT8 dot-product" in p.basis
+
+
+def test_int8_loses_on_a_depthwise_model(cpu_server, make_baseline) -> None:
+    baseline = _depthwise(make_baseline())
+    assert grouped_conv_share(baseline) == 0.8
+    p = predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline)
+    assert p.high is not None and p.high <= 1.2 and "depthwise" in p.basis
+
+
+def test_int8_on_an_attention_model_says_why(cpu_server, make_baseline) -> None:
+    baseline = make_baseline()
+    baseline["inputs"] = [{"name": "input_ids", "axes": ["batch", "sequence"], "shape": [1, 128], "dtype": "int64"}]
+    p = predict("edge.int8", "int8", {"mode": "static"}, cpu_server, baseline)
+    assert "attention" in p.basis
+
+
+def test_bf16_needs_native_units(cpu_server, big_cpu_server, make_baseline) -> None:
+    emulated = predict("cpu.torch", "bf16", {}, cpu_server, make_baseline())
+    native = predict("cpu.torch", "bf16", {}, big_cpu_server, make_baseline(bound="compute"))
+    assert emulated.high is not None and emulated.high <= 1.0 and "emulated" in emulated.basis
+    assert native.low is not None and native.low > 1.0 and "native bf16" in native.basis
+
+
+def test_dynamic_int8_and_throughput_hint_are_unlikely_to_pay(cpu_server, make_baseline) -> None:
+    dynamic = predict("edge.int8", "int8", {"mode": "dynamic"}, cpu_server, make_baseline())
+    streams = predict("cpu.openvino", "fp32", {"hint": "THROUGHPUT"}, cpu_server, make_baseline())
+    assert dynamic.family == "int8-dynamic" and streams.family == "throughput-hint"
+    assert streams.high == 1.0
+
+
+def test_verdict_and_summary_count_the_hits() -> None:
+    band = Prediction(1.0, 2.0, "x")
+    loser = Prediction(0.3, 1.0, "y")
+    assert [verdict(band, m) for m in (0.5, 1.5, 3.0, None)] == ["below", "inside", "above", ""]
+    text = summary([(band, 1.5), (band, 3.0), (loser, 0.7), (None, 2.0)])
+    assert text.startswith("2 of 3 measured speedups fell inside their predicted band")
+    assert "1 of 1 'unlikely to pay' predictions were right" in text
