@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fixtures.hardware_profiles import without_features
+from hardware_profiles import without_features
 
 from planner.advice.predict import grouped_conv_share, predict, summary, verdict
 from planner.results.values import Prediction
