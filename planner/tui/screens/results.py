@@ -88,6 +88,13 @@ def candidate_detail(c: dict, index: int) -> Text:
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
+    prediction = c.get("prediction") or {}
+    if fmt.num(prediction.get("low")) is not None and fmt.num(prediction.get("high")) is not None:
+        low, high, measured = float(prediction["low"]), float(prediction["high"]), fmt.num(c.get("speedup"))
+        held = ("" if measured is None else " — measured " + fmt.speedup(measured) + ", "
+                + ("inside the band" if low <= measured <= high else "below it" if measured < low else "above it"))
+        text.append(f"\npredicted before measuring: {fmt.speedup(low)} to {fmt.speedup(high)}{held} "
+                    f"({prediction.get('basis', '')})")
     sweep = c.get("throughput") or []
     if sweep:
         text.append("\nthroughput: " + ", ".join(f"batch {p.get('batch')} {fmt.rate(p.get('samples_per_s'))}"
