@@ -180,6 +180,9 @@ ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
            "per-request latency inside the target; on CPU a smaller batch is often better"),
     Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ, static and dynamic)", "edge.int8", _M,
            "2-3x on CPU (typical published figure) and 4x smaller weights than FP32", True, 2),
+    Action("cpu.openvino_int8", "Quantize to INT8 on OpenVINO (NNCF post-training, and the QDQ file)",
+           "cpu.openvino_int8", _M, "2-3x on CPU with VNNI or AMX (typical published figure) and 4x smaller weights "
+           "than FP32", True, 2),
     Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)", None, _A,
            "a model sized for the device; its accuracy must be re-measured", False, 3),
     Action("edge.int8", "Quantize to INT8", "edge.int8", _M,
@@ -250,8 +253,9 @@ CPU_TREE = _tree("cpu", "cpu", (
     Node("cpu.4", "4. Measure batch size trade-off (smaller may be better for CPU)", _ACT, "cpu_batch",
          action="cpu.batch"),
     Node("cpu.5", "5. If still not meeting requirements", _S, "still_missing",
-         children=("cpu.5a", "cpu.5b", "cpu.5c"), when=_STILL),
+         children=("cpu.5a", "cpu.5a.openvino", "cpu.5b", "cpu.5c"), when=_STILL),
     Node("cpu.5a", "Quantize to INT8 (2-3x speedup on CPU)", _ACT, action="cpu.int8"),
+    Node("cpu.5a.openvino", "Quantize to INT8 on OpenVINO", _ACT, action="cpu.openvino_int8"),
     Node("cpu.5b", "Consider model compression", _ACT, action="compression"),
     Node("cpu.5c", "Scale horizontally", _ACT, action="scale_out"),
 ))

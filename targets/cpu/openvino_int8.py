@@ -1,0 +1,218 @@
+"""INT8 on OpenVINO for the CPU: NNCF post-training quantization, and ONNX Runtime's QDQ file read by OpenVINO.
+
+Both start from the plan's shared ONNX export and the same calibration inputs as the ONNX Runtime INT8
+plugin. Each INT8 model is compiled at f32 and, where the CPU computes bf16 natively, at bf16: that is
+the precision of the ops OpenVINO leaves unquantized. What really ran in INT8 is read back from the
+compiled model's runtime graph, never assumed from the request.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from planner.onnx.feeds import feed_for, graph_name
+from planner.onnx.quantize import (
+    QuantizationError,
+    calibration_inputs,
+    int8_cpu_notes,
+    needs_reduced_range,
+    preprocess,
+    quantize_qdq,
+)
+from planner.plugins import (
+    CandidateSpec,
+    ModelRef,
+    PlanContext,
+    Plugin,
+    Precision,
+    Target,
+)
+from targets.cpu import compute_threads, native_bf16
+from targets.cpu.openvino import OpenVinoSession
+
+if TYPE_CHECKING:
+    from planner.models.loaded import Feed
+    from planner.models.spec import ModelInputs
+
+NNCF = "nncf"
+QDQ = "ort_qdq"
+_SOURCE_LABEL = {NNCF: "nncf", QDQ: "qdq"}
+_OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
+NNCF_MISSING_NOTE = ("nncf not installed (pip install nncf): only the ONNX Runtime QDQ file runs on OpenVINO; "
+                     "NNCF's own post-training quantization is not measured")
+# Runtime-graph nodes that hold or pass data rather than compute: not counted as executed ops.
+_NOT_EXECUTED = frozenset({"Const", "Input", "Output", "Parameter", "Result"})
+_INT8 = frozenset({"i8", "u8"})
+# The ops that carry nearly all of the arithmetic; whether they run in INT8 decides the speed-up.
+_COMPUTE_OPS = frozenset({"Convolution", "FullyConnected", "MatMul", "Deconvolution", "GroupConvolution"})
+
+
+class OpenVinoInt8Plugin(Plugin):
+    """INT8 models compiled by OpenVINO for the CPU: NNCF-quantized IR and the ORT QDQ ONNX file."""
+
+    name = "cpu.openvino_int8"
+    target = Target.CPU
+    summary = "OpenVINO CPU INT8: NNCF post-training quantization and ORT's QDQ file, f32 and (native) bf16 rest"
+    # nncf is optional: without it the QDQ candidates still run (a note says what is missing).
+    requires = ("openvino", "onnx", "onnxruntime")
+    needs_onnx = True
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """Quantize the shared export with NNCF and with ORT's QDQ quantizer; a failing family is reported.
+
+        The working family's candidates are yielded first; a failure raises QuantizationError at the end
+        with every family's reason, so the plan records it beside the candidates that were built.
+        """
+        from planner.onnx.export import failure_reason, shared_onnx
+
+        export = shared_onnx(ctx)
+        out_dir = Path(ctx.workdir) / "openvino_int8"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        threads = compute_threads(ctx.hw)
+        precisions = [Precision.FP32] + ([Precision.BF16] if native_bf16(ctx.hw) else [])
+        feeds, calib_note = calibration_inputs(ctx)
+        common = (calib_note, *export.notes(), *int8_cpu_notes(ctx.hw))
+        if ctx.model.inputs.sequence is not None:
+            common += (f"sequence length fixed at {ctx.model.inputs.sequence} when compiled: OpenVINO plans "
+                       "for one token count, so another length needs another compile",)
+        failures: list[str] = []
+
+        if importlib.util.find_spec("nncf") is None:
+            common += (NNCF_MISSING_NOTE,)
+            ctx.log(NNCF_MISSING_NOTE)
+        else:
+            try:
+                ir_path = quantize_nncf(export.path, out_dir / f"{export.path.stem}.nncf-int8.xml", feeds,
+                                        inputs=ctx.model.inputs)
+            except Exception as exc:  # noqa: BLE001 - NNCF and OpenVINO raise many unrelated types
+                failures.append(f"NNCF: {failure_reason(exc)}")
+                ctx.log(f"cpu.openvino_int8: NNCF quantization failed: {failure_reason(exc)}")
+            else:
+                preset = "mixed" if ctx.model.inputs.sequence is not None else "performance"
+                notes = (f"NNCF post-training quantization ({preset} preset"
+                         + (", transformer model type" if preset == "mixed" else "")
+                         + f", {len(feeds)} calibration batches), saved as OpenVINO IR", *common)
+                for precision in precisions:
+                    yield self._spec(NNCF, ir_path, precision, threads, export.dynamic_batch, notes,
+                                     calibration_batches=len(feeds))
+
+        reduce_range = needs_reduced_range(ctx.hw)
+        stem = export.path.stem
+        try:
+            source, pre_notes = preprocess(export.path, out_dir / f"{stem}.pre.onnx")
+            qdq_path = quantize_qdq(source, out_dir / f"{stem}.int8-qdq.onnx", feeds, reduce_range=reduce_range)
+        except Exception as exc:  # noqa: BLE001 - the ORT quantizer raises many unrelated types
+            failures.append(f"ORT QDQ: {failure_reason(exc)}")
+            ctx.log(f"cpu.openvino_int8: ORT QDQ quantization failed: {failure_reason(exc)}")
+        else:
+            notes = ("ONNX Runtime's static QDQ file (per-channel weights) read directly by OpenVINO",
+                     *pre_notes, *common)
+            if reduce_range:
+                notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
+            for precision in precisions:
+                yield self._spec(QDQ, qdq_path, precision, threads, export.dynamic_batch, notes,
+                                 calibration_batches=len(feeds))
+        if failures:
+            raise QuantizationError("OpenVINO INT8 failed: " + "; ".join(failures))
+
+    def open(self, spec: CandidateSpec, model: ModelRef) -> "OpenVinoInt8Session":
+        """Read the quantized IR or QDQ file and compile it for the CPU with the spec's properties."""
+        return OpenVinoInt8Session(spec.artifacts["model"], spec.config, inputs=model.inputs,
+                                   dynamic_batch=spec.dynamic_batch)
+
+    def _spec(self, source: str, path: Path, precision: Precision, threads: int, dynamic_batch: bool,
+              notes: tuple[str, ...], *, calibration_batches: int) -> CandidateSpec:
+        # "precision" is the one OpenVINO computes the unquantized ops in (INFERENCE_PRECISION_HINT);
+        # the spec's own precision is INT8.
+        config = {"quantization": source, "precision": str(precision), "hint": "LATENCY", "threads": threads,
+                  "static_shape": False, "calibration_batches": calibration_batches}
+        if precision is Precision.BF16:
+            notes += ("unquantized ops in bf16 (native on this CPU); the f32 candidate pins "
+                      "INFERENCE_PRECISION_HINT=f32",)
+        label = f"openvino int8 {_SOURCE_LABEL[source]} {_OV_PRECISION[precision]} latency {threads}t"
+        return CandidateSpec(plugin=self.name, label=label, config=config, precision=Precision.INT8,
+                             artifacts={"model": str(path)}, threads=threads, dynamic_batch=dynamic_batch,
+                             notes=notes)
+
+
+def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:
+    """NNCF post-training INT8 of the ONNX file converted to OpenVINO, saved as IR at `dst` (.xml); returns it.
+
+    Attention models (inputs with a sequence axis) use NNCF's transformer model type and mixed preset
+    (asymmetric activations, which suit the skewed outputs of GELU and softmax); others the performance preset.
+    """
+    import nncf
+    import openvino as ov
+
+    if not feeds:
+        raise QuantizationError("NNCF quantization needs at least one calibration input")
+    model = ov.convert_model(str(onnx_path))
+    names = [graph_name(port.get_names(), inputs) for port in model.inputs]
+
+    def transform(feed: "Feed") -> dict[int, Any]:
+        # Keyed by index like the session: a graph input's names need not include the model's own.
+        return dict(enumerate(feed_for(names, feed).values()))
+
+    transformer = inputs.sequence is not None
+    quantized = nncf.quantize(
+        model, nncf.Dataset(list(feeds), transform),
+        preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
+        model_type=nncf.ModelType.TRANSFORMER if transformer else None,
+        subset_size=len(feeds))
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    ov.save_model(quantized, str(dst))
+    return dst
+
+
+def runtime_precisions(runtime_model: Any) -> dict[str, Any]:
+    """What the compiled graph really runs: executed ops by runtime precision, and the INT8 share of the compute.
+
+    Reads each runtime op's rt_info ("layerType", "runtimePrecision"); constants, inputs and outputs
+    are not executed work and are left out.
+    """
+    by_precision: Counter[str] = Counter()
+    compute: Counter[str] = Counter()
+    for op in runtime_model.get_ordered_ops():
+        rt = op.get_rt_info()
+        layer = _rt_text(rt, "layerType")
+        if layer in _NOT_EXECUTED:
+            continue
+        precision = _rt_text(rt, "runtimePrecision")
+        by_precision[precision] += 1
+        if layer in _COMPUTE_OPS:
+            compute["int8" if precision in _INT8 else "other"] += 1
+    return {"int8_ops": sum(n for p, n in by_precision.items() if p in _INT8),
+            "op_precisions": dict(by_precision.most_common()),
+            "int8_compute_ops": f"{compute['int8']} of {compute['int8'] + compute['other']} "
+                                "convolution/matmul ops in int8"}
+
+
+def _rt_text(rt: Any, key: str) -> str:
+    """One rt_info entry as text ('' where the runtime did not record it)."""
+    if key not in rt:
+        return ""
+    value = rt[key]
+    return str(value.astype(str)) if hasattr(value, "astype") else str(value)
+
+
+class OpenVinoInt8Session(OpenVinoSession):
+    """The OpenVINO CPU session over an INT8 model, whose info() says which ops really ran in INT8."""
+
+    def __init__(self, path: str, config: dict, *, inputs: "ModelInputs", dynamic_batch: bool = True) -> None:
+        super().__init__(path, config, inputs=inputs, dynamic_batch=dynamic_batch)
+        self.quantization = str(config.get("quantization", ""))
+        self.path = Path(path)
+
+    def info(self) -> dict:
+        """The compiled model's properties plus the executed ops by runtime precision (read back, not assumed)."""
+        data = super().info()
+        data["precision"] = "int8"
+        data["quantization"] = self.quantization
+        data.update(runtime_precisions(self._compiled.get_runtime_model()))
+        if data["int8_ops"] == 0:
+            data["note"] = (data.get("note", "") + "; " if data.get("note") else "") + (
+                "no op runs in int8: OpenVINO fell back to float for the whole graph")
+        return data
