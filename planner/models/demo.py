@@ -1,12 +1,14 @@
 """The built-in demo models: an inefficient and an efficient classifier, and small models that show one pattern each.
 
 Weights are random (seeded), which is enough to measure speed and memory and to check that an
-optimized candidate still computes the same function.
+optimized candidate still computes the same function. The exception is `demo:digits`, trained at
+first use on real data and shipped with held-out validation data, so accuracy can be measured.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -191,10 +193,25 @@ class DemoModel:
     input_shape: tuple[int, ...]
     summary: str
     text_inputs: ModelInputs | None = None
+    # Built-in validation data (a folder in the --val-data layout) for demos trained on real data.
+    validation: Callable[[], Path] | None = None
+    validation_basis: str = ""
 
     def inputs(self) -> ModelInputs:
         """The inputs the demo is measured with."""
         return self.text_inputs or ModelInputs.single(self.input_shape)
+
+
+def _digits_model() -> nn.Module:
+    from planner.models.digits import trained_model
+
+    return trained_model()
+
+
+def _digits_validation() -> Path:
+    from planner.models.digits import validation_folder
+
+    return validation_folder()
 
 
 DEMOS: dict[str, DemoModel] = {
@@ -211,7 +228,19 @@ DEMOS: dict[str, DemoModel] = {
         DemoModel("text", TextClassifier, (1, 64),
                   "a small transformer encoder (input_ids and attention_mask, int64, 64 tokens)",
                   text_inputs=TEXT_INPUTS),
+        DemoModel("digits", _digits_model, (1, 1, 8, 8),
+                  "a small CNN trained at first use on scikit-learn's 8x8 digits, with a held-out set for accuracy",
+                  validation=_digits_validation,
+                  validation_basis="the digits demo's built-in held-out set"),
     )
 }
+
+
+def builtin_validation(name: str) -> tuple[Path, str] | None:
+    """(folder, what it is) for the demo `name` when it ships its own validation data, else None."""
+    demo = DEMOS.get(name)
+    if demo is None or demo.validation is None:
+        return None
+    return demo.validation(), demo.validation_basis
 
 DEFAULT_DEMO = "demo:inefficient"

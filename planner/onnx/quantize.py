@@ -50,7 +50,10 @@ def needs_reduced_range(hw: Any) -> bool:
 
 
 def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
-    """The calibration batches and a note saying what they were: --val-data when given, else random."""
+    """The calibration batches and a note saying what they were: the validation data when there is some, else random.
+
+    The validation data is the user's --val-data, or a demo's built-in held-out set (`ctx.val_data_basis` says which).
+    """
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
@@ -58,7 +61,9 @@ def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
 
         feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
         if feeds:
-            return feeds, f"calibrated on {len(feeds)} batches of --val-data"
+            basis = getattr(ctx, "val_data_basis", "--val-data") or "--val-data"
+            samples = sum(len(next(iter(f.values()))) for f in feeds)
+            return feeds, f"calibrated on {len(feeds)} batches ({samples} samples) of {basis}"
     feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
     return feeds, (f"calibrated on {count} random inputs (not real data): activation ranges may "
                     "not match real inputs; pass --val-data to calibrate on real samples")

@@ -52,6 +52,7 @@ class CandidateRun:
     on_event: EventSink
     cancel: CancelToken
     sink: ResultsSink
+    val_data_basis: str = "--val-data"
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
         """Build the named plugins' candidates, then measure and gate each one."""
@@ -97,7 +98,8 @@ class CandidateRun:
             self.on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         ctx = PlanContext(hw=self.hw, model=self.model, workdir=self.workdir, quick=self.quick,
-                          cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)))
+                          cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)),
+                          val_data=self.val_data, val_data_basis=self.val_data_basis)
         specs: list[CandidateSpec] = []
         for name in names:
             plugin = plugins.get(name)
@@ -130,7 +132,7 @@ class CandidateRun:
         accuracy = own.accuracy if own is not None else None
         self.sink.set_validation(Validation(folder=str(self.val_data), labels=labels is not None,
                                             samples=int(sum(len(b) for b in self.reference)),
-                                            baseline_accuracy=accuracy),
+                                            baseline_accuracy=accuracy, basis=self.val_data_basis),
                                  baseline_accuracy=accuracy)
 
     def _measure(self, spec: CandidateSpec, labels: list[np.ndarray] | None, *, timeout_s: float) -> CandidateResult:
@@ -164,7 +166,8 @@ class CandidateRun:
         gate = DEFAULT_GATES[Precision(precision)]
         if self.accuracy_budget is not None:
             gate = dataclasses.replace(gate, max_accuracy_drop=self.accuracy_budget)
-        why = gate.check(fid)
+        why, decided_by = gate.judge(fid)
+        fid = dataclasses.replace(fid, decided_by=decided_by)
         if why:
             return Status.REJECTED, f"fidelity gate: {why}", fid
         return Status.OK, "", fid
@@ -174,5 +177,10 @@ def candidate_line(r: CandidateResult) -> str:
     """One line of progress for a finished candidate."""
     if r.measured and r.p50:
         tail = f" — {r.reason}" if r.status is Status.REJECTED else ""
-        return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){tail}"
+        accuracy = ""
+        if r.fidelity is not None and r.fidelity.accuracy is not None:
+            accuracy = f", accuracy {units.accuracy(r.fidelity.accuracy)}"
+            if r.fidelity.reference_accuracy is not None:
+                accuracy += f" (original {units.accuracy(r.fidelity.reference_accuracy)})"
+        return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){accuracy}{tail}"
     return f"  {r.status}: {r.label}: {r.reason}"

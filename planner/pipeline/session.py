@@ -86,6 +86,7 @@ class PlanSession:
         self.out_dir: Path | None = None
         self.quick = False
         self.val_data: Path | None = None
+        self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.results = PlanResults(planner_version=__version__, environment=environment())
 
     def update(self, **changes: Any) -> PlanResults:
@@ -155,6 +156,9 @@ class PlanSession:
         from planner.pipeline.baseline import profile_baseline
 
         model = self._need(self.model, "model")
+        self.val_data_basis = "--val-data"
+        if val_data is None:
+            val_data = self._builtin_val_data(model)
         if val_data is not None:
             load_val_data(val_data, inputs=model.inputs)  # fail early, clearly
         self.val_data = val_data
@@ -168,6 +172,21 @@ class PlanSession:
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
         self.save()
         return baseline
+
+    def _builtin_val_data(self, model: "LoadedModel") -> Path | None:
+        """The validation data a demo trained on real data ships with (demo:digits), when no --val-data was given."""
+        from planner.models.demo import builtin_validation
+        from planner.models.source import SourceKind
+
+        if model.source.kind is not SourceKind.DEMO:
+            return None
+        found = builtin_validation(model.source.target)
+        if found is None:
+            return None
+        folder, basis = found
+        self.val_data_basis = basis
+        self.on_event(Event("log", f"no --val-data given: measuring accuracy on {basis} ({folder})"))
+        return folder
 
     def baseline_facts(self) -> dict[str, Any]:
         """The baseline as the advice reads it (its results.json form), with the target."""
@@ -234,6 +253,7 @@ class PlanSession:
         names = list(plugins) if plugins else self.planned_plugins()
         run = CandidateRun(hw=hw, model=model, baseline=baseline, reference=reference,
                            workdir=out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
+                           val_data_basis=self.val_data_basis,
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            on_event=self.on_event, cancel=self.cancel, sink=self)
         run.run(names, timeout_s=timeout_s)

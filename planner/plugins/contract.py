@@ -133,6 +133,8 @@ class PlanContext:
     cancel: Callable[[], bool] = lambda: False
     log: Callable[[str], None] = lambda msg: None
     shared: dict = field(default_factory=dict)  # artifacts plugins may reuse (e.g. one ONNX export)
+    val_data: Path | None = None  # validation data (the --val-data layout), e.g. for INT8 calibration
+    val_data_basis: str = "--val-data"  # what that data is, for the notes that mention it
 
 
 # Every reason a plugin cannot run, in one place: each says what is wrong and what to do about it.

@@ -67,6 +67,11 @@ class Fidelity:
     accuracy: float | None = None  # with --val-data labels
     reference_accuracy: float | None = None
     reference: bool = False  # the baseline compared with itself
+    # top1_agreement counts only samples whose reference margin (top logit minus runner-up) exceeds
+    # the candidate's noise; these say over how many samples, and the agreement over all of them.
+    top1_samples: int | None = None
+    top1_agreement_all: float | None = None
+    decided_by: str = ""  # which test passed or rejected the candidate (accuracy, top-1, cosine)
 
 
 class Status(StrEnum):
@@ -234,12 +239,13 @@ class SkippedPlugin:
 
 @dataclass(frozen=True)
 class Validation:
-    """The --val-data folder the candidates were measured on."""
+    """The validation folder the candidates were measured on (--val-data, or a demo's built-in held-out set)."""
 
     folder: str
     labels: bool
     samples: int
     baseline_accuracy: float | None = None
+    basis: str = "--val-data"  # what the data is: the user's --val-data, or a demo's built-in held-out set
 
 
 @dataclass(frozen=True)

@@ -50,24 +50,53 @@ def fidelity_cells(cand: dict) -> tuple[str, str]:
     if not fid:
         return fmt.NOT_MEASURED, fmt.NOT_MEASURED
     top1 = fid.get("top1_agreement")
-    return (fmt.cosine(fid.get("cosine")),
-            fmt.pct(top1) if top1 is not None else "n/a (output is not class scores)")
+    if top1 is not None:
+        top1_cell = fmt.pct(top1)
+    elif fid.get("top1_samples") == 0:
+        top1_cell = "no test (margins within error)"
+    else:
+        top1_cell = "n/a (output is not class scores)"
+    return fmt.cosine(fid.get("cosine")), top1_cell
 
 
-def _row(data: ReportData, cand: dict) -> list[str]:
+def has_accuracy(cands: list[dict]) -> bool:
+    """Whether any candidate was measured against labels (then the table shows an accuracy column)."""
+    return any(as_dict(c.get("fidelity")).get("accuracy") is not None for c in cands)
+
+
+def accuracy_cell(cand: dict) -> str:
+    """Accuracy on the labelled validation data, or why there is none."""
+    fid = as_dict(cand.get("fidelity"))
+    if not fid:
+        return fmt.NOT_MEASURED
+    return fmt.accuracy(fid.get("accuracy")) if fid.get("accuracy") is not None else fmt.NOT_MEASURED
+
+
+def gate_lines(cands: list[dict]) -> list[str]:
+    """Which fidelity test passed or rejected each candidate ([] when none recorded one)."""
+    decided = [(c, text(as_dict(c.get("fidelity")).get("decided_by"))) for c in cands]
+    decided = [(c, d) for c, d in decided if d]
+    if not decided:
+        return []
+    return (["### Fidelity gate: the test that decided", ""]
+            + [f"- **{label(c)}** ({text(c.get('status')) or 'unknown'}): {d}" for c, d in decided] + [""])
+
+
+def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[str]:
     best = best_throughput(cand)
     cos, top1 = fidelity_cells(cand)
     size = cand.get("size_bytes")
     if size is None and data.is_reference(cand):
         size = data.model.get("size_bytes")
     status = text(cand.get("status")) or "unknown"
+    accuracy = [accuracy_cell(cand)] if with_accuracy else []
     return [fmt.number(data.rank(cand)) if data.rank(cand) is not None else "—",
             f"**{label(cand)}**" if cand is data.best else label(cand),
             text(cand.get("precision")) or "—",
             fmt.ms(p50(cand)), p95_cell(cand),
             f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}" if best
             else fmt.NOT_MEASURED,
-            fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1,
+            fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1, *accuracy,
             fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]
 
 
@@ -129,9 +158,12 @@ def render(data: ReportData) -> list[str]:
         lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
                   + "only candidates that passed the fidelity gate are ranked. Speedup is the "
                   "baseline's p50 over the candidate's.", ""]
+        # The accuracy column appears only with labelled validation data, so other reports keep their shape.
+        with_accuracy = has_accuracy(cands)
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
-                            "Peak memory", "Size", "Cosine", "Top-1", "Speedup", "Status"],
-                           [_row(data, c) for c in cands])
+                            "Peak memory", "Size", "Cosine", "Top-1", *(["Accuracy"] if with_accuracy else []),
+                            "Speedup", "Status"],
+                           [_row(data, c, with_accuracy=with_accuracy) for c in cands])
         shared = shared_sweep_skip(data)
         if shared:
             lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]
@@ -144,6 +176,7 @@ def render(data: ReportData) -> list[str]:
             lines += [f"- **{label(c)}** — {text(c.get('status'))}: "
                       f"{text(c.get('reason')) or 'no reason recorded'}" for c in problems]
             lines.append("")
+        lines += gate_lines(cands)
     skipped = data.skipped_plugins
     if skipped:
         lines += ["### Skipped plugins", ""]

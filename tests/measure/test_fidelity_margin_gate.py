@@ -1,0 +1,59 @@
+"""The margin-aware top-1 gate: top-1 counts only where the reference's margin exceeds the candidate's noise."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.measure.fidelity import DEFAULT_GATES, compare
+from planner.plugins import Precision
+
+INT8 = DEFAULT_GATES[Precision.INT8]
+
+
+def test_tiny_margins_do_not_reject_a_close_candidate():
+    # A random-weight model's logits: 200 classes nearly level, so the leading two differ by less than
+    # the candidate's error, and which one wins is numerical noise.
+    rng = np.random.default_rng(0)
+    ref = 1.0 + rng.normal(0, 1e-5, size=(16, 200))
+    out = ref + rng.normal(0, 1e-4, size=ref.shape)
+    fid = compare([ref], [out])
+    assert fid.top1_samples == 0 and fid.top1_agreement is None
+    assert fid.top1_agreement_all is not None and fid.top1_agreement_all < 0.5
+    why, decided_by = INT8.judge(fid)
+    assert why == ""
+    assert "cosine" in decided_by and "top-1 is no test" in decided_by
+
+
+def test_a_flip_with_a_large_margin_is_still_rejected():
+    rng = np.random.default_rng(1)
+    ref = rng.normal(0, 3, size=(32, 100))
+    out = ref.copy()
+    # The candidate swaps the winner and the runner-up on 4 of 32 samples: a real error that the
+    # overall cosine barely sees, and the margins are far above the candidate's typical error.
+    for i in range(4):
+        top, second = np.argsort(ref[i])[-1], np.argsort(ref[i])[-2]
+        out[i, [top, second]] = out[i, [second, top]]
+    fid = compare([ref], [out])
+    assert fid.cosine > INT8.min_cosine
+    assert fid.top1_samples is not None and fid.top1_samples >= 28
+    assert fid.top1_agreement is not None and fid.top1_agreement < INT8.min_top1
+    why, decided_by = INT8.judge(fid)
+    assert why.startswith("top-1 agreement") and "whose top-1 margin exceeds" in why
+    assert decided_by.startswith(f"top-1 agreement on {fid.top1_samples} of 32 samples")
+
+
+def test_top1_decides_only_over_decisive_samples():
+    ref = np.array([[5.0, 0.0, 0.0], [1.0, 1.00001, 0.0]])
+    out = ref + np.array([[0.0, 0.01, 0.0], [0.01, 0.0, 0.0]])  # flips only the near-tied second sample
+    fid = compare([ref], [out])
+    assert fid.top1_samples == 1 and fid.top1_agreement == 1.0 and fid.top1_agreement_all == 0.5
+    why, decided_by = INT8.judge(fid)
+    assert why == "" and decided_by.startswith("top-1 agreement on 1 of 2 samples")
+
+
+def test_labels_make_accuracy_the_test():
+    ref = np.array([[2.0, 0.0], [0.0, 2.0]])
+    fid = compare([ref], [ref], labels=[np.array([0, 1])])
+    why, decided_by = INT8.judge(fid)
+    assert why == "" and decided_by.startswith("accuracy on 2 labelled samples")
+    assert INT8.check(fid) == ""

@@ -1,0 +1,53 @@
+"""A plan on demo:digits measures real accuracy on the demo's built-in held-out set, with no --val-data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.pipeline import PlanOptions, run_plan
+
+
+@pytest.fixture(scope="module")
+def digits_plan(tmp_path_factory):
+    out = tmp_path_factory.mktemp("digits")
+    return run_plan(PlanOptions(model="demo:digits", target="cpu", quick=True, out=out,
+                                plugins=("cpu.onnxruntime",)))
+
+
+def test_every_measured_candidate_has_an_accuracy(digits_plan):
+    res = digits_plan.results
+    assert res.validation is not None and res.validation.labels is True
+    assert res.validation.basis == "the digits demo's built-in held-out set"
+    assert res.validation.baseline_accuracy is not None and res.validation.baseline_accuracy > 0.90
+    measured = [c for c in res.candidates if c.fidelity is not None]
+    assert len(measured) >= 2 and any(c.plugin == "cpu.onnxruntime" for c in measured)
+    for cand in measured:
+        assert cand.fidelity is not None and cand.fidelity.accuracy is not None
+    ort = [c for c in measured if c.plugin == "cpu.onnxruntime"]
+    assert all(c.fidelity is not None and c.fidelity.decided_by.startswith("accuracy on") for c in ort)
+
+
+def test_report_shows_accuracy_and_the_deciding_test(digits_plan):
+    report = (digits_plan.out_dir / "report.md").read_text()
+    assert "| Accuracy |" in report
+    assert "Fidelity gate: the test that decided" in report and "accuracy on 359 labelled samples" in report
+
+
+def test_calibration_uses_and_names_the_built_in_set(digits_plan, tmp_path):
+    from planner.models import load_model
+    from planner.onnx.quantize import calibration_inputs
+    from planner.plugins import PlanContext
+
+    res = digits_plan.results
+    assert res.validation is not None
+    model = load_model("demo:digits")
+    ctx = PlanContext(hw=None, model=model, workdir=tmp_path, quick=True,  # type: ignore[arg-type]
+                      val_data=Path(res.validation.folder), val_data_basis=res.validation.basis)
+    feeds, note = calibration_inputs(ctx)
+    assert feeds and feeds[0]["x"].shape[1:] == (1, 8, 8)
+    assert "the digits demo's built-in held-out set" in note
+    _, random_note = calibration_inputs(PlanContext(hw=None, model=model, workdir=tmp_path,  # type: ignore[arg-type]
+                                                    quick=True))
+    assert "random inputs" in random_note
