@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from planner import units
 from planner.events import CancelToken, Event, EventSink
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
-from planner.results.values import Fidelity
+from planner.results.values import Fidelity, Prediction
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,16 +64,43 @@ class CandidateRun:
         labels = labels_of(self.val_data)
         if self.val_data is not None:
             self._record_validation(labels)
+        specs, predictions = self._predict(specs)
         for i, spec in enumerate(specs):
             if self.cancel.cancelled:
                 self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
                 return
             self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
                                 total=len(specs), data={"plugin": spec.plugin}))
-            result = self._measure(spec, labels, timeout_s=timeout_s)
+            prediction = predictions[id(spec)]
+            if self.quick and prediction.high is not None and prediction.high < 1.0:
+                # A quick run spends its minutes where a win is possible; the row still says why it is missing.
+                result = CandidateResult(
+                    plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
+                    status=Status.SKIPPED, spec=to_data(spec),
+                    reason=f"not measured in a quick run: predicted to lose ({prediction.band()}: "
+                           f"{prediction.basis})")
+            else:
+                result = self._measure(spec, labels, timeout_s=timeout_s)
+            result = dataclasses.replace(result, prediction=prediction)
             self.sink.add_candidate(result)
             self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
                                 total=len(specs), data=to_data(result)))
+
+    def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
+        """Each spec's predicted speedup band; the specs reordered most promising first (stable)."""
+        from planner.advice.predict import predict
+
+        facts = to_data(self.baseline)
+        predictions = {id(s): predict(s.plugin, str(s.precision), s.config, self.hw, facts) for s in specs}
+
+        def promise(spec: CandidateSpec) -> float:
+            p = predictions[id(spec)]
+            return -((p.low + p.high) / 2) if p.low is not None and p.high is not None else 0.0
+
+        for spec in specs:
+            p = predictions[id(spec)]
+            self.on_event(Event("log", f"predicted {spec.label}: {p.band() or 'no band'} — {p.basis}"))
+        return sorted(specs, key=promise), predictions
 
     def _is_baseline(self, spec: CandidateSpec) -> bool:
         """Whether a spec runs exactly what the baseline ran (ORT defaults on an ONNX model's own file).

@@ -302,6 +302,11 @@ class PlanSession:
                             requirement_checks_subject=subject.label,
                             requirement_checks_baseline=requirement_checks(self.results, self.requirements,
                                                                            subject=cands[0]))
+        from planner.advice.predict import summary
+
+        predicted = [(c.prediction, c.speedup) for c in self.results.candidates if c.prediction is not None]
+        if predicted:
+            self.update(predictions_held=summary(predicted))
         self.update(finished=dt.datetime.now().astimezone().isoformat(timespec="seconds"))
         out_dir = self.out_dir or self.set_out_dir(None)
         self.save()

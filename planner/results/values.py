@@ -96,10 +96,18 @@ class RunStatus(StrEnum):
 
 @dataclass(frozen=True)
 class Prediction:
-    """What was expected of a candidate before it was measured, and the basis for it."""
+    """What was expected of a candidate before it was measured: a speedup band over the baseline, and why."""
 
-    speedup: float | None = None
+    low: float | None = None
+    high: float | None = None
     basis: str = ""
+    family: str = ""  # the rule's candidate family: int8, bf16, runtime, compile...
+
+    def band(self) -> str:
+        """The band as people read it: '1.5x-4x'; '' when there is none."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"{self.low:g}x-{self.high:g}x"
 
 
 @dataclass(frozen=True)
@@ -274,6 +282,7 @@ class PlanResults:
     validation: Validation | None = None
     warnings: tuple[str, ...] = ()
     skipped_plugins: tuple[SkippedPlugin, ...] = ()
+    predictions_held: str = ""  # how the predicted speedup bands compared with the measured speedups
     finished: str = ""
 
     @property
