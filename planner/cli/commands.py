@@ -64,7 +64,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     """List the model sources the planner can load."""
     from planner.models.demo import DEMOS
 
-    print("Built-in demo models (random weights, seeded):")
+    print("Built-in demo models (seeded random weights, except demo:digits, trained on first use):")
     for name, demo in DEMOS.items():
         inputs = demo.inputs()
         if inputs.is_plain_image_like():
