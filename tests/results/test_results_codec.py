@@ -103,3 +103,24 @@ def test_early_schema_1_checks_grouped_by_subject_are_upgraded() -> None:
     results = results_from_data(data)
     assert results.requirement_checks == (check,) and results.requirement_checks_subject == "ort"
     assert results.requirement_checks_baseline == ()
+
+
+def test_a_latency_target_ranks_by_its_own_percentile_when_every_candidate_has_it() -> None:
+    from planner.results.ranking import rank_candidates
+    from planner.results.values import CandidateResult, LatencyStats, Status
+
+    def cand(p50: float, p95: float | None) -> CandidateResult:
+        lat = LatencyStats(samples=200, mean_ms=p50, std_ms=0.0, min_ms=p50, max_ms=p50, p50_ms=p50, p90_ms=None,
+                           p95_ms=p95, p99_ms=None, iqr_ms=0.0, iqr_over_median=0.0, unstable=False, ci95_rel=0.01)
+        return CandidateResult(plugin="x", label=f"{p50}", config={}, precision="fp32", status=Status.OK,
+                               latency_ms=lat)
+
+    steady, spiky = cand(10.0, 11.0), cand(9.0, 30.0)
+    target = {"latency_ms": 20, "latency_percentile": "p95", "sources": {"latency_ms": "flag"}}
+    ranking = rank_candidates([steady, spiky], target)
+    assert ranking.order == (0, 1) and ranking.by.startswith("p95 latency")
+    partial = rank_candidates([steady, cand(9.0, None)], target)
+    assert partial.order == (1, 0) and "was not measured for every candidate" in partial.by
+    assert rank_candidates([steady, spiky], {}).order == (1, 0)
+    default = {"latency_ms": 50, "latency_percentile": "p95", "sources": {"latency_ms": "default for Server"}}
+    assert rank_candidates([steady, spiky], default).order == (1, 0)  # a default target keeps p50
