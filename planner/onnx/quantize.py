@@ -3,8 +3,11 @@ and the CPU facts that decide how to quantize (VNNI, reduce_range)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
@@ -90,6 +93,25 @@ def preprocess(src: Path, dst: Path) -> tuple[Path, tuple[str, ...]]:
                            "quantizing the export as it is",)
 
 
+@contextlib.contextmanager
+def quiet_library_output() -> Iterator[io.StringIO]:
+    """Keep a quantizer's progress bars and root-logger warnings out of the planner's own output.
+
+    NNCF draws rich progress bars on stdout (which would corrupt `planner plan --json`), and ONNX
+    Runtime's quantizer logs per-tensor notes ("Axis 1 is out-of-range ...") to the root logger.
+    What they print is kept in the yielded buffer; errors still raise.
+    """
+    buffer = io.StringIO()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            yield buffer
+    finally:
+        root.setLevel(level)
+
+
 def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
                  reduce_range: bool = False, for_tensorrt: bool = False) -> Path:
     """Static INT8 in QDQ form, per-channel weights, MinMax-calibrated on `feeds` (arrays by input name); returns `dst`.
@@ -111,12 +133,13 @@ def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
         extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "AddQDQPairToWeight": True,
                  "QuantizeBias": False, "DedicatedQDQPair": True}
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    quantize_static(str(src), str(dst), _calibration_reader(src, feeds),
-                    quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=CalibrationMethod.MinMax,
-                    use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
-                    extra_options=extra)
+    with quiet_library_output():
+        quantize_static(str(src), str(dst), _calibration_reader(src, feeds),
+                        quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        calibrate_method=CalibrationMethod.MinMax,
+                        use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
+                        extra_options=extra)
     return Path(dst)
 
 
@@ -125,8 +148,9 @@ def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
-    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, reduce_range=reduce_range,
-                     use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES)
+    with quiet_library_output():
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, reduce_range=reduce_range,
+                         use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES)
     return Path(dst)
 
 

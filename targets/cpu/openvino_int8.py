@@ -21,6 +21,7 @@ from planner.onnx.quantize import (
     needs_reduced_range,
     preprocess,
     quantize_qdq,
+    quiet_library_output,
 )
 from planner.plugins import (
     CandidateSpec,
@@ -157,11 +158,12 @@ def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs
         return dict(enumerate(feed_for(names, feed).values()))
 
     transformer = inputs.sequence is not None
-    quantized = nncf.quantize(
-        model, nncf.Dataset(list(feeds), transform),
-        preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
-        model_type=nncf.ModelType.TRANSFORMER if transformer else None,
-        subset_size=len(feeds))
+    with quiet_library_output():
+        quantized = nncf.quantize(
+            model, nncf.Dataset(list(feeds), transform),
+            preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
+            model_type=nncf.ModelType.TRANSFORMER if transformer else None,
+            subset_size=len(feeds))
     dst.parent.mkdir(parents=True, exist_ok=True)
     ov.save_model(quantized, str(dst))
     return dst
