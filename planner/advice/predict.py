@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from planner import units
 from planner.advice import _facts as facts
+from planner.hardware.profile import BF16_FEATURES, FP16_FEATURES, INT8_DOT_FEATURES
 from planner.results.values import Prediction
 from planner.results.view import as_list, dig, number
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
 
-INT8_DOT_FEATURES = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
-BF16_FEATURES = ("avx512_bf16", "amx_bf16")
-FP16_FEATURES = ("avx512_fp16", "amx_fp16", "asimdhp")
 GROUPED_SHARE_HIGH = 0.3
 """Above this share of layer time in depthwise/grouped convs, INT8 is not expected to pay on CPU."""
 
@@ -158,14 +156,8 @@ def _int8(hw: "HardwareProfile", baseline: Mapping[str, Any], bound: str | None)
 
 
 def verdict(prediction: Prediction | None, measured: float | None) -> str:
-    """'inside', 'above' or 'below' the band, or '' when either side is missing."""
-    if prediction is None or prediction.low is None or prediction.high is None or measured is None:
-        return ""
-    if measured < prediction.low:
-        return "below"
-    if measured > prediction.high:
-        return "above"
-    return "inside"
+    """'inside', 'above' or 'below' the band, or '' when either side is missing (see Prediction.verdict)."""
+    return prediction.verdict(measured) if prediction is not None else ""
 
 
 def summary(pairs: Iterable[tuple[Prediction | None, float | None]]) -> str:

@@ -81,6 +81,15 @@ Members are StrEnums, so a plain string from results.json ('jetson') tests as a 
 X86_ARCHES = ("x86_64", "amd64", "i386", "i686")
 ARM_ARCHES = ("aarch64", "arm64", "armv7l", "armv8l", "armv6l")
 
+# ISA features grouped by what they make native; the quantizer, the CPU targets and the predictor
+# all ask the same question of a CpuInfo, so the groups live beside it.
+INT8_DOT_FEATURES = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+"""INT8 dot-product instructions (x86 VNNI/AMX, Arm dotprod/i8mm): INT8 maths without 16-bit sums."""
+BF16_FEATURES = ("avx512_bf16", "amx_bf16")
+"""Native bf16 arithmetic."""
+FP16_FEATURES = ("avx512_fp16", "amx_fp16", "asimdhp")
+"""Native fp16 arithmetic on the CPU."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CpuInfo:

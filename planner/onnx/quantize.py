@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.hardware.profile import INT8_DOT_FEATURES
 from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
 
 if TYPE_CHECKING:
@@ -22,14 +23,7 @@ CALIBRATION_SEED = 4242  # distinct from the fidelity inputs' seed, so calibrati
 
 
 CALIBRATION_BATCHES = 32
-
-
 CALIBRATION_BATCHES_QUICK = 8
-
-
-INT8_DOT_FEATURES = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
-
-
 NO_INT8_DOT_NOTE = ("no VNNI: INT8 may not be faster here (the CPU has none of "
                     + ", ".join(INT8_DOT_FEATURES) + ")")
 

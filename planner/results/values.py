@@ -109,6 +109,14 @@ class Prediction:
             return ""
         return f"{self.low:g}x-{self.high:g}x"
 
+    def verdict(self, measured: float | None) -> str:
+        """Where a measured speedup fell: 'inside', 'above' or 'below' the band; '' when either is missing."""
+        if self.low is None or self.high is None or measured is None:
+            return ""
+        if measured < self.low:
+            return "below"
+        return "above" if measured > self.high else "inside"
+
 
 @dataclass(frozen=True)
 class CandidateResult:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from planner.hardware.profile import BF16_FEATURES
+
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
-
-# x86 ISA extensions with native bf16 arithmetic; without them bf16 is emulated and slower than fp32.
-BF16_FEATURES = ("avx512_bf16", "amx_bf16")
 
 
 def compute_threads(hw: HardwareProfile) -> int:

@@ -5,38 +5,24 @@ from __future__ import annotations
 from planner.report import fmt
 from planner.report.data import ReportData
 from planner.report.sections.candidates import label, ordered
+from planner.results.values import Prediction
 from planner.results.view import as_dict, number, text
 
-
-def _band(prediction: dict) -> str:
-    low, high = number(prediction.get("low")), number(prediction.get("high"))
-    if low is None or high is None:
-        return ""
-    return f"{fmt.speedup(low)} to {fmt.speedup(high)}"
-
-
-def _held(low: float, high: float, measured: float | None) -> str:
-    if measured is None:
-        return "not measured"
-    if measured < low:
-        return "below the band"
-    if measured > high:
-        return "above the band"
-    return "inside"
+_HELD = {"inside": "inside", "above": "above the band", "below": "below the band", "": "not measured"}
 
 
 def render(data: ReportData) -> list[str]:
     """The Predictions section ([] when no candidate carries a prediction, as in older results)."""
     rows = []
     for cand in ordered(data):
-        prediction = as_dict(cand.get("prediction"))
-        band = _band(prediction)
-        if not band:
+        raw = as_dict(cand.get("prediction"))
+        prediction = Prediction(number(raw.get("low")), number(raw.get("high")), text(raw.get("basis")))
+        if prediction.low is None or prediction.high is None:
             continue
         measured = data.speedup(cand) if text(cand.get("status")) in ("ok", "rejected") else None
-        held = _held(float(prediction["low"]), float(prediction["high"]), measured)
-        rows.append([label(cand), band, fmt.speedup(measured) if measured is not None else "—", held,
-                     text(prediction.get("basis")) or "—"])
+        rows.append([label(cand), f"{fmt.speedup(prediction.low)} to {fmt.speedup(prediction.high)}",
+                     fmt.speedup(measured) if measured is not None else "—", _HELD[prediction.verdict(measured)],
+                     prediction.basis or "—"])
     if not rows:
         return []
     lines = ["## Predictions", "",

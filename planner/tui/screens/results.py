@@ -14,7 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
-from planner.results import to_data
+from planner.results import Prediction, to_data
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -88,13 +88,15 @@ def candidate_detail(c: dict, index: int) -> Text:
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
-    prediction = c.get("prediction") or {}
-    if fmt.num(prediction.get("low")) is not None and fmt.num(prediction.get("high")) is not None:
-        low, high, measured = float(prediction["low"]), float(prediction["high"]), fmt.num(c.get("speedup"))
-        held = ("" if measured is None else " — measured " + fmt.speedup(measured) + ", "
-                + ("inside the band" if low <= measured <= high else "below it" if measured < low else "above it"))
-        text.append(f"\npredicted before measuring: {fmt.speedup(low)} to {fmt.speedup(high)}{held} "
-                    f"({prediction.get('basis', '')})")
+    raw = c.get("prediction") or {}
+    prediction = Prediction(fmt.num(raw.get("low")), fmt.num(raw.get("high")), str(raw.get("basis", "")))
+    if prediction.low is not None and prediction.high is not None:
+        measured = fmt.num(c.get("speedup"))
+        verdict = {"inside": "inside the band", "below": "below it", "above": "above it"}.get(
+            prediction.verdict(measured), "")
+        held = f" — measured {fmt.speedup(measured)}, {verdict}" if verdict else ""
+        text.append(f"\npredicted before measuring: {fmt.speedup(prediction.low)} to "
+                    f"{fmt.speedup(prediction.high)}{held} ({prediction.basis})")
     sweep = c.get("throughput") or []
     if sweep:
         text.append("\nthroughput: " + ", ".join(f"batch {p.get('batch')} {fmt.rate(p.get('samples_per_s'))}"
