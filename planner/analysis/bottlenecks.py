@@ -9,14 +9,12 @@ from planner import units
 from planner.analysis.layers import LayerReport
 from planner.analysis.roofline import (
     OVERHEAD_FACTOR,
+    TINY_CALL_S,
     Bound,
     CeilingsLike,
     LayerVerdict,
     classify,
 )
-
-TINY_CALL_S = 50e-6
-"""A call under 50 us is dominated by launch and dispatch cost (a CUDA launch alone is ~5-10 us)."""
 
 
 class BottleneckClass(StrEnum):
@@ -95,6 +93,10 @@ def cause_sentence(lv: LayerVerdict) -> str:
     v = lv.verdict
     layer = lv.layer
     timed = f" of {units.ms(v.measured_time_s * 1e3)} measured" if v.measured_time_s else ""
+    if v.ceiling_warning:
+        timed += f" ({v.ceiling_warning})"
+    if not v.stable:
+        timed += f" (unstable: {v.unstable_reason})"
     if v.bound == Bound.MEMORY:
         work = (f"for {units.flops(v.flops)}" if v.flops else
                 "with no counted FLOPs (FlopCounterMode counts matmuls and convs, not elementwise work)")
@@ -121,13 +123,14 @@ def cause_sentence(lv: LayerVerdict) -> str:
 
 
 def classify_bottlenecks(report: LayerReport, ceilings: CeilingsLike, *, precision: str = "fp32",
-                         top: int = 3, overhead_factor: float = OVERHEAD_FACTOR) -> BottleneckSummary:
+                         top: int = 3, overhead_factor: float = OVERHEAD_FACTOR,
+                         unstable_reason: str | None = None) -> BottleneckSummary:
     """Group every layer call into the bottleneck classes and list the top `top` of each by time."""
     verdicts = [
         LayerVerdict(layer, classify(layer.flops, layer.bytes_moved,
                                      None if layer.time_ms is None else layer.time_ms / 1e3,
                                      ceilings, precision=precision, overhead_factor=overhead_factor,
-                                     label=layer.key))
+                                     label=layer.key, unstable_reason=unstable_reason))
         for layer in report.layers
     ]
     timed = report.has_time

@@ -36,10 +36,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
     hw = detect()
     ceilings = None
+    if getattr(args, "refresh", False) and not args.ceilings:
+        raise PlannerError("--refresh re-measures the ceilings, so it needs --ceilings",
+                           "run `planner detect --ceilings --refresh`")
     if args.ceilings:
         from planner.hardware.ceilings import measure_ceilings
 
-        ceilings = measure_ceilings(hw)
+        ceilings = measure_ceilings(hw, refresh=getattr(args, "refresh", False))
     if args.json:
         data = to_data(hw)
         if ceilings:
@@ -54,10 +57,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 def format_ceilings(ceilings) -> str:
     """The roofline ceilings as two readable lines."""
+    from planner.hardware.ceilings import measurement_note
+
     peaks = ", ".join(f"{p} {units.flop_rate(v)}" for p, v in ceilings.peak_flops.items())
+    how = measurement_note(dict(ceilings.details or {}))
     return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
             f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point "
-            f"{units.ratio(ceilings.ridge_point())} FLOP/byte")
+            f"{units.ratio(ceilings.ridge_point())} FLOP/byte" + (f"\n  How: {how}" if how else ""))
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -193,7 +199,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                            "pass the JSON printed in the report's Reproduce section") from exc
     model = _load(args)
     ref = ModelRef.of(model)
-    result, _ = measure(MeasureJob(model=ref, spec=spec, quick=args.quick), timeout_s=args.timeout)
+    result, _ = measure(MeasureJob(model=ref, spec=spec, quick=args.quick, weights_bytes=model.size_bytes),
+                        timeout_s=args.timeout)
     if args.json:
         print_json(to_data(result))
         return 0 if result.status is Status.OK else 1
@@ -206,6 +213,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
           f"{lat.samples} samples{' (unstable)' if lat.unstable else ''}")
     print(f"  peak memory {units.size(result.peak_memory_bytes, missing='n/a')} ({result.memory_basis})")
     print(f"  settings {json.dumps(result.info, default=str)}")
+    from planner.cli.output import environment_line
+
+    print(f"  environment {environment_line(result.audit)}")
     return 0
 
 

@@ -41,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.add_argument("--ceilings", action="store_true",
                    help="also measure peak FLOP/s and memory bandwidth (a few seconds)")
+    p.add_argument("--refresh", action="store_true",
+                   help="with --ceilings: measure again instead of reading the cached ceilings")
 
     sub.add_parser("models", help="list the model sources the planner can load")
 

@@ -16,12 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from planner.codec import from_data, to_data
+from planner.hardware.ceiling_notes import EXCEEDED_WARNING, REFRESH_HINT, measurement_note  # noqa: F401 - re-exported
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 MEASURED = "measured"
+BUSY_OTHER_CORES = 0.25
+"""Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
+
+The GEMM and copy tests use every usable core, so any core time taken by others comes straight
+off the measured peak; a quarter of a core costs an eighth of a 2-core machine's peak.
+"""
+MAX_ATTEMPTS = 3
+"""A busy CPU measurement is repeated up to this many times in all; the best figures are kept."""
 _MiB = 1 << 20
 _GiB = 1 << 30
 
@@ -70,8 +79,12 @@ def _best_rate(run: Callable[[], object], work: float, repeats: int, min_sample_
     """Best work/second over `repeats` samples, each long enough (≥ min_sample_s) for the clock to resolve."""
     warm = clock(run, 1)
     iterations = max(1, min(1000, math.ceil(min_sample_s / max(warm, 1e-9))))
-    best = min(clock(run, iterations) for _ in range(repeats))
-    return work * iterations / best, {"iterations_per_sample": iterations, "best_sample_s": best}
+    samples = [clock(run, iterations) for _ in range(repeats)]
+    best = min(samples)
+    # Spread = (slowest - fastest) / fastest: how far the repeats disagree, shown beside the best figure.
+    spread = (max(samples) - best) / best if best > 0 else math.inf
+    return work * iterations / best, {"iterations_per_sample": iterations, "best_sample_s": best,
+                                      "repeats": repeats, "spread": round(spread, 4)}
 
 
 def _wall_clock(run: Callable[[], object], iterations: int) -> float:
@@ -114,7 +127,98 @@ def _copy_bytes(hw: HardwareProfile, quick: bool) -> int:
     return size
 
 
+def _proc_stat_busy() -> tuple[float, float] | None:
+    """(busy, total) CPU jiffies of the whole machine from /proc/stat's first line; None where unreadable."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [float(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0.0)  # idle + iowait
+    # Fields 9-10 (guest, guest_nice) are already counted inside user and nice.
+    total = sum(values[:8])
+    return total - idle, total
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds this process (all its threads) has used, user + system."""
+    times = os.times()
+    return times.user + times.system
+
+
+class LoadSampler:
+    """Other processes' CPU use, in cores, over a stretch of time: machine busy time from /proc/stat minus ours.
+
+    Use as a context manager; `other_cores` is None where /proc/stat cannot be read (not Linux).
+    """
+
+    def __init__(self) -> None:
+        self.other_cores: float | None = None
+        self._start: tuple[float, float] | None = None
+        self._own = 0.0
+        self._t = 0.0
+
+    def __enter__(self) -> LoadSampler:
+        self._start = _proc_stat_busy()
+        self._own = _own_cpu_s()
+        self._t = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        end = _proc_stat_busy()
+        elapsed = time.monotonic() - self._t
+        if self._start is None or end is None or elapsed <= 0:
+            return
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        machine_busy_s = (end[0] - self._start[0]) / tick
+        others_s = max(0.0, machine_busy_s - (_own_cpu_s() - self._own))
+        self.other_cores = round(others_s / elapsed, 3)
+
+
+def measure_until_idle(measure_once: Callable[[], Ceilings], sampler: Callable[[], Any] = LoadSampler,
+                       attempts: int = MAX_ATTEMPTS, busy_cores: float = BUSY_OTHER_CORES) -> Ceilings:
+    """Measure; while other processes were busy during it, measure again (up to `attempts` in all).
+
+    Each figure kept is the best over all attempts (interference only ever slows a test down), and
+    the details say what other processes used during each attempt and whether the last was busy.
+    """
+    best: Ceilings | None = None
+    loads: list[float | None] = []
+    for _ in range(max(1, attempts)):
+        with sampler() as load:
+            current = measure_once()
+        loads.append(load.other_cores)
+        best = current if best is None else _best_of(best, current)
+        if load.other_cores is None or load.other_cores <= busy_cores:
+            break
+    assert best is not None
+    last = loads[-1]
+    state = "unknown" if last is None else ("busy" if last > busy_cores else "idle")
+    details = {**best.details, "attempts": len(loads), "other_cores": loads, "measured_while": state}
+    if state == "busy":
+        details["busy_note"] = (f"other processes used {last:.2f} cores during each of {len(loads)} attempts, "
+                                f"so these ceilings may be low; {REFRESH_HINT} on an idle machine")
+    return Ceilings(peak_flops=best.peak_flops, bandwidth_bytes_per_s=best.bandwidth_bytes_per_s,
+                    source=best.source, device=best.device, details=details)
+
+
+def _best_of(a: Ceilings, b: Ceilings) -> Ceilings:
+    """Per figure, the higher of two measurements of one device; the details of the one with the higher fp32."""
+    peaks = {p: max(a.peak_flops.get(p, 0.0), b.peak_flops.get(p, 0.0)) for p in {*a.peak_flops, *b.peak_flops}}
+    base = b if b.peak_flops.get("fp32", 0.0) > a.peak_flops.get("fp32", 0.0) else a
+    return Ceilings(peak_flops=peaks, bandwidth_bytes_per_s=max(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s),
+                    source=base.source, device=base.device, details=dict(base.details))
+
+
 def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
+    """CPU ceilings, measured again while other processes were busy (see `measure_until_idle`)."""
+    return measure_until_idle(partial(_measure_cpu_once, hw, quick))
+
+
+def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
     """GEMM FLOP/s (fp32, and bf16 where native) and copy bandwidth on the CPU with torch."""
     import torch
 
@@ -302,9 +406,24 @@ def _mode(quick: bool) -> str:
     return "quick" if quick else "full"
 
 
+def _now() -> str:
+    """The time now, UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
 def _stamp(torch_version: str) -> dict[str, Any]:
     """When and with which torch a measurement was taken."""
-    return {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"), "torch_version": torch_version}
+    return {"timestamp": _now(), "torch_version": torch_version}
+
+
+def _numpy_version() -> str | None:
+    """numpy's version, or None where it is missing."""
+    try:
+        import numpy
+
+        return str(numpy.__version__)
+    except ImportError:
+        return None
 
 
 def default_cache_dir() -> Path:
@@ -314,9 +433,11 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(hw: HardwareProfile, device: str) -> dict[str, Any]:
-    """What the ceilings depend on: CPU model, usable cores, GPU names, torch version and target device."""
-    return {"cpu_model": hw.cpu.model, "usable_cores": hw.cpu.usable_cores,
-            "gpus": [g.name for g in hw.gpus], "torch_version": hw.torch_version, "device": device}
+    """What the ceilings depend on: CPU model, cores, ISA, GPU names, torch and numpy versions, target device."""
+    isa = hashlib.sha256(" ".join(sorted(hw.cpu.features)).encode()).hexdigest()[:12]
+    return {"cpu_model": hw.cpu.model, "usable_cores": hw.cpu.usable_cores, "logical_cores": hw.cpu.logical_cores,
+            "isa": isa, "gpus": [g.name for g in hw.gpus], "torch_version": hw.torch_version,
+            "numpy_version": _numpy_version(), "device": device}
 
 
 def cache_path(cache_dir: Path, hw: HardwareProfile, device: str, quick: bool) -> Path:
@@ -325,18 +446,27 @@ def cache_path(cache_dir: Path, hw: HardwareProfile, device: str, quick: bool) -
     return cache_dir / f"ceilings-{device.replace(':', '')}-{_mode(quick)}-{digest}.json"
 
 
-def _load(path: Path, key: dict[str, Any]) -> Ceilings | None:
-    """Cached ceilings, or None when the file is missing, corrupt, for another machine or not a measurement."""
+def _read(path: Path, key: dict[str, Any]) -> tuple[Ceilings | None, dict[str, Any]]:
+    """Cached ceilings (None when missing, corrupt, for another machine or not a measurement) and the
+    figures later measurements attained above them (empty unless the cache was invalidated)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != CACHE_FORMAT or data.get("key") != key:
-            return None
+            return None, {}
         ceilings = from_data(data["ceilings"], Ceilings)
         _validate(ceilings)
+        kept = {str(p): dict(v) for p, v in dict(data.get("kept") or {}).items()
+                if isinstance(v, dict) and float(v.get("to", 0)) > 0}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         # A half-written or hand-edited file is not worth an error: measuring again fixes it.
-        return None
-    return ceilings if ceilings.is_measured else None
+        return None, {}
+    return (ceilings if ceilings.is_measured else None), kept
+
+
+def _load(path: Path, key: dict[str, Any]) -> Ceilings | None:
+    """Cached ceilings still good to use: None when missing, corrupt, or invalidated by a faster measurement."""
+    ceilings, kept = _read(path, key)
+    return None if kept else ceilings
 
 
 def _store(path: Path, key: dict[str, Any], ceilings: Ceilings) -> str | None:
@@ -374,11 +504,16 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = cache_key(hw, target)
     path = cache_path(directory, hw, target, quick)
+    kept: dict[str, dict[str, Any]] = {}
     if not refresh:
         for candidate in ([cache_path(directory, hw, target, False)] if quick else []) + [path]:
             cached = _load(candidate, key)
             if cached is not None:
                 return cached
+        for candidate in (cache_path(directory, hw, target, False), cache_path(directory, hw, target, True)):
+            for precision, figure in _read(candidate, key)[1].items():
+                if float(figure["to"]) > float(kept.get(precision, {}).get("to", 0.0)):
+                    kept[precision] = figure
 
     try:
         if target.startswith("cuda"):
@@ -400,9 +535,72 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
                             details={**fallback.details, "gpu_measurement_error": why})
         return estimate_cpu_ceilings(hw, why, quick)
 
+    # A figure a real workload attained above the old ceiling stays a lower bound on the new one.
+    for precision, figure in kept.items():
+        if precision in ceilings.peak_flops and float(figure["to"]) > ceilings.peak_flops[precision]:
+            ceilings = _with_peak(ceilings, precision, figure)
     problem = _store(path, key, ceilings)
     if problem is not None:
         ceilings = Ceilings(peak_flops=ceilings.peak_flops, bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s,
                             source=ceilings.source, device=ceilings.device,
                             details={**ceilings.details, "cache": problem})
     return ceilings
+
+
+def _with_peak(ceilings: Ceilings, precision: str, figure: dict[str, Any]) -> Ceilings:
+    """These ceilings with one peak replaced by an attained figure, marked as such in the details."""
+    return Ceilings(peak_flops={**ceilings.peak_flops, precision: float(figure["to"])},
+                    bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s, source=ceilings.source,
+                    device=ceilings.device,
+                    details={**ceilings.details, f"{precision}_raised": dict(figure),
+                             "exceeded_note": EXCEEDED_WARNING})
+
+
+def raise_exceeded(ceilings: Ceilings, attained: dict[str, tuple[float, str]], *,
+                   hw: HardwareProfile | None = None, cache_dir: Path | None = None) -> Ceilings:
+    """Ceilings no measurement has beaten: each peak a later measurement exceeded becomes the attained figure.
+
+    `attained` maps a precision to (FLOP/s attained, where it was measured). The raised peak is
+    marked in the details (`<precision>_raised`: from, to, where, when), and, given `hw`, the
+    cached measurement is invalidated (keeping the attained figure) so that the next run measures
+    again instead of trusting a ceiling taken while the machine was busy.
+    """
+    raised = ceilings
+    for precision, (rate, where) in attained.items():
+        old = raised.peak_flops.get(precision)
+        if old is None or not math.isfinite(rate) or rate <= old:
+            continue
+        raised = _with_peak(raised, precision, {"from": old, "to": rate, "where": where, "timestamp": _now()})
+    if raised is not ceilings and hw is not None and ceilings.is_measured:
+        directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        for quick in (False, True):
+            _invalidate(cache_path(directory, hw, ceilings.device, quick), cache_key(hw, ceilings.device), raised)
+    return raised
+
+
+def _invalidate(path: Path, key: dict[str, Any], raised: Ceilings) -> None:
+    """Mark a cache file as beaten by a later measurement, keeping the attained figures; quiet on failure."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != CACHE_FORMAT or data.get("key") != key:
+            return
+        kept = dict(data.get("kept") or {})
+        for name, value in raised.details.items():
+            if name.endswith("_raised") and isinstance(value, dict):
+                precision = name.removesuffix("_raised")
+                if float(value["to"]) > float(dict(kept.get(precision) or {}).get("to", 0.0)):
+                    kept[precision] = value
+        write_json_atomic(path, {**data, "kept": kept, "invalidated": _now()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        # The cache is only a shortcut: a file that cannot be updated is measured again next time anyway.
+        return
+
+
+def attained_above(ceilings: Any, precision: str, flops: float, time_s: float | None) -> bool:
+    """True when `flops` in `time_s` beats the peak: the ceiling, not the work, is wrong."""
+    if not time_s or time_s <= 0 or not flops:
+        return False
+    try:
+        return flops / time_s > float(ceilings.peak(precision))
+    except KeyError:
+        return False

@@ -26,7 +26,7 @@ def test_layers_fall_into_the_three_classes(ceilings) -> None:
     report = _report(
         _layer("alpha", 0, flops=10**9, bytes_moved=10**7, time_ms=20.0),    # compute floor 10 ms
         _layer("beta", 1, flops=10**8, bytes_moved=10**8, time_ms=15.0),     # memory floor 10 ms
-        _layer("gamma", 2, flops=10**6, bytes_moved=10**5, time_ms=5.0),     # floor 10 us: 500x
+        _layer("gamma", 2, flops=10**5, bytes_moved=10**4, time_ms=0.03),    # floor 1 us: 30x, a tiny call
         _layer("delta", 3, flops=2 * 10**9, bytes_moved=10**7, time_ms=30.0),  # compute floor 20 ms
     )
     summary = classify_bottlenecks(report, ceilings, top=3)
@@ -39,7 +39,16 @@ def test_layers_fall_into_the_three_classes(ceilings) -> None:
     assert "95.4 MiB" in memory.top[0].cause and "ridge 10 FLOP/B" in memory.top[0].cause
     throughput = summary.group(BottleneckClass.THROUGHPUT_LIMITED)
     assert [b.layer for b in throughput.top] == ["gamma"]
-    assert "500x" in throughput.top[0].cause
+    assert "30x" in throughput.top[0].cause and "tiny" in throughput.top[0].cause
+
+
+def test_a_slow_long_layer_is_not_called_throughput_limited(ceilings) -> None:
+    # 500x its floor but 5 ms long: a slow sample looks like this too, so no overhead without evidence.
+    report = _report(_layer("gamma", 0, flops=10**6, bytes_moved=10**5, time_ms=5.0))
+    summary = classify_bottlenecks(report, ceilings)
+    assert summary.group(BottleneckClass.THROUGHPUT_LIMITED).layer_count == 0
+    entry = summary.group(BottleneckClass.COMPUTE_BOUND).top[0]
+    assert "unstable" in entry.cause and "no sign of overhead" in entry.cause
 
 
 def test_top_limits_each_group(ceilings) -> None:

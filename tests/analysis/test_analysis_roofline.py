@@ -41,14 +41,24 @@ def test_low_intensity_is_memory_bound(ceilings) -> None:
     assert v.efficiency == pytest.approx(0.5)
 
 
-def test_time_far_above_both_floors_is_overhead_bound(ceilings) -> None:
-    v = classify(1e9, 1e7, 100 * 0.01, ceilings)
+def test_time_far_above_both_floors_with_evidence_is_overhead_bound(ceilings) -> None:
+    evidence = "400 layer calls averaging 25 us each"
+    v = classify(1e9, 1e7, 100 * 0.01, ceilings, overhead_evidence=evidence)
     assert v.bound == Bound.OVERHEAD
     assert v.efficiency == pytest.approx(0.01)
-    assert "100x" in v.explanation and "throughput-limited" in v.explanation
+    assert "100x" in v.explanation and "throughput-limited" in v.explanation and evidence in v.explanation
+    assert v.overhead_evidence == evidence
     # Under the overhead factor the roofline side still decides.
-    assert classify(1e9, 1e7, 5 * 0.01, ceilings).bound == Bound.COMPUTE
-    assert classify(1e9, 1e7, 5 * 0.01, ceilings, overhead_factor=4).bound == Bound.OVERHEAD
+    assert classify(1e9, 1e7, 5 * 0.01, ceilings, overhead_evidence=evidence).bound == Bound.COMPUTE
+    assert classify(1e9, 1e7, 5 * 0.01, ceilings, overhead_factor=4,
+                    overhead_evidence=evidence).bound == Bound.OVERHEAD
+
+
+def test_a_slow_sample_without_evidence_is_not_overhead_bound(ceilings) -> None:
+    v = classify(1e9, 1e7, 100 * 0.01, ceilings)
+    assert v.bound == Bound.COMPUTE
+    assert not v.stable and "no sign of overhead" in v.unstable_reason
+    assert v.efficiency is None and "unstable" in v.explanation
 
 
 def test_precision_picks_its_peak(ceilings) -> None:
