@@ -1,18 +1,25 @@
-"""Ternary weights: every Conv/Linear weight becomes -a, 0 or +a per output channel.
+"""Ternary weights written as a real 2-bit file and run by ONNX Runtime's 2-bit kernel.
 
 Per output channel, weights with |w| <= 0.7 * mean|w| become 0 and the rest +-a, where a is the
-mean |w| of the kept ones. No retraining is done, so accuracy usually drops a lot: the fidelity
-gate measures it honestly. The session computes in fp32 with ternary values; the 2-bit size is an
-estimate of a packed file, not a file that was written.
+mean |w| of the kept ones (ternary weight networks). Linear layers run packed at 2 bits in
+ONNX Runtime's MatMulNBits with int8 compute (accuracy_level 4); convolutions keep fp32 compute
+with their ternary values stored as INT8 codes; the rest stays fp32 (see targets/edge/ternary_pack).
+ONNX Runtime's own log is checked, so a silent fallback to dequantising every call fails the
+candidate instead of being timed as a ternary kernel. Without ternary-aware training accuracy
+usually drops a lot: the fidelity gate measures it, and `finetune` offers the training.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
+from planner.errors import PlannerError
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
+from planner.onnx.files import model_bytes
+from planner.onnx.session import OrtSession
 from planner.plugins import (
     CandidateSpec,
     ModelRef,
@@ -21,7 +28,6 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from planner.plugins.torch_session import TorchSession
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
@@ -105,54 +111,90 @@ def ternarize_module(module: Any, *, factor: float = THRESHOLD_FACTOR,
                         channels=channels, other_values=other)
 
 
+class TernaryKernelError(PlannerError):
+    """ONNX Runtime cannot run (or silently would not run) the 2-bit kernel the candidate needs."""
+
+
 class TernaryPlugin(Plugin):
-    """Ternary Conv/Linear weights without retraining, run in torch fp32 on the CPU."""
+    """Ternary Linear layers packed at 2 bits, run by ONNX Runtime's MatMulNBits on the CPU."""
 
     name = "edge.ternary"
     target = Target.EDGE
-    summary = "ternary weights {-a, 0, +a} per output channel (no retraining), size if packed at 2 bits"
-    requires = ("torch",)
-    needs_torch_module = True  # its weights are rewritten in place
+    summary = ("ternary weights {-a, 0, +a} per output channel in a 2-bit ONNX file, Linear layers on "
+               "ONNX Runtime's 2-bit kernel (no retraining unless asked)")
+    requires = ("onnx", "onnxruntime")
+    needs_onnx = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """One candidate, except in quick runs on machines that are not edge boards."""
+        """The packed file and two candidates on it (1 thread and all cores); quick runs off boards skip it."""
+        from planner.onnx.export import shared_onnx
+        from targets.edge.ternary_pack import BLOCK_SIZE, kernel_problem, pack_onnx
+
         if ctx.quick and str(ctx.hw.device_class) not in EDGE_DEVICE_CLASSES:
             ctx.log("edge.ternary: skipped in quick runs off edge boards (ternary weights without "
                     "retraining rarely pass the fidelity gate)")
             return
-        stats = ternarize_module(ctx.model.module, apply=False)
-        if not stats.layers:
-            ctx.log("edge.ternary: no Conv or Linear layers to ternarize")
-            return
-        threads = max(1, int(ctx.hw.cpu.usable_cores))
-        yield CandidateSpec(
-            plugin=self.name, label=f"ternary weights, fp32 compute (cpu, {threads}t)",
-            config={"device": "cpu", "threshold_factor": THRESHOLD_FACTOR},
-            precision=Precision.TERNARY, threads=threads,
-            notes=("no retraining: ternary weights need quantization-aware training to keep "
-                   "accuracy; the fidelity gate shows what is lost without it",
-                   "runs in fp32 with ternary values: the timings are fp32's, not a 2-bit kernel's",
-                   f"{stats.layers} layers, {stats.zero_fraction:.0%} of their weights are 0",
-                   f"estimated packed size {stats.packed_bytes_estimate:,} bytes vs "
-                   f"{stats.fp32_bytes:,} fp32 (estimate: 2 bits/weight + fp32 scales and "
-                   "other values; no packed file is written)"))
+        problem = kernel_problem()
+        if problem:
+            raise TernaryKernelError(problem, "plan INT8 instead, or install an ONNX Runtime (1.22 or "
+                                     "newer) whose CPU kernels run MatMulNBits with 2-bit weights")
+        export = shared_onnx(ctx)
+        out_dir = Path(ctx.workdir) / "ternary"
+        packed = pack_onnx(export.path, out_dir / f"{export.path.stem}.ternary-2bit.onnx")
+        size = model_bytes(packed.path)
+        per_layer = "; ".join(f"{layer.name}: {layer.storage}" for layer in packed.layers)
+        notes = ("no retraining: ternary weights need ternary-aware training to keep accuracy; if the "
+                 "fidelity gate fails, the size and speed are what training could make deployable",
+                 f"{packed.packed_layers} of {len(packed.layers)} weighted layers run packed at 2 bits "
+                 f"(ONNX Runtime MatMulNBits, int8 compute, blocks of {BLOCK_SIZE}); the rest: {per_layer}",
+                 f"packed file {size:,} bytes on disk (measured), beside {model_bytes(export.path):,} for "
+                 "the fp32 export", *export.notes())
+        all_cores = max(1, int(ctx.hw.cpu.usable_cores))
+        for threads in dict.fromkeys((1, all_cores)):
+            yield CandidateSpec(
+                plugin=self.name, label=f"onnxruntime ternary 2-bit (cpu, {threads}t)",
+                config={"mode": "ternary-2bit", "provider": "CPUExecutionProvider", "intra_op_threads": threads,
+                        "accuracy_level": 4, "block_size": BLOCK_SIZE, "threshold_factor": THRESHOLD_FACTOR},
+                precision=Precision.TERNARY, artifacts={"onnx": str(packed.path)}, threads=threads,
+                dynamic_batch=export.dynamic_batch, notes=notes)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TernarySession":
-        """Rebuild the module, ternarize it, and run it in fp32 on the spec's device."""
-        return TernarySession(model.load().module, device=spec.config.get("device", "cpu"),
-                              factor=float(spec.config.get("threshold_factor", THRESHOLD_FACTOR)),
-                              threads=spec.threads)
+        """An ONNX Runtime session over the packed file; its first prepare checks ORT's log for a fallback."""
+        return TernarySession(spec.artifacts["onnx"], threads=spec.threads)
 
 
-class TernarySession(TorchSession):
-    """A TorchSession over the ternarized module (fp32 compute), reporting the 2-bit size estimate."""
+class TernarySession(OrtSession):
+    """ONNX Runtime over the 2-bit file; fails on first use if ORT says it dequantises every call."""
 
-    def __init__(self, module: Any, *, device: str = "cpu", factor: float = THRESHOLD_FACTOR,
-                 threads: int | None = None) -> None:
-        self.stats = ternarize_module(module, factor=factor)
-        super().__init__(module, device=device, precision="fp32", threads=threads)
+    def __init__(self, path: str | Path, *, threads: int | None) -> None:
+        try:
+            super().__init__(str(path), {"graph_optimization_level": "ORT_ENABLE_ALL",
+                                         "execution_mode": "ORT_SEQUENTIAL",
+                                         "intra_op_threads": threads, "inter_op_threads": 1})
+        except Exception as exc:  # noqa: BLE001 - ORT raises its own types for a missing kernel
+            raise TernaryKernelError(f"ONNX Runtime cannot open the 2-bit ternary file: {exc}",
+                                     "install an ONNX Runtime whose CPU kernels include MatMulNBits") from exc
+        self.path = Path(path)
+        self.threads = threads
+        self._checked = ""
+
+    def prepare(self, feed: Any) -> dict:
+        """The feed dict; the first call also runs it once with ORT's log captured (not timed)."""
+        from targets.edge.ternary_pack import capture_ort_log, fallback_reason
+
+        prepared = super().prepare(feed)
+        if not self._checked:
+            reason = fallback_reason(capture_ort_log(self.path, prepared, threads=self.threads))
+            if reason:
+                raise TernaryKernelError(reason, "use an ONNX Runtime build with 2-bit int8-compute kernels "
+                                         "for this CPU, or plan INT8")
+            self._checked = "ONNX Runtime's INFO log shows no fallback to unpacked compute"
+        return prepared
 
     def info(self) -> dict:
-        """The torch settings, the effective precision, and the labelled size estimate."""
-        return {**super().info(), "precision": "ternary weights, fp32 compute",
-                **self.stats.to_info()}
+        """The ORT settings, the packed file's size on disk and which layers run packed."""
+        from targets.edge.ternary_pack import describe_packed
+
+        return {**super().info(), "precision": "ternary (2-bit packed Linear layers)",
+                "model_file_bytes": model_bytes(self.path), "kernel_check": self._checked or "not run yet",
+                "ternary_layers": describe_packed(self.path)}
