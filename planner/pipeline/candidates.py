@@ -195,6 +195,9 @@ class CandidateRun:
             gate = dataclasses.replace(gate, max_accuracy_drop=self.accuracy_budget)
         why, decided_by = gate.judge(fid)
         fid = dataclasses.replace(fid, decided_by=decided_by)
+        if why and precision == Precision.TERNARY:
+            # Post-training ternary rarely keeps accuracy: its size and speed are a potential, not a plan.
+            return Status.REJECTED, f"fails fidelity: needs ternary-aware training ({why})", fid
         if why:
             return Status.REJECTED, f"fidelity gate: {why}", fid
         return Status.OK, "", fid
