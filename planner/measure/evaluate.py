@@ -44,6 +44,14 @@ class MeasureJob:
     fidelity_batches: int = FIDELITY_BATCHES
     val_data: str | None = None
     sequence_sweep: bool = False  # also time shorter sequence lengths (a text model's baseline)
+    # Rows/s with several requests in flight at the best batch (planner.measure.streams); None: with
+    # the batch sweep, so a quick run skips it unless its caller asks (a stated minimum throughput).
+    streams: bool | None = None
+
+    @property
+    def measures_streams(self) -> bool:
+        """Whether this job measures parallel streams."""
+        return self.sweep_max_batch > 1 if self.streams is None else self.streams
 
 
 def fidelity_inputs(inputs: ModelInputs, *, count: int = FIDELITY_BATCHES) -> list[Feed]:
@@ -116,6 +124,7 @@ def run_job(job: MeasureJob) -> dict:
                                  settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
                                  sync=timer.sync)
     sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
+    streams = _streams(session, job, sweep) if job.measures_streams else None
     if sweep is None:
         from planner.measure.sweep import ThroughputPoint, ThroughputSweep
 
@@ -134,10 +143,24 @@ def run_job(job: MeasureJob) -> dict:
         "cuda_peak_bytes": cuda_peak,
         "info": {**session.info(), "timer": timer.label,
                  **({"sweep_skipped": skipped} if skipped else {}),
-                 **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {})},
+                 **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {}),
+                 **({"streams_skipped": streams.skipped} if streams and streams.skipped else {})},
         "threads": thread_settings(),
         "sequence_points": sequence[0],
+        "stream_points": streams.points if streams else (),
     }
+
+
+def _streams(session, job: MeasureJob, sweep):
+    """Rows/s at the best batch one request at a time and with the runtime's streams (None: no such mode)."""
+    from planner.measure.streams import measure_streams
+
+    inputs = job.model.inputs
+    best = max(sweep.points, key=lambda p: p.samples_per_s) if sweep and sweep.points else None
+    batch = best.batch if best is not None and job.spec.dynamic_batch and inputs.dynamic_batch else inputs.batch
+    feed = make_feeds(inputs.with_batch(batch) if batch != inputs.batch else inputs, count=1, seed=3)[0]
+    return measure_streams(session, session.prepare(feed), batch=batch,
+                           rows=job.spec.rows_per_call or batch, quick=job.quick)
 
 
 def _sequence_sweep(session, inputs: ModelInputs, timer) -> tuple[list[SequencePoint], str]:
@@ -212,7 +235,7 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         knee_batch=sweep.knee_batch if sweep else None,
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
         info=info, threads=value["threads"], wall_s=wall,
-        sequence_sweep=tuple(value["sequence_points"]))
+        sequence_sweep=tuple(value["sequence_points"]), streams=tuple(value.get("stream_points", ())))
     return result, value["outputs"]
 
 

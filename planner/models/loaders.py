@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import InputSpecError, ModelLoadError
+from planner.models.footprint import guard_inputs
 from planner.models.inputs import (
     embedding_rows,
     exported_declared,
@@ -58,6 +59,7 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
                              "model's real sizes, or --input-shape 1x3x224x224 for one image input")
     spec = settle(built.declared, given, shape_only=shape_only, where=where)
     spec = with_id_ranges(spec, embedding_rows(built.module))
+    footprint = guard_inputs(spec, built.module)  # before the first allocation of any input
     output_shape = _validate_forward(built.module, spec, src, built.declared)
     module = built.module
     params = sum(p.numel() for p in module.parameters())
@@ -65,7 +67,7 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     size += sum(b.numel() * b.element_size() for b in module.buffers())
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, module=module, trust_code=trust_code, notes=built.notes,
-                       program=built.program)
+                       program=built.program, footprint=footprint)
 
 
 def _guess_shape(name: str) -> str:
@@ -321,6 +323,7 @@ def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | 
                                      f"--input gave {t.dtype}",
                                      f"the model's inputs are: {declared.describe()}; e.g. {declared.example()}")
     spec = with_id_ranges(settle(declared, given, shape_only=shape_only, where=str(path)), rows)
+    footprint = guard_inputs(spec)  # inputs only: ONNX Runtime's activations are not traced
     output_shape = _validate_onnx_run(path, spec, src, declared, rows)
     params = 0
     size = 0
@@ -333,7 +336,7 @@ def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | 
         notes.append(f"the ONNX file fixes the batch at {spec.batch}: measured at that batch, "
                      "no batch sweep")
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
-                       size_bytes=size, onnx_path=path.resolve(), notes=notes)
+                       size_bytes=size, onnx_path=path.resolve(), notes=notes, footprint=footprint)
 
 
 def declared_ok(declared: ModelInputs | None) -> bool:

@@ -74,7 +74,8 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                      sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget,
                      fidelity_batches=fidelity_batch_count(quick),
                      val_data=str(val_data) if val_data else None,
-                     sequence_sweep=model.inputs.sequence is not None)
+                     sequence_sweep=model.inputs.sequence is not None,
+                     streams=False)  # the Baseline records no streams; its sweep is its throughput
     result, outputs = measure(job, timeout_s=timeout_s)
     lat = result.latency_ms
     if result.status is not Status.OK or lat is None:

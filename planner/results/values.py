@@ -47,6 +47,21 @@ class ThroughputPoint:
 
 
 @dataclass(frozen=True)
+class StreamPoint:
+    """Rows per second at one batch with `streams` inference requests in flight at once.
+
+    `streams` 1 is the candidate as configured, one request at a time; more is the runtime's own
+    way of serving concurrent requests (OpenVINO's THROUGHPUT streams, parallel ONNX Runtime
+    sessions), which `basis` names.
+    """
+
+    batch: int
+    streams: int
+    samples_per_s: float
+    basis: str = ""
+
+
+@dataclass(frozen=True)
 class SequencePoint:
     """One sequence length's median latency (at the model's batch) and the tokens per second it implies."""
 
@@ -131,6 +146,7 @@ class CandidateResult:
     latency_ms: LatencyStats | None = None
     throughput: tuple[ThroughputPoint, ...] = ()
     knee_batch: int | None = None
+    streams: tuple[StreamPoint, ...] = ()  # rows/s at the best batch, one stream and several
     sequence_sweep: tuple[SequencePoint, ...] = ()
     peak_memory_bytes: int | None = None
     memory_basis: str = ""
@@ -155,6 +171,14 @@ class CandidateResult:
         """The highest samples/s over the batch sweep, if measured."""
         values = [p.samples_per_s for p in self.throughput if p.samples_per_s]
         return max(values) if values else None
+
+    def peak_rate(self) -> StreamPoint | None:
+        """The most rows/s measured, over the batch sweep (one stream) and parallel streams; None if none."""
+        points = [StreamPoint(p.batch, 1, p.samples_per_s, "batch sweep, one request at a time")
+                  for p in self.throughput if p.samples_per_s]
+        points += [p for p in self.streams if p.samples_per_s]
+        # Ties go to fewer streams, then the smaller batch: the same rate for less memory and latency.
+        return max(points, key=lambda p: (p.samples_per_s, -p.streams, -p.batch)) if points else None
 
     @property
     def is_reference(self) -> bool:
