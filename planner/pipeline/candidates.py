@@ -53,6 +53,7 @@ class CandidateRun:
     cancel: CancelToken
     sink: ResultsSink
     val_data_basis: str = "--val-data"
+    streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
         """Build the named plugins' candidates, then measure and gate each one."""
@@ -171,7 +172,7 @@ class CandidateRun:
                          sweep_max_batch=0 if self.quick else 8,
                          fidelity_batches=fidelity_batch_count(self.quick),
                          val_data=str(self.val_data) if self.val_data else None,
-                         env=dict(spec.config.get("env", {})))
+                         env=dict(spec.config.get("env", {})), streams=True if self.streams else None)
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is not Status.OK or outputs is None:
             return result

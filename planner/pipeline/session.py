@@ -255,6 +255,7 @@ class PlanSession:
                            workdir=out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
                            val_data_basis=self.val_data_basis,
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
+                           streams=getattr(self.requirements, "min_throughput", None) is not None,
                            on_event=self.on_event, cancel=self.cancel, sink=self)
         run.run(names, timeout_s=timeout_s)
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
