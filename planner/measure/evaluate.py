@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.models.footprint import Footprint, estimate_footprint, sweep_guard
 from planner.models.loaded import Feed, make_feeds
 from planner.models.spec import ModelInputs
 from planner.plugins import CandidateSpec, ModelRef
@@ -44,6 +45,7 @@ class MeasureJob:
     fidelity_batches: int = FIDELITY_BATCHES
     val_data: str | None = None
     sequence_sweep: bool = False  # also time shorter sequence lengths (a text model's baseline)
+    footprint: Footprint | None = None  # the loaded model's memory estimate; None: from its inputs alone
     # Rows/s with several requests in flight at the best batch (planner.measure.streams); None: with
     # the batch sweep, so a quick run skips it unless its caller asks (a stated minimum throughput).
     streams: bool | None = None
@@ -119,10 +121,13 @@ def run_job(job: MeasureJob) -> dict:
             feeds = make_feeds(inputs.with_batch(batch), count=2, seed=2)
             return session.run, [session.prepare(f) for f in feeds]
 
+        # Each batch is estimated before it is allocated, so the sweep stops short of an OOM kill.
+        guard = sweep_guard(job.footprint or estimate_footprint(inputs), budget_bytes=job.memory_budget_bytes,
+                            gpu=bool(getattr(session, "needs_sync", False)))
         sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
                                  memory_budget_bytes=job.memory_budget_bytes,
                                  settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
-                                 sync=timer.sync)
+                                 sync=timer.sync, **guard)
     sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
     streams = _streams(session, job, sweep) if job.measures_streams else None
     if sweep is None:

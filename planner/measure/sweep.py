@@ -1,4 +1,5 @@
-"""Throughput against batch size: batches 1, 2, 4, ... until memory runs out, the budget is hit, or max_batch.
+"""Throughput against batch size: batches 1, 2, 4, ... until memory runs out or is estimated to,
+the budget is hit, or max_batch.
 
 The knee: the smallest swept batch ``b`` such that no later batch in the sweep reaches more than
 1.10x the throughput at ``b`` (samples/s). Comparing with *every* later batch, not only the next,
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Callable, Sequence
 
+from planner import units
 from planner.measure.timer import MeasureSettings, time_callable
 from planner.results.values import ThroughputPoint
 
@@ -55,6 +57,7 @@ class SweepStop(StrEnum):
     COMPLETED = "completed"
     OUT_OF_MEMORY = "out of memory"
     MEMORY_BUDGET = "memory budget"
+    MEMORY_ESTIMATE = "memory estimate"  # stopped before a batch estimated not to fit: nothing allocated
     FAILED = "failed"
 
 
@@ -100,6 +103,9 @@ def throughput_sweep(
     memory_probe: Callable[[], int | None] | None = None,
     memory_reset: Callable[[], None] | None = None,
     sync: Callable[[], None] | None = None,
+    estimate_bytes: Callable[[int], int] | None = None,
+    memory_limit_bytes: int | None = None,
+    estimate_basis: str = "",
 ) -> ThroughputSweep:
     """Time each batch size with ``time_callable`` and find where throughput stops growing.
 
@@ -109,12 +115,22 @@ def throughput_sweep(
     sizes (the batch the model was measured at already ran, so that is a finding, not a failure).
     ``memory_probe`` is read after each batch (``memory_reset`` first, when given, so peaks are
     per batch); a reading above ``memory_budget_bytes`` ends the sweep and that batch is left out
-    of the points.
+    of the points. ``estimate_bytes(b)``, when given with ``memory_limit_bytes``, is checked
+    before batch ``b`` is built: a batch estimated above the limit ends the sweep before anything
+    of it is allocated (``estimate_basis`` says how the estimate was made).
     """
     points: list[ThroughputPoint] = []
     stop = SweepStop.COMPLETED
     reason = f"reached max_batch {max_batch}"
     for batch in batch_sizes(max_batch):
+        estimate = estimate_bytes(batch) if estimate_bytes is not None else None
+        if estimate is not None and memory_limit_bytes is not None and estimate > memory_limit_bytes:
+            stop = SweepStop.MEMORY_ESTIMATE
+            basis = f" ({estimate_basis})" if estimate_basis else ""
+            reason = (f"stopped before batch {batch}: it would need about {units.size(estimate)}{basis}, "
+                      f"more than the {units.size(memory_limit_bytes)} of memory it may use; "
+                      "nothing was allocated for it")
+            break
         if memory_reset is not None:
             memory_reset()
         try:

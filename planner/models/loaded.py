@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from planner.codec import to_data
+from planner.models.footprint import Footprint
 from planner.models.source import ModelSource, SourceKind
 from planner.models.spec import ModelInputs, TensorSpec
 
@@ -34,6 +35,7 @@ class LoadedModel:
     trust_code: bool = False
     notes: list[str] = field(default_factory=list)
     program: Any = None  # the torch.export ExportedProgram a .pt2 held (exported to ONNX as is)
+    footprint: Footprint | None = None  # memory estimated for inputs and activations before the first run
 
     @property
     def name(self) -> str:
@@ -95,12 +97,18 @@ def tensor_values(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     dtype = _NP_DTYPES.get(spec.dtype, np.float32)
     fill = spec.fill()
     if fill == "normal":
-        return rng.standard_normal(spec.shape).astype(dtype)
+        # Drawn in the model's dtype where numpy can (float32, float64): drawing float64 and then
+        # casting would briefly hold twice (float16: four times) the input's size.
+        if dtype in (np.float32, np.float64):
+            return rng.standard_normal(spec.shape, dtype=dtype)
+        return rng.standard_normal(spec.shape, dtype=np.float32).astype(dtype)
     if fill == "ones":
         return np.ones(spec.shape, dtype=dtype)
     if fill == "zeros":
         return np.zeros(spec.shape, dtype=dtype)
     low, high, _ = spec.int_range()
+    if dtype is not np.bool_ and np.iinfo(dtype).min <= low and high - 1 <= np.iinfo(dtype).max:
+        return rng.integers(low, high, size=spec.shape, dtype=dtype)
     return rng.integers(low, high, size=spec.shape).astype(dtype)
 
 

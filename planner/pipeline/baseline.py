@@ -70,8 +70,12 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     spec = baseline_spec_for(model, hw)
     on_event(Event("stage", f"timing the baseline: {spec.label}", stage="baseline", index=2, total=4))
     budget = int(hw.memory.available_bytes * 0.5) if hw.memory.available_bytes else None
+    if model.footprint is not None and spec.config.get("device") == "cuda" and hw.gpus:
+        from planner.models.footprint import check_fits
+
+        check_fits(model.footprint, hw.gpus[0].memory_free_bytes, where="free on the GPU", inputs=model.inputs)
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
-                     sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget,
+                     sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget, footprint=model.footprint,
                      fidelity_batches=fidelity_batch_count(quick),
                      val_data=str(val_data) if val_data else None,
                      sequence_sweep=model.inputs.sequence is not None,

@@ -172,3 +172,23 @@ def test_is_out_of_memory_messages() -> None:
             raise RuntimeError("wrapped") from inner
     except RuntimeError as outer:
         assert is_out_of_memory(outer)
+
+
+def test_sweep_stops_before_a_batch_estimated_not_to_fit(clock: FakeClock) -> None:
+    """A batch whose memory estimate exceeds the limit is never built: the sweep says so and keeps the rest."""
+    built: list[int] = []
+    runner = make_runner(clock)
+
+    def run_for_batch(batch: int):
+        built.append(batch)
+        return runner(batch)
+
+    sweep = throughput_sweep(run_for_batch, max_batch=64, settings=SETTINGS,
+                             estimate_bytes=lambda b: b * 100 * 2**20, memory_limit_bytes=1000 * 2**20,
+                             estimate_basis="estimate: inputs plus activations")
+    assert built == [1, 2, 4, 8]
+    assert [p.batch for p in sweep.points] == [1, 2, 4, 8]
+    assert sweep.stop == SweepStop.MEMORY_ESTIMATE
+    assert "stopped before batch 16" in sweep.stopped_reason
+    assert "1.56 GiB" in sweep.stopped_reason and "1,000 MiB" in sweep.stopped_reason
+    assert "nothing was allocated" in sweep.stopped_reason
