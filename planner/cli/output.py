@@ -93,7 +93,7 @@ def format_baseline(b: Baseline) -> str:
 def format_ranking(results: PlanResults) -> str:
     """The ranked candidate table, then rejected/failed ones with their reasons."""
     by = results.ranking.by if results.ranking else "p50 latency"
-    head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} "
+    head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} {'b×str':>5} "
             f"{'mem MiB':>7} {'cosine':>8} {'speedup':>7} {'predicted':>10} status")
     lines = [f"Candidates ranked by {by} (status: {results.status})", head, "-" * len(head)]
     rows = results.ranked()
@@ -101,9 +101,10 @@ def format_ranking(results: PlanResults) -> str:
         lat = c.latency_ms
         lines.append(
             f"{rank or '':>2} {c.label[:44]:<44} {units.ms(lat.p50_ms if lat else None, unit=False):>8} "
-            f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {units.rate(c.best_throughput, unit=False):>8} "
+            f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {_rate_cells(c)} "
             f"{units.mib(c.peak_memory_bytes):>7} {units.cosine(c.fidelity.cosine if c.fidelity else None):>8} "
             f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
+    lines += _streams_note([c for _, c in rows])
     problems = [c for _, c in rows if c.status in (Status.REJECTED, Status.FAILED, Status.SKIPPED)]
     if problems:
         lines += ["", "Not ranked:"]
@@ -119,6 +120,23 @@ def format_ranking(results: PlanResults) -> str:
     if best is not None:
         lines += ["", f"Best: {best.label} — reproduce with:", f"  {best.reproduce}"]
     return "\n".join(lines)
+
+
+def _rate_cells(c: CandidateResult) -> str:
+    """'best/s' and 'b×str': the most samples/s over batch and streams, and the batch × streams it needs."""
+    peak = c.peak_rate()
+    at = f"{peak.batch}×{peak.streams}" if peak is not None else units.MISSING
+    return f"{units.rate(peak.samples_per_s if peak else None, unit=False):>8} {at:>5}"
+
+
+def _streams_note(cands: list[CandidateResult]) -> list[str]:
+    """What 'b×str' means, and how each runtime ran its streams, when any candidate was measured with several."""
+    bases = dict.fromkeys(p.basis for c in cands for p in c.streams if p.streams > 1 and p.basis)
+    if not bases:
+        return []
+    return (["", "best/s is the most samples/s over the batch sweep and parallel streams; b×str is the batch "
+                 "and how many requests were in flight at once (streams) to reach it. Streams ran as:"]
+            + [f"  {basis}" for basis in bases])
 
 
 def _band(c: CandidateResult) -> str:

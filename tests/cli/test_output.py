@@ -1,0 +1,36 @@
+"""The CLI's ranked table shows each candidate's best throughput with the batch and streams it needs."""
+
+from __future__ import annotations
+
+from planner.cli.output import format_ranking
+from planner.measure.stats import compute_stats
+from planner.results import CandidateResult, PlanResults, Status, rank_candidates
+from planner.results.values import StreamPoint, ThroughputPoint
+
+
+def _cand(label: str, sweep: dict[int, float], streams: tuple[StreamPoint, ...] = ()) -> CandidateResult:
+    return CandidateResult(plugin="cpu.test", label=label, config={}, precision="fp32", status=Status.OK,
+                           latency_ms=compute_stats([2.0] * 20),
+                           throughput=tuple(ThroughputPoint(b, 2.0, r, None) for b, r in sweep.items()),
+                           streams=streams)
+
+
+def test_the_table_names_the_batch_and_streams_behind_each_rate() -> None:
+    served = _cand("openvino f32 throughput 2t", {1: 500.0, 8: 900.0},
+                   (StreamPoint(8, 1, 900.0, "as configured, one request at a time"),
+                    StreamPoint(8, 2, 1700.0, "OpenVINO THROUGHPUT hint: 2 streams, 2 requests in flight")))
+    alone = _cand("onnxruntime all seq 2t", {1: 800.0, 4: 1200.0})
+    cands = (alone, served)
+    text = format_ranking(PlanResults(candidates=cands, ranking=rank_candidates(cands, {"min_throughput": 1000})))
+    head, _, first, second = text.splitlines()[1:5]
+    assert "b×str" in head
+    assert first.split()[1] == "openvino" and "1,700" in first and "8×2" in first
+    assert "1,200" in second and "4×1" in second
+    assert "OpenVINO THROUGHPUT hint: 2 streams, 2 requests in flight" in text
+    assert "8, 2 streams" in text.splitlines()[0]  # the ranking line says what the leader needs
+
+
+def test_no_streams_no_note() -> None:
+    cands = (_cand("a", {1: 10.0}),)
+    text = format_ranking(PlanResults(candidates=cands, ranking=rank_candidates(cands)))
+    assert "Streams ran as" not in text and "1×1" in text
