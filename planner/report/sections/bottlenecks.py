@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.report import figdata, fmt
 from planner.report.data import ReportData, as_dict, as_list, first, text
 from planner.report.fmt import real
@@ -83,13 +84,32 @@ def _model_lines(data: ReportData) -> list[str]:
     facts = []
     if bn.get("attained_flops_per_s") is not None:
         facts.append(f"attains {fmt.flop_rate(bn['attained_flops_per_s'])}")
-    if bn.get("efficiency") is not None:
-        facts.append(f"{fmt.pct(bn['efficiency'])} of its roofline bound")
-    times = [f"{label} {fmt.seconds(bn[key])}" for key, label in
-             (("compute_time_s", "compute floor"), ("memory_time_s", "memory floor"),
-              ("measured_time_s", "measured")) if bn.get(key) is not None]
-    lines = [f"**Whole model: {bound}-bound.**" + (" It " + ", ".join(facts) + "." if facts else "")
+    efficiency = real(bn.get("efficiency"))
+    warning = text(bn.get("ceiling_warning"))
+    if efficiency is not None and efficiency > 1.0 and not warning:
+        # An older results.json may hold an efficiency above 100%: that is a wrong ceiling, not a fact.
+        warning = EXCEEDED_WARNING
+    if efficiency is not None and not warning:
+        facts.append(f"{fmt.pct(efficiency)} of its roofline bound")
+    measured = real(bn.get("measured_time_s"))
+    times = []
+    for key, label in (("compute_time_s", "compute floor"), ("memory_time_s", "memory floor"),
+                       ("measured_time_s", "measured")):
+        value = real(bn.get(key))
+        if value is not None:
+            # A floor above the measured time is a wrong ceiling; the floor can be no longer than what ran.
+            times.append(f"{label} {fmt.seconds(min(value, measured) if measured else value)}")
+    unstable = bn.get("stable") is False
+    lines = [f"**Whole model: {bound}-bound{' (unstable)' if unstable else ''}.**"
+             + (" It " + ", ".join(facts) + "." if facts else "")
              + (" Times: " + "; ".join(times) + "." if times else "")]
+    if warning:
+        lines += ["", f"Warning: {warning}."]
+    if unstable:
+        reason = text(bn.get("unstable_reason")) or "the measurement was not stable"
+        lines += ["", f"This verdict is unstable: {reason}."]
+    if bound == "overhead" and bn.get("overhead_evidence"):
+        lines += ["", f"Evidence of overhead: {text(bn['overhead_evidence'])}."]
     if bn.get("explanation"):
         lines += ["", f"> {text(bn['explanation'])}"]
     return lines + [""]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.hardware.ceiling_notes import measurement_note
 from planner.hardware.profile import DeviceClass
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, text
@@ -164,8 +165,16 @@ def ceilings_lines(data: ReportData) -> list[str]:
                   "arithmetic. The ridge is peak FLOP/s divided by bandwidth."]
     else:
         lines.append("No peak FLOP/s was recorded.")
-    details = {k: v for k, v in as_dict(ceil.get("details")).items()
-               if isinstance(v, (str, int, float, bool)) or v is None}
+    all_details = as_dict(ceil.get("details"))
+    how = measurement_note(all_details)
+    if how:
+        lines += ["", f"When and how: {how}."]
+    for key in ("busy_note", "exceeded_note"):
+        if all_details.get(key):
+            lines += ["", f"Warning: {text(all_details[key])}."]
+    shown = {"timestamp", "mode", "repeats", "measured_while", "attempts", "busy_note", "exceeded_note"}
+    details = {k: v for k, v in all_details.items()
+               if (isinstance(v, (str, int, float, bool)) or v is None) and k not in shown}
     if details:
         lines += ["", "How they were measured: "
                   + "; ".join(f"{k} {fmt.number(v)}" for k, v in details.items()) + "."]

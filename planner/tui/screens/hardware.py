@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button
 
+from planner.hardware.ceiling_notes import measurement_note
 from planner.hardware.render import isa_rows
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
@@ -78,6 +79,12 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
     if ceilings.bandwidth_bytes_per_s and "fp32" in ceilings.peak_flops:
         rows.append(("Ridge point", f"{fmt.ratio(ceilings.ridge_point('fp32'))} FLOP/byte (fp32): below it a "
                                     "layer is memory bound, above it compute bound"))
+    how = measurement_note(details)
+    if how:
+        rows.append(("Measured", how))
+    for key in ("busy_note", "exceeded_note"):
+        if details.get(key):
+            rows.append(("Warning", str(details[key])))
     for key, value in sorted(details.items()):
         if key.endswith("_omitted"):
             rows.append((f"No {key.removesuffix('_omitted')}", str(value)))
