@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from planner import units
-from planner.results.values import SequencePoint, ThroughputPoint
+from planner.results.values import SequencePoint, StreamPoint, ThroughputPoint
 
 
 def number(value: Any) -> float | None:
@@ -109,6 +109,25 @@ def best_point(points: tuple[ThroughputPoint, ...], *,
 def best_throughput(entry: Any) -> ThroughputPoint | None:
     """The measured batch with the most samples/s, or None."""
     return best_point(sweep(entry))
+
+
+def stream_points(entry: Any) -> tuple[StreamPoint, ...]:
+    """Rows/s at the best batch one request at a time and with parallel streams, as recorded."""
+    points = []
+    for item in as_list(dig(entry, "streams")):
+        batch, streams = integer(dig(item, "batch")), integer(dig(item, "streams"))
+        rate = number(dig(item, "samples_per_s"))
+        if batch is None or streams is None or rate is None or rate <= 0:
+            continue
+        points.append(StreamPoint(batch, streams, rate, text(dig(item, "basis"))))
+    return tuple(points)
+
+
+def peak_rate(entry: Any) -> StreamPoint | None:
+    """The most rows/s over the batch sweep (one stream) and parallel streams (CandidateResult.peak_rate)."""
+    points = [StreamPoint(p.batch, 1, p.samples_per_s, "batch sweep, one request at a time") for p in sweep(entry)]
+    points += list(stream_points(entry))
+    return max(points, key=lambda p: (p.samples_per_s, -p.streams, -p.batch)) if points else None
 
 
 def knee_batch(entry: Any) -> int | None:

@@ -7,17 +7,17 @@ from planner.report.data import (
     ReportData,
     as_dict,
     as_list,
-    best_throughput,
     latency,
     p50,
     sequence_sweep,
     text,
 )
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
+from planner.results.view import peak_rate, stream_points
 
 _NOT_RANKED = ("rejected", "failed", "skipped")
 # Why a sweep stopped or was skipped is said in words, not listed among the settings in force.
-_SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped")
+_SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped", "streams_skipped")
 
 
 def label(cand: dict) -> str:
@@ -83,7 +83,7 @@ def gate_lines(cands: list[dict]) -> list[str]:
 
 
 def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[str]:
-    best = best_throughput(cand)
+    best = peak_rate(cand)
     cos, top1 = fidelity_cells(cand)
     size = cand.get("size_bytes")
     if size is None and data.is_reference(cand):
@@ -94,7 +94,8 @@ def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[s
             f"**{label(cand)}**" if cand is data.best else label(cand),
             text(cand.get("precision")) or "—",
             fmt.ms(p50(cand)), p95_cell(cand),
-            f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}" if best
+            f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}"
+            + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else "") if best
             else fmt.NOT_MEASURED,
             fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1, *accuracy,
             fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]
@@ -146,6 +147,29 @@ def sequence_table(cands: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def streams_lines(cands: list[dict]) -> list[str]:
+    """Rows/s one request at a time against the runtime's parallel streams, at each candidate's best batch."""
+    measured = [(c, stream_points(c)) for c in cands]
+    measured = [(c, points) for c, points in measured if any(p.streams > 1 for p in points)]
+    skipped = [(c, text(as_dict(c.get("info")).get("streams_skipped"))) for c in cands]
+    skipped = [(c, why) for c, why in skipped if why]
+    if not measured:
+        return []
+    lines = ["", "Parallel streams: a server keeps several requests in flight at once (streams), which a "
+             "one-request-at-a-time batch sweep cannot show. Each candidate whose runtime can was run for about "
+             "a second at its best batch, first as configured, then with the runtime's own stream count; "
+             "Best throughput above is the higher of the two and the sweep.", ""]
+    rows = []
+    for c, points in measured:
+        one = next((p for p in points if p.streams == 1), None)
+        many = max((p for p in points if p.streams > 1), key=lambda p: p.samples_per_s)
+        rows.append([label(c), fmt.number(many.batch), fmt.rate(one.samples_per_s) if one else fmt.NOT_MEASURED,
+                     fmt.rate(many.samples_per_s), fmt.number(many.streams), many.basis or "—"])
+    lines += fmt.table(["Candidate", "Batch", "One request at a time", "With streams", "Streams", "How"], rows)
+    lines += [f"- {label(c)}: no parallel streams: {why}" for c, why in skipped]
+    return lines
+
+
 def render(data: ReportData) -> list[str]:
     """The Candidates section."""
     lines = ["## Candidates", ""]
@@ -167,6 +191,7 @@ def render(data: ReportData) -> list[str]:
         shared = shared_sweep_skip(data)
         if shared:
             lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]
+        lines += streams_lines(cands)
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
         lines += sequence_table(cands)
         lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]
