@@ -6,6 +6,7 @@ import json
 
 from planner import units
 from planner.results import Baseline, CandidateResult, PlanResults, Status
+from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.view import model_inputs
 from planner.units import tokens_rate
 
@@ -68,6 +69,7 @@ def format_baseline(b: Baseline) -> str:
     bn = b.bottleneck
     if bn.get("bound"):
         lines.append(f"Bottleneck   {bn['bound']}-bound: {bn.get('explanation', '')}")
+    lines.append("Environment  " + environment_line(b.audit))
     if b.threads:
         lines.append("Threads      " + ", ".join(f"{k}={v}" for k, v in b.threads.items() if v is not None))
     layers = sorted((x for x in b.layers if x.get("time_ms") is not None),
@@ -114,12 +116,46 @@ def format_ranking(results: PlanResults) -> str:
     if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):
         lines.append("\n— p95 needs at least 128 samples; a slow model or a quick run gives fewer "
                      "within the time cap.")
+    measured = [(c.label, c.audit, c.latency_ms) for _, c in rows if c.measured]
+    disturbed = [c for _, c in rows if c.measured and c.audit is not None and c.audit.disturbed]
+    if disturbed and disturbed[0].audit is not None:
+        lines.append(f"\n! Measured under interference ({len(disturbed)} of {len(measured)}): "
+                     f"{disturbed[0].audit.issues[0]}")
+    statement = reproducibility(measured).statement
+    if statement:
+        lines.append(f"\n{statement}")
     if results.predictions_held:
         lines.append(f"\nPredictions (speedup bands set before measuring): {results.predictions_held}")
     best = results.best
     if best is not None:
         lines += ["", f"Best: {best.label} — reproduce with:", f"  {best.reproduce}"]
     return "\n".join(lines)
+
+
+def _rate_cells(c: CandidateResult) -> str:
+    """'best/s' and 'b×str': the most samples/s over batch and streams, and the batch × streams it needs."""
+    peak = c.peak_rate()
+    at = f"{peak.batch}×{peak.streams}" if peak is not None else units.MISSING
+    return f"{units.rate(peak.samples_per_s if peak else None, unit=False):>8} {at:>5}"
+
+
+def _streams_note(cands: list[CandidateResult]) -> list[str]:
+    """What 'b×str' means, and how each runtime ran its streams, when any candidate was measured with several."""
+    bases = dict.fromkeys(p.basis for c in cands for p in c.streams if p.streams > 1 and p.basis)
+    if not bases:
+        return []
+    return (["", "best/s is the most samples/s over the batch sweep and parallel streams; b×str is the batch "
+                 "and how many requests were in flight at once (streams) to reach it. Streams ran as:"]
+            + [f"  {basis}" for basis in bases])
+
+
+def environment_line(audit: MeasurementAudit | None) -> str:
+    """The audit in one line: what disturbed the measurement and what to do, or that nothing did."""
+    if audit is None:
+        return "not audited (results from an older planner)"
+    if audit.disturbed:
+        return "TAKEN UNDER INTERFERENCE: " + "; ".join(audit.issues)
+    return f"no interference seen ({load_summary(audit)})"
 
 
 def _rate_cells(c: CandidateResult) -> str:

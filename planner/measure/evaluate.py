@@ -46,6 +46,7 @@ class MeasureJob:
     val_data: str | None = None
     sequence_sweep: bool = False  # also time shorter sequence lengths (a text model's baseline)
     footprint: Footprint | None = None  # the loaded model's memory estimate; None: from its inputs alone
+    weights_bytes: int | None = None  # the model's weights, for the audit's last-level-cache check
     # Rows/s with several requests in flight at the best batch (planner.measure.streams); None: with
     # the batch sweep, so a quick run skips it unless its caller asks (a stated minimum throughput).
     streams: bool | None = None
@@ -98,6 +99,8 @@ def run_job(job: MeasureJob) -> dict:
     inputs = job.model.inputs
 
     pool = [session.prepare(f) for f in make_feeds(inputs, count=POOL_SIZE, seed=1)]
+    # The audit watches the latency timing and the sweeps; parallel streams oversubscribe on purpose.
+    auditor = _auditor(job, timer.label).start()
     timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
                            event_timer=timer.event_timer)
 
@@ -129,6 +132,7 @@ def run_job(job: MeasureJob) -> dict:
                                  settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
                                  sync=timer.sync, **guard)
     sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
+    audit = auditor.finish()
     streams = _streams(session, job, sweep) if job.measures_streams else None
     if sweep is None:
         from planner.measure.sweep import ThroughputPoint, ThroughputSweep
@@ -151,6 +155,7 @@ def run_job(job: MeasureJob) -> dict:
                  **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {}),
                  **({"streams_skipped": streams.skipped} if streams and streams.skipped else {})},
         "threads": thread_settings(),
+        "audit": audit,
         "sequence_points": sequence[0],
         "stream_points": streams.points if streams else (),
     }
@@ -166,6 +171,22 @@ def _streams(session, job: MeasureJob, sweep):
     feed = make_feeds(inputs.with_batch(batch) if batch != inputs.batch else inputs, count=1, seed=3)[0]
     return measure_streams(session, session.prepare(feed), batch=batch,
                            rows=job.spec.rows_per_call or batch, quick=job.quick)
+
+
+def _auditor(job: MeasureJob, timer_label: str):
+    """The environment audit for this job: the threads it runs (its setting, else torch's pool), NVML on a GPU."""
+    import sys
+
+    from planner.measure.audit import Auditor
+    from planner.measure.timer import HOST_CLOCK
+
+    config = job.spec.config
+    threads = config.get("intra_op_threads") or config.get("threads")
+    torch = sys.modules.get("torch")
+    if not threads and torch is not None and hasattr(torch, "get_num_threads"):
+        threads = torch.get_num_threads()
+    gpu = 0 if timer_label != HOST_CLOCK or str(config.get("device", "")).startswith("cuda") else None
+    return Auditor(threads_used=int(threads) if threads else None, gpu_index=gpu)
 
 
 def _sequence_sweep(session, inputs: ModelInputs, timer) -> tuple[list[SequencePoint], str]:
@@ -241,6 +262,11 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
         info=info, threads=value["threads"], wall_s=wall,
         sequence_sweep=tuple(value["sequence_points"]), streams=tuple(value.get("stream_points", ())))
+    if value.get("audit") is not None:
+        from planner.measure.audit import with_weights
+
+        result = dataclasses.replace(result, audit=with_weights(value["audit"],
+                                                                base.size_bytes or job.weights_bytes))
     return result, value["outputs"]
 
 

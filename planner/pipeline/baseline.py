@@ -76,7 +76,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         check_fits(model.footprint, hw.gpus[0].memory_free_bytes, where="free on the GPU", inputs=model.inputs)
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
                      sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget, footprint=model.footprint,
-                     fidelity_batches=fidelity_batch_count(quick),
+                     fidelity_batches=fidelity_batch_count(quick), weights_bytes=model.size_bytes,
                      val_data=str(val_data) if val_data else None,
                      sequence_sweep=model.inputs.sequence is not None,
                      streams=False)  # the Baseline records no streams; its sweep is its throughput
@@ -112,6 +112,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         "quick": quick,
         "latency_ms": to_data(lat),
         "throughput": to_data(result.throughput),
+        "audit": to_data(result.audit),
         **analysis,
     }, Baseline)
     on_event(Event("stage_done", f"{len(baseline.findings)} architecture findings", stage="analysis"))

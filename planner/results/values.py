@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from planner.results.audit import MeasurementAudit
+
 SCHEMA_VERSION = 2
 """results.json's format; 2 moved ranks off the candidates into `ranking`. 1 is still read."""
 
@@ -160,6 +162,7 @@ class CandidateResult:
     stopped_by: str = ""
     wall_s: float | None = None
     spec: JSON = field(default_factory=dict)
+    audit: MeasurementAudit | None = None  # what the machine was doing while this was timed
 
     @property
     def p50(self) -> float | None:
@@ -237,6 +240,7 @@ class Baseline:
     layer_verdicts: JSON = field(default_factory=dict)
     bottleneck_classes: JSON = field(default_factory=dict)
     analysis_notes: tuple[str, ...] = ()
+    audit: MeasurementAudit | None = None  # what the machine was doing while the baseline was timed
 
     def as_candidate(self) -> CandidateResult:
         """The baseline as the first row of the candidate table: the reference, speedup 1."""
@@ -249,7 +253,7 @@ class Baseline:
             fidelity=Fidelity(cosine=1.0, max_abs_error=0.0, mean_abs_error=0.0, top1_agreement=1.0,
                               samples=0, reference=True),
             speedup=1.0, reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
-            stopped_by=self.stopped_by)
+            stopped_by=self.stopped_by, audit=self.audit)
 
 
 @dataclass(frozen=True)

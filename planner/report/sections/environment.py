@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from planner import units
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, text
+from planner.results.audit import MeasurementAudit, audit_of, load_summary, reproducibility
 
 
 def render(data: ReportData) -> list[str]:
@@ -41,4 +43,58 @@ def render(data: ReportData) -> list[str]:
     if threads:
         lines.append("Baseline thread settings: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items())
                      + ". Each candidate's own settings are listed under Candidates.")
-    return lines + [""]
+    return lines + [""] + _conditions(data)
+
+
+_AUDITED = ("other processes' CPU use (sampled from /proc/stat while timing, not the load average), the CPU "
+            "quota and affinity against the threads used, SMT, the frequency governor and clock, thermal "
+            "throttling (and a board's power mode or a GPU's clocks where present), and whether the weights fit "
+            "in the last-level cache")
+
+
+def _conditions(data: ReportData) -> list[str]:
+    """What the machine was doing while each number was timed, and whether the numbers can be trusted."""
+    rows = [(text(c.get("label")) or "baseline", c.get("audit"), c.get("latency_ms"))
+            for c in data.candidates if isinstance(c, dict)]
+    if not rows and data.baseline:
+        rows = [(text(data.baseline.get("runtime")) or "baseline", data.baseline.get("audit"),
+                 data.baseline.get("latency_ms"))]
+    audits = [(label, audit_of(raw)) for label, raw, latency in rows if latency]
+    if not any(audit for _, audit in audits):
+        return ["Measurement conditions: not audited (an older planner made these results), so whether other "
+                "programs ran while the numbers were timed is not known.", ""]
+    lines = ["### Measurement conditions", "", f"Each measurement was audited while it was timed: {_AUDITED}.", ""]
+    repro = reproducibility(rows)
+    disturbed = [(label, audit) for label, audit in audits if audit is not None and audit.disturbed]
+    if disturbed:
+        lines += ["**These numbers were taken under load and may not reproduce.** The measurements below were "
+                  "disturbed while they were timed; re-measured on an idle machine they can differ by far more "
+                  "than their spread suggests, and the ranking with them:", ""]
+        lines += [f"- {fmt.cell(label)}: {'; '.join(audit.issues)}" for label, audit in disturbed]
+        lines.append("")
+    else:
+        lines += ["No interference was seen: no other process took a significant share of the CPU, no "
+                  "measurement ran more threads than usable cores, and no throttling was seen.", ""]
+    if repro.unstable:
+        lines += ["These measurements could not pin their median, so a re-measure may differ noticeably: "
+                  + "; ".join(repro.unstable) + ". A full run (not --quick) takes more samples.", ""]
+    baseline = audit_of(data.baseline.get("audit")) if data.baseline else None
+    if baseline is not None:
+        lines += fmt.table(["While the baseline was timed", "Reading"], _audit_rows(baseline))
+        lines.append("")
+    return lines
+
+
+def _audit_rows(audit: MeasurementAudit) -> list[list[str]]:
+    rows = [["other processes' load", load_summary(audit)]]
+    rows += [[fact.name, fact.value] for fact in audit.facts]
+    fits = audit.weights_fit_llc
+    if fits is not None:
+        rows.append(["weights vs last-level cache",
+                     f"{units.size(audit.weights_bytes)} {'fit in' if fits else 'exceed'} "
+                     f"{units.size(audit.llc_bytes)}"
+                     + ("; a timing loop keeps them cached, so a cold first call is slower" if fits else "")])
+    elif audit.llc_bytes:
+        rows.append(["weights vs last-level cache", f"weights size not known; last-level cache "
+                                                    f"{units.size(audit.llc_bytes)}"])
+    return [[fmt.cell(a), fmt.cell(b)] for a, b in rows]

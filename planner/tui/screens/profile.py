@@ -19,6 +19,7 @@ from textual.widgets import (
 )
 
 from planner.results import to_data
+from planner.results.audit import flag_line
 from planner.results.view import sequence_sweep
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
@@ -280,6 +281,9 @@ class ProfilePane(StepPane):
             self.replace_children(findings, [])
             return
         self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline))
+        disturbed = flag_line(typed.audit if typed is not None else None)
+        if disturbed:
+            self.query_one(Notice).show_info(f"The baseline was {disturbed}.")
         labels, values, title, note = percentile_bars(baseline)
         chart = self.query_one("#percentiles", BarChart)
         chart.display = True

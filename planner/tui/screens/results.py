@@ -15,6 +15,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
 from planner.results import Prediction, to_data
+from planner.results.audit import audit_of, flag_line, load_summary
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -116,6 +117,10 @@ def candidate_detail(c: dict, index: int) -> Text:
             if fmt.num(fid.get(name)) is not None:
                 parts.append(f"{name} {format_value(fid[name])}")
         text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
+    audit = audit_of(c.get("audit"))
+    if audit is not None:
+        text.append(f"\nenvironment: {flag_line(audit) or 'no interference seen; ' + load_summary(audit)}",
+                    style="bold" if audit.disturbed else "")
     if c.get("config"):
         text.append(f"\nconfig: {json.dumps(c['config'], sort_keys=True, default=str)}")
     if c.get("reproduce"):

@@ -1,0 +1,67 @@
+"""The report's Environment section states what was audited, and on a busy machine that the numbers were taken
+under load and which ones."""
+
+from __future__ import annotations
+
+from report_fixtures import FIGURE_LINKS
+from report_numbers import literal_numbers, perturb
+
+from planner.report import render_markdown
+from planner.results.audit import AuditFact, MeasurementAudit, judged
+from planner.results.codec import to_data
+
+
+def _audit(load: float) -> dict:
+    return to_data(judged(MeasurementAudit(
+        window_s=2.4, load_samples=10, other_load_mean_cores=load, other_load_peak_cores=load * 1.5,
+        own_cpu_cores=0.9, load_basis="/proc/stat busy time minus this worker's own CPU time",
+        cpus_watched=2, threads_used=2, usable_cores=2, weights_bytes=3 << 20, llc_bytes=32 << 20,
+        facts=(AuditFact("frequency governor", "not readable: no cpufreq scaling_governor"),
+               AuditFact("SMT (two threads per core)", "off")))))
+
+
+def _environment(text: str) -> str:
+    start = text.index("## Environment")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def _with_audits(results: dict, busy_labels: set[str]) -> dict:
+    results["baseline"]["audit"] = _audit(0.8 if "baseline" in busy_labels else 0.02)
+    for c in results["candidates"]:
+        if c.get("latency_ms"):
+            c["audit"] = _audit(1.4 if c.get("label") in busy_labels else 0.02)
+    return results
+
+
+def test_busy_measurements_are_named_and_said_to_be_under_load(results) -> None:
+    labels = [c["label"] for c in results["candidates"] if c.get("latency_ms")]
+    busy = labels[1]
+    section = _environment(render_markdown(_with_audits(results, {busy}), figures=FIGURE_LINKS))
+    assert "**These numbers were taken under load and may not reproduce.**" in section
+    assert f"- {busy}: other processes used 1.4 cores on average" in section
+    assert "re-run on an idle machine" in section
+    assert section.count("other processes used 1.4 cores on average") == 1
+    # What was audited, and the baseline's own readings.
+    assert "other processes' CPU use (sampled from /proc/stat while timing, not the load average)" in section
+    assert "| frequency governor | not readable: no cpufreq scaling_governor |" in section
+    assert "| weights vs last-level cache | 3 MiB fit in 32 MiB;" in section
+
+
+def test_an_idle_run_says_no_interference_was_seen(results) -> None:
+    section = _environment(render_markdown(_with_audits(results, set()), figures=FIGURE_LINKS))
+    assert "No interference was seen" in section
+    assert "taken under load" not in section
+    assert "other processes used 2% of a core on average" in section
+
+
+def test_results_without_audits_say_the_conditions_are_not_known(results) -> None:
+    section = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    assert "Measurement conditions: not audited" in section
+
+
+def test_every_number_in_the_audit_comes_from_results(results) -> None:
+    labels = [c["label"] for c in results["candidates"] if c.get("latency_ms")]
+    busy = _with_audits(results, {"baseline", labels[1]})
+    original = render_markdown(busy, figures=FIGURE_LINKS)
+    assert literal_numbers(_environment(original), _environment(render_markdown(perturb(busy),
+                                                                                figures=FIGURE_LINKS))) == []
