@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="profile, decide, measure candidates, write results")
     _add_model_args(p)
     p.add_argument("--target", choices=["auto", "cpu", "nvidia", "edge"], default="auto")
+    p.add_argument("--device", help="edge board to project each candidate onto (rpi4, rpi5, orin-nano, agx-orin, "
+                                    "generic-arm): a labelled estimate from datasheet ceilings")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")

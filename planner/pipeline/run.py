@@ -26,11 +26,16 @@ class PlanOptions:
     plugins: tuple[str, ...] = ()
     timeout_s: float = 300.0
     write_report: bool = True
+    device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
              cancel: CancelToken | None = None) -> PlanOutcome:
     """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
+    from planner.pipeline.edge_projection import edge_projection, resolve_device
+
+    if options.device:
+        resolve_device(options.device, "", None)  # an unknown name fails now, before any measuring
     session = PlanSession(on_event=on_event, cancel=cancel)
     session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
                  trust_code=options.trust_code)
@@ -45,6 +50,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
                         val_data=options.val_data)
         session.decide()
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
+        hw = session.detect()
+        profile = resolve_device(options.device, str(hw.device_class), hw.board)
+        if profile is not None and (options.device or session.target == "edge"):
+            session.update(edge_device=edge_projection(session.results, profile, detected=not options.device))
     except KeyboardInterrupt:
         session.warn("interrupted by Ctrl-C: the results hold what was measured")
         session.finish(status="interrupted", write_report=options.write_report)

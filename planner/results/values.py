@@ -319,6 +319,7 @@ class PlanResults:
     warnings: tuple[str, ...] = ()
     skipped_plugins: tuple[SkippedPlugin, ...] = ()
     predictions_held: str = ""  # how the predicted speedup bands compared with the measured speedups
+    edge_device: JSON = field(default_factory=dict)  # an edge board's profile and each candidate projected onto it
     finished: str = ""
 
     @property

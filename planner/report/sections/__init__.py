@@ -10,7 +10,9 @@ from planner.report.sections import (
     bottlenecks,
     candidates,
     checklist,
+    compression,
     decision,
+    device_targets,
     environment,
     findings,
     hardware,
@@ -26,7 +28,8 @@ Section = Callable[[ReportData], list[str]]
 
 SECTIONS: tuple[Section, ...] = (
     summary.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
-    checklist.render, decision.render, candidates.render, predictions.render, requirements.render, roadmap.render,
+    checklist.render, decision.render, candidates.render, compression.render, device_targets.render,
+    predictions.render, requirements.render, roadmap.render,
     environment.render, reproduce.render,
 )
 """Every section in report order."""

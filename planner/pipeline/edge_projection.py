@@ -1,0 +1,43 @@
+"""Each measured candidate projected onto an edge board: a labelled roofline estimate beside the measurement.
+
+The FLOPs per sample are the baseline's measured count, the weight bytes each candidate's file
+size on disk, the activation bytes the baseline's measured peak; the board's ceilings are
+datasheet figures (targets/edge/profiles.py). Nothing here is a measurement on the board.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.results import PlanResults
+
+_INT8_LIKE = ("int8", "ternary")
+
+
+def resolve_device(device: str | None, device_class: str, board: str | None) -> Any:
+    """The edge profile for --device (a clear error for an unknown name), else the detected board's, else None."""
+    from targets.edge.profiles import get_profile, profile_for_board
+
+    if device:
+        return get_profile(device)
+    return profile_for_board(device_class, board)
+
+
+def edge_projection(results: PlanResults, profile: Any, *, detected: bool = False) -> dict:
+    """The board's profile and, per measured candidate, its roofline estimate there (all labelled)."""
+    from targets.edge.profiles import project
+
+    base = results.baseline
+    flops = base.flops_per_sample if base else None
+    activations = float(base.peak_activation_bytes or 0) if base else 0.0
+    rows = []
+    for cand in results.candidates:
+        if not cand.measured:
+            continue
+        size = cand.size_bytes if cand.size_bytes is not None else (base.model.size_bytes if base else None)
+        estimate = project(profile, flops=flops, weight_bytes=size, activation_bytes=activations,
+                           int8=str(cand.precision) in _INT8_LIKE)
+        rows.append({"label": cand.label, "precision": str(cand.precision), "measured_p50_ms": cand.p50,
+                     "size_bytes": size, **estimate})
+    return {"profile": profile.to_info(), "chosen_by": "detected board" if detected else "--device",
+            "candidates": rows}

@@ -1,0 +1,86 @@
+"""Device targets: which measured candidates meet which tier's budgets, and an edge board projection.
+
+The tier budgets are rules of thumb (the planner's defaults), not measurements; each candidate is
+judged on what was measured here: p50 latency, peak memory and the file's size on disk. The edge
+projection (when a board was named with --device, or detected) is an estimate with its basis.
+"""
+
+from __future__ import annotations
+
+from planner.report import fmt
+from planner.report.data import ReportData, as_dict, as_list, p50, text
+from planner.report.sections.candidates import label
+
+# (tier, latency ms, memory MB, model size MB): the planner's rule-of-thumb budgets per tier.
+TIERS: tuple[tuple[str, float, float, float], ...] = (
+    ("server", 100.0, 16384.0, 10240.0),
+    ("desktop", 50.0, 4096.0, 1024.0),
+    ("mobile", 30.0, 100.0, 10.0),
+    ("edge", 10.0, 256.0, 10.0),
+)
+
+
+def _meets(cand: dict, latency_ms: float, memory_mb: float, size_mb: float) -> bool | None:
+    """Whether every measured figure is within the budgets; None when latency was not measured."""
+    lat = p50(cand)
+    if lat is None:
+        return None
+    memory = fmt.real(cand.get("peak_memory_bytes"))
+    size = fmt.real(cand.get("size_bytes"))
+    return (lat <= latency_ms and (memory is None or memory / 2**20 <= memory_mb)
+            and (size is None or size / 2**20 <= size_mb))
+
+
+def render(data: ReportData) -> list[str]:
+    """The tier table and, when present, the edge board projection; [] when nothing was measured."""
+    cands = [c for c in data.candidates if text(c.get("status")) in ("ok", "rejected") and p50(c) is not None]
+    edge = as_dict(data.results.get("edge_device"))
+    if not cands or (text(data.results.get("target")) != "edge" and not edge):
+        return []  # a plan for a server or desktop GPU has its own requirements section
+    lines = ["## Device targets", "",
+             "Budgets per deployment tier are the planner's rules of thumb (latency, memory, model size), not "
+             "measurements; each candidate is judged on its measured p50, peak memory and size on disk. A tier "
+             "is met only when every measured figure is within its budget.", ""]
+    budget_rows = [[tier, fmt.ms(lat), fmt.size(mem * 2**20), fmt.size(size * 2**20)]
+                   for tier, lat, mem, size in TIERS]
+    lines += fmt.table(["Tier", "Latency budget", "Memory budget", "Model size budget"], budget_rows)
+    rows = []
+    for cand in cands:
+        met = [tier for tier, lat, mem, size in TIERS if _meets(cand, lat, mem, size)]
+        note = " (not deployable: failed the fidelity gate)" if text(cand.get("status")) == "rejected" else ""
+        rows.append([label(cand), fmt.ms(p50(cand)), fmt.size(cand.get("peak_memory_bytes")),
+                     fmt.size(cand.get("size_bytes")), (", ".join(met) or "none") + note])
+    lines += ["", *fmt.table(["Candidate", "p50", "Peak memory", "Size on disk", "Tiers met"], rows)]
+    lines += _projection(edge)
+    return lines + [""]
+
+
+def _projection(edge: dict) -> list[str]:
+    """The edge board's traits and each candidate's roofline estimate there, labelled as estimates."""
+    profile = as_dict(edge.get("profile"))
+    rows = [as_dict(r) for r in as_list(edge.get("candidates"))]
+    if not profile or not rows:
+        return []
+    traits = [name for name, key in (("NEON", "neon"), ("INT8 dot product", "dot_product"),
+                                     ("INT8 matrix multiply (i8mm)", "i8mm"), ("fp16 arithmetic", "fp16"))
+              if profile.get(key) is True]
+    lines = ["", f"### Projection onto {text(profile.get('title'))} (estimate)", "",
+             f"{text(profile.get('cpu'))}, {profile.get('cores')} cores at {profile.get('clock_ghz')} GHz, "
+             f"{fmt.number(profile.get('memory_gb'))} GB; instructions: {', '.join(traits) or 'none of note'}. "
+             f"Ceilings are datasheet-derived, not measured ({text(profile.get('ceiling_basis'))}). "
+             f"Board budgets (the planner's defaults): {fmt.ms(profile.get('latency_budget_ms'))} latency, "
+             f"{fmt.size((fmt.real(profile.get('model_size_budget_mb')) or 0) * 2**20)} model size. "
+             f"Chosen by: {text(edge.get('chosen_by')) or '--device'}.", ""]
+    table = [[text(r.get("label")), fmt.ms(r.get("measured_p50_ms")), fmt.ms(r.get("estimate_ms")),
+              text(r.get("bound")) or "—", _yes_no(r.get("fits_latency_budget")), _yes_no(r.get("fits_size_budget"))]
+             for r in rows]
+    lines += fmt.table(["Candidate", "Measured here (p50)", "Estimated on board (roofline lower bound)", "Bound",
+                        "Within latency budget", "Within size budget"], table)
+    basis = text(rows[0].get("basis"))
+    if basis:
+        lines += ["", f"Basis: {basis}."]
+    return lines
+
+
+def _yes_no(value: object) -> str:
+    return {True: "yes", False: "no"}.get(value, "—")  # type: ignore[call-overload]

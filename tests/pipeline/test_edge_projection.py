@@ -1,0 +1,40 @@
+"""--device: every measured candidate projected onto the board, labelled; an unknown name fails before measuring."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.pipeline.edge_projection import edge_projection, resolve_device
+from planner.pipeline.run import PlanOptions, run_plan
+from planner.results import Baseline, CandidateResult, PlanResults, Status
+from planner.results.values import LatencyStats, ModelSummary
+from targets.edge.profiles import UnknownDeviceError
+
+
+def _latency(p50: float) -> LatencyStats:
+    return LatencyStats(samples=10, mean_ms=p50, std_ms=0.0, min_ms=p50, max_ms=p50, p50_ms=p50, p90_ms=None,
+                        p95_ms=None, p99_ms=None, iqr_ms=0.0, iqr_over_median=0.0, unstable=False, ci95_rel=0.0)
+
+
+def test_measured_candidates_are_projected_with_their_basis():
+    base = Baseline(model=ModelSummary(name="m", source="demo:m", kind="torch", parameters=1, size_bytes=4_000_000),
+                    input_shape=(1, 4), flops_per_sample=2_000_000, peak_activation_bytes=10_000,
+                    latency_ms=_latency(3.0))
+    ok = CandidateResult(plugin="edge.ternary", label="ternary", config={}, precision="ternary", status=Status.OK,
+                         latency_ms=_latency(1.0), size_bytes=300_000)
+    failed = CandidateResult(plugin="edge.int8", label="int8", config={}, precision="int8", status=Status.FAILED)
+    out = edge_projection(PlanResults(baseline=base, candidates=(ok, failed)), resolve_device("rpi5", "", None))
+    assert out["profile"]["name"] == "rpi5" and out["chosen_by"] == "--device"
+    (row,) = out["candidates"]
+    assert row["label"] == "ternary" and row["size_bytes"] == 300_000 and row["measured_p50_ms"] == 1.0
+    assert row["estimate_ms"] > 0 and row["basis"].startswith("estimate, not measured")
+
+
+def test_off_a_board_without_device_there_is_no_profile():
+    assert resolve_device(None, "cpu_server", None) is None
+    assert resolve_device(None, "raspberry_pi", "Raspberry Pi 5 Model B").name == "rpi5"
+
+
+def test_an_unknown_device_fails_before_anything_is_measured():
+    with pytest.raises(UnknownDeviceError, match="unknown edge device 'rpi9'"):
+        run_plan(PlanOptions(model="demo:does-not-exist", device="rpi9"))
