@@ -28,9 +28,18 @@ def grade(impact: float, *, high: float, medium: float) -> Severity:
     return Severity.LOW
 
 
+TARGETS = ("cpu", "nvidia", "edge")
+"""The deployment targets advice can differ for (the plan's --target names)."""
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One architecture issue with the layers involved, the numbers, its impact and the advice."""
+    """One issue with the layers involved, the numbers, its impact and the advice.
+
+    `advice` is for the hardware the profile ran on; `advice_by_target` holds the advice for each
+    target where it differs (a plan for another target picks its own). `category` is
+    "architecture" for changes that need retraining, "runtime" for what a runtime or its settings fix.
+    """
 
     id: str
     title: str
@@ -40,3 +49,10 @@ class Finding:
     impact: float = 0.0
     impact_basis: str = ""
     advice: str = ""
+    advice_by_target: dict = field(default_factory=dict)
+    category: str = "architecture"
+
+
+def at_most(severity: Severity, cap: Severity) -> Severity:
+    """The less pressing of two severities."""
+    return severity if SEVERITY_RANK[severity] >= SEVERITY_RANK[cap] else cap

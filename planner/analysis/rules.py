@@ -11,7 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from planner.analysis.findings import Finding, Severity, grade
+from planner import units
+from planner.analysis.findings import Finding, Severity, at_most, grade
 from planner.analysis.graph import Dataflow, Node
 from planner.analysis.layers import FunctionalOp, LayerReport, LayerStats
 
@@ -47,6 +48,7 @@ class LintContext:
     report: LayerReport
     # Layers rebuilt by path where the module object is gone (a torch.export graph's convs, ...).
     stand_ins: Mapping[str, nn.Module] = field(default_factory=dict)
+    target: str | None = None  # "cpu", "nvidia" or "edge": the hardware the advice is for (None: not known)
 
     @property
     def example_input(self) -> torch.Tensor:
@@ -88,6 +90,12 @@ class LintContext:
         """These FLOPs as a share of the model's total."""
         return flops / self.report.total_flops if self.report.total_flops else 0.0
 
+    def time_share(self, calls: Iterable[LayerStats]) -> float | None:
+        """These layer calls' measured time as a share of the forward pass; None when nothing was timed."""
+        if not (self.report.has_time and self.report.forward_time_ms):
+            return None
+        return min(1.0, sum(n.time_ms or 0.0 for n in calls) / self.report.forward_time_ms)
+
     def is_activation(self, node: Node) -> bool:
         """Whether this node is an activation function (module or functional)."""
         if isinstance(node, FunctionalOp):
@@ -124,10 +132,16 @@ def _next8(c: int) -> int:
 
 
 def large_kernels(ctx: LintContext) -> Finding | None:
-    """Conv kernels of 5x5 or more (depthwise ones excepted): slow, bandwidth-hungry, poorly tuned."""
+    """Conv kernels of 5x5 or more (depthwise ones and patch embeddings excepted): slow, bandwidth-hungry.
+
+    A conv whose stride equals its kernel (a ViT's 16x16 stride-16 patch embedding) reads each
+    input pixel once: it is a reshape and a matrix multiply, with none of the overlapping windows
+    that make large kernels costly, and 3x3 stacks could not replace it.
+    """
     # 1-D convs are left out: long 1-D kernels are the norm in audio front ends.
     hits = [n for n in ctx.calls((nn.Conv2d, nn.Conv3d))
-            if min(_kernel(ctx.mod(n))) >= 5 and ctx.mod(n).groups < ctx.mod(n).in_channels]
+            if min(_kernel(ctx.mod(n))) >= 5 and ctx.mod(n).groups < ctx.mod(n).in_channels
+            and not _is_patch_embedding(ctx.mod(n))]
     if not hits:
         return None
     kernels, flops, ratios = [], [], []
@@ -142,24 +156,42 @@ def large_kernels(ctx: LintContext) -> Finding | None:
         stack = 3 ** len(k) * (cin * cout + (n3 - 1) * cout * cout)
         ratios.append(round(stack / (kk * cin * cout), 3))
     share = ctx.flop_share(sum(flops))
+    evidence: dict = {"kernel_sizes": kernels, "flops": flops,
+                      "flop_shares": [round(ctx.flop_share(f), 4) for f in flops],
+                      "flop_share": round(share, 4),
+                      "est_3x3_stack_flop_ratio": ratios,
+                      "est_note": "estimate: FLOPs of a 3x3 stack with the same receptive field "
+                                  "relative to the large kernel (< 1 saves)"}
+    impact, basis = share, "share of FLOPs in large-kernel convs"
+    time_share = ctx.time_share(hits)
+    if time_share is not None:
+        # What this hardware spent on them decides how much they matter, not their FLOPs alone.
+        evidence["time_share"] = round(time_share, 4)
+        impact, basis = time_share, "share of measured time in large-kernel convs"
+    title = (f"{len(kernels)} conv layer{'s' if len(kernels) != 1 else ''} with large kernels "
+             f"({', '.join(kernels)}) do {share:.0%} of the FLOPs")
+    if time_share is not None:
+        title += f" and take {units.pct(time_share)} of the measured time"
     return Finding(
         id="large-kernels",
-        title=f"{len(kernels)} conv layer{'s' if len(kernels) != 1 else ''} with large kernels "
-              f"({', '.join(kernels)}) do {share:.0%} of the FLOPs",
-        severity=grade(share, high=0.3, medium=0.1),
+        title=title,
+        severity=grade(impact, high=0.3, medium=0.1),
         layers=_unique(n.name for n in hits),
-        evidence={"kernel_sizes": kernels, "flops": flops,
-                  "flop_shares": [round(ctx.flop_share(f), 4) for f in flops],
-                  "flop_share": round(share, 4),
-                  "est_3x3_stack_flop_ratio": ratios,
-                  "est_note": "estimate: FLOPs of a 3x3 stack with the same receptive field "
-                              "relative to the large kernel (< 1 saves)"},
-        impact=share, impact_basis="share of FLOPs in large-kernel convs",
+        evidence=evidence,
+        impact=impact, impact_basis=basis,
         advice="Replace each large kernel with a stack of 3x3 convs (two for 5x5, three for 7x7) "
                "where the estimated ratio is below 1; for a stem (few input channels) use a "
                "stride-2 3x3 stem instead. 3x3 kernels hit the fastest Winograd/implicit-GEMM "
                "paths in cuDNN, oneDNN and TensorRT and move fewer bytes per output.",
     )
+
+
+def _is_patch_embedding(conv: Any) -> bool:
+    """Whether a conv cuts its input into non-overlapping patches: stride equal to kernel, no padding."""
+    stride = _as_tuple(conv.stride)
+    stride = stride * len(_kernel(conv)) if len(stride) == 1 else stride
+    padding = conv.padding if isinstance(conv.padding, str) else _as_tuple(conv.padding)
+    return tuple(stride) == _kernel(conv) and padding in ("valid", (0,) * len(padding))
 
 
 def _idle_lane_share(cin: int, cout: int, in_fixed: bool, out_fixed: bool) -> float:
@@ -435,7 +467,12 @@ def input_upsampling(ctx: LintContext) -> Finding | None:
 
 
 def dense_classifier(ctx: LintContext) -> Finding | None:
-    """A Linear layer holding half the parameters or more: a low-rank or pruning candidate."""
+    """A Linear layer holding half the parameters or more: a low-rank or pruning candidate.
+
+    Its severity follows its share of measured time where the layers were timed: a compact
+    model's 512->1000 classifier can hold two thirds of the parameters yet take a few percent of
+    the time, and then it matters for the model's size and memory, not its speed.
+    """
     total = ctx.report.total_params
     if not total:
         return None
@@ -443,60 +480,156 @@ def dense_classifier(ctx: LintContext) -> Finding | None:
     for name in _unique(n.name for n in ctx.calls((nn.Linear,))):
         lin = ctx.mod(name)
         params = sum(p.numel() for p in lin.parameters())
+        weight_bytes = sum(p.numel() * p.element_size() for p in lin.parameters())
         share = params / total
         if share < 0.5:
             continue
         rank = max(1, min(lin.in_features, lin.out_features) // 4)
         bias = lin.out_features if lin.bias is not None else 0
         low_rank = rank * (lin.in_features + lin.out_features) + bias
-        finding = Finding(
-            id="dense-classifier",
-            title=f"Linear {lin.in_features}->{lin.out_features} holds {share:.0%} of the parameters",
-            severity=Severity.HIGH if share >= 0.8 and params >= 1_000_000 else Severity.MEDIUM,
-            layers=(name,),
-            evidence={"in_features": lin.in_features, "out_features": lin.out_features,
-                      "params": params, "param_share": round(share, 4), "est_rank": rank,
-                      "est_low_rank_params": low_rank,
-                      "est_note": "estimate: factorising into two Linears at rank min(in,out)/4"},
-            impact=share, impact_basis="share of parameters",
-            advice="Factorise it into two thin Linears (SVD, rank ~ min(in,out)/4, then fine-tune), "
-                   "prune it, or pool the features harder before it; weight bytes, not FLOPs, set "
-                   "its cost at small batch.",
-        )
+        evidence = {"in_features": lin.in_features, "out_features": lin.out_features,
+                    "params": params, "param_share": round(share, 4), "weight_bytes": weight_bytes,
+                    "est_rank": rank, "est_low_rank_params": low_rank,
+                    "est_note": "estimate: factorising into two Linears at rank min(in,out)/4"}
+        title = f"Linear {lin.in_features}->{lin.out_features} holds {share:.0%} of the parameters"
+        fix = ("factorise it into two thin Linears (SVD, rank ~ min(in,out)/4, then fine-tune), prune "
+               "it, or pool the features harder before it")
+        time_share = ctx.time_share(n for n in ctx.report.layers if n.name == name)
+        if time_share is None:
+            severity = Severity.HIGH if share >= 0.8 and params >= 1_000_000 else Severity.MEDIUM
+            impact, basis = share, "share of parameters (layer time not measured)"
+            advice = (f"{fix[0].upper()}{fix[1:]}; weight bytes, not FLOPs, set its cost at small batch.")
+        else:
+            evidence["time_share"] = round(time_share, 4)
+            severity = grade(time_share, high=0.3, medium=0.1)
+            impact, basis = time_share, "share of measured time"
+            title += f" but takes {units.pct(time_share)} of the measured time"
+            if severity == Severity.LOW:
+                advice = (f"It matters for the model's size and memory ({units.size(weight_bytes)} of weights), "
+                          f"not its speed: it takes {units.pct(time_share)} of the measured time here. Where "
+                          f"size or memory is a constraint, {fix}.")
+            else:
+                advice = (f"{fix[0].upper()}{fix[1:]}; it takes {units.pct(time_share)} of the measured time, "
+                          "and weight bytes, not FLOPs, set its cost at small batch.")
+        finding = Finding(id="dense-classifier", title=title, severity=severity, layers=(name,),
+                          evidence=evidence, impact=impact, impact_basis=basis, advice=advice)
         if best is None or finding.impact > best.impact:
             best = finding
     return best
 
 
+_DEPTHWISE_FIX = ("Replace dense 3x3 convs with depthwise 3x3 + pointwise 1x1 (MobileNet style) where "
+                  "accuracy allows, then fine-tune.")
+DEPTHWISE_ADVICE = {
+    "cpu": f"{_DEPTHWISE_FIX} On CPUs the FLOP cut turns into time: depthwise and pointwise convs run "
+           "well in oneDNN, OpenVINO and ONNX Runtime.",
+    "edge": f"{_DEPTHWISE_FIX} On edge CPUs and NPUs the FLOP cut turns into time and energy; it is the "
+            "design of the mobile networks these boards are tuned for.",
+    "nvidia": "Measure before retraining: on GPUs dense 3x3 convs often run faster than depthwise-"
+              "separable ones despite the FLOPs, because depthwise convs are memory-bound and leave "
+              "the tensor cores idle. Time one block both ways on this GPU (fp16, the batch you "
+              f"serve); only if the depthwise version wins: {_DEPTHWISE_FIX[0].lower()}{_DEPTHWISE_FIX[1:]}",
+}
+"""The depthwise-separable advice for each target: CPUs and edge gain, GPUs often do not."""
+
+
 def depthwise_candidates(ctx: LintContext) -> Finding | None:
-    """Dense 3x3 convs with wide inputs dominating FLOPs: depthwise-separable would cut them."""
+    """Dense 3x3 convs with wide inputs dominating FLOPs: depthwise-separable would cut them.
+
+    The advice depends on the target: CPUs and edge devices turn the FLOP cut into time; on GPUs
+    dense 3x3 convs are often faster than depthwise ones, so there the finding is at most low and
+    asks for a measurement first.
+    """
     hits = [n for n in ctx.calls((nn.Conv2d,))
             if ctx.mod(n).groups == 1 and _kernel(ctx.mod(n)) == (3, 3)
             and ctx.mod(n).in_channels >= 32]
     share = ctx.flop_share(sum(n.flops for n in hits))
     if not hits or share < 0.5:
         return None
-    factors, saved = [], 0.0
+    factors, saved, saved_time = [], 0.0, 0.0
     for name in _unique(n.name for n in hits):
         conv = ctx.mod(name)
         k2, cout = 9, conv.out_channels
         factor = k2 * cout / (k2 + cout)
         factors.append(round(factor, 2))
         saved += sum(n.flops for n in hits if n.name == name) * (1.0 - 1.0 / factor)
-    impact = ctx.flop_share(saved)
+        saved_time += sum(n.time_ms or 0.0 for n in hits if n.name == name) * (1.0 - 1.0 / factor)
+    impact, basis = ctx.flop_share(saved), "share of FLOPs (estimated saving)"
+    evidence = {"flop_share": round(share, 4), "est_flop_reduction": factors,
+                "est_flop_share_saved": round(impact, 4),
+                "est_note": "estimate: k^2*Cout/(k^2+Cout) per layer for depthwise 3x3 + pointwise 1x1"}
+    time_share = ctx.time_share(hits)
+    if time_share is not None:
+        impact = min(1.0, saved_time / (ctx.report.forward_time_ms or 1.0))
+        basis = "share of measured time (estimated saving, if time fell with the FLOPs)"
+        evidence["time_share"] = round(time_share, 4)
+    severity = Severity.MEDIUM if impact >= 0.3 else Severity.LOW
+    target = ctx.target or "cpu"
+    if target == "nvidia":
+        severity = at_most(severity, Severity.LOW)
+        evidence["target_note"] = "GPU: dense 3x3 convs often beat depthwise-separable ones; measure first"
     return Finding(
         id="depthwise-candidates",
         title=f"{len(factors)} dense 3x3 conv{'s' if len(factors) != 1 else ''} do {share:.0%} of the "
               "FLOPs (depthwise-separable candidates)",
-        severity=Severity.MEDIUM if impact >= 0.3 else Severity.LOW,
+        severity=severity,
         layers=_unique(n.name for n in hits),
-        evidence={"flop_share": round(share, 4), "est_flop_reduction": factors,
-                  "est_flop_share_saved": round(impact, 4),
-                  "est_note": "estimate: k^2*Cout/(k^2+Cout) per layer for depthwise 3x3 + pointwise 1x1"},
-        impact=impact, impact_basis="share of FLOPs (estimated saving)",
-        advice="Replace dense 3x3 convs with depthwise 3x3 + pointwise 1x1 (MobileNet style) where "
-               "accuracy allows, then fine-tune; the FLOP cut is large but depthwise convs are "
-               "memory-bound, so expect less wall-clock gain than the FLOPs suggest on GPUs.",
+        evidence=evidence, impact=impact, impact_basis=basis,
+        advice=DEPTHWISE_ADVICE.get(target, DEPTHWISE_ADVICE["cpu"]),
+        advice_by_target=dict(DEPTHWISE_ADVICE),
+    )
+
+
+OVERHEAD_ADVICE = {
+    "nvidia": "Launch overhead, not the GPU's arithmetic, sets the time. Capture the forward pass in a "
+              "CUDA graph (torch.compile with mode='reduce-overhead', or torch.cuda.graphs) so its many "
+              "small kernels launch as one; or build a TensorRT engine, which fuses layers into fewer "
+              "kernels; and serve larger batches, so each launch carries more samples.",
+    "cpu": "Per-operator framework overhead, not the cores' arithmetic, sets the time. Run the model in "
+           "ONNX Runtime or OpenVINO, whose graph optimisers fuse small operators (conv with its bias and "
+           "activation, chains of elementwise ops) and dispatch without Python; try fewer threads, as "
+           "small operators do not split well across cores and every extra thread adds synchronisation; "
+           "and serve larger batches, so each operator call does more work.",
+    "edge": "Per-operator overhead, not the board's arithmetic, sets the time. On a Jetson, build a "
+            "TensorRT engine (fused layers, fewer kernel launches); on a CPU board, run ONNX Runtime or "
+            "OpenVINO with graph optimisations, which fuse small operators; use fewer threads than cores, "
+            "and batch requests where latency allows.",
+}
+"""What removes per-call overhead on each target."""
+
+
+def overhead_bound(verdict: Mapping[str, Any], report: LayerReport, target: str | None) -> Finding | None:
+    """A finding for a model whose whole-model verdict is overhead-bound: what removes overhead here.
+
+    `verdict` is the model verdict's dict (bound, measured and roofline-floor times, the overhead
+    evidence). Its impact is the share of the measured time the roofline floor does not explain.
+    """
+    if str(verdict.get("bound")) != "overhead":
+        return None
+    measured = verdict.get("measured_time_s")
+    floor = max(verdict.get("compute_time_s") or 0.0, verdict.get("memory_time_s") or 0.0)
+    if not measured:
+        return None
+    impact = max(0.0, min(1.0, 1.0 - floor / measured))
+    calls = len(report.layers)
+    evidence = {"measured_ms": round(measured * 1e3, 4), "roofline_floor_ms": round(floor * 1e3, 4),
+                "layer_calls": calls, "overhead_evidence": verdict.get("overhead_evidence") or ""}
+    if calls:
+        evidence["ms_per_layer_call"] = round(measured * 1e3 / calls, 4)
+    target = target or "cpu"
+    why = verdict.get("overhead_evidence") or f"{calls} layer calls"
+    return Finding(
+        id="overhead-bound",
+        title=f"Overhead-bound: {units.ms(measured * 1e3)} measured where the hardware's limits allow "
+              f"{units.ms(floor * 1e3)} ({why})",
+        # An unstable measurement cannot carry a high-severity call (the verdict says why it is unstable).
+        severity=grade(impact, high=0.5, medium=0.2) if verdict.get("stable", True)
+        else at_most(grade(impact, high=0.5, medium=0.2), Severity.MEDIUM),
+        layers=(), evidence=evidence, impact=impact,
+        impact_basis="share of measured time above the roofline floor (the least time the hardware's "
+                     "peak FLOP/s and bandwidth allow)",
+        advice=OVERHEAD_ADVICE.get(target, OVERHEAD_ADVICE["cpu"]),
+        advice_by_target=dict(OVERHEAD_ADVICE), category="runtime",
     )
 
 
