@@ -3,6 +3,7 @@ as it runs out of the box, plus roofline verdicts and architecture findings."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from planner import units
 from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
+from planner.hardware.ceiling_notes import EXCEEDED_WARNING, measurement_note
 from planner.plugins import CandidateSpec, ModelRef, Precision
 from planner.results import Baseline, Status, from_data, to_data
 
@@ -89,7 +91,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                    stage="baseline"))
     on_event(Event("stage", "analysing layers, roofline and architecture", stage="analysis",
                    index=3, total=4))
-    analysis = analyse(model, lat.p50_ms / 1e3, ceilings, quick=quick)
+    analysis = analyse(model, lat.p50_ms / 1e3, ceilings, quick=quick, stats=lat, hw=hw)
     baseline = from_data({
         "model": {"name": model.name, "source": model.source.text, "kind": str(model.source.kind),
                   "parameters": model.parameters, "size_bytes": model.size_bytes},
@@ -119,8 +121,14 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     return baseline, outputs
 
 
-def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, quick: bool) -> dict[str, Any]:
-    """Per-layer FLOPs/bytes/time, roofline verdicts, bottleneck classes and lint findings."""
+def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, quick: bool,
+            stats: Any = None, hw: "HardwareProfile | None" = None) -> dict[str, Any]:
+    """Per-layer FLOPs/bytes/time, roofline verdicts, bottleneck classes and lint findings.
+
+    A model or layer that beat the peak FLOP/s raises the ceiling to what it attained (and, given
+    `hw`, invalidates the cached ceilings); the raised ceilings are returned under "ceilings".
+    `stats` (the latency's LatencyStats) marks verdicts unstable when the samples cannot carry them.
+    """
     if not model.has_torch:
         return {"flops_per_sample": None, "layers": [], "findings": [],
                 "bottleneck": {"bound": None, "explanation":
@@ -133,13 +141,19 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
         lint,
         model_verdict,
     )
+    from planner.analysis.roofline import measurement_instability
 
     args = model.torch_args(seed=3)
     report = analyze_layers(model.module, args, measure_time=True, repeats=3 if quick else 10,
                             hooks=model.hooks_work)
     findings = lint(model.module, args, report) if model.hooks_work else []
-    verdict = model_verdict(report, latency_s, ceilings)
-    verdicts = layer_verdicts(report, ceilings)
+    raised = _raise_exceeded_ceilings(model.name, report, latency_s, ceilings, hw)
+    verdict = model_verdict(report, latency_s, raised, stats=stats)
+    if raised is not ceilings:
+        verdict = dataclasses.replace(verdict, ceiling_warning=EXCEEDED_WARNING,
+                                      explanation=f"{verdict.explanation} ({EXCEEDED_WARNING})")
+    unstable = measurement_instability(stats)
+    verdicts = layer_verdicts(report, raised, unstable_reason=unstable)
     batch = model.inputs.batch
     return {
         "flops_per_sample": int(report.total_flops / batch) if batch else report.total_flops,
@@ -150,6 +164,21 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
         "findings": [to_data(f) for f in findings],
         "bottleneck": verdict.to_dict(),
         "layer_verdicts": {v.layer.key: v.verdict.to_dict() for v in verdicts},
-        "bottleneck_classes": classify_bottlenecks(report, ceilings).to_dict(),
-        "analysis_notes": list(report.notes),
+        "bottleneck_classes": classify_bottlenecks(report, raised, unstable_reason=unstable).to_dict(),
+        "analysis_notes": list(report.notes) + ([measurement_note(raised.details)] if raised is not ceilings else []),
+        **({"ceilings": to_data(raised)} if raised is not ceilings else {}),
     }
+
+
+def _raise_exceeded_ceilings(name: str, report: Any, latency_s: float, ceilings: "Ceilings",
+                             hw: "HardwareProfile | None") -> "Ceilings":
+    """The ceilings, with fp32 raised to the best rate the model or one of its layers attained above it."""
+    from planner.hardware.ceilings import raise_exceeded
+
+    best = (report.total_flops / latency_s, f"the whole model ({name})") if latency_s > 0 else (0.0, "")
+    for layer in report.layers:
+        if layer.time_ms and layer.flops and layer.flops / (layer.time_ms / 1e3) > best[0]:
+            best = (layer.flops / (layer.time_ms / 1e3), f"layer {layer.key} of {name}")
+    if not ceilings.has("fp32") or best[0] <= ceilings.peak("fp32"):
+        return ceilings
+    return raise_exceeded(ceilings, {"fp32": best}, hw=hw)

@@ -170,6 +170,13 @@ class PlanSession:
                                                on_event=self.on_event, timeout_s=timeout_s, val_data=val_data)
         self.baseline, self.reference = baseline, reference
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
+        if baseline.ceilings and baseline.ceilings != self.results.ceilings:
+            # The baseline beat a ceiling measured while busy: the raised ceilings are the machine's now.
+            from planner.codec import from_data
+            from planner.hardware.ceilings import Ceilings
+
+            self.ceilings = from_data(baseline.ceilings, Ceilings)
+            self.update(ceilings=baseline.ceilings)
         self.save()
         return baseline
 

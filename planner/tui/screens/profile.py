@@ -18,6 +18,7 @@ from textual.widgets import (
     TabPane,
 )
 
+from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.results import to_data
 from planner.results.audit import flag_line
 from planner.results.view import sequence_sweep
@@ -64,7 +65,16 @@ def latency_rows(baseline: dict) -> list[Row]:
     rows.append(("FLOPs/sample", fmt.flops(baseline.get("flops_per_sample"))))
     bottleneck = baseline.get("bottleneck") or {}
     if bottleneck.get("bound"):
-        rows.append(("Bound", f"{bottleneck['bound']}-bound"))
+        unstable = bottleneck.get("stable") is False
+        rows.append(("Bound", f"{bottleneck['bound']}-bound" + (" (unstable)" if unstable else "")))
+        if unstable:
+            rows.append(("Unstable", str(bottleneck.get("unstable_reason") or "the measurement was not stable")))
+        efficiency = bottleneck.get("efficiency")
+        if bottleneck.get("ceiling_warning") or (isinstance(efficiency, (int, float)) and efficiency > 1.0):
+            # Above 100% of the roofline is a ceiling measured while busy, never a fact to show.
+            rows.append(("Ceiling", str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING)))
+        elif isinstance(efficiency, (int, float)):
+            rows.append(("Efficiency", f"{fmt.pct(efficiency)} of the roofline bound"))
     return rows
 
 
