@@ -26,8 +26,9 @@ count = units.count
 
 
 def best_rate(candidate: dict) -> float | None:
-    """The highest samples/s over a candidate's batch sweep, or None when none was measured."""
-    rates = [r for p in candidate.get("throughput") or [] if (r := num(p.get("samples_per_s"))) is not None]
+    """The highest samples/s over a candidate's batch sweep and parallel streams, or None when none was measured."""
+    points = [*(candidate.get("throughput") or []), *(candidate.get("streams") or [])]
+    rates = [r for p in points if (r := num(p.get("samples_per_s"))) is not None]
     return max(rates) if rates else None
 
 

@@ -39,6 +39,7 @@ class Column:
     show: Callable[[dict], str]
     sort: Callable[[dict], Any]
     descending: bool = False  # bigger is better: the first sort puts the largest on top
+    drop: int = 0  # on a narrow screen the column with the highest `drop` goes first; 0 always stays
 
     @property
     def sort_name(self) -> str:
@@ -50,21 +51,60 @@ def _lat(c: dict, p: str) -> float | None:
     return fmt.num((c.get("latency_ms") or {}).get(f"{p}_ms"))
 
 
+# Where the measured speedup fell against the band predicted before measuring.
+VERDICT_MARK = {"inside": "✓", "above": "↑", "below": "↓"}
+
+
+def _prediction(c: dict) -> Prediction:
+    raw = c.get("prediction") or {}
+    return Prediction(fmt.num(raw.get("low")), fmt.num(raw.get("high")), str(raw.get("basis", "")))
+
+
+def predicted_cell(c: dict) -> str:
+    """The predicted speedup band and where the measurement fell: '1.5-4✓' (inside), '↑' above, '↓' below; '—' none."""
+    p = _prediction(c)
+    if p.low is None or p.high is None:
+        return fmt.MISSING
+    return f"{p.low:g}-{p.high:g}" + VERDICT_MARK.get(p.verdict(fmt.num(c.get("speedup"))), "")
+
+
+def _predicted_mid(c: dict) -> float | None:
+    p = _prediction(c)
+    return (p.low + p.high) / 2 if p.low is not None and p.high is not None else None
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("p50", "p50 ms", 6, lambda c: fmt.ms(_lat(c, "p50"), unit=False), lambda c: _lat(c, "p50")),
-    Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95")),
+    Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95"), drop=1),
     Column("rate", "best/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
     Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
-           lambda c: fmt.num(c.get("peak_memory_bytes"))),
+           lambda c: fmt.num(c.get("peak_memory_bytes")), drop=2),
     Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),
            lambda c: fmt.num(c.get("speedup")), True),
+    Column("pred", "pred", 9, predicted_cell, _predicted_mid, True),
     Column("status", "stat", 4, lambda c: STATUS_SHORT.get(str(c.get("status")), str(c.get("status"))[:4]),
            lambda c: str(c.get("status"))),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 SORT_NAMES = {"p50": "p50", "p95": "p95", "rate": "throughput", "mem": "memory", "speedup": "speedup",
-              "status": "status"}
+              "pred": "predicted speedup", "status": "status"}
 SORT_CYCLE = tuple(c.key for c in COLUMNS)
+MIN_LABEL = 16
+"""The narrowest the candidate column may get before lower-priority columns are dropped (see Column.drop)."""
+
+
+def fixed_width(columns: tuple[Column, ...]) -> int:
+    """What the numeric columns take: each cell starts with one space, the label's space, the 2-column scrollbar."""
+    return sum(c.width + 1 for c in columns) + 1 + 2
+
+
+def visible_columns(width: int) -> tuple[Column, ...]:
+    """The columns that fit `width` with a readable candidate label; the details panel shows the dropped ones."""
+    columns = COLUMNS
+    while width - fixed_width(columns) < MIN_LABEL and any(c.drop for c in columns):
+        first = max(columns, key=lambda c: c.drop)
+        columns = tuple(c for c in columns if c is not first)
+    return columns
 
 
 def sorted_candidates(candidates: list[dict], key: str, reverse: bool) -> list[tuple[int, dict]]:
@@ -89,8 +129,7 @@ def candidate_detail(c: dict, index: int) -> Text:
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
-    raw = c.get("prediction") or {}
-    prediction = Prediction(fmt.num(raw.get("low")), fmt.num(raw.get("high")), str(raw.get("basis", "")))
+    prediction = _prediction(c)
     if prediction.low is not None and prediction.high is not None:
         measured = fmt.num(c.get("speedup"))
         verdict = {"inside": "inside the band", "below": "below it", "above": "above it"}.get(
@@ -149,6 +188,7 @@ class ResultsPane(StepPane):
         self._reverse = False
         self._label_width = 0
         self._candidates: list[dict] = []
+        self._columns: tuple[Column, ...] = COLUMNS
 
     def compose(self) -> ComposeResult:
         """Table (with details) and two plot tabs."""
@@ -187,16 +227,16 @@ class ResultsPane(StepPane):
         self._fit_labels()
 
     def _fit_labels(self) -> None:
-        if self._candidates and self._label_column_width() != self._label_width:
+        shown = self._columns
+        if self._candidates and (self._label_column_width() != self._label_width or self._columns != shown):
             self._fill_table()
 
     def _label_column_width(self) -> int:
-        # The label gets what the numeric columns leave: each cell starts with one space, and the
-        # vertical scrollbar takes two columns.
-        fixed = sum(c.width + 1 for c in COLUMNS) + 1 + 2
+        # The label gets what the shown numeric columns leave (fixed_width); a narrow pane drops some.
         # A step that has never been shown has no size yet; the pane area it will fill has.
         width = self.size.width or (self.parent.content_size.width if isinstance(self.parent, Widget) else 0)
-        return max(12, width - fixed)
+        self._columns = visible_columns(width)
+        return max(12, width - fixed_width(self._columns))
 
     def _fill_table(self, *, keep_cursor: bool = True) -> None:
         """Rebuild the table in the current order (keeping the highlighted candidate when asked)."""
@@ -206,15 +246,16 @@ class ResultsPane(StepPane):
             highlighted = table.coordinate_to_cell_key(Coordinate(table.cursor_row, 0)).row_key.value
         table.clear(columns=True)
         self._label_width = self._label_column_width()
-        right = tuple(range(1, len(COLUMNS)))  # numbers align right; label and status left
-        headers = cells("candidate", *(c.header for c in COLUMNS), right=right)
+        columns = self._columns
+        right = tuple(range(1, len(columns)))  # numbers align right; label and status left
+        headers = cells("candidate", *(c.header for c in columns), right=right)
         table.add_column(headers[0], width=self._label_width + 1, key="label")
-        for column, header in zip(COLUMNS, headers[1:]):
+        for column, header in zip(columns, headers[1:]):
             table.add_column(header, width=column.width + 1, key=column.key)
         rows = sorted_candidates(self._candidates, self._sort, self._reverse)
         for index, c in rows:
             table.add_row(*cells(fmt.truncate_middle(str(c.get("label")), self._label_width),
-                                 *(col.show(c) for col in COLUMNS), right=right), key=str(index))
+                                 *(col.show(c) for col in columns), right=right), key=str(index))
         arrow = "↓" if self._reverse else "↑"
         if self._candidates:
             self.query_one("#sorted", Label).update(
@@ -236,9 +277,11 @@ class ResultsPane(StepPane):
             labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
 
     def sort_next(self) -> None:
-        """Sort by the next column in turn (the `o` key)."""
-        i = SORT_CYCLE.index(self._sort)
-        self.sort_by(SORT_CYCLE[(i + 1) % len(SORT_CYCLE)])
+        """Sort by the next shown column in turn (the `o` key)."""
+        shown = {c.key for c in self._columns}
+        cycle = [k for k in SORT_CYCLE if k in shown or k == self._sort]
+        i = cycle.index(self._sort)
+        self.sort_by(cycle[(i + 1) % len(cycle)])
 
     def sort_by(self, key: str) -> None:
         """Sort by a column; sorting by the same column again reverses the order."""

@@ -1,0 +1,61 @@
+"""The Results step's table: a predicted column beside the measured speedup, readable at 80x24."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from textual.widgets import DataTable
+from tui_support import RecordedSession, drive, run_app
+
+from planner.results import Prediction
+from planner.tui.app import PlannerApp
+from planner.tui.screens.results import predicted_cell, visible_columns
+
+
+def _with_prediction(session: RecordedSession) -> int:
+    """Give the first measured candidate a band its recorded speedup falls inside; returns its index."""
+    cands = list(session.recorded.candidates)
+    index = next(i for i, c in enumerate(cands) if i > 0 and c.speedup is not None)
+    speedup = cands[index].speedup
+    assert speedup is not None
+    cands[index] = dataclasses.replace(cands[index], prediction=Prediction(
+        round(speedup * 0.5, 2), round(speedup * 2, 1), "an fp32 runtime with graph fusion", family="runtime"))
+    session.recorded = dataclasses.replace(session.recorded, candidates=tuple(cands))
+    return index
+
+
+def test_predicted_column_shows_the_band_and_a_dash_for_the_baseline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    session = RecordedSession()
+    predicted = _with_prediction(session)
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        table = app.query_one("#candidates", DataTable)
+        keys = [col.key.value for col in table.ordered_columns]
+        assert "pred" in keys and keys.index("pred") == keys.index("speedup") + 1
+        band = session.results.candidates[predicted].prediction
+        assert band is not None
+        cell = str(table.get_cell(str(predicted), "pred")).strip()
+        assert cell == f"{band.low:g}-{band.high:g}✓"  # the measured speedup fell inside the band
+        assert str(table.get_cell("0", "pred")).strip() == "—"  # the baseline has no prediction
+        # At 80x24 every shown column fits, and the candidate names keep a readable width.
+        widths = {col.key.value: col.get_render_width(table) for col in table.ordered_columns}
+        assert sum(widths.values()) <= table.size.width
+        assert widths["label"] >= 16
+        assert "mem" not in keys  # memory is the first column a narrow screen drops (it stays in the details)
+
+    run_app(app, body)
+
+
+def test_wide_screens_keep_every_column_and_the_marks_say_where_it_fell() -> None:
+    assert [c.key for c in visible_columns(200)] == ["p50", "p95", "rate", "mem", "speedup", "pred", "status"]
+    assert "mem" not in [c.key for c in visible_columns(62)]
+    assert [c.key for c in visible_columns(30)][0] == "p50"
+    band = {"prediction": {"low": 1.5, "high": 4.0, "basis": "VNNI"}}
+    assert predicted_cell({**band, "speedup": 2.0}) == "1.5-4✓"
+    assert predicted_cell({**band, "speedup": 0.9}) == "1.5-4↓"
+    assert predicted_cell({**band, "speedup": 5.0}) == "1.5-4↑"
+    assert predicted_cell({**band, "speedup": None}) == "1.5-4"
+    assert predicted_cell({"prediction": None, "speedup": 1.0}) == "—"
