@@ -131,7 +131,7 @@ def _architecture_findings(baseline: Mapping[str, Any]) -> list[Mapping[str, Any
     return sorted(findings, key=_finding_key)
 
 
-def _from_finding(finding: Mapping[str, Any]) -> PlanStep:
+def _from_finding(finding: Mapping[str, Any], target: str = "") -> PlanStep:
     impact = finding.get("impact")
     impact_text = f"; impact {impact}" if impact not in (None, "") else ""
     basis = f" ({finding['impact_basis']})" if finding.get("impact_basis") else ""
@@ -139,7 +139,10 @@ def _from_finding(finding: Mapping[str, Any]) -> PlanStep:
     where = f" in {', '.join(str(x) for x in layers[:3])}" if layers else ""
     why = (f"profile finding {finding.get('id', '?')} ({finding.get('severity', 'unrated')}){where}: "
            f"{finding.get('evidence', '')}{impact_text}{basis}").rstrip(": ")
-    advice = str(finding.get("advice") or "").rstrip(".")
+    # The profile wrote its advice for the hardware it ran on; a plan for another target takes that target's.
+    by_target = finding.get("advice_by_target")
+    chosen = by_target.get(target) if isinstance(by_target, Mapping) else None
+    advice = str(chosen or finding.get("advice") or "").rstrip(".")
     expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
                 + "Phase 3: needs retraining, and accuracy must be re-measured afterwards.")
     return PlanStep(order=0, plugin=None, title=str(finding["title"]), why=why, expected=expected,
@@ -267,7 +270,7 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)
     else:
-        drafts += [_from_finding(f) for f in findings[:MAX_FINDINGS]]
+        drafts += [_from_finding(f, target) for f in findings[:MAX_FINDINGS]]
         findings_left_out = max(0, len(findings) - MAX_FINDINGS)
     steps = tuple(replace(step, order=i) for i, step in enumerate(drafts, start=1))
     _check_plugins(steps, target)

@@ -15,7 +15,7 @@ from planner.analysis.layers import (
     LayerStats,
     analyze_layers,
 )
-from planner.analysis.lint import lint
+from planner.analysis.lint import advice_target, lint, ranked
 from planner.analysis.roofline import (
     OVERHEAD_FACTOR,
     Bound,
@@ -26,10 +26,11 @@ from planner.analysis.roofline import (
     layer_verdicts,
     model_verdict,
 )
+from planner.analysis.rules import overhead_bound
 
 __all__ = [
     "OVERHEAD_FACTOR", "Bottleneck", "BottleneckClass", "BottleneckGroup", "BottleneckSummary",
     "Bound", "CeilingsLike", "Dataflow", "Finding", "FunctionalOp", "LayerReport", "LayerStats",
-    "LayerVerdict", "RooflineVerdict", "Severity", "analyze_layers", "classify",
-    "classify_bottlenecks", "layer_verdicts", "lint", "model_verdict",
+    "LayerVerdict", "RooflineVerdict", "Severity", "advice_target", "analyze_layers", "classify",
+    "classify_bottlenecks", "layer_verdicts", "lint", "model_verdict", "overhead_bound", "ranked",
 ]

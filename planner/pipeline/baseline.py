@@ -135,18 +135,22 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
                                "not analysed: the model is ONNX only (no PyTorch module)"},
                 "bottleneck_classes": {}, "analysis_notes": ["ONNX-only model: no per-layer analysis"]}
     from planner.analysis import (
+        advice_target,
         analyze_layers,
         classify_bottlenecks,
         layer_verdicts,
         lint,
         model_verdict,
+        overhead_bound,
+        ranked,
     )
     from planner.analysis.roofline import measurement_instability
 
     args = model.torch_args(seed=3)
     report = analyze_layers(model.module, args, measure_time=True, repeats=3 if quick else 10,
                             hooks=model.hooks_work)
-    findings = lint(model.module, args, report) if model.hooks_work else []
+    target = advice_target(hw, "cuda" if hw is not None and cuda_usable(hw) else "cpu")
+    findings = lint(model.module, args, report, target=target) if model.hooks_work else []
     raised = _raise_exceeded_ceilings(model.name, report, latency_s, ceilings, hw)
     verdict = model_verdict(report, latency_s, raised, stats=stats)
     if raised is not ceilings:
@@ -154,6 +158,10 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
                                       explanation=f"{verdict.explanation} ({EXCEEDED_WARNING})")
     unstable = measurement_instability(stats)
     verdicts = layer_verdicts(report, raised, unstable_reason=unstable)
+    # A whole model held back by per-call overhead gets a finding that says what removes it here.
+    overhead = overhead_bound(verdict.to_dict(), report, target)
+    if overhead is not None:
+        findings = ranked([overhead, *findings])
     batch = model.inputs.batch
     return {
         "flops_per_sample": int(report.total_flops / batch) if batch else report.total_flops,

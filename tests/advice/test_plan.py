@@ -152,6 +152,28 @@ def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_
     assert any("1 more architecture finding(s)" in n for n in plan.notes)
 
 
+def test_a_finding_gives_the_plan_its_target_advice(cpu_server, a100_server, make_baseline) -> None:
+    """A profile made on a CPU, planned for a GPU: the depthwise step carries the GPU caveat, not the CPU advice."""
+    from planner.analysis.rules import DEPTHWISE_ADVICE
+
+    depthwise = {"id": "depthwise-candidates", "severity": "medium", "layers": ["conv1"], "impact": 0.4,
+                 "impact_basis": "share of time", "title": "Dense 3x3 convs", "advice": DEPTHWISE_ADVICE["cpu"],
+                 "advice_by_target": DEPTHWISE_ADVICE}
+    overhead = {"id": "overhead-bound", "severity": "high", "layers": [], "impact": 0.9, "title": "Overhead-bound",
+                "advice": "use ONNX Runtime", "category": "runtime"}
+    gpu = make_plan(target="nvidia", hw=a100_server,
+                    baseline=make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0,
+                                           findings=[depthwise, overhead]),
+                    requirements=defaults_for("datacenter_gpu"))
+    step = next(s for s in gpu.steps if s.source == "finding:depthwise-candidates")
+    assert "Measure before retraining" in step.expected and "dense 3x3 convs often run faster" in step.expected
+    # What removes overhead is a runtime matter, planned by the runtime steps: not a retraining step.
+    assert not [s for s in gpu.steps if s.source == "finding:overhead-bound"]
+    cpu = _slow_cpu_plan(cpu_server, make_baseline, findings=[depthwise])
+    step = next(s for s in cpu.steps if s.source == "finding:depthwise-candidates")
+    assert "Measure before retraining" not in step.expected and "On CPUs" in step.expected
+
+
 def test_impossible_requirement_leads_the_summary(cpu_server, make_baseline) -> None:
     req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 0.001})
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(), requirements=req)
