@@ -59,3 +59,14 @@ def test_wide_screens_keep_every_column_and_the_marks_say_where_it_fell() -> Non
     assert predicted_cell({**band, "speedup": 5.0}) == "1.5-4↑"
     assert predicted_cell({**band, "speedup": None}) == "1.5-4"
     assert predicted_cell({"prediction": None, "speedup": 1.0}) == "—"
+
+
+def test_the_details_say_how_many_requests_were_in_flight() -> None:
+    from planner.tui.screens.results import candidate_detail
+
+    cand = {"label": "openvino f32 throughput 2t", "status": "ok",
+            "streams": [{"batch": 8, "streams": 1, "samples_per_s": 900.0, "basis": "as configured"},
+                        {"batch": 8, "streams": 2, "samples_per_s": 1700.0, "basis": "OpenVINO THROUGHPUT hint"}]}
+    text = candidate_detail(cand, 3).plain
+    assert ("parallel streams at batch 8: one request at a time 900 samples/s; 2 at once 1,700 samples/s "
+            "(OpenVINO THROUGHPUT hint)") in text

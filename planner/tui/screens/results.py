@@ -141,6 +141,12 @@ def candidate_detail(c: dict, index: int) -> Text:
     if sweep:
         text.append("\nthroughput: " + ", ".join(f"batch {p.get('batch')} {fmt.rate(p.get('samples_per_s'))}"
                                                  for p in sweep))
+    streams = [p for p in c.get("streams") or [] if isinstance(p, dict)]
+    if streams:
+        text.append(f"\nparallel streams at batch {streams[0].get('batch')}: "
+                    + "; ".join(("one request at a time" if p.get("streams") == 1 else f"{p.get('streams')} at once")
+                                + f" {fmt.rate(p.get('samples_per_s'))}" for p in streams)
+                    + (f" ({streams[-1].get('basis')})" if len(streams) > 1 and streams[-1].get("basis") else ""))
     if c.get("peak_memory_bytes") is not None:
         text.append(f"\nmemory: {fmt.size(c['peak_memory_bytes'])}"
                     + (f" ({c['memory_basis']})" if c.get("memory_basis") else ""))
