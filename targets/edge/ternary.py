@@ -198,3 +198,88 @@ class TernarySession(OrtSession):
         return {**super().info(), "precision": "ternary (2-bit packed Linear layers)",
                 "model_file_bytes": model_bytes(self.path), "kernel_check": self._checked or "not run yet",
                 "ternary_layers": describe_packed(self.path)}
+
+
+class FinetuneError(PlannerError):
+    """Ternary-aware fine-tuning was asked for but cannot run (no labels, no PyTorch module)."""
+
+
+@dataclass(frozen=True)
+class FinetuneResult:
+    """What a ternary-aware fine-tune did: steps, and accuracy with ternary weights before and after."""
+
+    steps: int
+    samples: int
+    accuracy_before: float
+    accuracy_after: float
+    data_basis: str
+
+    def note(self) -> str:
+        """One line for the candidate's notes."""
+        return (f"ternary-aware fine-tune: {self.steps} steps (straight-through estimator) on {self.samples} "
+                f"labelled samples ({self.data_basis}); accuracy with ternary weights {self.accuracy_before:.2%} "
+                f"before, {self.accuracy_after:.2%} after, measured on that data")
+
+
+def ternary_accuracy(module: Any, x: Any, y: Any, factor: float = THRESHOLD_FACTOR) -> float:
+    """Accuracy of the module with its Conv/Linear weights ternarised (the module itself is left as it was)."""
+    import copy
+
+    import torch
+
+    clone = copy.deepcopy(module).eval()
+    ternarize_module(clone, factor=factor)
+    with torch.no_grad():
+        predicted = clone(torch.as_tensor(x)).argmax(dim=1)
+    return float((predicted == torch.as_tensor(y)).float().mean())
+
+
+def finetune_ternary(module: Any, x: Any, y: Any, *, steps: int, batch: int = 32, lr: float = 1e-3,
+                     factor: float = THRESHOLD_FACTOR, seed: int = 0, data_basis: str = "") -> FinetuneResult:
+    """Ternary-aware training with the straight-through estimator, in place on `module`'s latent weights.
+
+    Each step runs forward and backward with the weights ternarised, then applies the gradient to
+    the full-precision weights kept underneath (the estimator treats ternarisation as identity
+    for the gradient). Afterwards the module holds the trained latent weights; ternarising them
+    (as the packer does) gives the deployed model.
+    """
+    import torch
+    from torch import nn
+
+    if steps < 1:
+        raise FinetuneError(f"--finetune-steps must be at least 1, got {steps}")
+    xs, ys = torch.as_tensor(x), torch.as_tensor(y)
+    before = ternary_accuracy(module, xs, ys, factor)
+    layers = [m for m in module.modules() if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear))]
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    generator = torch.Generator().manual_seed(seed)
+    module.train()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small steps lose more to thread hand-offs than they gain
+    try:
+        _steps(module, layers, optimizer, loss_fn, xs, ys, steps=steps, batch=batch, factor=factor,
+               generator=generator)
+    finally:
+        torch.set_num_threads(threads)
+    module.eval()
+    return FinetuneResult(steps=steps, samples=len(ys), accuracy_before=before,
+                          accuracy_after=ternary_accuracy(module, xs, ys, factor), data_basis=data_basis)
+
+
+def _steps(module: Any, layers: list, optimizer: Any, loss_fn: Any, xs: Any, ys: Any, *, steps: int, batch: int,
+           factor: float, generator: Any) -> None:
+    import torch
+
+    for _ in range(steps):
+        idx = torch.randint(0, len(ys), (min(batch, len(ys)),), generator=generator)
+        latent = [layer.weight.detach().clone() for layer in layers]
+        with torch.no_grad():
+            for layer in layers:
+                layer.weight.copy_(ternarize_weight(layer.weight, factor)[0])
+        optimizer.zero_grad()
+        loss_fn(module(xs[idx]), ys[idx]).backward()
+        with torch.no_grad():
+            for layer, weights in zip(layers, latent):
+                layer.weight.copy_(weights)  # the gradient was taken at the ternary point; it updates the latent one
+        optimizer.step()

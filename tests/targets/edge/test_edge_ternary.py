@@ -200,3 +200,28 @@ def test_text_model_packs_its_linear_layers(fake_hw, tmp_path):
     assert out.shape == (2, 4) and np.isfinite(out).all()
     layers = session.info()["ternary_layers"]
     assert len(layers) == 9 and all(row["storage"].startswith(PACKED) for row in layers)
+
+
+def test_ternary_aware_finetune_measures_accuracy_before_and_after():
+    import torch
+    from torch import nn
+
+    from targets.edge.ternary import finetune_ternary
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 8)
+    y = (x[:, 0] > 0).long()  # a task a ternary linear layer can learn
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    result = finetune_ternary(model, x, y, steps=150, lr=1e-2, data_basis="a toy task")
+    assert result.steps == 150 and result.samples == 256
+    assert result.accuracy_after > result.accuracy_before and result.accuracy_after > 0.9
+    assert "150 steps" in result.note() and "a toy task" in result.note()
+
+
+def test_finetune_asks_for_at_least_one_step():
+    from torch import nn
+
+    from targets.edge.ternary import FinetuneError, finetune_ternary
+
+    with pytest.raises(FinetuneError, match="at least 1"):
+        finetune_ternary(nn.Linear(2, 2), np.zeros((2, 2), np.float32), np.zeros(2, np.int64), steps=0)
