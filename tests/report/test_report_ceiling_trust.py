@@ -41,3 +41,14 @@ def test_ceilings_say_when_and_how_they_were_measured() -> None:
     assert "measured 2026-11-23T10:00:00+00:00" in out and "best of 3 repeats" in out
     assert "machine busy" in out and "Warning: other processes used 0.85 cores" in out
     assert "attained by the whole model (resnet)" in out
+
+
+def test_the_compute_share_of_an_old_report_never_exceeds_the_peak() -> None:
+    from planner.report.sections import baseline
+
+    data = ReportData({"ceilings": {"peak_flops": {"fp32": 99.7e9}, "bandwidth_bytes_per_s": 2e10},
+                       "baseline": {"flops_per_sample": 3.6e9, "latency_ms": {"p50_ms": 24.8, "samples": 50},
+                                    "inputs": [{"name": "x", "shape": [1, 3, 224, 224], "dtype": "float32"}]}})
+    out = _text(baseline.render(data))
+    assert "Attained by one call" in out
+    assert "145%" not in out and "measured above the cached ceiling" in out

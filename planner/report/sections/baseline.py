@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.measure.stats import PERCENTILE_MIN_SAMPLES
 from planner.report import figdata, fmt
 from planner.report.data import (
@@ -155,6 +156,9 @@ def _compute_lines(data: ReportData) -> list[str]:
         attained = fps * batch / (data.base_p50 / 1e3)
         peak, precision = figdata.peak_fp32(data)
         share = f", {fmt.pct(attained / peak)} of the measured {precision} peak" if peak else ""
+        if peak and attained > peak:
+            # Above the peak is a ceiling measured while busy, not a share to print.
+            share = f"; {EXCEEDED_WARNING}"
         lines.append(f"- Attained by one call at batch {batch}: {fmt.flop_rate(attained)} "
                      f"(FLOPs per sample × batch / p50){share}")
     return lines + [""]
