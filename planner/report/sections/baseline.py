@@ -158,7 +158,7 @@ def _compute_lines(data: ReportData) -> list[str]:
         share = f", {fmt.pct(attained / peak)} of the measured {precision} peak" if peak else ""
         if peak and attained > peak:
             # Above the peak is a ceiling measured while busy, not a share to print.
-            share = f"; {EXCEEDED_WARNING}"
+            share = f", above the measured {precision} peak of {fmt.flop_rate(peak)}: {EXCEEDED_WARNING}"
         lines.append(f"- Attained by one call at batch {batch}: {fmt.flop_rate(attained)} "
                      f"(FLOPs per sample × batch / p50){share}")
     return lines + [""]
