@@ -55,6 +55,30 @@ def test_plan_writes_ranked_results(tiny_plan):
     assert "Best:" in stdout and (out / "report.md").is_file()
 
 
+def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
+    out, _, stdout = tiny_plan
+    results = json.loads((out / "results.json").read_text())
+    cands = results["candidates"]
+    order = results["ranking"]["order"]
+    confirmed = [c for c in cands if c.get("confirmation")]
+    # The top three that are not the baseline were timed again; the screen's figure is kept beside it.
+    assert 1 <= len(confirmed) <= 3
+    leaders = [cands[i] for i in order if cands[i]["plugin"] != "torch.eager"][:3]
+    assert {c["label"] for c in confirmed} <= {c["label"] for c in cands}
+    for c in confirmed:
+        conf = c["confirmation"]
+        assert conf["screen_p50_ms"] > 0
+        full = c["latency_ms"]["p50_ms"]
+        assert conf["rel_change"] == pytest.approx((full - conf["screen_p50_ms"]) / conf["screen_p50_ms"])
+        assert conf["reproduced"] == (abs(conf["rel_change"]) <= 0.10)
+        # The full method stops on a 2% confidence interval or its 10 s cap, never on the 2 s screen cap.
+        assert c["latency_ms"]["samples"] >= 10
+    assert any(c["label"] == leaders[0]["label"] for c in confirmed) or leaders[0].get("confirmation") is None
+    assert "Leaders confirmed with the full method:" in stdout
+    report = (out / "report.md").read_text()
+    assert "measured again with the full method before ranking" in report
+
+
 def test_reproduce_command_remeasures(tiny_plan, cli):
     import shlex
 

@@ -116,6 +116,13 @@ def format_ranking(results: PlanResults) -> str:
     if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):
         lines.append("\n— p95 needs at least 128 samples; a slow model or a quick run gives fewer "
                      "within the time cap.")
+    confirmed = [c for _, c in rows if c.confirmation is not None]
+    if confirmed:
+        held = sum(c.confirmation.reproduced for c in confirmed if c.confirmation is not None)
+        lines.append(f"\nLeaders confirmed with the full method: {held} of {len(confirmed)} reproduced the "
+                     "2-second screen within 10%; the table shows the full figures.")
+        lines += [f"  {c.label}: {c.confirmation.note}" for c in confirmed
+                  if c.confirmation is not None and c.confirmation.note]
     measured = [(c.label, c.audit, c.latency_ms) for _, c in rows if c.measured]
     disturbed = [c for _, c in rows if c.measured and c.audit is not None and c.audit.disturbed]
     if disturbed and disturbed[0].audit is not None:
@@ -130,23 +137,6 @@ def format_ranking(results: PlanResults) -> str:
     if best is not None:
         lines += ["", f"Best: {best.label} — reproduce with:", f"  {best.reproduce}"]
     return "\n".join(lines)
-
-
-def _rate_cells(c: CandidateResult) -> str:
-    """'best/s' and 'b×str': the most samples/s over batch and streams, and the batch × streams it needs."""
-    peak = c.peak_rate()
-    at = f"{peak.batch}×{peak.streams}" if peak is not None else units.MISSING
-    return f"{units.rate(peak.samples_per_s if peak else None, unit=False):>8} {at:>5}"
-
-
-def _streams_note(cands: list[CandidateResult]) -> list[str]:
-    """What 'b×str' means, and how each runtime ran its streams, when any candidate was measured with several."""
-    bases = dict.fromkeys(p.basis for c in cands for p in c.streams if p.streams > 1 and p.basis)
-    if not bases:
-        return []
-    return (["", "best/s is the most samples/s over the batch sweep and parallel streams; b×str is the batch "
-                 "and how many requests were in flight at once (streams) to reach it. Streams ran as:"]
-            + [f"  {basis}" for basis in bases])
 
 
 def environment_line(audit: MeasurementAudit | None) -> str:

@@ -140,11 +140,44 @@ def _build_torchvision(name: str) -> _Built:
     if name not in available:
         raise ModelLoadError(f"torchvision has no classification model called {name!r}",
                              "run `planner models` to list them (e.g. tv:resnet18)")
-    model = torchvision.models.get_model(name, weights=None).eval()
+    model = torchvision.models.get_model(name, weights=None)
     shape = (1, 3, 299, 299) if name == "inception_v3" else DEFAULT_IMAGE_SHAPE
+    notes = ["random weights: pretrained weights cannot be downloaded here"]
+    if settle_batchnorm(model, shape):
+        notes.append("BatchNorm statistics set from generated inputs, so activations keep their scale as in "
+                     "a trained network (an untrained one's outputs shrink toward zero, and any "
+                     "quantization of them would look broken)")
     del torch
-    return _Built(model, ModelInputs.single(shape),
-                  ["random weights: pretrained weights cannot be downloaded here"])
+    return _Built(model.eval(), ModelInputs.single(shape), notes)
+
+
+def settle_batchnorm(model: Any, shape: tuple[int, ...], *, batch: int = 4) -> bool:
+    """Re-estimate every BatchNorm's running statistics from one seeded batch of normal inputs.
+
+    A randomly initialised network keeps BatchNorm's default statistics (mean 0, variance 1), so
+    each block rescales its activations by whatever its random weights give: through a deep
+    network (mobilenet_v3_small: outputs near 1e-10) the outputs vanish, and INT8 rounds them
+    all to zero. Statistics measured on inputs put every normalised layer back at unit scale,
+    the regime a trained network runs in. Returns False (model untouched) where there is none.
+    """
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return False
+    momenta = [m.momentum for m in norms]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average: one batch sets the statistics outright
+    generator = torch.Generator().manual_seed(WEIGHT_SEED)
+    x = torch.randn((batch, *shape[1:]), generator=generator)
+    model.train()
+    with torch.no_grad():
+        model(x)
+    for norm, momentum in zip(norms, momenta):
+        norm.momentum = momentum
+    model.eval()
+    return True
 
 
 def _build_python(src: ModelSource, *, trust_code: bool) -> _Built:

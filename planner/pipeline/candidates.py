@@ -4,6 +4,7 @@ fidelity. One plugin's failure is recorded and the rest go on."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 from planner import units
 from planner.events import CancelToken, Event, EventSink
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
-from planner.results.values import Fidelity, Prediction
+from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Fidelity, Prediction
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
     from planner.plugins import CandidateSpec
+
+
+# How many of a quick run's leaders are measured again with the full method before ranking.
+CONFIRM_TOP = 3
 
 
 class ResultsSink(Protocol):
@@ -53,6 +58,7 @@ class CandidateRun:
     cancel: CancelToken
     sink: ResultsSink
     val_data_basis: str = "--val-data"
+    plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
@@ -86,6 +92,38 @@ class CandidateRun:
             self.sink.add_candidate(result)
             self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
                                 total=len(specs), data=to_data(result)))
+
+    def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
+                timeout_s: float) -> dict[int, CandidateResult]:
+        """A quick run's leaders measured again with the full method; {index: confirmed result}.
+
+        A 2-second screen can misorder leaders that are close or were timed while the machine was
+        busy. The top few (not the baseline) are re-measured in fresh workers; each keeps the
+        screen's figure beside the full one and says whether they agreed within 10%.
+        """
+        from planner.codec import from_data
+        from planner.measure.valdata import labels_of
+        from planner.plugins import CandidateSpec
+
+        labels = labels_of(self.val_data)
+        leaders = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:CONFIRM_TOP]
+        confirmed: dict[int, CandidateResult] = {}
+        for n, i in enumerate(leaders):
+            if self.cancel.cancelled:
+                self.sink.warn(f"cancelled: {len(leaders) - n} leaders not confirmed with the full method")
+                break
+            old = candidates[i]
+            self.on_event(Event("candidate", f"confirming {old.label} with the full method", stage="confirm",
+                                index=n, total=len(leaders), data={"plugin": old.plugin}))
+            new = self._measure(from_data(old.spec, CandidateSpec), labels, timeout_s=timeout_s, quick=False)
+            if new.status is not old.status or not new.p50 or not old.p50:
+                self.on_event(Event("warning", f"{old.label}: the full re-measure gave {new.status}"
+                                               f"{': ' + new.reason if new.reason else ''}; the screen's figure stays"))
+                continue
+            confirmed[i] = dataclasses.replace(new, prediction=old.prediction,
+                                               confirmation=confirmation(old.p50, new))
+            self.on_event(Event("log", confirm_line(confirmed[i])))
+        return confirmed
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
         """Each spec's predicted speedup band; the specs reordered most promising first (stable)."""
@@ -127,7 +165,8 @@ class CandidateRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
         ctx = PlanContext(hw=self.hw, model=self.model, workdir=self.workdir, quick=self.quick,
                           cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)),
-                          val_data=self.val_data, val_data_basis=self.val_data_basis)
+                          val_data=self.val_data, val_data_basis=self.val_data_basis,
+                          options=dict(self.plugin_options))
         specs: list[CandidateSpec] = []
         for name in names:
             plugin = plugins.get(name)
@@ -163,12 +202,18 @@ class CandidateRun:
                                             baseline_accuracy=accuracy, basis=self.val_data_basis),
                                  baseline_accuracy=accuracy)
 
-    def _measure(self, spec: CandidateSpec, labels: list[np.ndarray] | None, *, timeout_s: float) -> CandidateResult:
-        """Measure one spec in a worker, then compare its outputs with the reference and gate it."""
+    def _measure(self, spec: CandidateSpec, labels: list[np.ndarray] | None, *, timeout_s: float,
+                 quick: bool | None = None) -> CandidateResult:
+        """Measure one spec in a worker, then compare its outputs with the reference and gate it.
+
+        `quick=False` on a quick run times with the full method but keeps the run's fidelity inputs
+        (the reference was computed on them) and skips the batch sweep the screen skipped.
+        """
         from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
         from planner.plugins import ModelRef
 
-        job = MeasureJob(model=ModelRef.of(self.model), spec=spec, quick=self.quick,
+        timing_quick = self.quick if quick is None else quick
+        job = MeasureJob(model=ModelRef.of(self.model), spec=spec, quick=timing_quick,
                          sweep_max_batch=0 if self.quick else 8,
                          fidelity_batches=fidelity_batch_count(self.quick),
                          val_data=str(self.val_data) if self.val_data else None,
@@ -215,3 +260,27 @@ def candidate_line(r: CandidateResult) -> str:
                 accuracy += f" (original {units.accuracy(r.fidelity.reference_accuracy)})"
         return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){accuracy}{tail}"
     return f"  {r.status}: {r.label}: {r.reason}"
+
+
+def confirmation(screen_p50: float, full: CandidateResult) -> Confirmation:
+    """How a full re-measure compares with the screen's figure, and what a disagreement means."""
+    assert full.p50 is not None
+    change = (full.p50 - screen_p50) / screen_p50
+    reproduced = abs(change) <= REPRODUCE_TOLERANCE
+    note = ""
+    if not reproduced:
+        note = (f"the 2-second screen read {units.ms(screen_p50)}, the full method {units.ms(full.p50)} "
+                f"({change:+.0%}): the screen was disturbed or too short; the full figure is the one ranked")
+    elif full.latency_ms is not None and full.latency_ms.unstable:
+        note = "reproduced, but the samples spread widely: re-run on an idle machine to trust the order"
+    return Confirmation(screen_p50_ms=screen_p50, rel_change=change, reproduced=reproduced, note=note)
+
+
+def confirm_line(r: CandidateResult) -> str:
+    """One line of progress for a confirmed leader: both figures and whether they agreed."""
+    c = r.confirmation
+    if c is None or r.p50 is None:
+        return candidate_line(r)
+    verdict = "reproduced" if c.reproduced else "did not reproduce"
+    return (f"  confirmed {r.label}: full method p50 {units.ms(r.p50)} against the screen's "
+            f"{units.ms(c.screen_p50_ms)} ({c.rel_change:+.0%}, {verdict} within 10%)")

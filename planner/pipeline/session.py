@@ -249,7 +249,7 @@ class PlanSession:
         return rows
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None,
-                 timeout_s: float = 300.0) -> tuple[CandidateResult, ...]:
+                 timeout_s: float = 300.0, plugin_options: dict | None = None) -> tuple[CandidateResult, ...]:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank."""
         from planner.pipeline.candidates import CandidateRun
 
@@ -263,9 +263,17 @@ class PlanSession:
                            val_data_basis=self.val_data_basis,
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            streams=getattr(self.requirements, "min_throughput", None) is not None,
-                           on_event=self.on_event, cancel=self.cancel, sink=self)
+                           on_event=self.on_event, cancel=self.cancel, sink=self,
+                           plugin_options=dict(plugin_options or {}))
         run.run(names, timeout_s=timeout_s)
-        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        ranking = rank_candidates(self.results.candidates, self.results.requirements)
+        if self.quick and not self.cancel.cancelled:
+            confirmed = run.confirm(self.results.candidates, ranking.order, timeout_s=timeout_s)
+            if confirmed:
+                cands = tuple(confirmed.get(i, c) for i, c in enumerate(self.results.candidates))
+                self.update(candidates=cands)
+                ranking = rank_candidates(cands, self.results.requirements)
+        self.update(ranking=ranking)
         self.save()
         return self.results.candidates
 

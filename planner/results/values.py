@@ -136,6 +136,24 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """A quick screen's leader measured again with the full method before it is ranked.
+
+    The quick screen times each candidate for about 2 seconds; on a busy machine or for a noisy
+    runtime that can misorder the leaders. The candidate's latency is the full measurement; the
+    screen's figure stays here so a user sees whether the two agreed.
+    """
+
+    screen_p50_ms: float
+    rel_change: float  # (full - screen) / screen
+    reproduced: bool  # within REPRODUCE_TOLERANCE of the screen
+    note: str = ""
+
+
+REPRODUCE_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
 class CandidateResult:
     """One measured (or failed) candidate, as results.json and the report carry it."""
 
@@ -156,6 +174,7 @@ class CandidateResult:
     fidelity: Fidelity | None = None
     speedup: float | None = None
     prediction: Prediction | None = None
+    confirmation: Confirmation | None = None
     reproduce: str = ""
     info: JSON = field(default_factory=dict)
     threads: JSON = field(default_factory=dict)

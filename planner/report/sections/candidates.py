@@ -147,6 +147,24 @@ def sequence_table(cands: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def confirmation_lines(cands: list[dict]) -> list[str]:
+    """How the quick screen's leaders fared when measured again with the full method."""
+    confirmed = [c for c in cands if isinstance(c.get("confirmation"), dict)]
+    if not confirmed:
+        return []
+    held = sum(bool(c["confirmation"].get("reproduced")) for c in confirmed)
+    lines = ["", f"The quick screen times each candidate for about 2 seconds; its {len(confirmed)} leaders were "
+             f"measured again with the full method before ranking, and {held} of {len(confirmed)} reproduced "
+             "the screen within 10%. The table shows the full figures."]
+    for c in confirmed:
+        conf = c["confirmation"]
+        note = text(conf.get("note"))
+        screen = conf.get("screen_p50_ms")
+        lines.append(f"- **{label(c)}**: screen {fmt.ms(screen if isinstance(screen, (int, float)) else None)}"
+                     f", full method {fmt.ms(p50(c))}" + (f" — {note}" if note else ""))
+    return lines
+
+
 def streams_lines(cands: list[dict]) -> list[str]:
     """Rows/s one request at a time against the runtime's parallel streams, at each candidate's best batch."""
     measured = [(c, stream_points(c)) for c in cands]
@@ -191,6 +209,7 @@ def render(data: ReportData) -> list[str]:
         shared = shared_sweep_skip(data)
         if shared:
             lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]
+        lines += confirmation_lines(cands)
         lines += streams_lines(cands)
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
         lines += sequence_table(cands)
