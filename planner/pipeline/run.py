@@ -27,6 +27,7 @@ class PlanOptions:
     timeout_s: float = 300.0
     write_report: bool = True
     device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
+    finetune_steps: int | None = None  # ternary-aware fine-tuning steps for edge.ternary (needs labels)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
@@ -49,7 +50,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
                         val_data=options.val_data)
         session.decide()
-        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s)
+        plugin_options = {}
+        if options.finetune_steps is not None:
+            plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
+        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options)
         hw = session.detect()
         profile = resolve_device(options.device, str(hw.device_class), hw.board)
         if profile is not None and (options.device or session.target == "edge"):
@@ -63,3 +67,17 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         session.finish(status="failed", write_report=options.write_report)
         raise
     return session.finish(write_report=options.write_report)
+
+
+def _finetune_steps(steps: int, val_data: Path | None) -> int:
+    """The step count, once it is known there are labels to fine-tune on; a clear error otherwise."""
+    from planner.errors import PlannerError
+    from planner.measure.valdata import labels_of
+
+    if steps < 1:
+        raise PlannerError(f"--finetune-steps must be at least 1, got {steps}", "pass a positive number of steps")
+    if labels_of(val_data) is None:
+        raise PlannerError("--finetune-steps needs labelled data to train on, and this plan has none",
+                           "pass --val-data with NAME_labels.npy beside each batch, or plan demo:digits (which "
+                           "ships its own labelled data)")
+    return steps

@@ -130,7 +130,8 @@ class TernaryPlugin(Plugin):
         from planner.onnx.export import shared_onnx
         from targets.edge.ternary_pack import BLOCK_SIZE, kernel_problem, pack_onnx
 
-        if ctx.quick and str(ctx.hw.device_class) not in EDGE_DEVICE_CLASSES:
+        asked = bool(ctx.options.get("finetune_steps"))
+        if ctx.quick and not asked and str(ctx.hw.device_class) not in EDGE_DEVICE_CLASSES:
             ctx.log("edge.ternary: skipped in quick runs off edge boards (ternary weights without "
                     "retraining rarely pass the fidelity gate)")
             return
@@ -149,14 +150,48 @@ class TernaryPlugin(Plugin):
                  f"(ONNX Runtime MatMulNBits, int8 compute, blocks of {BLOCK_SIZE}); the rest: {per_layer}",
                  f"packed file {size:,} bytes on disk (measured), beside {model_bytes(export.path):,} for "
                  "the fp32 export", *export.notes())
+        yield from self._specs(ctx, packed.path, "", notes, export.dynamic_batch)
+        steps = ctx.options.get("finetune_steps")
+        if steps:
+            yield from self._finetuned(ctx, int(steps), out_dir)
+
+    def _finetuned(self, ctx: PlanContext, steps: int, out_dir: Path) -> Iterable[CandidateSpec]:
+        """The ternary file again after a ternary-aware fine-tune on labelled data."""
+        import copy
+        import dataclasses
+
+        from planner.onnx.export import export_onnx
+        from targets.edge.ternary_pack import pack_onnx
+
+        if ctx.model.module is None:
+            raise FinetuneError("ternary-aware fine-tuning needs the model's PyTorch module; this model is ONNX-only",
+                                "plan the PyTorch model, or leave out --finetune-steps")
+        x, y, basis = _training_data(ctx)
+        tuned = copy.deepcopy(ctx.model.module)
+        ctx.log(f"edge.ternary: fine-tuning {steps} steps with ternary weights on {len(y)} samples ({basis})")
+        result = finetune_ternary(tuned, x, y, steps=steps, data_basis=basis)
+        export = export_onnx(dataclasses.replace(ctx.model, module=tuned), out_dir / "finetuned.fp32.onnx",
+                             dynamic_batch=ctx.model.inputs.dynamic_batch)
+        packed = pack_onnx(export.path, out_dir / f"{export.path.stem}.ternary-2bit.onnx")
+        notes = (result.note(), f"packed file {model_bytes(packed.path):,} bytes on disk (measured)",
+                 *export.notes())
+        yield from self._specs(ctx, packed.path, f", fine-tuned {steps} steps", notes, export.dynamic_batch,
+                               finetune_steps=steps)
+
+    def _specs(self, ctx: PlanContext, path: Path, suffix: str, notes: tuple[str, ...], dynamic_batch: bool,
+               **extra: Any) -> Iterable[CandidateSpec]:
+        """One candidate on one core and one on all of them (when there are more)."""
+        from targets.edge.ternary_pack import BLOCK_SIZE
+
         all_cores = max(1, int(ctx.hw.cpu.usable_cores))
         for threads in dict.fromkeys((1, all_cores)):
             yield CandidateSpec(
-                plugin=self.name, label=f"onnxruntime ternary 2-bit (cpu, {threads}t)",
+                plugin=self.name, label=f"onnxruntime ternary 2-bit{suffix} (cpu, {threads}t)",
                 config={"mode": "ternary-2bit", "provider": "CPUExecutionProvider", "intra_op_threads": threads,
-                        "accuracy_level": 4, "block_size": BLOCK_SIZE, "threshold_factor": THRESHOLD_FACTOR},
-                precision=Precision.TERNARY, artifacts={"onnx": str(packed.path)}, threads=threads,
-                dynamic_batch=export.dynamic_batch, notes=notes)
+                        "accuracy_level": 4, "block_size": BLOCK_SIZE, "threshold_factor": THRESHOLD_FACTOR,
+                        **extra},
+                precision=Precision.TERNARY, artifacts={"onnx": str(path)}, threads=threads,
+                dynamic_batch=dynamic_batch, notes=notes)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TernarySession":
         """An ONNX Runtime session over the packed file; its first prepare checks ORT's log for a fallback."""
@@ -283,3 +318,27 @@ def _steps(module: Any, layers: list, optimizer: Any, loss_fn: Any, xs: Any, ys:
             for layer, weights in zip(layers, latent):
                 layer.weight.copy_(weights)  # the gradient was taken at the ternary point; it updates the latent one
         optimizer.step()
+
+
+def _training_data(ctx: PlanContext) -> tuple[Any, Any, str]:
+    """(inputs, labels, what they are) to fine-tune on: the digits training split, else labelled --val-data."""
+    import numpy as np
+
+    from planner.measure.valdata import load_val_data
+
+    if ctx.model.source.text == "demo:digits":
+        from planner.models.digits import load_split
+
+        split = load_split()
+        return split.train_x, split.train_y, "the digits demo's training split, not its held-out set"
+    pairs = load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
+    if not pairs or any(labels is None for _, labels in pairs):
+        raise FinetuneError("ternary-aware fine-tuning needs labelled data, and this plan has none",
+                            "pass --val-data with NAME_labels.npy beside each batch, or leave out --finetune-steps")
+    if len(pairs[0][0]) != 1:
+        raise FinetuneError("ternary-aware fine-tuning takes single-input models only",
+                            "leave out --finetune-steps for this model")
+    x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
+    y = np.concatenate([labels for _, labels in pairs])
+    return x, y, (f"{ctx.val_data_basis}, the same data the accuracy is then measured on: the accuracy after "
+                  "fine-tuning is optimistic")

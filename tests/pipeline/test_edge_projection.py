@@ -38,3 +38,14 @@ def test_off_a_board_without_device_there_is_no_profile():
 def test_an_unknown_device_fails_before_anything_is_measured():
     with pytest.raises(UnknownDeviceError, match="unknown edge device 'rpi9'"):
         run_plan(PlanOptions(model="demo:does-not-exist", device="rpi9"))
+
+
+def test_finetune_steps_without_labels_say_what_to_pass(tmp_path):
+    from planner.errors import PlannerError
+    from planner.pipeline.run import _finetune_steps
+
+    with pytest.raises(PlannerError) as err:
+        _finetune_steps(10, None)
+    assert "needs labelled data" in err.value.problem and "--val-data" in err.value.fix
+    with pytest.raises(PlannerError, match="at least 1"):
+        _finetune_steps(0, tmp_path)

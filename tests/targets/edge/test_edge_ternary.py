@@ -225,3 +225,25 @@ def test_finetune_asks_for_at_least_one_step():
 
     with pytest.raises(FinetuneError, match="at least 1"):
         finetune_ternary(nn.Linear(2, 2), np.zeros((2, 2), np.float32), np.zeros(2, np.int64), steps=0)
+
+
+def test_finetune_without_labels_is_a_clear_error(edge_tiny, fake_hw, tmp_path):
+    from targets.edge.ternary import FinetuneError
+
+    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path, options={"finetune_steps": 5})
+    with pytest.raises(FinetuneError, match="needs labelled data"):
+        list(TernaryPlugin().candidates(ctx))
+
+
+def test_digits_finetuned_candidate_is_its_own_packed_file(fake_hw, tmp_path):
+    from planner.models import load_model
+
+    digits = load_model("demo:digits")
+    ctx = PlanContext(hw=fake_hw(), model=digits, workdir=tmp_path, options={"finetune_steps": 10})
+    specs = list(TernaryPlugin().candidates(ctx))
+    tuned = [s for s in specs if s.config.get("finetune_steps") == 10]
+    assert len(specs) == 4 and len(tuned) == 2
+    assert "fine-tuned 10 steps" in tuned[0].label
+    assert any("training split, not its held-out set" in n for n in tuned[0].notes)
+    assert tuned[0].artifacts["onnx"] != specs[0].artifacts["onnx"]
+    assert Path(tuned[0].artifacts["onnx"]).is_file()
