@@ -4,11 +4,15 @@ A serving process that must reach a minimum throughput keeps several requests in
 splits the cores into streams (its THROUGHPUT hint) and ONNX Runtime serves from several sessions,
 each with a share of the threads. The batch sweep times one request at a time, so it cannot see
 that. Here a candidate is run for a fixed time window at its best batch, first as it is configured
-(one request at a time), then with the runtime's stream count, and the completed rows are counted.
+(one request at a time), then with the runtime's stream count.
+
+The rate ranked is the batch sweep's rule, so the two compare: rows per call times the calls in
+flight over the median call time. The rows completed over the window's wall time are kept beside it
+(sustained): on a busy machine the slow calls the median leaves out pull that one down.
 
 A session opts in with a ``parallel_runs()`` method returning a ``ParallelRuns``, or a sentence
 saying why it has no parallel mode here (one core); sessions without the method are not measured
-here. Every call completes before ``run_for`` returns, so rows over elapsed wall time is exact.
+here. Every call completes before ``run_for`` returns, so the wall-clock count is exact.
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ class ParallelRuns(Protocol):
     streams: int
     basis: str
 
-    def run_for(self, prepared: Any, seconds: float) -> int:
-        """Keep `streams` requests running on `prepared` for about `seconds`; return the calls completed.
+    def run_for(self, prepared: Any, seconds: float) -> list[float]:
+        """Keep `streams` requests running on `prepared` for about `seconds`; return each call's seconds.
 
         Every call has finished when this returns.
         """
@@ -57,14 +61,14 @@ class ThreadedRuns:
         self.streams = len(self._runs)
         self.basis = basis
 
-    def run_for(self, prepared: Any, seconds: float) -> int:
-        """Every callable loops on `prepared` until the deadline; returns the calls completed by all."""
+    def run_for(self, prepared: Any, seconds: float) -> list[float]:
+        """Every callable loops on `prepared` until the deadline; returns every completed call's seconds."""
         deadline = time.perf_counter() + seconds
-        counts = [0] * self.streams
+        durations: list[list[float]] = [[] for _ in range(self.streams)]
         errors: list[Exception] = []
 
         def worker(i: int) -> None:
-            counts[i] = _loop(self._runs[i], prepared, deadline, errors)
+            _loop(self._runs[i], prepared, deadline, durations[i], errors)
 
         if self.streams == 1:
             worker(0)
@@ -76,34 +80,43 @@ class ThreadedRuns:
                 t.join()
         if errors:
             raise errors[0]
-        return sum(counts)
+        return [d for per_thread in durations for d in per_thread]
 
 
-def _loop(run: Callable[[Any], Any], prepared: Any, deadline: float, errors: list[Exception]) -> int:
-    n = 0
+def _loop(run: Callable[[Any], Any], prepared: Any, deadline: float, out: list[float],
+          errors: list[Exception]) -> None:
     try:
-        while time.perf_counter() < deadline:
+        start = time.perf_counter()
+        while start < deadline:
             run(prepared)
-            n += 1
+            end = time.perf_counter()
+            out.append(end - start)
+            start = end
     except Exception as exc:  # noqa: BLE001 - re-raised by run_for, in the caller's thread
         errors.append(exc)
-    return n
 
 
-def rows_per_second(runs: ParallelRuns, prepared: Any, rows: int, *, quick: bool = False) -> float:
-    """Rows per second with `runs` keeping its streams busy: the median of a few fixed-time windows."""
+def rows_per_second(runs: ParallelRuns, prepared: Any, rows: int, *, quick: bool = False) -> tuple[float, float]:
+    """(rows/s by the sweep's rule, rows/s counted over wall time) with `runs` keeping its streams busy.
+
+    The first is streams x rows over the median call time of all timed calls; the second the median
+    over a few fixed-time windows of the rows completed over the window's wall time.
+    """
     runs.run_for(prepared, WARMUP_S)
     window = QUICK_WINDOW_S if quick else WINDOW_S
-    rates = []
+    durations: list[float] = []
+    counted = []
     for _ in range(WINDOWS):
         start = time.perf_counter()
         calls = runs.run_for(prepared, window)
         elapsed = time.perf_counter() - start
+        durations += calls
         if calls and elapsed > 0:
-            rates.append(calls * rows / elapsed)
-    if not rates:
+            counted.append(len(calls) * rows / elapsed)
+    median = statistics.median(durations) if durations else 0.0
+    if not counted or median <= 0:
         raise RuntimeError("no call completed within the timing windows")
-    return statistics.median(rates)
+    return runs.streams * rows / median, statistics.median(counted)
 
 
 def split_threads(threads: int) -> tuple[int, int]:
@@ -143,12 +156,12 @@ def measure_streams(session: Any, prepared: Any, *, batch: int, rows: int | None
     if isinstance(parallel, str):
         return StreamsMeasurement(skipped=parallel)
     try:
-        single = rows_per_second(ThreadedRuns([session.run], "as configured, one request at a time"),
-                                 prepared, rows, quick=quick)
-        points = [StreamPoint(batch, 1, single, "as configured, one request at a time")]
+        single, single_counted = rows_per_second(ThreadedRuns([session.run], "as configured, one request at a time"),
+                                                 prepared, rows, quick=quick)
+        points = [StreamPoint(batch, 1, single, "as configured, one request at a time", single_counted)]
         if parallel.streams > 1:
-            many = rows_per_second(parallel, prepared, rows, quick=quick)
-            points.append(StreamPoint(batch, parallel.streams, many, parallel.basis))
+            many, many_counted = rows_per_second(parallel, prepared, rows, quick=quick)
+            points.append(StreamPoint(batch, parallel.streams, many, parallel.basis, many_counted))
     except Exception as exc:  # noqa: BLE001 - the latency and sweep figures stand without this one
         return StreamsMeasurement(skipped=f"parallel streams failed at batch {batch}: {_first_line(exc)}")
     finally:

@@ -59,8 +59,9 @@ class StreamPoint:
 
     batch: int
     streams: int
-    samples_per_s: float
+    samples_per_s: float  # streams x batch over the median call time: the batch sweep's rule, so they compare
     basis: str = ""
+    sustained_per_s: float | None = None  # rows completed over the wall time of the timed windows
 
 
 @dataclass(frozen=True)

@@ -190,16 +190,18 @@ class AsyncQueueRuns:
         self._queue = queue
         self.streams = streams
         self.basis = basis
+        self._durations: list[float] = []
+        # Each finished request reports its own inference time (ms), not its wait for a free request.
+        queue.set_callback(lambda request, _: self._durations.append(request.latency / 1e3))
 
-    def run_for(self, prepared: dict[int, np.ndarray], seconds: float) -> int:
-        """Start requests until the deadline (start_async waits for a free one), then wait for all."""
+    def run_for(self, prepared: dict[int, np.ndarray], seconds: float) -> list[float]:
+        """Start requests until the deadline (start_async waits for a free one), wait for all; their seconds."""
+        self._durations = []
         deadline = time.perf_counter() + seconds
-        started = 0
         while time.perf_counter() < deadline:
             self._queue.start_async(prepared, share_inputs=True)
-            started += 1
         self._queue.wait_all()
-        return started
+        return self._durations
 
 
 def _np_dtype(element_type: Any) -> Any:
