@@ -119,7 +119,7 @@ def stream_points(entry: Any) -> tuple[StreamPoint, ...]:
         rate = number(dig(item, "samples_per_s"))
         if batch is None or streams is None or rate is None or rate <= 0:
             continue
-        points.append(StreamPoint(batch, streams, rate, text(dig(item, "basis"))))
+        points.append(StreamPoint(batch, streams, rate, text(dig(item, "basis")), number(dig(item, "sustained_per_s"))))
     return tuple(points)
 
 

@@ -175,15 +175,19 @@ def streams_lines(cands: list[dict]) -> list[str]:
         return []
     lines = ["", "Parallel streams: a server keeps several requests in flight at once (streams), which a "
              "one-request-at-a-time batch sweep cannot show. Each candidate whose runtime can was run for about "
-             "a second at its best batch, first as configured, then with the runtime's own stream count; "
-             "Best throughput above is the higher of the two and the sweep.", ""]
+             "a second at its best batch, first as configured, then with the runtime's own stream count. Rates "
+             "follow the batch sweep's rule (requests in flight times rows per call, over the median call time), "
+             "so Best throughput above is the highest of these and the sweep; Sustained counts the rows that "
+             "completed over the wall time, slow calls included, and falls below it on a busy machine.", ""]
     rows = []
     for c, points in measured:
         one = next((p for p in points if p.streams == 1), None)
         many = max((p for p in points if p.streams > 1), key=lambda p: p.samples_per_s)
         rows.append([label(c), fmt.number(many.batch), fmt.rate(one.samples_per_s) if one else fmt.NOT_MEASURED,
-                     fmt.rate(many.samples_per_s), fmt.number(many.streams), many.basis or "—"])
-    lines += fmt.table(["Candidate", "Batch", "One request at a time", "With streams", "Streams", "How"], rows)
+                     fmt.rate(many.samples_per_s), fmt.number(many.streams),
+                     fmt.rate(many.sustained_per_s) if many.sustained_per_s else fmt.NOT_MEASURED, many.basis or "—"])
+    lines += fmt.table(["Candidate", "Batch", "One request at a time", "With streams", "Streams",
+                        "Sustained with streams", "How"], rows)
     lines += [f"- {label(c)}: no parallel streams: {why}" for c, why in skipped]
     return lines
 
