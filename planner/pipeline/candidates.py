@@ -166,6 +166,7 @@ class CandidateRun:
         ctx = PlanContext(hw=self.hw, model=self.model, workdir=self.workdir, quick=self.quick,
                           cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)),
                           val_data=self.val_data, val_data_basis=self.val_data_basis,
+                          accuracy_budget=self.accuracy_budget,
                           options=dict(self.plugin_options))
         specs: list[CandidateSpec] = []
         for name in names:

@@ -135,6 +135,7 @@ class PlanContext:
     shared: dict = field(default_factory=dict)  # artifacts plugins may reuse (e.g. one ONNX export)
     val_data: Path | None = None  # validation data (the --val-data layout), e.g. for INT8 calibration
     val_data_basis: str = "--val-data"  # what that data is, for the notes that mention it
+    accuracy_budget: float | None = None  # the largest accuracy drop the user accepts (a fraction)
     options: dict = field(default_factory=dict)  # plugin options from the command line (e.g. finetune_steps)
 
 

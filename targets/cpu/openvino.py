@@ -21,7 +21,7 @@ from targets.cpu import compute_threads, native_bf16
 if TYPE_CHECKING:
     from planner.models.spec import ModelInputs
 
-QUICK_LIMIT = 3
+QUICK_LIMIT = 4
 _OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
 _READ_BACK = ("INFERENCE_PRECISION_HINT", "NUM_STREAMS", "INFERENCE_NUM_THREADS", "PERFORMANCE_HINT",
               "EXECUTION_MODE_HINT")
@@ -45,12 +45,13 @@ class OpenVinoPlugin(Plugin):
         precisions = [Precision.FP32] + ([Precision.BF16] if native_bf16(ctx.hw) else [])
         latency = [_config(p, "LATENCY", n) for p in precisions]
         throughput = [_config(p, "THROUGHPUT", n) for p in precisions]
+        # A shape fixed at compile time skips per-call shape inference: 10-15% on a ~1 ms model.
+        static = [_config(p, "LATENCY", n, static_shape=True) for p in precisions] if export.dynamic_batch else []
         if ctx.quick:
-            configs = (latency + throughput[:1])[:QUICK_LIMIT]
+            # The fastest precision's static compile is the likeliest batch-1 winner; throughput last.
+            configs = (latency + static[-1:] + throughput[:1])[:QUICK_LIMIT]
         else:
-            configs = latency + throughput
-            if export.dynamic_batch:
-                configs.append(_config(Precision.FP32, "LATENCY", n, static_shape=True))
+            configs = latency + static + throughput
         sequence = ctx.model.inputs.sequence
         for config in configs:
             precision = Precision(config["precision"])

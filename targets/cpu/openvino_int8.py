@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -39,8 +40,14 @@ if TYPE_CHECKING:
     from planner.models.spec import ModelInputs
 
 NNCF = "nncf"
+NNCF_CONTROLLED = "nncf_accuracy_control"
 QDQ = "ort_qdq"
-_SOURCE_LABEL = {NNCF: "nncf", QDQ: "qdq"}
+_SOURCE_LABEL = {NNCF: "nncf", NNCF_CONTROLLED: "nncf-ac", QDQ: "qdq"}
+# Without labels, accuracy control holds the INT8 model's mean cosine to the float one at this level:
+# above the INT8 fidelity gate (0.99), with room for the gate's inputs to differ from calibration's.
+COSINE_TARGET = 0.995
+# The most quantized ops accuracy control may give back to float: each costs a validation pass.
+MAX_RESTORED = 12
 _OV_PRECISION = {Precision.FP32: "f32", Precision.BF16: "bf16"}
 NNCF_MISSING_NOTE = ("nncf not installed (pip install nncf): only the ONNX Runtime QDQ file runs on OpenVINO; "
                      "NNCF's own post-training quantization is not measured")
@@ -96,9 +103,18 @@ class OpenVinoInt8Plugin(Plugin):
                 notes = (f"NNCF post-training quantization ({preset} preset"
                          + (", transformer model type" if preset == "mixed" else "")
                          + f", {len(feeds)} calibration batches), saved as OpenVINO IR", *common)
-                for precision in precisions:
-                    yield self._spec(NNCF, ir_path, precision, threads, export.dynamic_batch, notes,
-                                     calibration_batches=len(feeds))
+                yield from self._specs(NNCF, ir_path, precisions, threads, export.dynamic_batch, notes,
+                                       calibration_batches=len(feeds))
+                try:
+                    controlled = quantize_controlled(ctx, export.path, ir_path, out_dir, feeds)
+                except Exception as exc:  # noqa: BLE001 - as above: NNCF raises many unrelated types
+                    failures.append(f"NNCF accuracy control: {failure_reason(exc)}")
+                    ctx.log(f"cpu.openvino_int8: NNCF accuracy control failed: {failure_reason(exc)}")
+                    controlled = None
+                if controlled is not None:
+                    path, why = controlled
+                    yield from self._specs(NNCF_CONTROLLED, path, precisions, threads, export.dynamic_batch,
+                                           (why, *common), calibration_batches=len(feeds))
 
         reduce_range = needs_reduced_range(ctx.hw)
         stem = export.path.stem
@@ -113,9 +129,8 @@ class OpenVinoInt8Plugin(Plugin):
                      *pre_notes, *common)
             if reduce_range:
                 notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
-            for precision in precisions:
-                yield self._spec(QDQ, qdq_path, precision, threads, export.dynamic_batch, notes,
-                                 calibration_batches=len(feeds))
+            yield from self._specs(QDQ, qdq_path, precisions, threads, export.dynamic_batch, notes,
+                                   calibration_batches=len(feeds))
         if failures:
             raise QuantizationError("OpenVINO INT8 failed: " + "; ".join(failures))
 
@@ -124,19 +139,33 @@ class OpenVinoInt8Plugin(Plugin):
         return OpenVinoInt8Session(spec.artifacts["model"], spec.config, inputs=model.inputs,
                                    dynamic_batch=spec.dynamic_batch)
 
+    def _specs(self, source: str, path: Path, precisions: Sequence[Precision], threads: int, dynamic_batch: bool,
+               notes: tuple[str, ...], *, calibration_batches: int) -> Iterable[CandidateSpec]:
+        """Each precision with the batch open, then the fastest precision compiled at a fixed shape."""
+        for precision in precisions:
+            yield self._spec(source, path, precision, threads, dynamic_batch, notes,
+                             calibration_batches=calibration_batches)
+        if dynamic_batch:
+            # A shape fixed at compile time skips per-call shape inference: it pays most on small models.
+            yield self._spec(source, path, precisions[-1], threads, False, notes,
+                             calibration_batches=calibration_batches, static_shape=True)
+
     def _spec(self, source: str, path: Path, precision: Precision, threads: int, dynamic_batch: bool,
-              notes: tuple[str, ...], *, calibration_batches: int) -> CandidateSpec:
+              notes: tuple[str, ...], *, calibration_batches: int, static_shape: bool = False) -> CandidateSpec:
         # "precision" is the one OpenVINO computes the unquantized ops in (INFERENCE_PRECISION_HINT);
         # the spec's own precision is INT8.
         config = {"quantization": source, "precision": str(precision), "hint": "LATENCY", "threads": threads,
-                  "static_shape": False, "calibration_batches": calibration_batches}
+                  "static_shape": static_shape, "calibration_batches": calibration_batches}
         if precision is Precision.BF16:
             notes += ("unquantized ops in bf16 (native on this CPU); the f32 candidate pins "
                       "INFERENCE_PRECISION_HINT=f32",)
+        if static_shape:
+            notes += ("input shape fixed at compile time: no per-call shape inference, "
+                      "but only this batch size runs",)
         label = f"openvino int8 {_SOURCE_LABEL[source]} {_OV_PRECISION[precision]} latency {threads}t"
-        return CandidateSpec(plugin=self.name, label=label, config=config, precision=Precision.INT8,
-                             artifacts={"model": str(path)}, threads=threads, dynamic_batch=dynamic_batch,
-                             notes=notes)
+        return CandidateSpec(plugin=self.name, label=label + (" static" if static_shape else ""), config=config,
+                             precision=Precision.INT8, artifacts={"model": str(path)}, threads=threads,
+                             dynamic_batch=dynamic_batch, notes=notes)
 
 
 def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:
@@ -167,6 +196,104 @@ def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs
     dst.parent.mkdir(parents=True, exist_ok=True)
     ov.save_model(quantized, str(dst))
     return dst
+
+
+@dataclass(frozen=True)
+class _Metric:
+    """What accuracy control holds the INT8 model to: accuracy on labels, or agreement with the float model."""
+
+    name: str  # "accuracy" or "cosine"
+    basis: str  # the data it is measured on, in words
+    max_drop: float
+
+
+def control_metric(ctx: PlanContext, labels: Sequence[Any] | None) -> _Metric:
+    """Accuracy on labelled validation data under the user's budget; else cosine to the float model."""
+    if labels is not None and ctx.accuracy_budget is not None:
+        return _Metric("accuracy", f"the labelled {ctx.val_data_basis}", float(ctx.accuracy_budget))
+    return _Metric("cosine", "the calibration inputs", 1.0 - COSINE_TARGET)
+
+
+def quantize_controlled(ctx: PlanContext, onnx_path: Path, plain_ir: Path, out_dir: Path,
+                        feeds: Sequence["Feed"]) -> tuple[Path, str] | None:
+    """NNCF INT8 with accuracy control where plain INT8 loses too much: (IR path, why), or None.
+
+    The plain NNCF model is judged first on the same metric; only when it loses more than the
+    allowed drop does NNCF rank the quantized ops by what they cost and give the worst back to
+    float (its ignored scope, chosen by measurement) until the drop fits. What was judged and
+    the outcome are logged either way.
+    """
+    import numpy as np
+    import openvino as ov
+
+    from planner.measure.valdata import load_val_data
+
+    labels = None
+    if ctx.val_data:
+        pairs = load_val_data(Path(ctx.val_data), inputs=ctx.model.inputs)[:len(feeds)]
+        if pairs and all(lab is not None for _, lab in pairs):
+            labels = [lab for _, lab in pairs]
+    metric = control_metric(ctx, labels)
+    core = ov.Core()
+    original = ov.convert_model(str(onnx_path))
+    names = [graph_name(port.get_names(), ctx.model.inputs) for port in original.inputs]
+    float_model = core.compile_model(original, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    items = []
+    for i, feed in enumerate(feeds):
+        arrays = dict(enumerate(feed_for(names, feed).values()))
+        items.append({"inputs": arrays, "reference": np.asarray(float_model(arrays)[0]),
+                      "labels": labels[i] if labels is not None else None})
+
+    def validate(compiled: Any, data: Iterable[dict]) -> tuple[float, list[float]]:
+        values = [_item_score(np.asarray(compiled(item["inputs"])[0]), item, metric.name) for item in data]
+        return float(np.mean(values)), values
+
+    before = validate(float_model, items)[0]
+    plain = validate(core.compile_model(core.read_model(str(plain_ir)), "CPU",
+                                        {"INFERENCE_PRECISION_HINT": "f32"}), items)[0]
+    drop = before - plain
+    judged = (f"plain NNCF INT8 {metric.name} on {metric.basis}: {plain:.4f} against the float model's "
+              f"{before:.4f}")
+    if drop <= metric.max_drop:
+        ctx.log(f"cpu.openvino_int8: {judged}; within the allowed drop of {metric.max_drop:.3g}, "
+                "so accuracy control is not needed")
+        return None
+    ctx.log(f"cpu.openvino_int8: {judged}; more than the allowed drop of {metric.max_drop:.3g}: "
+            "running NNCF quantization with accuracy control")
+    import nncf
+    from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
+
+    transformer = ctx.model.inputs.sequence is not None
+    dataset = nncf.Dataset(items, lambda item: item["inputs"])
+    with quiet_library_output():
+        quantized = nncf.quantize_with_accuracy_control(
+            original, dataset, dataset, validate, max_drop=metric.max_drop,
+            drop_type=nncf.DropType.ABSOLUTE,
+            preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
+            model_type=nncf.ModelType.TRANSFORMER if transformer else None, subset_size=len(items),
+            advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
+                max_num_iterations=MAX_RESTORED))
+    after = validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), items)[0]
+    dst = out_dir / f"{onnx_path.stem}.nncf-ac-int8.xml"
+    ov.save_model(quantized, str(dst))
+    kept = "kept within" if before - after <= metric.max_drop else "still above"
+    why = (f"nncf-ac: NNCF quantization with accuracy control: {judged}, so the quantized ops that cost "
+           f"most were given back to float (at most {MAX_RESTORED}); {metric.name} now {after:.4f}, "
+           f"{kept} the allowed drop of {metric.max_drop:.3g}")
+    ctx.log(f"cpu.openvino_int8: {why}")
+    return dst, why
+
+
+def _item_score(out: Any, item: dict, metric: str) -> float:
+    """One calibration batch's score: top-1 accuracy on its labels, or cosine to the float output."""
+    import numpy as np
+
+    if metric == "accuracy":
+        return float(np.mean(out.reshape(len(out), -1).argmax(axis=1) == item["labels"]))
+    a = np.asarray(item["reference"], dtype=np.float64).ravel()
+    b = np.asarray(out, dtype=np.float64).ravel()
+    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b / denom) if denom > 0 else float(np.array_equal(a, b))
 
 
 def runtime_precisions(runtime_model: Any) -> dict[str, Any]:

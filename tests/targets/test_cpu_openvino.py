@@ -31,8 +31,8 @@ def test_registered_under_its_entry_point() -> None:
 
 
 def test_candidates_round_trip(specs) -> None:
-    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 throughput 2t",
-                                        "openvino f32 latency 2t static"]
+    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 latency 2t static",
+                                        "openvino f32 throughput 2t"]
     for spec in specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
@@ -48,16 +48,18 @@ def test_bf16_candidates_only_with_native_bf16(shared_ctx) -> None:
         specs = list(OpenVinoPlugin().candidates(ctx))
         bf16 = [s for s in specs if s.precision is Precision.BF16]
         assert {s.config["hint"] for s in bf16} == {"LATENCY", "THROUGHPUT"}
+        assert any(s.config["static_shape"] for s in bf16)
         # f32 stays a candidate of its own, pinned explicitly (bf16 is the default there).
         assert any(s.precision is Precision.FP32 for s in specs)
         quick = list(OpenVinoPlugin().candidates(dataclasses.replace(ctx, quick=True)))
-        assert len(quick) <= 3
+        assert len(quick) <= 4
+        assert any(s.config["static_shape"] and s.precision is Precision.BF16 for s in quick)
         assert {s.precision for s in quick} == {Precision.FP32, Precision.BF16}
 
 
 def test_quick_mode_keeps_it_small(shared_ctx) -> None:
     quick = list(OpenVinoPlugin().candidates(dataclasses.replace(shared_ctx, quick=True)))
-    assert 1 <= len(quick) <= 3
+    assert 1 <= len(quick) <= 4
 
 
 def test_f32_sessions_match_torch_and_report_real_properties(tiny, specs) -> None:
@@ -126,8 +128,8 @@ def test_text_model_compiles_every_input_at_its_shape(text, text_ctx) -> None:
     plugin = OpenVinoPlugin()
     assert plugin.check(text_ctx.hw, text) == []
     specs = list(plugin.candidates(dataclasses.replace(text_ctx, quick=False)))
-    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 throughput 2t",
-                                        "openvino f32 latency 2t static"]
+    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 latency 2t static",
+                                        "openvino f32 throughput 2t"]
     assert all(any("sequence length fixed at 64" in n for n in s.notes) for s in specs)
     for spec in specs:
         session = plugin.open(spec, ModelRef.of(text))

@@ -34,22 +34,25 @@ def test_registered_under_its_entry_point() -> None:
 
 
 def test_candidates_round_trip(specs, shared_ctx) -> None:
-    assert [s.label for s in specs] == ["openvino int8 nncf f32 latency 2t", "openvino int8 qdq f32 latency 2t"]
+    # Plain NNCF INT8 of demo:tiny stays within the fidelity target, so no accuracy-controlled variant.
+    assert [s.label for s in specs] == ["openvino int8 nncf f32 latency 2t", "openvino int8 nncf f32 latency 2t static",
+                                        "openvino int8 qdq f32 latency 2t", "openvino int8 qdq f32 latency 2t static"]
     for spec in specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.INT8
         assert spec.config["precision"] == "fp32" and spec.config["hint"] == "LATENCY"
         assert any(n.startswith("calibrated on ") for n in spec.notes)
+        assert spec.dynamic_batch is not spec.config["static_shape"]
     nncf_ir = specs[0].artifacts["model"]
     assert nncf_ir.endswith(".xml") and "openvino_int8" in nncf_ir
-    assert specs[1].artifacts["model"].endswith(".int8-qdq.onnx")
+    assert specs[2].artifacts["model"].endswith(".int8-qdq.onnx")
 
 
 def test_sessions_run_in_int8_and_match_torch(tiny, specs) -> None:
     plugin = OpenVinoInt8Plugin()
     for spec in specs:
         session = plugin.open(spec, ModelRef.of(tiny))
-        for batch in (1, 3):
+        for batch in (1, 3) if spec.dynamic_batch else (1,):
             feed = tiny.make_feeds(batch=batch, seed=31)[0]
             got = session.to_numpy(session.run(session.prepare(feed)))
             assert got.shape == (batch, 10)
@@ -65,8 +68,9 @@ def test_sessions_run_in_int8_and_match_torch(tiny, specs) -> None:
 def test_bf16_candidates_only_with_native_bf16(tiny, shared_ctx) -> None:
     ctx = dataclasses.replace(shared_ctx, hw=fake_hw(features=VNNI_BF16), quick=True)
     specs = list(OpenVinoInt8Plugin().candidates(ctx))
-    assert [(s.config["quantization"], s.config["precision"]) for s in specs] == [
-        ("nncf", "fp32"), ("nncf", "bf16"), ("ort_qdq", "fp32"), ("ort_qdq", "bf16")]
+    assert [(s.config["quantization"], s.config["precision"], s.config["static_shape"]) for s in specs] == [
+        ("nncf", "fp32", False), ("nncf", "bf16", False), ("nncf", "bf16", True),
+        ("ort_qdq", "fp32", False), ("ort_qdq", "bf16", False), ("ort_qdq", "bf16", True)]
     assert not any("reduce_range" in n for s in specs for n in s.notes)  # VNNI: full-range weights
     bf16 = OpenVinoInt8Plugin().open(specs[1], ModelRef.of(tiny))
     feed = tiny.make_feeds(seed=32)[0]
@@ -102,7 +106,7 @@ def test_missing_nncf_keeps_the_qdq_candidates(shared_ctx, monkeypatch) -> None:
     plugin = OpenVinoInt8Plugin()
     assert plugin.check(shared_ctx.hw, shared_ctx.model) == []  # the plugin stays useful without nncf
     specs = list(plugin.candidates(dataclasses.replace(shared_ctx, quick=True)))
-    assert [s.config["quantization"] for s in specs] == ["ort_qdq"]
+    assert [s.config["quantization"] for s in specs] == ["ort_qdq", "ort_qdq"]
     assert NNCF_MISSING_NOTE in specs[0].notes and "pip install nncf" in NNCF_MISSING_NOTE
 
 
@@ -115,7 +119,37 @@ def test_a_failing_family_is_reported_after_the_working_one(shared_ctx, monkeypa
     with pytest.raises(QuantizationError, match="NNCF: .*Cannot quantize op Frobnicate"):
         for spec in OpenVinoInt8Plugin().candidates(dataclasses.replace(shared_ctx, quick=True)):
             built.append(spec)
-    assert [s.config["quantization"] for s in built] == ["ort_qdq"]
+    assert [s.config["quantization"] for s in built] == ["ort_qdq", "ort_qdq"]
+
+
+def test_accuracy_control_judges_by_accuracy_with_labels_and_budget(shared_ctx) -> None:
+    ctx = dataclasses.replace(shared_ctx, accuracy_budget=0.02, val_data_basis="built-in held-out set")
+    metric = openvino_int8.control_metric(ctx, [np.zeros(4, dtype=np.int64)])
+    assert (metric.name, metric.max_drop) == ("accuracy", 0.02) and "held-out" in metric.basis
+    # No labels (or no budget): agreement with the float model, held above the INT8 fidelity gate.
+    for labels, budget in ((None, 0.02), ([np.zeros(4, dtype=np.int64)], None)):
+        metric = openvino_int8.control_metric(dataclasses.replace(ctx, accuracy_budget=budget), labels)
+        assert metric.name == "cosine" and 1 - metric.max_drop > 0.99
+
+
+def test_accuracy_control_gives_sensitive_ops_back_to_float(shared_ctx, monkeypatch, tiny) -> None:
+    # A target no INT8 model can meet: NNCF must rank the quantized ops and give the worst back to float.
+    monkeypatch.setattr(openvino_int8, "COSINE_TARGET", 1 - 1e-9)
+    monkeypatch.setattr(openvino_int8, "MAX_RESTORED", 2)
+    logs: list[str] = []
+    ctx = dataclasses.replace(shared_ctx, quick=True, log=logs.append)
+    specs = list(OpenVinoInt8Plugin().candidates(ctx))
+    controlled = [s for s in specs if s.config["quantization"] == "nncf_accuracy_control"]
+    assert [s.label for s in controlled] == ["openvino int8 nncf-ac f32 latency 2t",
+                                             "openvino int8 nncf-ac f32 latency 2t static"]
+    why = controlled[0].notes[0]
+    assert why.startswith("nncf-ac: NNCF quantization with accuracy control: plain NNCF INT8 cosine")
+    assert "given back to float (at most 2)" in why and "still above the allowed drop" in why
+    assert any("running NNCF quantization with accuracy control" in line for line in logs)
+    session = OpenVinoInt8Plugin().open(controlled[0], ModelRef.of(tiny))
+    plain = OpenVinoInt8Plugin().open(specs[0], ModelRef.of(tiny))
+    restored = int(session.info()["int8_compute_ops"].split(" of ")[0])
+    assert restored < int(plain.info()["int8_compute_ops"].split(" of ")[0])
 
 
 def test_check_reports_missing_openvino(tiny, monkeypatch) -> None:
