@@ -65,3 +65,35 @@ def test_verdict_and_summary_count_the_hits() -> None:
     text = summary([(band, 1.5), (band, 3.0), (loser, 0.7), (None, 2.0)])
     assert text.startswith("2 of 3 measured speedups fell inside their predicted band")
     assert "1 of 1 'unlikely to pay' predictions were right" in text
+
+
+def _with_ceiling(baseline: dict, *, p50: float, peak: float = 100e9) -> dict:
+    """The profile with a measured fp32 peak and a p50: 3.6 GFLOP per call at `p50` ms."""
+    baseline["latency_ms"]["p50_ms"] = p50
+    baseline["ceilings"] = {"peak_flops": {"fp32": peak}}
+    return baseline
+
+
+def test_a_runtime_switch_gains_what_the_baseline_leaves_below_the_peak(cpu_server, make_baseline) -> None:
+    # 3.6 GFLOP in 300 ms is 12% of a 100 GFLOP/s peak: fusion and better kernels can gain up to ~8x.
+    slow = predict("cpu.openvino", "fp32", {"hint": "LATENCY"}, cpu_server, _with_ceiling(make_baseline(), p50=300))
+    assert slow.family == "runtime" and slow.low == 1.0 and slow.high == 8.3
+    assert "reaches 12% of the measured fp32 peak" in slow.basis
+    # A baseline already at 90% of the peak: the same switch is a wash at best.
+    fast = predict("cpu.openvino", "fp32", {"hint": "LATENCY"}, cpu_server, _with_ceiling(make_baseline(), p50=40))
+    assert fast.low == 0.8 and fast.high == 2.0
+    # Torch plugins keep the baseline's runtime: no runtime gain in their band.
+    torch = predict("cpu.torch", "fp32", {}, cpu_server, _with_ceiling(make_baseline(), p50=300))
+    assert "measured fp32 peak" not in torch.basis
+
+
+def test_a_precision_change_on_a_fusing_runtime_compounds_with_the_switch(cpu_server, make_baseline) -> None:
+    baseline = _with_ceiling(make_baseline(bound="compute"), p50=300)
+    int8 = predict("cpu.openvino_int8", "int8", {"quantization": "nncf"}, cpu_server, baseline)
+    alone = predict("cpu.openvino_int8", "int8", {}, cpu_server, make_baseline(bound="compute"))
+    assert alone.low is not None and alone.high is not None
+    assert int8.low == alone.low * 1.0 and int8.high == round(alone.high * 8.3, 1)
+    assert "avx512_vnni" in int8.basis and "on top of the runtime switch" in int8.basis
+    # An ONNX model's baseline already runs in ONNX Runtime: no switch to compound.
+    baseline["spec"] = {"plugin": "cpu.onnxruntime"}
+    assert predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline).high == alone.high
