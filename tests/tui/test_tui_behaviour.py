@@ -332,3 +332,34 @@ def test_bridge_coalesces_events_into_few_messages():
     bridge.attach(None)
     bridge(Event("log", "dropped"))
     assert len(target.messages) == 2
+
+
+def test_rerunning_optimize_replaces_the_previous_candidates(tmp_path):
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        first = [c.label for c in session.results.candidates]
+        await pilot.press("7", "r")
+        await pilot.pause(0.3)
+        await wait_idle(pilot)
+        labels = [c.label for c in session.results.candidates]
+        assert labels == first and len(set(labels)) == len(labels)
+        await pilot.press("8")
+        await wait_idle(pilot)
+        table = app.query_one("#candidates", DataTable)
+        assert table.row_count == len(first)
+        # A cancelled third run counts what it measured, not what the earlier runs did.
+        session.gate = threading.Event()
+        await pilot.press("7", "r")
+        await wait_for(pilot, lambda: app.job is not None, 10, "the third run to start")
+        await pilot.press("c")
+        session.gate.set()
+        await wait_idle(pilot)
+        log = "\n".join(line.text for line in app.query_one("#optimize").query_one(RichLog).lines)
+        assert "cancelled: 1 candidates measured" in log
+        assert len(session.results.candidates) == 2
+        assert sum("cancelled:" in w for w in session.results.warnings) == 1
+
+    run_app(app, body)

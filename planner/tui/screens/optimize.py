@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -16,6 +16,9 @@ from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
+
+if TYPE_CHECKING:
+    from planner.pipeline import PlanSession
 
 _UNSET = object()
 # The baseline plugin: its candidate is the profile step's baseline, measured already.
@@ -49,6 +52,20 @@ def plugin_detail(row: dict) -> Text:
     return text
 
 
+def fresh_run(session: PlanSession, warnings: tuple[str, ...]) -> None:
+    """Forget an earlier optimize run's candidates, so a re-run replaces them instead of adding to them.
+
+    The baseline (the first candidate) stays; so do the warnings recorded before the first run
+    (`warnings`), while a previous run's own warnings and skipped plugins go with its candidates.
+    """
+    results = session.results
+    # Fields of a previous run's outcome; `interactions` is newer than some sessions' results.
+    stale = {"ranking": None, "skipped_plugins": (), "interactions": (), "requirement_checks": (),
+             "requirement_checks_baseline": (), "requirement_checks_subject": "", "predictions_held": ""}
+    session.update(candidates=results.candidates[:1], warnings=warnings,
+                   **{k: v for k, v in stale.items() if hasattr(results, k)})
+
+
 class OptimizePane(StepPane):
     """Runs `PlanSession.optimize` on the chosen plugins; the Cancel button stops after the current candidate."""
 
@@ -59,6 +76,8 @@ class OptimizePane(StepPane):
         super().__init__(id=id)
         self._shown: object = _UNSET
         self._rows: dict[str, dict] = {}
+        # The baseline the runs started from and the warnings recorded before its first run.
+        self._before_runs: tuple[object, tuple[str, ...]] | None = None
 
     def compose(self) -> ComposeResult:
         """Plugin list, its detail, run controls, progress and log."""
@@ -166,6 +185,9 @@ class OptimizePane(StepPane):
         if self.session.out_dir is None:
             # Candidates write artifacts (ONNX files, engines) into the output folder.
             self.session.set_out_dir(self.planner.out_dir)
+        if self._before_runs is None or self._before_runs[0] is not self.session.baseline:
+            self._before_runs = (self.session.baseline, self.session.results.warnings)
+        fresh_run(self.session, self._before_runs[1])
         candidates = self.session.optimize(plugins=plugins)
         self.report("optimize", {"measured": len(candidates) - 1, "cancelled": self.session.cancel.cancelled,
                                  "out_dir": str(self.session.out_dir)})
