@@ -44,7 +44,7 @@ def test_candidates_round_trip_and_cover_the_grid(specs) -> None:
 def test_quick_mode_keeps_three(shared_ctx) -> None:
     quick = list(OnnxRuntimePlugin().candidates(dataclasses.replace(shared_ctx, quick=True)))
     assert [s.label for s in quick] == ["onnxruntime all seq 2t", "onnxruntime defaults",
-                                        "onnxruntime basic seq 2t"]
+                                        "onnxruntime all seq 1t"]
 
 
 def test_plugins_share_one_export(shared_ctx, specs) -> None:
