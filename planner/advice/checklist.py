@@ -47,12 +47,17 @@ class Question:
     hint: str
     answered_by: str
     source: str = "the profiling checklist"
+    # The replies the user picks from, each with the value the decision trees read: yes/no for a
+    # yes-or-no question, the alternatives themselves for an either/or one.
+    choices: tuple[tuple[str, bool], ...] = (("yes", True), ("no", False))
 
 
 _PREPROCESSING_TEXT = "Is the model the bottleneck, or the work around it (decoding, preprocessing, copies)?"
 _PREPROCESSING_HOW = "only your serving pipeline shows this; the planner times the model call alone"
 _PREPROCESSING_SOURCE = ("a common profiling pitfall: speeding up the model while the work around it is the "
                          "bottleneck; and when not to optimize")
+# Either/or: True means the work around the model is the bottleneck (what the trees act on).
+_PREPROCESSING_CHOICES = (("the model itself", False), ("the work around it", True))
 
 QUESTIONS: tuple[Question, ...] = (
     Question("gpu.utilization", Group.GPU, "What is GPU utilization?", "nvidia-smi",
@@ -68,7 +73,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("gpu.tensor_cores", Group.GPU, "Are Tensor Cores being used?", "FP16/INT8 operations",
              "the GPU's compute capability and the precision the baseline ran in"),
     Question("gpu.preprocessing", Group.GPU, _PREPROCESSING_TEXT, "profile the whole request",
-             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE),
+             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE, _PREPROCESSING_CHOICES),
     Question("cpu.utilization", Group.CPU, "What is CPU utilization?", "all cores used?",
              "CPU busy % when sampled; otherwise torch's thread pool against the usable cores"),
     Question("cpu.threading", Group.CPU, "What is threading configuration?", "torch.get_num_threads()",
@@ -80,7 +85,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("cpu.batch", Group.CPU, "Is batch size optimal?", "may be smaller for CPU",
              "the baseline's batch sweep against the latency target"),
     Question("cpu.preprocessing", Group.CPU, _PREPROCESSING_TEXT, "profile the whole request",
-             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE),
+             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE, _PREPROCESSING_CHOICES),
     Question("edge.latency", Group.EDGE, "What is inference latency on target device?",
              "not development machine!", "the baseline latency, if this machine is the edge device"),
     Question("edge.memory", Group.EDGE, "What is memory usage?", "fits in device RAM?",
@@ -92,7 +97,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("edge.architecture", Group.EDGE, "Is model architecture appropriate for device?", "too large?",
              f"latency per sample against the edge decision tree's {units.ms(EDGE_SLOW_MS)} threshold, and size"),
     Question("edge.preprocessing", Group.EDGE, _PREPROCESSING_TEXT, "profile the whole request",
-             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE),
+             _PREPROCESSING_HOW, _PREPROCESSING_SOURCE, _PREPROCESSING_CHOICES),
 )
 
 QUESTIONS_BY_ID: Mapping[str, Question] = {q.id: q for q in QUESTIONS}
@@ -129,7 +134,13 @@ class Answer:
         return self.question.id
 
     def with_reply(self, reply: str, *, value: Any = None) -> Answer:
-        """This answer filled in by the user (status 'user'); `value` is what the trees read (e.g. a bool)."""
+        """This answer filled in by the user (status 'user'); `value` is what the trees read (e.g. a bool).
+
+        A reply that names one of the question's choices takes that choice's value.
+        """
+        chosen = {label.lower(): v for label, v in self.question.choices}.get(reply.strip().lower())
+        if chosen is not None:
+            value = chosen
         return replace(self, answer=reply, status=AnswerStatus.USER, value=value,
                        evidence=f"user reply (the planner could not measure this): {reply}")
 

@@ -363,3 +363,29 @@ def test_rerunning_optimize_replaces_the_previous_candidates(tmp_path):
         assert sum("cancelled:" in w for w in session.results.warnings) == 1
 
     run_app(app, body)
+
+
+def test_an_either_or_question_is_answered_with_its_alternatives(tmp_path):
+    from textual.widgets import Select
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        select = app.query_one("#reply-cpu-preprocessing", Select)
+        offered = [str(prompt) for prompt, _ in select._options if _ is not Select.BLANK]
+        assert "the model itself" in offered and "the work around it" in offered
+        assert "yes" not in offered and "no" not in offered
+        select.value = "the work around it"
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        answer = next(a for a in session.answers if a.question.id == "cpu.preprocessing")
+        # The report records the alternative chosen, and the tree reads it as "the work around it".
+        assert answer.answer == "the work around it" and answer.value is True
+        recorded = next(c for c in session.results.checklist if c["id"] == "cpu.preprocessing")
+        assert recorded["answer"] == "the work around it"
+
+    run_app(app, body)

@@ -210,7 +210,7 @@ async def drive(pilot, upto: str) -> None:
         await pilot.press("5")
         await pilot.pause(0.2)
         for select in app.query("#items Select").results(Select):
-            select.value = "no"
+            select.value = "the model itself" if "the model itself" in str(select.prompt) else "no"
         await pilot.press("r")
         await pilot.pause(0.1)
     if last >= order.index("optimize"):

@@ -20,7 +20,11 @@ _UNSET = object()
 # How each answer status reads in the list (a word, so it reads without colour too).
 STATUS_MARK = {"auto": "✓ measured", "user": "✓ you said", "ask-user": "? your turn",
                "not-measured": "– not measured"}
-REPLIES = (("yes", "yes"), ("no", "no"))
+
+
+def reply_options(question: Any) -> list[tuple[str, str]]:
+    """The replies a question offers, as (shown, value) pairs: yes/no, or the alternatives it names."""
+    return [(label, label) for label, _ in getattr(question, "choices", (("yes", True), ("no", False)))]
 
 
 def reply_id(question_id: str) -> str:
@@ -46,7 +50,7 @@ def answer_text(answer: Any) -> Text:
 
 
 class ChecklistPane(StepPane):
-    """Shows every answer; ask-user items get a yes/no reply; Continue re-plans with the replies."""
+    """Every answer; an open item offers its replies (yes/no, or an either/or's alternatives); Continue re-plans."""
 
     STEP_ID = "checklist"
     RUN_LABEL = "Continue with these answers"
@@ -87,9 +91,11 @@ class ChecklistPane(StepPane):
             status = str(answer.status)
             children: list = [Static(answer_text(answer))]
             if status in ("ask-user", "user"):
+                options = reply_options(answer.question)
                 previous = self.planner.replies.get(answer.question.id, "").strip().lower()
-                value = previous if previous in ("yes", "no") else Select.NULL
-                children.append(Select(REPLIES, prompt="your answer (yes/no)", value=value,
+                value = previous if previous in {v for _, v in options} else Select.NULL
+                prompt = "your answer: " + " or ".join(shown for shown, _ in options)
+                children.append(Select(options, prompt=prompt, value=value,
                                        id=reply_id(answer.question.id), compact=True))
             widgets.append(Vertical(*children, classes=f"check-item -{status}"))
         self.replace_children(items, widgets)
