@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from planner import units
 
 MISSING = units.MISSING
@@ -44,3 +47,94 @@ def truncate_middle(text: str, width: int) -> str:
     head = max((width - 1) // 3, 1)
     tail = max(width - 1 - head, 0)
     return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+# Words every label may shorten to, longest first in effect; the legend spells them out on screen.
+ABBREVIATIONS = {"onnxruntime": "ORT", "openvino": "OV", "channels_last": "NHWC", "throughput": "tput",
+                 "latency": "lat", "parallel": "par", "compile": "comp", "extended": "ext", "dynamic": "dyn"}
+ABBREVIATION_MEANING = {"ORT": "ONNX Runtime", "OV": "OpenVINO", "NHWC": "channels-last memory layout",
+                        "tput": "throughput", "lat": "latency", "par": "parallel", "comp": "torch.compile",
+                        "ext": "extended", "dyn": "dynamic"}
+# What tells candidates apart and is never cut: precision, thread counts, a fixed shape, INT8 families.
+_KEEP = re.compile(r"^((fp|f|bf|int|uint)\d+|\d+(x\d+)?t|static|\d+-bit|nncf(-ac)?|qdq|QDQ)$")
+_TOKEN = re.compile(r"[^\s(),]+")
+
+
+@dataclass(frozen=True)
+class ShortLabels:
+    """Candidate labels made to fit a width: the labels, the words all of them shared, the abbreviations used."""
+
+    labels: list[str]
+    common: list[str]
+    abbreviations: list[str]
+    threads: bool = False  # some label counts threads ('2t'): the legend explains the notation
+
+    def legend(self) -> str:
+        """One line saying what was dropped and what the abbreviations mean ('' when nothing was)."""
+        parts = []
+        if self.common:
+            parts.append(f"all: {' '.join(self.common)}")
+        parts += [f"{a} = {ABBREVIATION_MEANING[a]}" for a in self.abbreviations]
+        if self.threads or any(re.match(r"^\d+(x\d+)?t$", t) for t in self.common):
+            parts.append("2t = 2 threads, 2x1t = 2 streams of 1 thread")
+        return " · ".join(parts)
+
+
+def _fits(tokens: list[str], width: int) -> bool:
+    return len(" ".join(tokens)) <= width
+
+
+def _shorten(i: int, kept: list[list[str]], width: int, taken: set[str]) -> list[str]:
+    """Label i's words cut to fit `width` without becoming another label's words.
+
+    Drop the longest word that is neither the runtime (the first word) nor
+    a distinguishing one, as long as it reads like no other label (`taken`: those already shortened);
+    then cut words to 3 characters.
+    """
+    tokens = list(kept[i])
+    others = {" ".join(k) for j, k in enumerate(kept) if j != i} | taken
+    while not _fits(tokens, width):
+        droppable = [j for j in range(1, len(tokens)) if not _KEEP.match(tokens[j])
+                     and " ".join(tokens[:j] + tokens[j + 1:]) not in others]
+        if not droppable:
+            break
+        j = max(droppable, key=lambda k: len(tokens[k]))
+        tokens = tokens[:j] + tokens[j + 1:]
+    while not _fits(tokens, width):
+        cuttable = [j for j, t in enumerate(tokens) if not _KEEP.match(t) and len(t) > 3]
+        if not cuttable:
+            break
+        j = max(cuttable, key=lambda k: len(tokens[k]))
+        tokens[j] = tokens[j][: max(3, len(tokens[j]) - (len(" ".join(tokens)) - width))]
+    return tokens
+
+
+def short_labels(labels: list[str], width: int) -> ShortLabels:
+    """Candidate labels within `width`, still telling apart every pair of different labels.
+
+    The words every label shares go first (they tell no candidate apart; the legend names them),
+    then long labels abbreviate, drop and cut words that set no candidate apart; precision,
+    thread counts, 'static' and the INT8 family are never cut.
+    """
+    split = [_TOKEN.findall(label) or [label] for label in labels]
+    common = [t for t in split[0] if len(labels) > 1 and all(t in s for s in split[1:])] if split else []
+    kept = [[t for t in s if t not in common] or s for s in split]
+    used: list[str] = []
+    if not all(_fits(k, width) for k in kept):
+        # One label too long abbreviates the words in all of them, so a runtime reads the same in every row.
+        used = list(dict.fromkeys(ABBREVIATIONS[t] for k in kept for t in k if t in ABBREVIATIONS))
+        kept = [[ABBREVIATIONS.get(t, t) for t in k] for k in kept]
+    out: list[str] = []
+    for i, tokens in enumerate(kept):
+        if not _fits(tokens, width):
+            tokens = _shorten(i, kept, width, set(out))
+        out.append(truncate(" ".join(tokens), width))
+    # Last resort (a width too narrow for the words that matter): twins lead with the words they differ in.
+    for i, text in enumerate(out):
+        twins = [j for j, other in enumerate(out) if other == text and labels[j] != labels[i]]
+        if twins:
+            others = {t for j in twins for t in kept[j]}
+            out[i] = truncate(" ".join([t for t in kept[i] if t not in others] + [t for t in kept[i] if t in others]),
+                              width)
+    threads = any(re.match(r"^\d+(x\d+)?t$", t) for k in kept for t in k)
+    return ShortLabels(out, common, used, threads)
