@@ -177,8 +177,9 @@ def candidate_detail(c: dict, index: int) -> Text:
 def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
     """(labels, values) in rank order (unranked after), for candidates that have the value."""
     ordered = sorted(candidates, key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
-    pairs = [(fmt.truncate_middle(str(c.get("label")), PLOT_LABEL_WIDTH), v) for c in ordered
-             if (v := value(c)) is not None]
+    # Shortened together, so different candidates never read the same (see fmt.short_labels).
+    short = fmt.short_labels([str(c.get("label")) for c in ordered], PLOT_LABEL_WIDTH).labels
+    pairs = [(label, v) for label, c in zip(short, ordered) if (v := value(c)) is not None]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -195,6 +196,7 @@ class ResultsPane(StepPane):
         self._label_width = 0
         self._candidates: list[dict] = []
         self._columns: tuple[Column, ...] = COLUMNS
+        self._short = fmt.short_labels([], 0)
 
     def compose(self) -> ComposeResult:
         """Table (with details) and two plot tabs."""
@@ -259,8 +261,9 @@ class ResultsPane(StepPane):
         for column, header in zip(columns, headers[1:]):
             table.add_column(header, width=column.width + 1, key=column.key)
         rows = sorted_candidates(self._candidates, self._sort, self._reverse)
+        self._short = fmt.short_labels([str(c.get("label")) for c in self._candidates], self._label_width)
         for index, c in rows:
-            table.add_row(*cells(fmt.truncate_middle(str(c.get("label")), self._label_width),
+            table.add_row(*cells(self._short.labels[index],
                                  *(col.show(c) for col in columns), right=right), key=str(index))
         arrow = "↓" if self._reverse else "↑"
         if self._candidates:
@@ -310,4 +313,7 @@ class ResultsPane(StepPane):
 
     def _show_detail(self, index: int) -> None:
         if 0 <= index < len(self._candidates):
-            self.query_one("#candidate-detail", Static).update(candidate_detail(self._candidates[index], index))
+            detail = candidate_detail(self._candidates[index], index)
+            if self._short.legend():
+                detail.append(f"\nshort labels: {self._short.legend()}", style="dim")
+            self.query_one("#candidate-detail", Static).update(detail)
