@@ -96,14 +96,17 @@ def quiet_library_output() -> Iterator[io.StringIO]:
     What they print is kept in the yielded buffer; errors still raise.
     """
     buffer = io.StringIO()
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
+    # NNCF's logger has its own handler, bound to the stream it found at import: it must be quietened by name.
+    loggers = [logging.getLogger(), logging.getLogger("nncf")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
             yield buffer
     finally:
-        root.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,

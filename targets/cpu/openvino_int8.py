@@ -258,6 +258,12 @@ def quantize_controlled(ctx: PlanContext, onnx_path: Path, plain_ir: Path, out_d
         ctx.log(f"cpu.openvino_int8: {judged}; within the allowed drop of {metric.max_drop:.3g}, "
                 "so accuracy control is not needed")
         return None
+    if ctx.quick:
+        # It validates the model once per op it tries to give back: minutes on a mid-size CNN.
+        ctx.log(f"cpu.openvino_int8: {judged}; more than the allowed drop of {metric.max_drop:.3g}, but NNCF "
+                "accuracy control is not run in a quick plan (it validates the model once per op it tries): "
+                "plan without --quick to run it")
+        return None
     ctx.log(f"cpu.openvino_int8: {judged}; more than the allowed drop of {metric.max_drop:.3g}: "
             "running NNCF quantization with accuracy control")
     import nncf

@@ -137,8 +137,11 @@ def test_accuracy_control_gives_sensitive_ops_back_to_float(shared_ctx, monkeypa
     monkeypatch.setattr(openvino_int8, "COSINE_TARGET", 1 - 1e-9)
     monkeypatch.setattr(openvino_int8, "MAX_RESTORED", 2)
     logs: list[str] = []
-    ctx = dataclasses.replace(shared_ctx, quick=True, log=logs.append)
-    specs = list(OpenVinoInt8Plugin().candidates(ctx))
+    quick = list(OpenVinoInt8Plugin().candidates(dataclasses.replace(shared_ctx, quick=True, log=logs.append)))
+    assert not any(s.config["quantization"] == "nncf_accuracy_control" for s in quick)
+    assert any("not run in a quick plan" in line and "without --quick" in line for line in logs)
+    logs.clear()
+    specs = list(OpenVinoInt8Plugin().candidates(dataclasses.replace(shared_ctx, quick=False, log=logs.append)))
     controlled = [s for s in specs if s.config["quantization"] == "nncf_accuracy_control"]
     assert [s.label for s in controlled] == ["openvino int8 nncf-ac f32 latency 2t",
                                              "openvino int8 nncf-ac f32 latency 2t static"]
