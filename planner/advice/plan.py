@@ -145,9 +145,31 @@ def _from_finding(finding: Mapping[str, Any], target: str = "") -> PlanStep:
     advice = str(chosen or finding.get("advice") or "").rstrip(".")
     expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
                 + "Phase 3: needs retraining, and accuracy must be re-measured afterwards.")
-    return PlanStep(order=0, plugin=None, title=str(finding["title"]), why=why, expected=expected,
-                    fidelity_gated=False, kind=StepKind.ADVICE, phase=RETRAINING_PHASE,
-                    source=f"finding:{finding.get('id', '?')}")
+    plugin = FINDING_PLUGINS.get(str(finding.get("id", "")))
+    if plugin:
+        expected += f" {FINDING_MEASURES[plugin]}"
+    return PlanStep(order=0, plugin=plugin, title=str(finding["title"]), why=why, expected=expected,
+                    fidelity_gated=False, kind=StepKind.MEASURE if plugin else StepKind.ADVICE,
+                    phase=RETRAINING_PHASE, source=f"finding:{finding.get('id', '?')}")
+
+
+# The architecture plugin that measures what a profile finding proposes (the rest stay advice).
+FINDING_PLUGINS: Mapping[str, str] = MappingProxyType({
+    "channel-alignment": "architecture.align",
+    "unfused-conv-bn": "architecture.fold",
+    "dense-classifier": "architecture.lowrank",
+    "large-kernels": "architecture.redesign",
+    "late-downsampling": "architecture.redesign",
+    "input-upsampling": "architecture.redesign",
+})
+FINDING_MEASURES: Mapping[str, str] = MappingProxyType({
+    "architecture.align": "Measured here: zero channel padding (exact, no retraining) shows what alignment gains.",
+    "architecture.fold": "Measured here: BatchNorm folded into the layer before it (exact, no retraining).",
+    "architecture.lowrank": ("Measured here: an SVD low-rank factorisation, the smallest rank that keeps the "
+                             "outputs within the fidelity gate."),
+    "architecture.redesign": ("Measured here where the planner can build the redesign: its speed, not its "
+                              "accuracy (it needs retraining)."),
+})
 
 
 def _is_quick_check(step: PlanStep) -> bool:

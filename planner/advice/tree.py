@@ -162,8 +162,9 @@ ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
     Action("gpu.int8", "INT8 quantization (TensorRT with Q/DQ ONNX)", None, _A,
            "further speed and 4x smaller weights than FP32 (how to quantize is a separate method, "
            "not detailed here)", True, 2),
-    Action("compression", "Model compression (pruning, distillation)", None, _A,
-           "a smaller, faster model; needs retraining", False, 3),
+    Action("compression", "Model compression (pruning, distillation)", "architecture.prune", _M,
+           "a smaller, faster model; training-free pruning is measured and fidelity-gated, a larger cut "
+           "needs fine-tuning", False, 3),
     Action("scale_out", "Scale horizontally (more instances behind a load balancer)", None, _A,
            "throughput grows with instances; per-request latency does not improve"),
     Action("threads", "Set intra-op threads to {intra_op_threads} (physical cores), inter-op to 1", "cpu.torch", _M,
@@ -183,16 +184,19 @@ ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
     Action("cpu.openvino_int8", "Quantize to INT8 on OpenVINO (NNCF post-training, and the QDQ file)",
            "cpu.openvino_int8", _M, "2-3x on CPU with VNNI or AMX (typical published figure) and 4x smaller weights "
            "than FP32", True, 2),
-    Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)", None, _A,
-           "a model sized for the device; its accuracy must be re-measured", False, 3),
+    Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)",
+           "architecture.redesign", _M,
+           "a model sized for the device; its speed is measured where the planner can build the redesign, "
+           "its accuracy must be re-measured after training", False, 3),
     Action("edge.int8", "Quantize to INT8", "edge.int8", _M,
            "2-4x on ARM (typical published figure) and 4x smaller weights than FP32; critical on ARM", True, 2),
     Action("edge.ternary", "Ternary weights", "edge.ternary", _M,
            "about 16x smaller weights than FP32 (the device performance targets suggest ternary for desktop "
            "and edge); "
            "accuracy cost to measure", True, 2),
-    Action("edge.pruning", "Model pruning", None, _A,
-           "fewer weights and operations; needs fine-tuning", False, 3),
+    Action("edge.pruning", "Model pruning", "architecture.prune", _M,
+           "fewer weights and operations; measured training-free and fidelity-gated, a larger cut needs "
+           "fine-tuning", False, 3),
     Action("edge.accelerator", "Hardware accelerator (Coral TPU, Jetson GPU)", None, _A,
            "offloads the model from the CPU"),
 )})

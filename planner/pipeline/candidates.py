@@ -223,6 +223,12 @@ class CandidateRun:
         if result.status is not Status.OK or outputs is None:
             return result
         status, reason, fidelity = self._gate(result.precision, outputs, labels)
+        kind = spec.config.get("architecture")
+        if status is Status.REJECTED and kind == "approximate":
+            reason = f"needs fine-tuning: {reason.removeprefix('fidelity gate: ')} (speed measured, accuracy drops)"
+        elif kind == "redesign":
+            # A redesign has new (random) weights: its outputs cannot match until it is trained.
+            status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
         base_p50 = self.baseline.latency_ms.p50_ms
         return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
                                    speedup=base_p50 / result.p50 if result.p50 else None)

@@ -274,6 +274,11 @@ class PlanSession:
                 self.update(candidates=cands)
                 ranking = rank_candidates(cands, self.results.requirements)
         self.update(ranking=ranking)
+        if not self.cancel.cancelled:
+            from planner.pipeline.interaction import measure_interactions
+
+            self.update(interactions=measure_interactions(run, self.results.candidates, ranking.order,
+                                                          timeout_s=timeout_s))
         self.save()
         return self.results.candidates
 

@@ -7,6 +7,7 @@ module import, so listing plugins stays fast and a missing package is a reason, 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 from dataclasses import dataclass, field
@@ -43,6 +44,10 @@ class Precision(StrEnum):
     TERNARY = "ternary"
 
 
+# The plugins' entry-point group (the registry's too): a transform's plugin is found there by name.
+TRANSFORM_GROUP = "planner.targets"
+
+
 @dataclass(frozen=True)
 class ModelRef:
     """How a worker process rebuilds the model: the source string, its settled inputs, trust."""
@@ -50,12 +55,26 @@ class ModelRef:
     source: str
     inputs: "ModelInputs"
     trust_code: bool = False
+    # An architecture transform to apply after loading ({"plugin": name, ...settings}), so any
+    # plugin's worker measures the changed model: the transform is deterministic on seeded weights.
+    transform: dict | None = None
 
     def load(self) -> "LoadedModel":
-        """Load the model (seeded weights, so every process gets the same function)."""
+        """Load the model (seeded weights, so every process gets the same function), then transform it."""
         from planner.models import load_model
 
-        return load_model(self.source, inputs=self.inputs, trust_code=self.trust_code)
+        loaded = load_model(self.source, inputs=self.inputs, trust_code=self.trust_code)
+        if not self.transform:
+            return loaded
+        name = str(self.transform["plugin"])
+        found = [ep for ep in importlib.metadata.entry_points(group=TRANSFORM_GROUP) if ep.name == name]
+        if not found:
+            raise KeyError(f"no plugin {name!r} to apply the architecture transform (is it installed?)")
+        plugin = found[0].load()()
+        apply = getattr(plugin, "transform", None)
+        if apply is None:
+            raise TypeError(f"plugin {name} does not transform models")
+        return apply(loaded, self.transform)
 
     @classmethod
     def of(cls, model: "LoadedModel") -> "ModelRef":

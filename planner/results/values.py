@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from planner.results.audit import MeasurementAudit
+from planner.results.interaction import Interaction
 
 SCHEMA_VERSION = 2
 """results.json's format; 2 moved ranks off the candidates into `ranking`. 1 is still read."""
@@ -340,6 +341,7 @@ class PlanResults:
     skipped_plugins: tuple[SkippedPlugin, ...] = ()
     predictions_held: str = ""  # how the predicted speedup bands compared with the measured speedups
     edge_device: JSON = field(default_factory=dict)  # an edge board's profile and each candidate projected onto it
+    interactions: tuple[Interaction, ...] = ()  # architecture x hardware: four cells and their interaction factor
     finished: str = ""
 
     @property

@@ -16,6 +16,7 @@ from planner.report.sections import (
     environment,
     findings,
     hardware,
+    interaction,
     predictions,
     reproduce,
     requirements,
@@ -28,7 +29,7 @@ Section = Callable[[ReportData], list[str]]
 
 SECTIONS: tuple[Section, ...] = (
     summary.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
-    checklist.render, decision.render, candidates.render, compression.render, device_targets.render,
+    checklist.render, decision.render, candidates.render, interaction.render, compression.render, device_targets.render,
     predictions.render, requirements.render, roadmap.render,
     environment.render, reproduce.render,
 )

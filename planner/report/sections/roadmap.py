@@ -4,7 +4,7 @@ measured effect (or labelled estimate) and accuracy risk, then the combined effe
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, first, p50, text
+from planner.report.data import ReportData, as_dict, as_list, first, p50, text
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
 
@@ -124,7 +124,11 @@ def _combined(data: ReportData) -> list[str]:
     if best is not None and not data.is_reference(best):
         lines.append(f"- Measured: **{label(best)}** runs at p50 {fmt.ms(p50(best))} against "
                      f"{fmt.ms(base)} for the baseline, {fmt.speedup(data.speedup(best))} the "
-                     "baseline's speed. This is the only combined number measured in this run.")
+                     "baseline's speed."
+                     + (" The interaction section measures architecture changes combined with the best "
+                        "hardware candidate."
+                        if as_list(data.results.get("interactions")) else
+                        " This is the only combined number measured in this run."))
         start, start_label = p50(best), label(best)
     else:
         others = [c for c in data.candidates if not data.is_reference(c)]
@@ -142,6 +146,25 @@ def _combined(data: ReportData) -> list[str]:
                      "re-run the planner on the redesigned model to measure it.")
     lines.append("- Steps marked *not measured in this run* are not included in any number above.")
     return lines + [""]
+
+
+def _redesign_gains(data: ReportData) -> list[str]:
+    """Each measured redesign's architecture, hardware and combined gains (from the interaction cells)."""
+    from planner.report.sections.interaction import cells
+
+    items = []
+    for pair in as_list(data.results.get("interactions")):
+        pair = as_dict(pair)
+        if not pair.get("needs_retraining"):
+            continue
+        by = cells(pair)
+        gains = [fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined")]
+        measured = ", ".join(f"{what} gain {fmt.speedup(g)}" for what, g in
+                             zip(("architecture", f"hardware ({text(pair.get('hardware'))})", "combined"), gains))
+        items.append(f"**{text(pair.get('architecture'))}** — needs retraining: speed measured, accuracy not. "
+                     f"Measured on this machine: {measured} (interaction factor "
+                     f"{fmt.number(fmt.real(pair.get('factor')))}, {text(pair.get('verdict')) or 'not computed'}).")
+    return items
 
 
 def render(data: ReportData) -> list[str]:
@@ -167,8 +190,9 @@ def render(data: ReportData) -> list[str]:
                          f"candidate was planned or ran{why}.")
         lines.append("")
     lines += ["### Phase 3: Architecture redesign", "",
-              "*Needs retraining; every effect here is an estimate from the profile, not a "
-              "measurement.*", ""]
+              "*Needs retraining; effects from the profile are estimates, not measurements; a redesign the "
+              "planner could build is measured for speed only (needs retraining: speed measured, accuracy "
+              "not).*", ""]
     items = []
     for f in data.findings:
         title = text(f.get("title")) or text(f.get("id")) or "finding"
@@ -180,5 +204,6 @@ def render(data: ReportData) -> list[str]:
             item += f". {text(f['advice'])}"
         items.append(item + " Accuracy risk: unknown until retrained and validated.")
     items += _phase_items(data, 3)
+    items += _redesign_gains(data)
     lines += [f"- {i}" for i in items] if items else ["- The architecture lint suggested no change."]
     return lines + [""] + _combined(data)

@@ -116,7 +116,26 @@ def sorted_candidates(candidates: list[dict], key: str, reverse: bool) -> list[t
     return present + missing
 
 
-def candidate_detail(c: dict, index: int) -> Text:
+def interaction_detail(c: dict, pairs: list[dict]) -> Text:
+    """The 2x2 interaction table of each pair this candidate is part of (architecture or hardware side)."""
+    from planner.report.sections.interaction import cell_text, cells, factor_line
+
+    text = Text()
+    for pair in pairs:
+        if c.get("label") not in (pair.get("architecture"), pair.get("hardware")):
+            continue
+        by = cells(pair)
+        other = pair.get("hardware") if c.get("label") == pair.get("architecture") else pair.get("architecture")
+        text.append(f"\ninteraction with {other}:", style="bold")
+        for name in ("baseline", "architecture", "hardware", "combined"):
+            text.append(f"\n  {name:<12} {cell_text(by.get(name))}")
+        text.append("\n  " + factor_line(pair).replace("**", ""))
+        if pair.get("needs_retraining"):
+            text.append("\n  needs retraining: speed measured, accuracy not")
+    return text
+
+
+def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None) -> Text:
     """Everything about one candidate: status and reason, numbers, fidelity, config and how to reproduce it."""
     text = Text()
     text.append(str(c.get("label")), style="bold")
@@ -166,6 +185,8 @@ def candidate_detail(c: dict, index: int) -> Text:
     if audit is not None:
         text.append(f"\nenvironment: {flag_line(audit) or 'no interference seen; ' + load_summary(audit)}",
                     style="bold" if audit.disturbed else "")
+    if interactions:
+        text.append_text(interaction_detail(c, interactions))
     if c.get("config"):
         text.append(f"\nconfig: {json.dumps(c['config'], sort_keys=True, default=str)}")
     if c.get("reproduce"):
@@ -214,7 +235,7 @@ class ResultsPane(StepPane):
     def sync(self) -> None:
         """Rebuild when the candidate list changed (a new run, or a new measurement)."""
         results = self.session.results
-        stamp = (results.candidates, results.ranking)
+        stamp = (results.candidates, results.ranking, results.interactions)
         if stamp == self._shown:
             return
         self._shown = stamp
@@ -313,7 +334,8 @@ class ResultsPane(StepPane):
 
     def _show_detail(self, index: int) -> None:
         if 0 <= index < len(self._candidates):
-            detail = candidate_detail(self._candidates[index], index)
+            pairs = [to_data(p) for p in self.session.results.interactions]
+            detail = candidate_detail(self._candidates[index], index, pairs)
             if self._short.legend():
                 detail.append(f"\nshort labels: {self._short.legend()}", style="dim")
             self.query_one("#candidate-detail", Static).update(detail)

@@ -1,0 +1,151 @@
+"""The interaction step: the best architecture change and the best hardware candidate, measured
+alone and together, the same way, to tell whether they amplify or cancel each other.
+
+The four cells (baseline, architecture only, hardware only, combined) are timed back to back in
+fresh workers with one method, so the factor compares like with like. The combined cell rebuilds
+the hardware candidate on the transformed model: its plugin builds its artifacts (an ONNX export,
+say) from the changed module, and its worker loads the model with the transform re-applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from planner import units
+from planner.events import Event
+from planner.results import CandidateResult, Status
+from planner.results.interaction import Interaction, InteractionCell, interaction_factor, verdict
+
+if TYPE_CHECKING:
+    from planner.pipeline.candidates import CandidateRun
+    from planner.plugins import CandidateSpec, ModelRef
+
+ARCHITECTURE_PREFIX = "architecture."
+
+
+def _is_architecture(c: CandidateResult) -> bool:
+    return c.plugin.startswith(ARCHITECTURE_PREFIX)
+
+
+def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[tuple[CandidateResult, CandidateResult]]:
+    """(architecture, hardware) pairs to measure: the fastest architecture change that passed its
+    fidelity gate, and the measured redesign (if any), each with the best-ranked hardware candidate."""
+    hardware = next((candidates[i] for i in order if not candidates[i].is_reference
+                     and not _is_architecture(candidates[i]) and candidates[i].status is Status.OK), None)
+    if hardware is None:
+        return []
+    measured = [c for c in candidates if _is_architecture(c) and c.spec and c.speedup]
+    passing = [c for c in measured if c.status is Status.OK]
+    redesigns = [c for c in measured if (c.config or {}).get("architecture") == "redesign"]
+    chosen = ([max(passing, key=lambda c: c.speedup or 0.0)] if passing else []) + redesigns[:1]
+    return [(arch, hardware) for arch in chosen]
+
+
+def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResult], order: Sequence[int], *,
+                         timeout_s: float) -> tuple[Interaction, ...]:
+    """Each pair's four cells and its interaction factor; a pair whose cell fails says which and why."""
+    found = []
+    for arch, hw in pairs(candidates, order):
+        if run.cancel.cancelled:
+            break
+        run.on_event(Event("stage", f"interaction: {arch.label} x {hw.label}", stage="interaction"))
+        found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s))
+    return tuple(found)
+
+
+def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResult, *,
+                  timeout_s: float) -> Interaction:
+    from planner.codec import from_data
+    from planner.pipeline.baseline import TORCH_BASELINE_PLUGIN, torch_baseline_spec
+    from planner.plugins import CandidateSpec, ModelRef
+
+    base_ref = ModelRef.of(run.model)
+    transform = dict(arch.config["transform"])
+    arch_ref = dataclasses.replace(base_ref, transform=transform)
+    base_spec = torch_baseline_spec(device="cuda" if run.hw.gpus else "cpu")
+    if run.baseline.spec.get("plugin") != TORCH_BASELINE_PLUGIN:
+        base_spec = from_data(run.baseline.spec, CandidateSpec)
+    hw_spec = from_data(hw.spec, CandidateSpec)
+    combined_spec, why = _rebuild_on(run, hw_spec, arch_ref)
+    jobs: list[tuple[str, str, CandidateSpec | None, ModelRef, str]] = [
+        ("baseline", base_spec.label, base_spec, base_ref, ""),
+        ("architecture", arch.label, from_data(arch.spec, CandidateSpec), base_ref, ""),
+        ("hardware", hw.label, hw_spec, base_ref, ""),
+        ("combined", f"{arch.label} + {hw.label}", combined_spec, arch_ref, why),
+    ]
+    # Two rounds, the second in reverse order, each cell keeping its faster reading: load that drifts
+    # during the four measurements then biases no cell more than another.
+    rounds: dict[str, list[InteractionCell]] = {name: [] for name, *_ in jobs}
+    for order in (jobs, jobs[::-1]):
+        for name, label, spec, ref, reason in order:
+            if spec is None:
+                rounds[name].append(InteractionCell(name, label, status=str(Status.FAILED), reason=reason))
+            elif not rounds[name] or rounds[name][0].p50_ms is not None:
+                rounds[name].append(_time(run, name, label, spec, ref, timeout_s=timeout_s))
+    cells = [_best(rounds[name]) for name, *_ in jobs]
+    base = cells[0].p50_ms
+    cells = [dataclasses.replace(c, speedup=base / c.p50_ms if base and c.p50_ms else None) for c in cells]
+    factor = result = None
+    speedups = [c.speedup for c in cells[1:]]
+    if all(speedups):
+        a, h, both = (float(s) for s in speedups)  # type: ignore[arg-type]
+        factor = interaction_factor(a, h, both)
+        result = verdict(factor)
+        run.on_event(Event("log", f"interaction {arch.label} x {hw.label}: architecture {units.speedup(a)}, "
+                                  f"hardware {units.speedup(h)}, combined {units.speedup(both)}; "
+                                  f"factor {factor:.2f} ({result})"))
+    method = ("each cell timed in a fresh worker by the same method as every candidate "
+              f"({'the quick screen' if run.quick else 'the full method'}), in two rounds (the second in "
+              f"reverse order), keeping each cell's faster p50, at batch {run.model.inputs.batch}; speedup is "
+              "the baseline cell's p50 over the cell's p50")
+    return Interaction(architecture=arch.label, hardware=hw.label, cells=tuple(cells), factor=factor,
+                       verdict=result or "", method=method,
+                       needs_retraining=(arch.config or {}).get("architecture") == "redesign")
+
+
+def _best(readings: list[InteractionCell]) -> InteractionCell:
+    """The faster of a cell's readings (a failed reading only when none succeeded)."""
+    timed = [c for c in readings if c.p50_ms is not None]
+    if not timed:
+        return readings[0]
+    best = min(timed, key=lambda c: c.p50_ms or 0.0)
+    return dataclasses.replace(best, disturbed=all(c.disturbed for c in timed))
+
+
+def _rebuild_on(run: "CandidateRun", spec: "CandidateSpec", ref: "ModelRef") -> tuple["CandidateSpec | None", str]:
+    """The hardware candidate built again on the transformed model (its artifacts come from the changed module)."""
+    from planner.plugins import PlanContext, get_plugin
+
+    if not spec.artifacts:
+        return spec, ""  # its worker loads the model itself, transform included
+    try:
+        plugin = get_plugin(spec.plugin)
+        model = ref.load()
+        ctx = PlanContext(hw=run.hw, model=model, workdir=run.workdir / "interaction", quick=run.quick,
+                          cancel=run.cancel, log=lambda msg: run.on_event(Event("log", msg)),
+                          val_data=run.val_data, val_data_basis=run.val_data_basis,
+                          options=dict(run.plugin_options))
+        ctx.workdir.mkdir(parents=True, exist_ok=True)
+        for candidate in plugin.candidates(ctx):
+            if candidate.label == spec.label:
+                return candidate, ""
+    except Exception as exc:  # noqa: BLE001 - a transform that breaks a runtime's export fails this cell only
+        return None, f"building {spec.label} on the transformed model failed: {type(exc).__name__}: {exc}"
+    return None, f"{spec.plugin} offered no {spec.label} candidate for the transformed model"
+
+
+def _time(run: "CandidateRun", name: str, label: str, spec: "CandidateSpec", ref: "ModelRef", *,
+          timeout_s: float) -> InteractionCell:
+    from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
+
+    run.on_event(Event("log", f"interaction cell {name}: measuring {label}"))
+    job = MeasureJob(model=ref, spec=spec, quick=run.quick, sweep_max_batch=0,
+                     fidelity_batches=fidelity_batch_count(run.quick), env=dict(spec.config.get("env", {})),
+                     streams=False)
+    result, _ = measure(job, timeout_s=timeout_s)
+    if result.status is not Status.OK or not result.p50:
+        return InteractionCell(name, label, status=str(result.status), reason=result.reason)
+    disturbed = bool(result.audit is not None and result.audit.disturbed)
+    return InteractionCell(name, label, p50_ms=result.p50, disturbed=disturbed)

@@ -1,0 +1,74 @@
+"""Interaction: an architecture change and a hardware technique measured alone and together.
+
+A 2x2 table per pair (original or changed architecture, by baseline or chosen runtime), each cell
+measured here, then the interaction factor: combined speedup / (architecture speedup x hardware
+speedup). Above 1.05 they amplify each other, below 0.95 they conflict, else they are independent.
+"""
+
+from __future__ import annotations
+
+from planner import units
+from planner.report import fmt
+from planner.report.data import ReportData, as_dict, as_list, text
+from planner.results.interaction import VERDICT_WORDS
+
+_NEEDS_RETRAINING = "needs retraining: speed measured, accuracy not"
+
+
+def cells(pair: dict) -> dict[str, dict]:
+    """The pair's cells by name (baseline, architecture, hardware, combined)."""
+    return {text(c.get("cell")): c for c in as_list(pair.get("cells")) if isinstance(c, dict)}
+
+
+def cell_text(cell: dict | None) -> str:
+    """'p50 (speedup)' for a measured cell, else its status and reason."""
+    if not cell:
+        return "not measured"
+    p50 = fmt.real(cell.get("p50_ms"))
+    if p50 is None:
+        reason = text(cell.get("reason"))
+        return f"{text(cell.get('status')) or 'failed'}{': ' + reason if reason else ''}"
+    busy = " (timed under load)" if cell.get("disturbed") else ""
+    return f"{units.ms(p50)} ({units.speedup(cell.get('speedup'))}){busy}"
+
+
+def factor_line(pair: dict) -> str:
+    """The factor with its arithmetic and verdict, or why it could not be computed."""
+    by = cells(pair)
+    factor = fmt.real(pair.get("factor"))
+    if factor is None:
+        return "Interaction factor: not computed (a cell was not measured; its row says why)."
+    a, h, c = (fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined"))
+    verdict = text(pair.get("verdict"))
+    return (f"Interaction factor = combined / (architecture x hardware) = {units.speedup(c)} / "
+            f"({units.speedup(a)} x {units.speedup(h)}) = **{factor:.2f}**: {verdict} — "
+            f"{VERDICT_WORDS.get(verdict, '')}.")
+
+
+def render(data: ReportData) -> list[str]:
+    """The section; [] when no interaction was measured."""
+    pairs = [as_dict(p) for p in as_list(data.results.get("interactions")) if as_dict(p)]
+    if not pairs:
+        return []
+    lines = ["## Interaction of architecture and hardware", "",
+             "Does an architecture change and a runtime technique add up? Each pair's four cells were measured "
+             "here the same way; the interaction factor divides the combined speedup by the product of the two "
+             "single speedups (above 1.05: they amplify each other; below 0.95: they conflict; else independent).",
+             ""]
+    for pair in pairs:
+        by = cells(pair)
+        arch, hw = text(pair.get("architecture")), text(pair.get("hardware"))
+        base_label = text(by.get("baseline", {}).get("label")) or "baseline"
+        lines.append(f"### {arch} x {hw}")
+        lines.append("")
+        if pair.get("needs_retraining"):
+            lines += [f"The architecture change is a redesign that {_NEEDS_RETRAINING}.", ""]
+        lines += fmt.table(["", f"baseline runtime ({base_label})", hw],
+                           [["original architecture", cell_text(by.get("baseline")), cell_text(by.get("hardware"))],
+                            [arch, cell_text(by.get("architecture")), cell_text(by.get("combined"))]])
+        lines += ["", factor_line(pair)]
+        method = text(pair.get("method"))
+        if method:
+            lines += ["", f"Method: {method}."]
+        lines.append("")
+    return lines

@@ -1,0 +1,112 @@
+"""Training-free approximations: SVD low-rank factorisation and L1-norm structured channel pruning.
+
+Both change the function, so each setting is checked here on the planner's fixed fidelity inputs
+against the fp32 gate before it is offered: low-rank takes the smallest rank that passes, pruning
+the largest ratio that passes. When no setting passes, the gentlest one is still measured (its
+speed is real) and the result says it needs fine-tuning, with the measured drop.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+from planner.plugins import CandidateSpec, PlanContext
+from targets.architecture import APPROXIMATE, ArchitecturePlugin, fidelity_of, gate_reason
+
+if TYPE_CHECKING:
+    from planner.models.loaded import LoadedModel
+
+# Ranks as a share of each layer's smaller side, smallest first; the break-even rule drops the large ones.
+RANK_FRACTIONS = (0.125, 0.25, 0.375, 0.5)
+PRUNE_RATIOS = (0.5, 0.25, 0.125)  # largest first: the most aggressive ratio that passes wins
+
+
+def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[dict, str]]) -> Iterable[CandidateSpec]:
+    """The first config (in the order given) that passes the gate; else the last, marked as needing fine-tuning."""
+    from targets.architecture.transforms import NotApplicableError
+
+    tried: list[str] = []
+    last = None
+    for config, label in configs:
+        try:
+            module, changes = plugin.rewrite(ctx.model.module, config, ctx.model)
+        except NotApplicableError as exc:
+            tried.append(f"{label}: {exc}")
+            continue
+        fid = fidelity_of(ctx, module)
+        why = gate_reason(fid)
+        ctx.log(f"{label}: cosine {fid.cosine:.5f} on the fidelity inputs — {why or 'passes the fp32 gate'}")
+        if not why:
+            yield plugin.spec(ctx, config, label, changes,
+                              ("the gentlest setting that passes the fp32 fidelity gate here; tried: "
+                               + ("; ".join(tried) if tried else "none before it"),))
+            return
+        tried.append(f"{label}: {why}")
+        last = (config, label, changes)
+    if last is not None:
+        config, label, changes = last
+        yield plugin.spec(ctx, config, label + " (needs fine-tuning)", changes,
+                          ("no setting passed the fp32 fidelity gate without training: " + "; ".join(tried),))
+
+
+class LowRankPlugin(ArchitecturePlugin):
+    """SVD low-rank factorisation of the large linear and 1x1 conv layers, rank picked by fidelity."""
+
+    name = "architecture.lowrank"
+    summary = "approximate: large linear and 1x1 conv layers replaced by two low-rank ones (SVD)"
+    kind = APPROXIMATE
+
+    def probe_config(self, model: "LoadedModel") -> dict:
+        """The smallest rank tried (the most likely to save work)."""
+        return {"plugin": self.name, "fraction": RANK_FRACTIONS[0]}
+
+    def rewrite(self, module: Any, config: dict, loaded: "LoadedModel") -> tuple[Any, list[str]]:
+        """Factorise every eligible layer at the config's rank fraction."""
+        from targets.architecture.transforms import MIN_FACTOR_WEIGHTS, NotApplicableError, lowrank
+
+        new, done = lowrank(module, fraction=float(config["fraction"]))
+        if not done.changed:
+            why = "; ".join(done.skipped[:3]) or (f"no linear or 1x1 conv layer has {MIN_FACTOR_WEIGHTS} "
+                                                  "weights or more")
+            raise NotApplicableError(f"no layer is worth factorising ({why})")
+        return new, done.changed
+
+    def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
+        """Unused: `candidates` searches the ranks."""
+        return ()
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """The smallest rank that passes the fidelity gate (or the largest tried, needing fine-tuning)."""
+        configs = [({"plugin": self.name, "fraction": f}, f"low-rank {f * 100:g}% rank (SVD)") for f in RANK_FRACTIONS]
+        yield from _search(self, ctx, configs)
+
+
+class PrunePlugin(ArchitecturePlugin):
+    """L1-norm structured channel pruning at a few ratios, the largest that passes the fidelity gate."""
+
+    name = "architecture.prune"
+    summary = "approximate: conv output channels with the smallest L1 weight norm removed (structured pruning)"
+    kind = APPROXIMATE
+
+    def probe_config(self, model: "LoadedModel") -> dict:
+        """The largest ratio tried (the one most likely to leave a whole multiple of 8 to remove)."""
+        return {"plugin": self.name, "ratio": PRUNE_RATIOS[0]}
+
+    def rewrite(self, module: Any, config: dict, loaded: "LoadedModel") -> tuple[Any, list[str]]:
+        """Prune every prunable conv at the config's ratio."""
+        from targets.architecture.transforms import NotApplicableError, prune_channels
+
+        new, done = prune_channels(module, ratio=float(config["ratio"]))
+        if not done.changed:
+            why = "; ".join(done.skipped[:3]) or "the model has no conv layers"
+            raise NotApplicableError(f"no conv's channels can be removed without touching shared tensors ({why})")
+        return new, done.changed
+
+    def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
+        """Unused: `candidates` searches the ratios."""
+        return ()
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """The largest ratio that passes the fidelity gate (or the smallest, needing fine-tuning)."""
+        configs = [({"plugin": self.name, "ratio": r}, f"prune {r * 100:g}% channels (L1)") for r in PRUNE_RATIOS]
+        yield from _search(self, ctx, configs)

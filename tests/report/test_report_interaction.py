@@ -1,0 +1,50 @@
+"""Report: the interaction table (2x2 with measured cells and the factor) and Phase 3's measured redesign."""
+
+from __future__ import annotations
+
+from planner.report.markdown import render_markdown
+
+
+def _pair(*, redesign: bool) -> dict:
+    return {
+        "architecture": "redesign (needs retraining)" if redesign else "align channels to 8 (exact)",
+        "hardware": "openvino bf16 latency 2t",
+        "cells": [
+            {"cell": "baseline", "label": "torch eager fp32 (cpu)", "p50_ms": 200.0, "speedup": 1.0},
+            {"cell": "architecture", "label": "arch", "p50_ms": 50.0, "speedup": 4.0},
+            {"cell": "hardware", "label": "hw", "p50_ms": 100.0, "speedup": 2.0},
+            {"cell": "combined", "label": "both", "p50_ms": 20.0, "speedup": 10.0},
+        ],
+        "factor": 1.25, "verdict": "amplify", "needs_retraining": redesign,
+        "method": "each cell timed in a fresh worker",
+    }
+
+
+def test_interaction_section_shows_the_table_and_the_arithmetic(results: dict) -> None:
+    results["interactions"] = [_pair(redesign=False)]
+    md = render_markdown(results)
+    assert "## Interaction of architecture and hardware" in md
+    assert "| original architecture | 200 ms (1x) | 100 ms (2x) |" in md
+    assert "| align channels to 8 (exact) | 50 ms (4x) | 20 ms (10x) |" in md
+    assert "= 10x / (4x x 2x) = **1.25**: amplify" in md
+
+
+def test_phase_3_states_the_measured_gains_of_a_redesign(results: dict) -> None:
+    results["interactions"] = [_pair(redesign=True)]
+    md = render_markdown(results)
+    phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
+    assert "needs retraining: speed measured, accuracy not" in phase3
+    assert "architecture gain 4x" in phase3 and "combined gain 10x" in phase3
+
+
+def test_a_failed_cell_says_why_and_no_factor_is_made_up(results: dict) -> None:
+    pair = _pair(redesign=False)
+    pair["cells"][3] = {"cell": "combined", "label": "both", "status": "failed", "reason": "export broke"}
+    pair["factor"], pair["verdict"] = None, ""
+    results["interactions"] = [pair]
+    md = render_markdown(results)
+    assert "failed: export broke" in md and "Interaction factor: not computed" in md
+
+
+def test_no_interactions_no_section(results: dict) -> None:
+    assert "## Interaction of architecture and hardware" not in render_markdown(results)
