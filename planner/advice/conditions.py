@@ -197,9 +197,17 @@ def _small_model(ctx: TreeContext) -> Outcome:
 
 
 def _threads_ok(ctx: TreeContext) -> Outcome:
+    # The question is torch's (intra-op) thread count against the physical cores: equal is yes even
+    # when something else about threading is off (inter-op threads, OMP_NUM_THREADS), which the
+    # evidence names and the "set the threads" step still acts on.
     t = ctx.threads
-    issues = f" - {'; '.join(t.issues)}" if t.issues and t.ok is False else ""
-    return Outcome(t.ok, t.evidence + issues)
+    if t.ok is None or t.intra is None or not t.recommended:
+        return Outcome(t.ok, t.evidence)
+    equal = t.intra == t.recommended and not (t.usable and t.intra > t.usable)
+    issues = f" - {'; '.join(t.issues)}" if t.issues else ""
+    if equal and t.issues:
+        return Outcome(True, f"{t.evidence}: the count matches, but{issues.removeprefix(' -')}")
+    return Outcome(equal, t.evidence + issues)
 
 
 def _threads_wrong(ctx: TreeContext) -> Outcome:

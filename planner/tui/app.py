@@ -55,6 +55,9 @@ JOB_TITLES = {
     "optimize": "Optimizing", "save": "Saving the report",
 }
 
+# The jobs `c` stops: a profile ends its measuring process; an optimize stops after the current candidate.
+CANCELLABLE = ("profile", "optimize")
+
 PANES: dict[str, type[StepPane]] = {
     "hardware": HardwarePane, "model": ModelPane, "requirements": RequirementsPane,
     "profile": ProfilePane, "checklist": ChecklistPane, "tree": TreePane, "optimize": OptimizePane,
@@ -168,6 +171,7 @@ class PlannerApp(App[int]):
 
     def check_size(self, width: int, height: int) -> None:
         """Show, update or remove the too-small screen for the terminal's size."""
+        # Nothing opens over the too-small screen (check_action), so it is on top whenever it is up.
         covered = isinstance(self.screen, TooSmallScreen)
         if is_too_small(width, height):
             if covered:
@@ -241,9 +245,12 @@ class PlannerApp(App[int]):
     def begin_job(self, pane: StepPane, name: str) -> bool:
         """Claim the engine for a job; one at a time, so runs never compete for the cores."""
         if self.job is not None:
-            self.notify(f"{self.job.title} is still running: wait for it, or press c to cancel an optimize.",
+            how = " or press c to cancel it" if self.job.name in CANCELLABLE else ""
+            self.notify(f"{self.job.title} is still running: wait for it{how}.",
                         title="Busy", severity="warning", timeout=4)
             return False
+        if name in CANCELLABLE:
+            self.results_changed()
         self.job = Job(name, self.job_title(name), pane)
         self.bridge.attach(pane)
         self.refresh_bindings()
@@ -276,6 +283,10 @@ class PlannerApp(App[int]):
             if self.session.model is None:
                 self.pane("model", ModelPane).run_step()
 
+    def results_changed(self) -> None:
+        """A new measurement or plan makes the saved report out of date: Save shows again as to do."""
+        self.saved_to = None
+
     def model_loaded(self) -> None:
         """A new model resets everything measured for the previous one."""
         self.replies = {}
@@ -296,6 +307,7 @@ class PlannerApp(App[int]):
             return
         # Deciding is pure computation over the baseline (milliseconds): no worker needed.
         self.session.decide(replies=self.replies)
+        self.results_changed()
         self.session_changed()
 
     def stop_running_job(self) -> None:
@@ -308,11 +320,13 @@ class PlannerApp(App[int]):
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Show each key only where it does something."""
+        """Show each key only where it does something; behind the too-small message only q works."""
+        if isinstance(self.screen, TooSmallScreen):
+            return action in ("request_quit", "quit")
         if action == "run":
             return self.current_pane.RUN_LABEL is not None
         if action == "cancel_run":
-            return self.job is not None and self.job.name == "optimize"
+            return self.job is not None and self.job.name in CANCELLABLE
         if action == "save":
             return True if self.session.baseline is not None else None
         if action == "sort":
@@ -343,9 +357,9 @@ class PlannerApp(App[int]):
         self.current_pane.run_step()
 
     def action_cancel_run(self) -> None:
-        """Cancel the running optimize after its current candidate."""
+        """Cancel the running profile (now) or optimize (after its current candidate)."""
         if self.job is None or not self.job.pane.cancel_step():
-            self.notify("Nothing to cancel: only an optimize run stops between candidates.", timeout=3)
+            self.notify("Nothing to cancel: only Profile and Optimize runs can be cancelled.", timeout=3)
 
     def action_save(self) -> None:
         """Save results.json and report.md (from any step)."""
@@ -379,7 +393,10 @@ class PlannerApp(App[int]):
         self.main.query_one(StepList).focus()
 
     def action_request_quit(self) -> None:
-        """Quit; while a job runs, ask first."""
+        """Quit; while a job runs, ask first (behind the too-small message, by a second q)."""
+        if isinstance(self.screen, TooSmallScreen):
+            self.screen.quit_pressed(self.job.title if self.job is not None else None)
+            return
         if self.job is None:
             self.exit(0)
             return
@@ -404,7 +421,8 @@ class PlannerApp(App[int]):
                                ("optimize", "Run optimize"), ("report", "Save report")):
             step = STEP_BY_ID[step_id]
             commands.append((title, f"step {step.number}: {step.title}", partial(self.run_on, step_id)))
-        commands.append(("Cancel run", "stop the optimize after the current candidate", self.action_cancel_run))
+        commands.append(("Cancel run", "stop the profile, or the optimize after the current candidate",
+                         self.action_cancel_run))
         commands.append(("Sort results", "step 8: sort the table by the next column", self.sort_results))
         commands.append(("Help", "keys and steps", self.action_help))
         return commands

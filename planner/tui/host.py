@@ -68,3 +68,6 @@ class PlannerHost(Protocol):
 
     def requirements_changed(self) -> None:
         """Re-decide with the new requirements."""
+
+    def stop_running_job(self) -> None:
+        """Stop the job in progress: cancel between candidates and end the measuring processes."""

@@ -389,3 +389,116 @@ def test_an_either_or_question_is_answered_with_its_alternatives(tmp_path):
         assert recorded["answer"] == "the work around it"
 
     run_app(app, body)
+
+
+def test_c_cancels_a_running_profile(tmp_path):
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        session.gate = threading.Event()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
+        await pilot.press("c")
+        assert session.cancel.cancelled
+        session.gate.set()
+        await wait_idle(pilot)
+        pane = app.query_one("#profile")
+        assert "cancelled" in str(pane.query_one("#status", Label).render())
+        log = "\n".join(line.text for line in pane.query_one(RichLog).lines)
+        assert "cancel requested" in log and "failed" not in log
+        assert not [n for n in app._notifications if n.severity == "error"]
+        # A new profile is not stopped by the earlier cancel.
+        session.gate = None
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        await wait_idle(pilot)
+        assert session.baseline is not None and not session.cancel.cancelled
+
+    run_app(app, body)
+
+
+def test_busy_message_offers_c_only_for_jobs_it_stops(tmp_path):
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        session.gate = threading.Event()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
+        assert app.check_action("cancel_run", ()) is True
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        busy = [n.message for n in app._notifications if n.title == "Busy"]
+        assert busy and "press c to cancel it" in busy[-1]
+        session.gate.set()
+        await wait_idle(pilot)
+
+    run_app(app, body)
+
+
+def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(tmp_path):
+    from planner.tui.screens.report import PLACEHOLDER
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "report")
+        assert "report" in app.main.query_one("StepList").done
+        app.requirements_changed()
+        await pilot.pause(0.2)
+        assert app.saved_to is None and "report" not in app.main.query_one("StepList").done
+        saved = str(app.query_one("#report #saved", Label).render())
+        assert "changed since the last save" in saved
+        assert app.query_one("#report-md").source == PLACEHOLDER
+        await pilot.press("s")
+        await wait_idle(pilot)
+        assert app.saved_to is not None
+        await pilot.press("7", "r")
+        await pilot.pause(0.3)
+        await wait_idle(pilot)
+        assert app.saved_to is None and "report" not in app.main.query_one("StepList").done
+
+    run_app(app, body)
+
+
+def test_too_small_screen_lets_nothing_open_over_it(tmp_path):
+    app = PlannerApp(model="demo:tiny", autostart=False, out_dir=tmp_path)
+
+    async def body(pilot):
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, TooSmallScreen)
+        await pilot.press("question_mark", "ctrl+p", "n")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, TooSmallScreen)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.3)
+        assert not any(isinstance(s, TooSmallScreen) for s in app.screen_stack)
+        assert "1 Hardware" in screen_text(app)
+
+    run_app(app, body, size=(60, 20))
+
+
+def test_tree_says_yes_when_threads_equal_the_cores(tmp_path):
+    from textual.widgets import Tree
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "tree")
+        labels = []
+
+        def walk(node):
+            labels.append(str(node.label))
+            for child in node.children:
+                walk(child)
+
+        walk(app.query_one(Tree).root)
+        threads = next(label for label in labels if "physical cores?" in label)
+        assert threads.endswith("→ yes"), threads
+
+    run_app(app, body)

@@ -101,6 +101,9 @@ class RecordedSession(PlanSession):
         self.on_event(Event("stage", "timing the baseline: torch eager fp32 (cpu)", stage="baseline",
                             index=2, total=4))
         self._wait_gate()
+        if self.cancel.cancelled:
+            # As the real engine does when its measuring process is ended.
+            raise RuntimeError("the baseline measurement was stopped")
         if self.fail_profile is not None:
             raise self.fail_profile
         baseline = self.recorded.baseline

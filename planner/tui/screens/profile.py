@@ -18,6 +18,7 @@ from textual.widgets import (
     TabPane,
 )
 
+from planner.events import CancelToken
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.results import to_data
 from planner.results.audit import flag_line
@@ -214,7 +215,7 @@ class ProfilePane(StepPane):
         self._shown: object = _UNSET
         self._layers: list[dict] = []
         self._verdicts: dict = {}
-
+        self._cancelled = False  # the running profile was cancelled: its failure is the cancel
 
     # -- actions -----------------------------------------------------------------------------
     def run_step(self) -> None:
@@ -223,6 +224,9 @@ class ProfilePane(StepPane):
             self.query_one(Notice).show_error("no model is loaded", "load one in step 2 (press 2)")
             return
         quick = self.query_one("#quick", Tick).value
+        # A fresh token: a cancelled earlier run must not stop this one.
+        self.session.cancel = CancelToken()
+        self._cancelled = False
         if self.start("profile", self._profile, quick, dict(self.planner.replies)):
             self.query_one(Notice).clear()
             self.query_one(RunProgress).begin("starting the baseline…", total=4)
@@ -234,6 +238,16 @@ class ProfilePane(StepPane):
     @on(Button.Pressed, "#run")
     def _run_pressed(self) -> None:
         self.run_step()
+
+    def cancel_step(self) -> bool:
+        """Stop the profile now: its measuring process ends, and no baseline is kept from it."""
+        if self.planner.job is None or self.planner.job.name != "profile":
+            return False
+        self._cancelled = True
+        self.planner.stop_running_job()
+        self.query_one("#status", Label).update("cancelling…")
+        self.query_one("#log", RichLog).write(Text("! cancel requested: stopping the measurement", style="bold"))
+        return True
 
     @on(DataTable.RowHighlighted, "#layers")
     def _layer_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -256,6 +270,7 @@ class ProfilePane(StepPane):
 
     def job_done(self, job: str, result: Any) -> None:
         """The baseline is in: show it and switch to its latency tab."""
+        self._cancelled = False
         lat = result.latency_ms
         message = f"baseline p50 {fmt.ms(lat.p50_ms)} over {lat.samples} samples"
         self.query_one(RunProgress).end(message)
@@ -264,7 +279,14 @@ class ProfilePane(StepPane):
         self.query_one(TabbedContent).active = "tab-latency"
 
     def job_failed(self, job: str, error: BaseException) -> None:
-        """Say the run failed, in place and in the log."""
+        """Say the run failed (or was cancelled), in place and in the log."""
+        if self._cancelled:
+            # The stopped measurement fails by design: say it was cancelled, not that it broke.
+            self._cancelled = False
+            self.query_one(RunProgress).end("profile cancelled: no baseline measured", ok=False)
+            self.query_one("#status", Label).update("cancelled")
+            self.query_one("#log", RichLog).write(Text("✗ cancelled: press r to profile again", style="bold"))
+            return
         self.query_one(RunProgress).end("profile failed", ok=False)
         self.query_one("#status", Label).update("failed")
         self.query_one("#log", RichLog).write(Text(f"✗ {error}", style="bold"))

@@ -47,7 +47,8 @@ class ReportPane(StepPane):
             # A new model (or a new run) makes the previewed report stale.
             self._previewing = False
             self.query_one("#report-md", Markdown).update(PLACEHOLDER).call_next(self)
-            self.query_one("#saved", Label).update("")
+            self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
+                                                   "them again (the folder's files are overwritten).")
         if self._edited:
             return
         value = str(self.default_folder())

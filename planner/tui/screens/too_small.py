@@ -21,6 +21,7 @@ class TooSmallScreen(ModalScreen[None]):
     def __init__(self, width: int, height: int) -> None:
         super().__init__()
         self._size_now = (width, height)
+        self._quit_asked = False
 
     def compose(self) -> ComposeResult:
         """The size message."""
@@ -37,3 +38,12 @@ class TooSmallScreen(ModalScreen[None]):
     def action_quit_app(self) -> None:
         """q still quits (asking first while a run is in progress)."""
         self.app.action_request_quit()  # type: ignore[attr-defined]
+
+    def quit_pressed(self, running: str | None) -> None:
+        """Quit now, or while a run is in progress, on the second q (no dialog can open over this screen)."""
+        if running is None or self._quit_asked:
+            self.app.stop_running_job()  # type: ignore[attr-defined]
+            self.app.exit(0)
+            return
+        self._quit_asked = True
+        self.query_one(TooSmall).update(f"{running} is in progress.\nPress q again to stop it and quit.")
