@@ -62,7 +62,7 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
     order = results["ranking"]["order"]
     confirmed = [c for c in cands if c.get("confirmation")]
     # The top three that are not the baseline were timed again; the screen's figure is kept beside it.
-    assert 1 <= len(confirmed) <= 3
+    assert 1 <= len(confirmed) <= 9
     leaders = [cands[i] for i in order if cands[i]["plugin"] != "torch.eager"][:3]
     assert {c["label"] for c in confirmed} <= {c["label"] for c in cands}
     for c in confirmed:
@@ -73,7 +73,8 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
         assert conf["reproduced"] == (abs(conf["rel_change"]) <= 0.10)
         # The full method stops on a 2% confidence interval or its 10 s cap, never on the 2 s screen cap.
         assert c["latency_ms"]["samples"] >= 10
-    assert any(c["label"] == leaders[0]["label"] for c in confirmed) or leaders[0].get("confirmation") is None
+    # Leaders are confirmed until the ranked best carries a full figure (or the three rounds are spent).
+    assert leaders[0].get("confirmation") or len(confirmed) == 9
     assert "Leaders confirmed with the full method:" in stdout
     report = (out / "report.md").read_text()
     assert "measured again with the full method before ranking" in report

@@ -59,6 +59,7 @@ class CandidateRun:
     sink: ResultsSink
     val_data_basis: str = "--val-data"
     plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
+    _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
@@ -99,14 +100,18 @@ class CandidateRun:
 
         A 2-second screen can misorder leaders that are close or were timed while the machine was
         busy. The top few (not the baseline) are re-measured in fresh workers; each keeps the
-        screen's figure beside the full one and says whether they agreed within 10%.
+        screen's figure beside the full one and says whether they agreed within 10%. A leader already
+        confirmed (or tried) is not measured again, so calling this after re-ranking confirms only
+        the newcomers.
         """
         from planner.codec import from_data
         from planner.measure.valdata import labels_of
         from planner.plugins import CandidateSpec
 
         labels = labels_of(self.val_data)
-        leaders = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:CONFIRM_TOP]
+        top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:CONFIRM_TOP]
+        leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
+        self._confirm_tried.update(leaders)
         confirmed: dict[int, CandidateResult] = {}
         for n, i in enumerate(leaders):
             if self.cancel.cancelled:

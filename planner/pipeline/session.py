@@ -268,11 +268,16 @@ class PlanSession:
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
         if self.quick and not self.cancel.cancelled:
-            confirmed = run.confirm(self.results.candidates, ranking.order, timeout_s=timeout_s)
-            if confirmed:
-                cands = tuple(confirmed.get(i, c) for i, c in enumerate(self.results.candidates))
-                self.update(candidates=cands)
+            cands = self.results.candidates
+            # A leader the full method finds slower can fall below one only screened: confirm until the top
+            # few all carry full figures, within a few rounds.
+            for _ in range(CONFIRM_ROUNDS):
+                confirmed = run.confirm(cands, ranking.order, timeout_s=timeout_s)
+                if not confirmed:
+                    break
+                cands = tuple(confirmed.get(i, c) for i, c in enumerate(cands))
                 ranking = rank_candidates(cands, self.results.requirements)
+            self.update(candidates=cands)
         self.update(ranking=ranking)
         if not self.cancel.cancelled:
             from planner.pipeline.interaction import measure_interactions
@@ -354,6 +359,10 @@ class PlanSession:
         if value is None:
             raise PlannerError(f"the {step} step has not run yet", f"run the {step} step first")
         return value
+
+
+CONFIRM_ROUNDS = 3
+"""At most this many rounds of confirming a quick run's leaders (each up to three candidates)."""
 
 
 def requirement_checks(results: PlanResults, requirements: "Requirements", *,
