@@ -70,3 +70,15 @@ def test_the_details_say_how_many_requests_were_in_flight() -> None:
     text = candidate_detail(cand, 3).plain
     assert ("parallel streams at batch 8: one request at a time 900 samples/s; 2 at once 1,700 samples/s "
             "(OpenVINO THROUGHPUT hint)") in text
+
+
+def test_the_details_say_whether_a_leader_reproduced_its_screen() -> None:
+    from planner.tui.screens.results import candidate_detail
+
+    cand = {"label": "openvino bf16 latency 2t", "status": "ok", "latency_ms": {"p50_ms": 1.6, "samples": 900},
+            "confirmation": {"screen_p50_ms": 0.8, "rel_change": 1.0, "reproduced": False,
+                             "note": "the screen was disturbed or too short; the full figure is the one ranked"}}
+    text = candidate_detail(cand, 2).plain
+    assert "confirmed with the full method: the 2-second screen read 0.8 ms, did not reproduce within 10%" in text
+    assert "the full figure is the one ranked" in text
+    assert "confirmed" not in candidate_detail({"label": "x", "status": "ok"}, 1).plain

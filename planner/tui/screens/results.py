@@ -148,6 +148,12 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
+    confirmation = c.get("confirmation") or {}
+    if isinstance(confirmation, dict) and fmt.num(confirmation.get("screen_p50_ms")) is not None:
+        agreed = "reproduced" if confirmation.get("reproduced") else "did not reproduce"
+        text.append(f"\nconfirmed with the full method: the 2-second screen read "
+                    f"{fmt.ms(confirmation.get('screen_p50_ms'))}, {agreed} within 10%"
+                    + (f" — {confirmation['note']}" if confirmation.get("note") else ""))
     prediction = _prediction(c)
     if prediction.low is not None and prediction.high is not None:
         measured = fmt.num(c.get("speedup"))
