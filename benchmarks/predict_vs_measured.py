@@ -22,6 +22,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from planner.advice.predict import summary, verdict  # noqa: E402
 from planner.pipeline import PlanOptions, run_plan  # noqa: E402
+from planner.results import PlanResults, read_results  # noqa: E402
 
 DEFAULT_MODELS = ["demo:inefficient", "demo:efficient", "demo:text", "demo:digits", "tv:mobilenet_v3_small",
                   "tv:resnet18"]
@@ -34,6 +35,11 @@ def run_model(source: str) -> list[tuple]:
     print(f"== {source}: quick plan in {out}", file=sys.stderr)
     results = run_plan(PlanOptions(model=source, target="cpu", quick=True, out=out, plugins=PLUGINS,
                                    write_report=False)).results
+    return rows_of(source, results)
+
+
+def rows_of(source: str, results: PlanResults) -> list[tuple]:
+    """The prediction rows of one plan's results."""
     rows = []
     for c in results.candidates:
         if c.prediction is None or c.prediction.low is None:
@@ -47,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     """Plan each model, then print every prediction beside its measurement and the hit rates."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS)
+    parser.add_argument("--results", nargs="+", type=Path, default=[],
+                        help="read these plans' output folders (results.json) instead of planning")
     args = parser.parse_args(argv)
     from planner.hardware import detect
 
@@ -54,8 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     isa = ", ".join(f for f in ("avx512_vnni", "avx_vnni", "amx_int8", "avx512_bf16", "amx_bf16", "avx2")
                     if cpu.has(f))
     everything = []
-    for model in args.models:
-        rows = run_model(model)
+    sources: list = [*args.results] if args.results else list(args.models)
+    for model in sources:
+        if isinstance(model, Path):
+            results = read_results(model / "results.json")
+            model = results.baseline.model.source if results.baseline else str(model)
+            rows = rows_of(model, results)
+        else:
+            rows = run_model(model)
         everything += rows
         print(f"\n{model} on {cpu.model} ({isa})")
         for _, label, p, measured, held, _basis in rows:
