@@ -169,7 +169,7 @@ def defaults_for(device_class: Any) -> Requirements:
             "min_throughput": "not set (the device performance targets set no throughput)",
             "memory_budget_bytes": label,
             "model_size_budget_bytes": label,
-            "accuracy_budget": "planner default (the fidelity gate's 1% accuracy drop)",
+            "accuracy_budget": "planner default (at most 1% accuracy lost against the original model)",
             "quantization": label,
         },
     )

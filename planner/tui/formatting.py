@@ -138,3 +138,44 @@ def short_labels(labels: list[str], width: int) -> ShortLabels:
                               width)
     threads = any(re.match(r"^\d+(x\d+)?t$", t) for k in kept for t in k)
     return ShortLabels(out, common, used, threads)
+
+
+# The command line's options and the TUI control that does the same, for errors raised by the engine.
+_REQUIREMENT_FIELDS = {"latency_ms": "Latency (ms)", "latency-ms": "Latency (ms)",
+                       "min_throughput": "Min samples/s", "min-throughput": "Min samples/s",
+                       "memory_mb": "Memory (MiB)", "memory-mb": "Memory (MiB)",
+                       "model_size_mb": "Model size MiB", "model-size-mb": "Model size MiB",
+                       "accuracy_drop": "Accuracy drop", "accuracy-drop": "Accuracy drop",
+                       "latency_percentile": "percentile", "latency-percentile": "percentile"}
+# An input spec names a shape (digits) or a NAME:SHAPE pair; "--input for every input" has none.
+_SPEC = r"[^\s,;()]*[:\d][^\s,;()]*"
+_INPUT_RUN = re.compile(rf"(?:--input(?:-shape)?[ =]{_SPEC}(?:\s+(?=--input)|(?=[\s,;)]|$)))+")
+_OPTION_WORDS = (
+    (re.compile(r"\b(?:pass|add|use|with) --trust-code\b"), "tick 'trust code' in step 2"),
+    (re.compile(r"--trust-code\b"), "the 'trust code' tick box (step 2)"),
+    (re.compile(r"\bpass --out with a folder"), "type in the Folder field (step 9) a folder"),
+    (re.compile(r"--out\b"), "the Folder field (step 9)"),
+    (re.compile(r"--input(?:-shape)?\b"), "the Inputs field (step 2)"),
+    (re.compile(r"--val-data\b"), "validation data (command line only: planner plan --val-data)"),
+    (re.compile(r"--([a-z-]+)\b"), None),
+)
+
+
+def _input_run(match: re.Match[str]) -> str:
+    values = re.findall(rf"--input(?:-shape)?[ =]({_SPEC})", match.group(0))
+    return f"'{' '.join(values)}' in the Inputs field (step 2)"
+
+
+def tui_words(text: str) -> str:
+    """An engine message with its command-line advice said as the TUI's fields and tick boxes."""
+    if not text or "--" not in text and not text.startswith("flag: "):
+        return text
+    text = re.sub(r"^flag: (\w+)", lambda m: _REQUIREMENT_FIELDS.get(m.group(1), m.group(1)), text)
+    text = _INPUT_RUN.sub(_input_run, text)
+    for pattern, words in _OPTION_WORDS:
+        if words is None:
+            text = pattern.sub(lambda m: (f"the {_REQUIREMENT_FIELDS[m.group(1)]} field (step 3)"
+                                          if m.group(1) in _REQUIREMENT_FIELDS else m.group(0)), text)
+        else:
+            text = pattern.sub(words, text)
+    return text

@@ -118,3 +118,11 @@ def test_plans_answers_and_tree_rationales_are_in_plain_words(cpu_server, big_cp
     for phrase in ("Threading (too many threads oversubscribe the cores)", "don't over-optimize",
                    "(device performance targets)", "a common profiling pitfall", "typical published figure"):
         assert phrase in text, phrase
+
+
+@pytest.mark.parametrize("device_class", [c.value for c in DeviceClass])
+def test_requirement_sources_avoid_the_engines_shorthand(device_class: str) -> None:
+    # "the fidelity gate" is the engine's name for its accuracy check; a user reads the rule itself.
+    req = defaults_for(device_class)
+    assert not [s for s in req.sources.values() if "fidelity gate" in s]
+    assert "1% accuracy lost against the original model" in req.source("accuracy_budget")

@@ -11,6 +11,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from planner.errors import PlannerError
 from planner.events import Event
 from planner.tui.bridge import EngineEvents
+from planner.tui.formatting import tui_words
 from planner.tui.messages import JobDone
 from planner.tui.widgets.notice import Notice
 
@@ -61,7 +62,7 @@ class StepPane(Vertical):
         """Show why a job failed: in place (the pane's notice) and as a notification."""
         for notice in self.query("#notice").results(Notice):
             notice.show_exception(error)
-        problem = error.problem if isinstance(error, PlannerError) else f"{type(error).__name__}: {error}"
+        problem = tui_words(error.problem) if isinstance(error, PlannerError) else f"{type(error).__name__}: {error}"
         self.notify(problem, title=f"{self.planner.job_title(job)} failed", severity="error", timeout=8)
 
     def replace_children(self, container: Widget, widgets: Sequence[Widget]) -> None:

@@ -50,7 +50,8 @@ def latency_rows(baseline: dict) -> list[Row]:
     stability = "unstable" if lat.get("unstable") else "stable"
     spread = fmt.num(lat.get("iqr_over_median"))
     rows.append(("Samples", f"{lat.get('samples', fmt.MISSING)}, {stability}"
-                            + (f" (IQR {fmt.pct(spread)} of the median)" if spread is not None else "")))
+                            + (f" (middle half of the samples spans {fmt.pct(spread)} of the median)"
+                               if spread is not None else "")))
     sweep = baseline.get("throughput") or []
     best = max(sweep, key=lambda p: p.get("samples_per_s") or 0, default=None)
     skipped = sweep_skipped(baseline)

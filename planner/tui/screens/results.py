@@ -76,7 +76,7 @@ def _predicted_mid(c: dict) -> float | None:
 COLUMNS: tuple[Column, ...] = (
     Column("p50", "p50 ms", 6, lambda c: fmt.ms(_lat(c, "p50"), unit=False), lambda c: _lat(c, "p50")),
     Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95"), drop=1),
-    Column("rate", "best/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
+    Column("rate", "samp/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
     Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
            lambda c: fmt.num(c.get("peak_memory_bytes")), drop=2),
     Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),

@@ -60,7 +60,7 @@ def plan_text(plan: Any) -> Text:
         if step.optional:
             tags.append("optional")
         if step.fidelity_gated:
-            tags.append("fidelity-gated")
+            tags.append("kept only if its outputs match the original's")
         text.append(f"\n{step.order}. {step.title}", style="bold")
         text.append(f"  [{step.plugin or 'advice'}; {', '.join(tags)}]")
         text.append(f"\n   why: {step.why}")

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from planner.errors import PlannerError
+from planner.tui.formatting import tui_words
 
 
 class Notice(Static):
@@ -18,13 +19,13 @@ class Notice(Static):
     """
 
     def show_error(self, problem: str, fix: str = "") -> None:
-        """Show an error: 'Error: problem' and, on the next line, 'Fix: fix'."""
+        """Show an error: 'Error: problem' and, on the next line, 'Fix: fix' (naming the TUI's controls)."""
         text = Text()
         text.append("Error: ", style="bold")
-        text.append(problem)
+        text.append(tui_words(problem))
         if fix:
             text.append("\nFix: ", style="bold")
-            text.append(fix)
+            text.append(tui_words(fix))
         self._show(text, "-error")
 
     def show_exception(self, exc: BaseException) -> None:

@@ -1,0 +1,73 @@
+"""What the TUI shows is in the user's words: no internal ids or document numbers, no command-line advice."""
+
+from __future__ import annotations
+
+import re
+
+from tui_support import RecordedSession, drive, run_app, screen_text
+
+from planner.errors import ModelLoadError
+from planner.tui.app import PlannerApp
+from planner.tui.formatting import tui_words
+from planner.tui.screens.help import help_markdown
+from planner.tui.steps import STEPS
+from planner.tui.widgets.notice import Notice
+
+# Internal document numbers, decision-tree node ids, and shorthand the issue found on screen.
+JARGON = re.compile(r"seed 00|seed table|\bseed \d|pitfall \d|\b(cpu|gpu|edge)\.\d|best/s|\bIQR\b|fidelity.gate",
+                    re.IGNORECASE)
+
+
+def test_every_step_and_the_help_are_free_of_internal_words(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+    screens: dict[str, str] = {}
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        for step in STEPS:
+            if step.id == "report":
+                continue  # the preview is the recorded report.md, not text the TUI writes
+            await pilot.press(str(step.number))
+            await pilot.pause(0.2)
+            for tab in range(3):
+                screens[f"{step.id} {tab}"] = screen_text(app)
+                await pilot.press("right_square_bracket")
+                await pilot.pause(0.1)
+        app.action_help()
+        await pilot.pause(0.3)
+        screens["help"] = screen_text(app)
+
+    run_app(app, body, size=(120, 40))
+    found = {name: JARGON.findall(text) for name, text in screens.items() if JARGON.search(text)}
+    assert found == {}
+    assert "Keys" in screens["help"] or "keys" in screens["help"]
+    # The help explains the shorthand the table and labels use, and each step in a line.
+    text = help_markdown()
+    assert "2t, 2x1t" in text and "QDQ" in text and "samp/s" in text
+    assert all(f"{s.title}: " in text for s in STEPS)
+
+
+def test_command_line_advice_names_the_tui_controls():
+    assert tui_words("if you trust this file, pass --trust-code to let the planner run it") == (
+        "if you trust this file, tick 'trust code' in step 2 to let the planner run it")
+    assert tui_words("pass --out with a folder you can write to") == (
+        "type in the Folder field (step 9) a folder you can write to")
+    fixed = tui_words("e.g. --input ids:1x64:int64 --input mask:1x64:int64, or --input-shape 1x3x224x224")
+    assert fixed == ("e.g. 'ids:1x64:int64 mask:1x64:int64' in the Inputs field (step 2), "
+                     "or '1x3x224x224' in the Inputs field (step 2)")
+    assert tui_words("flag: latency_ms = 'x' is not valid") == "Latency (ms) = 'x' is not valid"
+    assert "--" not in tui_words("lower --latency-ms or --memory-mb")
+
+
+def test_a_load_error_in_the_tui_says_which_tick_box(tmp_path):
+    app = PlannerApp(model="demo:tiny", autostart=False, out_dir=tmp_path)
+
+    async def body(pilot):
+        await pilot.pause(0.1)
+        notice = app.query_one("#model #notice", Notice)
+        notice.show_exception(ModelLoadError("model.py runs code", "if you trust it, pass --trust-code"))
+        text = str(notice.render())
+        assert "--trust-code" not in text and "tick 'trust code' in step 2" in text
+
+    run_app(app, body)
