@@ -75,8 +75,12 @@ def has_attention(baseline: Mapping[str, Any]) -> bool:
 
 
 def family(plugin: str, precision: str, config: Mapping[str, Any]) -> str:
-    """The candidate family a prediction rule covers: int8, int8-dynamic, bf16, fp16, compile, runtime..."""
+    """The candidate family a prediction rule covers: int8, int8-dynamic, bf16, fp16, compile, runtime,
+    architecture-exact/-approximate/-redesign..."""
     precision = precision.lower()
+    architecture = str(config.get("architecture") or "")
+    if architecture:
+        return f"architecture-{architecture}"
     if precision == "int8":
         return "int8-dynamic" if "dynamic" in str(config.get("mode", config.get("kind", ""))).lower() else "int8"
     if precision in ("bf16", "fp16", "ternary"):
@@ -108,8 +112,9 @@ def runtime_gain(plugin: str, baseline: Mapping[str, Any]) -> Prediction | None:
     """What replacing a torch eager baseline with a fusing runtime should give, before any precision change.
 
     None where the candidate keeps the baseline's runtime (torch plugins, GPUs), the baseline is not
-    torch eager, or no fp32 peak was measured to judge the baseline against. The band's top is how far the baseline sits below the measured fp32 peak: a model that
-    reaches 12% of it in PyTorch (small ops, per-op dispatch) has up to 8x to gain from fusion.
+    torch eager, or no fp32 peak was measured to judge the baseline against. The band's top is how
+    far the baseline sits below the measured fp32 peak: a model that reaches 12% of it in PyTorch
+    (small ops, per-op dispatch) has up to 8x to gain from fusion.
     """
     if plugin not in _FUSING_RUNTIMES or str(dig(baseline, "spec", "plugin") or "") == "cpu.onnxruntime":
         return None
@@ -179,6 +184,15 @@ def _predict(plugin: str, kind: str, hw: "HardwareProfile", baseline: Mapping[st
         if bound == "overhead":
             return Prediction(1.0, 2.0, "torch.compile fuses ops, and the model is overhead-bound", family=kind)
         return Prediction(0.9, 1.4, "torch.compile fuses elementwise ops; the big kernels stay the same",
+                          family=kind)
+    if kind == "architecture-exact":
+        return Prediction(0.9, 1.2, "an exact rewrite of the model (folded BatchNorm, dropped identities, padded "
+                          "channels): the same arithmetic, a few ops fewer", family=kind)
+    if kind == "architecture-approximate":
+        return Prediction(0.9, 2.0, "fewer FLOPs in the factored or pruned layers: the gain follows their share "
+                          "of the time", family=kind)
+    if kind == "architecture-redesign":
+        return Prediction(0.8, 5.0, "a different architecture: the gain follows the FLOPs and layout it removes",
                           family=kind)
     if kind == "tensorrt":
         return Prediction(1.2, 4.0, "TensorRT fuses layers and picks kernels for this GPU", family=kind)

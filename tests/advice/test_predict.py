@@ -97,3 +97,10 @@ def test_a_precision_change_on_a_fusing_runtime_compounds_with_the_switch(cpu_se
     # An ONNX model's baseline already runs in ONNX Runtime: no switch to compound.
     baseline["spec"] = {"plugin": "cpu.onnxruntime"}
     assert predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline).high == alone.high
+
+
+def test_architecture_transforms_have_their_own_bands(cpu_server, make_baseline) -> None:
+    exact = predict("architecture.fold", "fp32", {"architecture": "exact"}, cpu_server, make_baseline())
+    pruned = predict("architecture.prune", "fp32", {"architecture": "approximate"}, cpu_server, make_baseline())
+    assert exact.family == "architecture-exact" and (exact.low, exact.high) == (0.9, 1.2)
+    assert pruned.family == "architecture-approximate" and "share of the time" in pruned.basis
