@@ -44,6 +44,8 @@ def format_baseline(b: Baseline) -> str:
         lines.append(f"Throughput   {pts}")
         lines.append(f"             best {units.rate(best.samples_per_s)} at batch {best.batch}"
                      + (f"; knee at batch {b.knee_batch}" if b.knee_batch else ""))
+        if b.info.get("sweep_stopped"):
+            lines.append(f"             batch sweep stopped: {b.info['sweep_stopped']}")
     if b.sequence_sweep:
         lines.append("Sequence     " + ", ".join(f"{p.length} tokens {units.ms(p.latency_p50_ms)}"
                                                  for p in b.sequence_sweep))

@@ -91,7 +91,10 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                    stage="baseline"))
     on_event(Event("stage", "analysing layers, roofline and architecture", stage="analysis",
                    index=3, total=4))
-    analysis = analyse(model, lat.p50_ms / 1e3, ceilings, quick=quick, stats=lat, hw=hw)
+    from planner.results.audit import flag_line
+
+    analysis = analyse(model, lat.p50_ms / 1e3, ceilings, quick=quick, stats=lat, hw=hw,
+                       interference=flag_line(result.audit) or None)
     baseline = from_data({
         "model": {"name": model.name, "source": model.source.text, "kind": str(model.source.kind),
                   "parameters": model.parameters, "size_bytes": model.size_bytes},
@@ -122,12 +125,14 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
 
 
 def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, quick: bool,
-            stats: Any = None, hw: "HardwareProfile | None" = None) -> dict[str, Any]:
+            stats: Any = None, hw: "HardwareProfile | None" = None,
+            interference: str | None = None) -> dict[str, Any]:
     """Per-layer FLOPs/bytes/time, roofline verdicts, bottleneck classes and lint findings.
 
     A model or layer that beat the peak FLOP/s raises the ceiling to what it attained (and, given
     `hw`, invalidates the cached ceilings); the raised ceilings are returned under "ceilings".
-    `stats` (the latency's LatencyStats) marks verdicts unstable when the samples cannot carry them.
+    `stats` (the latency's LatencyStats) marks verdicts unstable when the samples cannot carry them, and
+    `interference` (the measurement audit's flag) when other work disturbed the timing.
     """
     if not model.has_torch:
         return {"flops_per_sample": None, "layers": [], "findings": [],
@@ -152,11 +157,11 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
     target = advice_target(hw, "cuda" if hw is not None and cuda_usable(hw) else "cpu")
     findings = lint(model.module, args, report, target=target) if model.hooks_work else []
     raised = _raise_exceeded_ceilings(model.name, report, latency_s, ceilings, hw)
-    verdict = model_verdict(report, latency_s, raised, stats=stats)
+    verdict = model_verdict(report, latency_s, raised, stats=stats, interference=interference)
     if raised is not ceilings:
         verdict = dataclasses.replace(verdict, ceiling_warning=EXCEEDED_WARNING,
                                       explanation=f"{verdict.explanation} ({EXCEEDED_WARNING})")
-    unstable = measurement_instability(stats)
+    unstable = "; ".join(r for r in (measurement_instability(stats), interference) if r) or None
     verdicts = layer_verdicts(report, raised, unstable_reason=unstable)
     # A whole model held back by per-call overhead gets a finding that says what removes it here.
     overhead = overhead_bound(verdict.to_dict(), report, target)

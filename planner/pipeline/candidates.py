@@ -220,6 +220,7 @@ class CandidateRun:
 
         timing_quick = self.quick if quick is None else quick
         job = MeasureJob(model=ModelRef.of(self.model), spec=spec, quick=timing_quick,
+                         weights_bytes=self.model.size_bytes,
                          sweep_max_batch=0 if self.quick else 8,
                          fidelity_batches=fidelity_batch_count(self.quick),
                          val_data=str(self.val_data) if self.val_data else None,

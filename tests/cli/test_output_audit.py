@@ -47,3 +47,14 @@ def test_profile_output_has_an_environment_line() -> None:
 def test_bench_environment_line_when_nothing_was_seen() -> None:
     assert environment_line(_audit(0.04)) == ("no interference seen (other processes used 4% of a core on "
                                               "average, peak 4% of a core, over 2 s)")
+
+
+def test_profile_output_says_why_the_batch_sweep_stopped() -> None:
+    lat = to_data(compute_stats([2.0] * 20))
+    why = "stopped before batch 64: about 30 GiB estimated, more than the 21 GiB available; nothing was allocated"
+    base = from_data({"model": {"name": "m", "source": "demo:tiny", "kind": "demo", "parameters": 10,
+                                "size_bytes": 40}, "input_shape": [1, 4], "latency_ms": lat,
+                      "throughput": [{"batch": 1, "latency_p50_ms": 2.0, "samples_per_s": 500.0,
+                                      "peak_memory_bytes": None}],
+                      "info": {"sweep_stopped": why}}, Baseline)
+    assert f"batch sweep stopped: {why}" in format_baseline(base)

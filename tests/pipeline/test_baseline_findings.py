@@ -31,3 +31,13 @@ def test_a_model_that_is_not_overhead_bound_gets_no_overhead_finding() -> None:
     out = analyse(model, 1e-7, HIGH, quick=True)
     assert out["bottleneck"]["bound"] != "overhead"
     assert "overhead-bound" not in {f["id"] for f in out["findings"]}
+
+
+def test_a_verdict_timed_under_interference_is_marked_unstable_with_the_reason() -> None:
+    model = load_model("demo:tiny")
+    busy = "taken under interference: other processes used 80% of a core on average"
+    out = analyse(model, 0.0004, HIGH, quick=True, interference=busy)
+    assert not out["bottleneck"]["stable"] and busy in out["bottleneck"]["unstable_reason"]
+    assert busy in out["bottleneck"]["explanation"]
+    calm = analyse(model, 0.0004, HIGH, quick=True)
+    assert calm["bottleneck"]["stable"] and not calm["bottleneck"]["unstable_reason"]
