@@ -135,8 +135,8 @@ def test_missed_latency_reports_by_how_much(make_baseline) -> None:
     assert latency.met is False and "missed by 2.3x" in latency.margin
 
 
-def test_unmeasured_percentile_is_not_guessed(make_baseline) -> None:
-    req = defaults_for("cpu_server")
+def test_unmeasured_percentile_the_user_chose_is_not_guessed(make_baseline) -> None:
+    req = load_requirements(device_class="cpu_server", overrides={"latency_percentile": "p95"})
     fast = next(c for c in evaluate(req, make_baseline(p50=20.0, p95=None, samples=12)) if c.name == "latency")
     assert fast.met is None and "p95 was not measured" in fast.margin and "12 samples" in fast.margin
     slow = next(c for c in evaluate(req, make_baseline(p50=80.0, p95=None)) if c.name == "latency")
@@ -203,3 +203,13 @@ def test_requirements_validate_and_serialise() -> None:
     assert data["sources"]["latency_ms"] == "default for Desktop (device performance targets)"
     with pytest.raises(TypeError):
         req.sources["latency_ms"] = "flag"  # type: ignore[index]
+
+
+def test_the_default_percentile_unmeasured_in_a_quick_run_is_judged_on_p50_and_says_so(make_baseline) -> None:
+    req = defaults_for("cpu_server")
+    fast = next(c for c in evaluate(req, make_baseline(p50=20.0, p95=None, samples=12)) if c.name == "latency")
+    assert fast.met is True and fast.status == CheckStatus.MET and fast.measured == "20 ms p50"
+    assert fast.margin.startswith("judged on p50: p95 was not measured (12 samples")
+    assert "Profile in full mode to judge p95" in fast.margin
+    slow = next(c for c in evaluate(req, make_baseline(p50=80.0, p95=None)) if c.name == "latency")
+    assert slow.met is False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable, Input, Label, Markdown, Select, Static, Tree
-from tui_support import run_app, screen_text, wait_for, wait_idle
+from tui_support import RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.advice import defaults_for
 from planner.tui.app import PlannerApp
@@ -101,3 +101,31 @@ def test_whole_flow_on_demo_tiny(tmp_path):
         assert "✓ 9 Report" in screen_text(app)
 
     run_app(app, body)
+
+
+def test_first_screen_says_what_the_tool_does_and_what_to_press(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    session = RecordedSession()
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "hardware")
+        text = screen_text(app)
+        assert "tries faster ways to run it" in text
+        assert "The demo model demo:tiny is loaded" in text and "Press 4 then r" in text
+        # A CPU-only machine: said once, calmly, not as an error.
+        assert text.count("NVIDIA GPU") == 1 and "no NVIDIA GPU on this machine" in text
+        assert "NVMLError" not in text
+
+    run_app(app, body, size=(120, 40))
+
+
+def test_optimize_says_which_mode_it_runs_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        assert "quick mode like the profile" in str(app.query_one("#optimize #intro", Label).render())
+
+    run_app(app, body, size=(120, 40))

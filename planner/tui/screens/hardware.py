@@ -7,7 +7,7 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button
+from textual.widgets import Button, Label
 
 from planner.hardware.ceiling_notes import measurement_note
 from planner.hardware.render import isa_rows
@@ -17,6 +17,17 @@ from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress
 from planner.tui.widgets.toggles import Tick
+
+
+def orientation(model: dict | None) -> str:
+    """The first screen's two lines: what the planner does, and what to press now."""
+    what = ("planner measures this machine and your model, tries faster ways to run it, and reports which "
+            "meets your targets.")
+    if not model:
+        return f"{what}\nLoading the demo model… Steps 1–9 are on the left; ? explains each one."
+    kind = "demo model" if str(model.get("source", "")).startswith("demo:") else "model"
+    return (f"{what}\nThe {kind} {model.get('source') or model.get('name')} is loaded (step 2 changes it). "
+            "Press 4 then r to profile it, n for the next step, ? for help.")
 
 
 def machine_rows(hw: Any) -> list[Row]:
@@ -52,13 +63,20 @@ def machine_rows(hw: Any) -> list[Row]:
                                 f"CUDA {hw.cuda_version}" if hw.cuda_version else "") if v]
         if versions:
             rows.append(("GPU software", ", ".join(versions)))
-    elif hw.note("gpu") or hw.note("nvml"):
-        rows.append(("GPU", "none found (why: see the probe notes below)"))
     else:
-        rows.append(("GPU", "none: NVML reported no NVIDIA GPU"))
+        rows.append(("GPU", no_gpu_text(hw)))
     if hw.board:
         rows.append(("Board", hw.board + (f" ({hw.soc})" if hw.soc else "")))
     return rows
+
+
+def no_gpu_text(hw: Any) -> str:
+    """The GPU row of a machine without one: said once, calmly, with the probe's reason in short."""
+    reason = hw.note("gpu") or hw.note("nvml") or ""
+    if not reason or "not found" in reason or "no NVIDIA driver" in reason:
+        # The usual case on a CPU machine: nothing is wrong, the plan is simply for the CPU.
+        return "no NVIDIA GPU on this machine: the plan is for the CPU"
+    return f"no NVIDIA GPU found ({reason.removeprefix('no NVIDIA GPU: ')})"
 
 
 def software_rows(hw: Any) -> list[Row]:
@@ -95,7 +113,8 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
 
 def note_rows(hw: Any) -> list[Row]:
     """Why each probe that could not run did not run."""
-    notes = hw.notes
+    # Without a GPU, the GPU row has said why once already.
+    notes = {k: v for k, v in hw.notes.items() if hw.gpus or k not in ("gpu", "nvml")}
     if not notes:
         return [("Probes", "every probe ran")]
     return [(probe, reason) for probe, reason in notes.items()]
@@ -113,7 +132,8 @@ class HardwarePane(StepPane):
     RUN_LABEL = "Measure ceilings"
 
     def compose(self) -> ComposeResult:
-        """Toolbar, progress, and the profile's sections."""
+        """What the tool does, the toolbar, progress, and the profile's sections."""
+        yield Label(orientation(None), id="intro", classes="hint")
         with Horizontal(classes="toolbar"):
             yield Button("Measure ceilings (r)", id="measure", compact=True)
             yield Tick("full (slower, more samples)", id="full", compact=True)
@@ -188,6 +208,7 @@ class HardwarePane(StepPane):
 
     def sync(self) -> None:
         """Show what the session knows about the machine."""
+        self.query_one("#intro", Label).update(orientation(self.session.results.model or None))
         hw, ceilings = self.session.hw, self.session.ceilings
         if hw is None:
             return

@@ -131,7 +131,8 @@ class OptimizePane(StepPane):
             plugins.highlighted = 0
         planned = sum(1 for r in rows if r["planned"] and not r["reasons"])
         self.query_one("#intro", Label).update(
-            f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates.")
+            f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates "
+            f"in {self.mode_text()}.")
         if options:
             self.query_one("#plugin-detail", Static).update(plugin_detail(rows[0]))
 
@@ -159,7 +160,14 @@ class OptimizePane(StepPane):
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")
             self.query_one(RunProgress).begin(f"building candidates: {', '.join(chosen)}")
-            self.query_one(RichLog).write(Text(f"▶ optimize: {', '.join(chosen)}", style="bold"))
+            self.query_one(RichLog).write(Text(f"▶ optimize ({self.mode_text()}): {', '.join(chosen)}",
+                                               style="bold"))
+
+    def mode_text(self) -> str:
+        """Quick or full, as the profile ran (the candidates are timed the way the baseline was)."""
+        if self.session.quick:
+            return "quick mode like the profile (fewer samples; untick quick in step 4 and profile again for full)"
+        return "full mode like the profile"
 
     def cancel_step(self) -> bool:
         """Ask the engine to stop after the candidate being measured."""
