@@ -31,6 +31,20 @@ gain over a baseline that reaches less."""
 LOW_EFFICIENCY = 0.25
 """Below this share of the fp32 peak the baseline is wasting time a fused runtime recovers: expect >= 1x."""
 
+# Families whose band does not depend on the hardware or the profile: (low, high, why).
+_FIXED_BANDS: dict[str, tuple[float, float, str]] = {
+    "ternary": (0.5, 3.0, "2-bit weights read by ONNX Runtime's packed kernel (int8 arithmetic on activations): "
+                "the smaller weights pay where Linear layers dominate"),
+    "throughput-hint": (0.3, 1.0, "the throughput hint splits the cores into streams: per-request latency grows "
+                        "even when total throughput rises"),
+    "architecture-exact": (0.9, 1.2, "an exact rewrite of the model (folded BatchNorm, dropped identities, padded "
+                           "channels): the same arithmetic, a few ops fewer"),
+    "architecture-approximate": (0.9, 2.0, "fewer FLOPs in the factored or pruned layers: the gain follows their "
+                                 "share of the time"),
+    "architecture-redesign": (0.8, 5.0, "a different architecture: the gain follows the FLOPs and layout it removes"),
+    "tensorrt": (1.2, 4.0, "TensorRT fuses layers and picks kernels for this GPU"),
+}
+
 # Runtimes that fuse the graph and replace PyTorch's per-op dispatch when the baseline is torch eager.
 _FUSING_RUNTIMES = ("cpu.onnxruntime", "cpu.openvino", "cpu.openvino_int8", "edge.int8", "edge.ternary")
 
@@ -174,28 +188,14 @@ def _predict(plugin: str, kind: str, hw: "HardwareProfile", baseline: Mapping[st
         return (Prediction(0.8, 1.8, f"native fp16 ({', '.join(native)})", family=kind) if native
                 else Prediction(0.2, 1.0, "no native fp16 arithmetic on this CPU: converted to fp32 per op",
                                 family=kind))
-    if kind == "ternary":
-        return Prediction(0.5, 3.0, "2-bit weights read by ONNX Runtime's packed kernel (int8 arithmetic on "
-                          "activations): the smaller weights pay where Linear layers dominate", family=kind)
-    if kind == "throughput-hint":
-        return Prediction(0.3, 1.0, "the throughput hint splits the cores into streams: per-request latency "
-                          "grows even when total throughput rises", family=kind)
+    if kind in _FIXED_BANDS:
+        low, high, basis = _FIXED_BANDS[kind]
+        return Prediction(low, high, basis, family=kind)
     if kind == "compile":
         if bound == "overhead":
             return Prediction(1.0, 2.0, "torch.compile fuses ops, and the model is overhead-bound", family=kind)
         return Prediction(0.9, 1.4, "torch.compile fuses elementwise ops; the big kernels stay the same",
                           family=kind)
-    if kind == "architecture-exact":
-        return Prediction(0.9, 1.2, "an exact rewrite of the model (folded BatchNorm, dropped identities, padded "
-                          "channels): the same arithmetic, a few ops fewer", family=kind)
-    if kind == "architecture-approximate":
-        return Prediction(0.9, 2.0, "fewer FLOPs in the factored or pruned layers: the gain follows their share "
-                          "of the time", family=kind)
-    if kind == "architecture-redesign":
-        return Prediction(0.8, 5.0, "a different architecture: the gain follows the FLOPs and layout it removes",
-                          family=kind)
-    if kind == "tensorrt":
-        return Prediction(1.2, 4.0, "TensorRT fuses layers and picks kernels for this GPU", family=kind)
     if kind == "cuda-graphs":
         return (Prediction(1.2, 3.0, "the model is overhead-bound: replaying one graph removes launch costs",
                            family=kind) if bound == "overhead"
