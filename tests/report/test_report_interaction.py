@@ -48,3 +48,12 @@ def test_a_failed_cell_says_why_and_no_factor_is_made_up(results: dict) -> None:
 
 def test_no_interactions_no_section(results: dict) -> None:
     assert "## Interaction of architecture and hardware" not in render_markdown(results)
+
+
+def test_cells_timed_under_load_put_the_verdict_in_doubt(results: dict) -> None:
+    pair = _pair(redesign=False)
+    pair["cells"][1]["disturbed"] = True
+    results["interactions"] = [pair]
+    md = render_markdown(results)
+    assert "50 ms (4x) (timed under load)" in md
+    assert "Cells timed under load (architecture)" in md and "re-run on an idle machine" in md

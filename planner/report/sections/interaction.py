@@ -40,9 +40,12 @@ def factor_line(pair: dict) -> str:
         return "Interaction factor: not computed (a cell was not measured; its row says why)."
     a, h, c = (fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined"))
     verdict = text(pair.get("verdict"))
+    busy = [n for n, c in by.items() if c.get("disturbed")]
+    caution = (f" Cells timed under load ({', '.join(busy)}): other work on the machine can move a cell by "
+               "more than the 5% the verdict needs, so re-run on an idle machine before trusting it." if busy else "")
     return (f"Interaction factor = combined / (architecture x hardware) = {units.speedup(c)} / "
             f"({units.speedup(a)} x {units.speedup(h)}) = **{factor:.2f}**: {verdict} — "
-            f"{VERDICT_WORDS.get(verdict, '')}.")
+            f"{VERDICT_WORDS.get(verdict, '')}.{caution}")
 
 
 def render(data: ReportData) -> list[str]:
