@@ -273,15 +273,22 @@ class PlannerApp(App[int]):
             self.requirements_changed()
 
     def startup_continue(self, finished: str) -> None:
-        """On start: detect, then measure the ceilings (quick, cached per machine), then load the model."""
+        """On start: detect, then load the model, then measure the ceilings (quick, cached per machine).
+
+        The model comes before the ceilings: on a machine measured for the first time the ceilings
+        take seconds, and the model should not wait for what only the Profile step needs.
+        """
         if not self.autostart:
             return
-        if finished == "detect" and self.session.ceilings is None:
-            self.pane("hardware", HardwarePane).measure(quick=True)
-        elif finished in ("detect", "ceilings") and not self._initial_load_done:
+        if finished == "detect" and not self._initial_load_done:
             self._initial_load_done = True
             if self.session.model is None:
                 self.pane("model", ModelPane).run_step()
+                if self.job is not None:
+                    return  # the load's end (or failure) continues here
+            finished = "load"
+        if finished == "load" and self.session.ceilings is None and self.job is None:
+            self.pane("hardware", HardwarePane).measure(quick=True)
 
     def results_changed(self) -> None:
         """A new measurement or plan makes the saved report out of date: Save shows again as to do."""

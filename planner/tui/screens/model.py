@@ -179,12 +179,15 @@ class ModelPane(StepPane):
         elif job == "load":
             self.query_one("#status", Label).update(f"loaded {result.get('source')}")
             self.planner.model_loaded()
+            self.planner.startup_continue("load")
 
     def job_failed(self, job: str, error: BaseException) -> None:
         """A bad source or input: the engine's problem and fix appear under the source field."""
         if job == "load":
             self.query_one("#status", Label).update("not loaded")
         super().job_failed(job, error)
+        if job == "load":
+            self.planner.startup_continue("load")
 
     def sync(self) -> None:
         """Show the loaded model, if any."""
