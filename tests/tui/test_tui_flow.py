@@ -129,6 +129,6 @@ def test_optimize_says_which_mode_it_runs_in(tmp_path, monkeypatch):
 
     async def body(pilot):
         await drive(pilot, "optimize")
-        assert "quick mode like the profile" in str(app.query_one("#optimize #intro", Label).render())
+        assert "quick mode, as the profile in step 4" in str(app.query_one("#optimize #intro", Label).render())
 
     run_app(app, body, size=(120, 40))

@@ -165,9 +165,7 @@ class OptimizePane(StepPane):
 
     def mode_text(self) -> str:
         """Quick or full, as the profile ran (the candidates are timed the way the baseline was)."""
-        if self.session.quick:
-            return "quick mode like the profile (fewer samples; untick quick in step 4 and profile again for full)"
-        return "full mode like the profile"
+        return f"{'quick' if self.session.quick else 'full'} mode, as the profile in step 4"
 
     def cancel_step(self) -> bool:
         """Ask the engine to stop after the candidate being measured."""
