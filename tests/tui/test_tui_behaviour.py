@@ -502,3 +502,18 @@ def test_tree_says_yes_when_threads_equal_the_cores(tmp_path):
         assert threads.endswith("→ yes"), threads
 
     run_app(app, body)
+
+
+def test_saving_again_says_it_overwrote(tmp_path):
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "report")
+        assert "overwrote" not in str(app.query_one("#report #saved", Label).render())
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        await wait_idle(pilot)
+        assert "(overwrote the earlier save)" in str(app.query_one("#report #saved", Label).render())
+
+    run_app(app, body)

@@ -29,6 +29,7 @@ class ReportPane(StepPane):
         super().__init__(id=id)
         self._edited = False
         self._previewing = False
+        self._written: set[Path] = set()  # folders this session has saved to: saving again overwrites
 
     def compose(self) -> ComposeResult:
         """Folder field, Save button, status and the report preview."""
@@ -103,11 +104,13 @@ class ReportPane(StepPane):
         if result["report"] is None:
             self.query_one("#saved", Label).update(f"Saved {out_dir / 'results.json'} (no report: see warnings)")
         else:
-            self.query_one("#saved", Label).update(f"Saved {result['report']} and results.json")
+            again = " (overwrote the earlier save)" if out_dir in self._written else ""
+            self.query_one("#saved", Label).update(f"Saved {result['report']} and results.json{again}")
             # Markdown.update returns an awaitable that does the rendering: schedule it.
             self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
             self._previewing = True
         self.planner.saved_to = out_dir
+        self._written.add(out_dir)
         self._edited = False
 
     def job_failed(self, job: str, error: BaseException) -> None:
