@@ -43,7 +43,8 @@ def latency_rows(lat: Mapping[str, Any]) -> list[list[str]]:
     rows.append(["mean ± std", f"{fmt.ms(mean)} ± {fmt.ms(std)}"])
     rows.append(["min / max", f"{fmt.ms(lat.get('min_ms'))} / {fmt.ms(lat.get('max_ms'))}"])
     iqr_rel = lat.get("iqr_over_median")
-    rows.append(["IQR", f"{fmt.ms(lat.get('iqr_ms'))} ({fmt.pct(iqr_rel)} of the median)"])
+    rows.append(["spread (IQR: the middle half of the samples)",
+                 f"{fmt.ms(lat.get('iqr_ms'))} ({fmt.pct(iqr_rel)} of the median)"])
     ci = real(lat.get("ci95_rel"))
     ci_text = (fmt.NOT_MEASURED if ci is None else
                "not bounded (too few samples for the interval)" if ci == float("inf")

@@ -202,7 +202,8 @@ def render(data: ReportData) -> list[str]:
     else:
         ranked_by = data.ranked_by
         lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
-                  + "only candidates that passed the fidelity gate are ranked. Speedup is the "
+                  + "only candidates that passed the fidelity gate (their outputs match the original "
+                  "model's within the accuracy budget) are ranked. Speedup is the "
                   "baseline's p50 over the candidate's.", ""]
         # The accuracy column appears only with labelled validation data, so other reports keep their shape.
         with_accuracy = has_accuracy(cands)
