@@ -127,3 +127,21 @@ def test_run_tui_passes_the_command_line_inputs_to_the_app(monkeypatch):
     monkeypatch.setattr(app_module, "PlannerApp", FakeApp)
     assert app_module.run_tui(model="text.onnx", input_shape=None, trust_code=False, inputs=TEXT_SPECS) == 0
     assert made["inputs"] == TEXT_SPECS and made["model"] == "text.onnx"
+
+
+def test_demo_list_waits_for_the_start_up_load(tmp_path):
+    from textual.widgets import Select
+    from tui_support import RecordedSession, wait_for, wait_idle
+
+    session = RecordedSession()
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        pane = app.query_one("#model")
+        assert not pane._demos_asked  # listing imports torch: not beside the start-up's own load
+        await wait_for(pilot, lambda: session.model is not None, 60, "the start-up load")
+        await wait_idle(pilot)
+        select = app.query_one("#demo", Select)
+        await wait_for(pilot, lambda: any("demo:tiny" in str(v) for _, v in select._options), 60, "the demo list")
+
+    run_app(app, body)

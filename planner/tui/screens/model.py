@@ -87,6 +87,7 @@ class ModelPane(StepPane):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._demo_sources: set[str] = set()
+        self._demos_asked = False
 
     def compose(self) -> ComposeResult:
         """The source form, the Load button and the model's facts."""
@@ -107,9 +108,19 @@ class ModelPane(StepPane):
                 yield Label("", id="status", classes="status")
             yield KeyValues([], id="model-info")
 
-    def on_mount(self) -> None:
-        """Fetch the demo list in the background."""
-        self._demo_list()
+    def on_show(self) -> None:
+        """Fetch the demo list in the background the first time this step is shown."""
+        self.list_demos()
+
+    def list_demos(self) -> None:
+        """Fetch the demo list once, off the UI thread.
+
+        Not at start-up: listing the demos imports torch, and beside the start-up's own load that
+        only slows the first model down; after a load torch is imported and the list is instant.
+        """
+        if not self._demos_asked:
+            self._demos_asked = True
+            self._demo_list()
 
     def prefill(self, source: str, input_shape: str | None, trust_code: bool,
                 inputs: list[str] | None = None) -> None:
@@ -180,6 +191,7 @@ class ModelPane(StepPane):
             self.query_one("#status", Label).update(f"loaded {result.get('source')}")
             self.planner.model_loaded()
             self.planner.startup_continue("load")
+            self.list_demos()
 
     def job_failed(self, job: str, error: BaseException) -> None:
         """A bad source or input: the engine's problem and fix appear under the source field."""
@@ -188,6 +200,7 @@ class ModelPane(StepPane):
         super().job_failed(job, error)
         if job == "load":
             self.planner.startup_continue("load")
+            self.list_demos()
 
     def sync(self) -> None:
         """Show the loaded model, if any."""
