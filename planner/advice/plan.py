@@ -188,6 +188,13 @@ def _is_runtime_switch(step: PlanStep) -> bool:
             and (not step.fidelity_gated or step.plugin in _FP32_RUNTIME_PLUGINS))
 
 
+def _is_post_training_precision(step: PlanStep) -> bool:
+    """A measured precision step that needs no retraining (post-training INT8): gated on fidelity, so it is
+    safe to measure when only the planner's defaults are met."""
+    return (step.kind == StepKind.MEASURE and step.fidelity_gated and step.phase <= 2
+            and not str(step.plugin or "").startswith("architecture."))
+
+
 def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
     """An invariant: a plan never names a plugin for the wrong hardware."""
     forbidden = FORBIDDEN_PLUGIN_PREFIXES.get(target, ())
@@ -215,9 +222,10 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
     if met is True and not requirements.stated:
         return (f"The planner's default requirements are already met: {'; '.join(_check_text(c) for c in checks)}. "
                 "You stated none, so defaults do not cut the search: "
-                f"{len(steps)} runtime switches (threads, ONNX Runtime, OpenVINO) are still measured. Precision "
-                "lowering (INT8) and retraining are left out (don't over-optimize); state your own requirements "
-                "(--latency-ms, --min-throughput, ...) or name the plugins (--plugins) to measure them.")
+                f"{len(steps)} steps are still measured, the runtime switches (threads, ONNX Runtime, OpenVINO) "
+                "and post-training INT8, which the fidelity check guards. Retraining (pruning, a new "
+                "architecture) is left out (don't over-optimize); state your own requirements "
+                "(--latency-ms, --min-throughput, ...) or name the plugins (--plugins) to measure it.")
     if met is True:
         return (f"Requirements already met: {'; '.join(_check_text(c) for c in checks)}. "
                 "Further optimization is optional (don't over-optimize). "
@@ -288,7 +296,8 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
     if met is True:
         # Defaults the user never stated must not cut the search short: the cheap runtime switches
         # are measured anyway. Only the user's own met requirements stop precision lowering.
-        keep = _is_quick_check if requirements.stated else _is_runtime_switch
+        keep = (_is_quick_check if requirements.stated
+                else lambda step: _is_runtime_switch(step) or _is_post_training_precision(step))
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)
     else:

@@ -131,14 +131,17 @@ def test_requirements_already_met_says_so_and_what_more_would_buy(cpu_server, ma
 
 
 def test_met_defaults_still_measure_the_runtime_switches(cpu_server, make_baseline) -> None:
-    """Defaults the user never stated do not stop OpenVINO or ONNX Runtime; INT8 and retraining wait."""
+    """Defaults the user never stated do not stop OpenVINO, ONNX Runtime or post-training INT8; retraining waits."""
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
                      requirements=defaults_for("cpu_server"))
     assert plan.requirements_met is True
     assert plan.summary.startswith("The planner's default requirements are already met")
-    assert "runtime switches" in plan.summary and "Precision lowering (INT8)" in plan.summary
-    assert {"cpu.onnxruntime", "cpu.openvino"} <= set(plan.plugins)
-    assert not any(s.phase > 1 or "int8" in (s.plugin or "") for s in plan.steps)
+    assert "runtime switches" in plan.summary and "post-training INT8" in plan.summary
+    assert "Retraining (pruning, a new architecture) is left out" in plan.summary
+    assert {"cpu.onnxruntime", "cpu.openvino", "cpu.openvino_int8"} <= set(plan.plugins)
+    # INT8 after training is guarded by the fidelity check; nothing that needs retraining is planned.
+    assert all(s.fidelity_gated for s in plan.steps if s.phase > 1)
+    assert not any(s.phase == 3 or (s.plugin or "").startswith("architecture.") for s in plan.steps)
     assert all(s.optional for s in plan.steps)
 
 

@@ -84,9 +84,17 @@ def test_cpu_threads_already_right_skip_the_thread_step(cpu_server, make_baselin
 
 
 def test_still_missing_step_is_skipped_when_requirements_are_met(cpu_server, make_baseline) -> None:
-    path = evaluate_tree("cpu", cpu_server, make_baseline(p50=20.0, p95=22.0), defaults_for("cpu_server"))
+    stated = load_requirements(device_class="cpu_server", overrides={"latency_ms": 50})
+    path = evaluate_tree("cpu", cpu_server, make_baseline(p50=20.0, p95=22.0), stated)
     assert _visited(path)["cpu.5"].result == "skipped"
     assert "over-optimize" in _visited(path)["cpu.5"].evidence
+
+
+def test_met_defaults_the_user_never_stated_still_reach_post_training_int8(cpu_server, make_baseline) -> None:
+    path = evaluate_tree("cpu", cpu_server, make_baseline(p50=20.0, p95=22.0), defaults_for("cpu_server"))
+    assert _visited(path)["cpu.5"].result != "skipped"
+    assert "you stated none: post-training INT8 is still measured" in _visited(path)["cpu.5"].evidence
+    assert {"cpu.int8", "cpu.openvino_int8"} <= {a.action.id for a in path.actions}
 
 
 def test_channels_last_is_ruled_out_for_non_image_input(cpu_server, make_baseline) -> None:
