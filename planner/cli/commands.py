@@ -60,7 +60,7 @@ def format_ceilings(ceilings) -> str:
     from planner.hardware.ceilings import measurement_note
 
     peaks = ", ".join(f"{p} {units.flop_rate(v)}" for p, v in ceilings.peak_flops.items())
-    how = measurement_note(dict(ceilings.details or {}))
+    how = measurement_note(dict(getattr(ceilings, "details", None) or {}))
     return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
             f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point "
             f"{units.ratio(ceilings.ridge_point())} FLOP/byte" + (f"\n  How: {how}" if how else ""))
