@@ -61,6 +61,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     from planner.hardware import detect
     from planner.hardware.ceilings import measure_ceilings
     from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
+    from planner.models.footprint import check_fits, sweep_footprint
 
     started = time.time()
     on_event(Event("stage", "detecting hardware", stage="hardware", index=0, total=4))
@@ -72,12 +73,12 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     spec = baseline_spec_for(model, hw)
     on_event(Event("stage", f"timing the baseline: {spec.label}", stage="baseline", index=2, total=4))
     budget = int(hw.memory.available_bytes * 0.5) if hw.memory.available_bytes else None
-    if model.footprint is not None and spec.config.get("device") == "cuda" and hw.gpus:
-        from planner.models.footprint import check_fits
-
-        check_fits(model.footprint, hw.gpus[0].memory_free_bytes, where="free on the GPU", inputs=model.inputs)
+    # Loading skips the activation trace for small inputs; the sweep and the GPU check need it.
+    footprint = sweep_footprint(model.footprint, model.inputs, model.module if model.has_torch else None)
+    if spec.config.get("device") == "cuda" and hw.gpus:
+        check_fits(footprint, hw.gpus[0].memory_free_bytes, where="free on the GPU", inputs=model.inputs)
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
-                     sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget, footprint=model.footprint,
+                     sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget, footprint=footprint,
                      fidelity_batches=fidelity_batch_count(quick), weights_bytes=model.size_bytes,
                      val_data=str(val_data) if val_data else None,
                      sequence_sweep=model.inputs.sequence is not None,

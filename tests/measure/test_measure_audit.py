@@ -6,8 +6,11 @@ machine (a fake /proc/stat whose busy time is all this worker's own) is not.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,7 +116,7 @@ def test_proc_stat_parses_busy_ticks(tmp_path: Path) -> None:
     assert read_proc_stat(tmp_path / "missing") is None
 
 
-BURN = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
+BURN = "import time\nend = time.time() + 120\nprint('burning', flush=True)\nwhile time.time() < end:\n    pass\n"
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc/stat")
@@ -124,13 +127,17 @@ def test_a_busy_worker_during_a_real_measurement_is_flagged() -> None:
     from planner.plugins import ModelRef
 
     model = load_model("demo:tiny")
-    burner = subprocess.Popen([sys.executable, "-c", BURN])
+    # Started through a shell that exits at once, so the busy loop is another process, not a child of
+    # this one: the audit counts its own children's CPU time as its own (a worker's helpers are).
+    started = subprocess.run(["sh", "-c", '"$0" -c "$1" > /dev/null 2>&1 & echo $!', sys.executable, BURN],
+                             capture_output=True, text=True, check=True)
+    pid = int(started.stdout.strip())
     try:
+        time.sleep(0.5)  # the interpreter has started and is spinning
         value = run_job(MeasureJob(model=ModelRef.of(model), spec=torch_baseline_spec(), quick=True,
                                    fidelity_batches=1))
     finally:
-        burner.kill()
-        burner.wait()
+        os.kill(pid, signal.SIGKILL)
     audit = value["audit"]
     assert audit.load_samples >= 2
     assert audit.other_load_mean_cores is not None and audit.other_load_mean_cores >= 0.25
