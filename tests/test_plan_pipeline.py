@@ -98,7 +98,7 @@ def test_failing_plugins_never_end_the_plan(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
     monkeypatch.setenv("PLANNER_PLUGINS", BAD)
     events = []
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
                                    plugins=("test.crash", "test.hang", "test.buildfail",
                                             "test.missing", "cpu.onnxruntime"),
                                    timeout_s=15, write_report=True), on_event=events.append)
@@ -124,7 +124,7 @@ def test_cancel_keeps_what_was_measured(tmp_path):
         if event.kind == "candidate_done":
             cancel.cancel()
 
-    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
                          plugins=("cpu.onnxruntime",)), on_event=on_event, cancel=cancel)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["status"] == "interrupted"
@@ -135,7 +135,7 @@ def test_cancel_keeps_what_was_measured(tmp_path):
 
 
 def test_impossible_requirement_is_explained(tmp_path):
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path,
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
                                    requirement_overrides={"latency_ms": 1e-6},
                                    plugins=("cpu.onnxruntime",)))
     checks = outcome.results.requirement_checks
@@ -198,7 +198,7 @@ def test_val_data_measures_accuracy(tmp_path):
         labels = logits.argmax(axis=1)
         labels[0] = (labels[0] + 1) % 10  # one wrong label per batch: the original scores 6/8
         np.save(data / f"batch{i}_labels.npy", labels)
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, out=tmp_path / "o",
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path / "o",
                                    val_data=data, plugins=("cpu.onnxruntime",)))
     res = outcome.results
     assert res.validation is not None and res.validation.labels is True and res.validation.samples == 8
@@ -227,7 +227,7 @@ def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     path = tmp_path / "tiny.onnx"
     torch.onnx.export(model.module, (torch.randn(1, 3, 32, 32),), str(path), dynamo=False,
                       input_names=["x"], dynamic_axes={"x": {0: "batch"}})
-    outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, out=tmp_path / "o",
+    outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, confirm=0, out=tmp_path / "o",
                                    plugins=("cpu.openvino", "cpu.torch", "cpu.onnxruntime")))
     res = outcome.results
     base = res.candidates[0]
@@ -240,3 +240,5 @@ def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     ort_defaults = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.config == {"defaults": True}]
     assert len(ort_defaults) == 1
     assert any(c.plugin == "cpu.onnxruntime" and c.config != {"defaults": True} for c in res.candidates)
+    # confirm=0 (`--confirm 0`): the quick screen is ranked as it was measured.
+    assert not any(c.confirmation for c in res.candidates)

@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="edge board to project each candidate onto (rpi4, rpi5, orin-nano, agx-orin, "
                                     "generic-arm): a labelled estimate from datasheet ceilings")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--confirm", type=int, default=3, metavar="N",
+                   help="with --quick, measure the N leaders again with the full method before ranking "
+                        "(default 3; 0 ranks the 2-second screen as it is)")
     p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
     p.add_argument("--requirements", help="TOML file with latency_ms, min_throughput, ...")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from planner.plugins import CandidateSpec
 
 
-# How many of a quick run's leaders are measured again with the full method before ranking.
+# How many of a quick run's leaders are measured again with the full method before ranking (the default).
 CONFIRM_TOP = 3
 
 
@@ -59,6 +59,7 @@ class CandidateRun:
     sink: ResultsSink
     val_data_basis: str = "--val-data"
     plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
+    confirm_top: int = CONFIRM_TOP  # how many leaders confirm() measures again
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
 
@@ -109,7 +110,7 @@ class CandidateRun:
         from planner.plugins import CandidateSpec
 
         labels = labels_of(self.val_data)
-        top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:CONFIRM_TOP]
+        top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:self.confirm_top]
         leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
         self._confirm_tried.update(leaders)
         confirmed: dict[int, CandidateResult] = {}

@@ -28,6 +28,7 @@ class PlanOptions:
     write_report: bool = True
     device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
     finetune_steps: int | None = None  # ternary-aware fine-tuning steps for edge.ternary (needs labels)
+    confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
@@ -53,7 +54,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         plugin_options = {}
         if options.finetune_steps is not None:
             plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
-        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options)
+        session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,
+                         confirm=options.confirm)
         hw = session.detect()
         profile = resolve_device(options.device, str(hw.device_class), hw.board)
         if profile is not None and (options.device or session.target == "edge"):

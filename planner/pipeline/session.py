@@ -13,6 +13,7 @@ from planner import __version__
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
+from planner.pipeline.candidates import CONFIRM_TOP
 from planner.pipeline.environment import environment
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.results import (
@@ -249,8 +250,12 @@ class PlanSession:
         return rows
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None,
-                 timeout_s: float = 300.0, plugin_options: dict | None = None) -> tuple[CandidateResult, ...]:
-        """Build candidates from the chosen plugins, measure each in a worker, gate and rank."""
+                 timeout_s: float = 300.0, plugin_options: dict | None = None,
+                 confirm: int = CONFIRM_TOP) -> tuple[CandidateResult, ...]:
+        """Build candidates from the chosen plugins, measure each in a worker, gate and rank.
+
+        In a quick run the `confirm` leaders are measured again with the full method before ranking.
+        """
         from planner.pipeline.candidates import CandidateRun
 
         self._need(self.plan, "plan")
@@ -267,7 +272,8 @@ class PlanSession:
                            plugin_options=dict(plugin_options or {}))
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
-        if self.quick and not self.cancel.cancelled:
+        if self.quick and confirm > 0 and not self.cancel.cancelled:
+            run.confirm_top = confirm
             cands = self.results.candidates
             # A leader the full method finds slower can fall below one only screened: confirm until the top
             # few all carry full figures, within a few rounds.
@@ -362,7 +368,7 @@ class PlanSession:
 
 
 CONFIRM_ROUNDS = 3
-"""At most this many rounds of confirming a quick run's leaders (each up to three candidates)."""
+"""At most this many rounds of confirming a quick run's leaders."""
 
 
 def requirement_checks(results: PlanResults, requirements: "Requirements", *,

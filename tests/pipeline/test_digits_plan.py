@@ -12,7 +12,7 @@ from planner.pipeline import PlanOptions, run_plan
 @pytest.fixture(scope="module")
 def digits_plan(tmp_path_factory):
     out = tmp_path_factory.mktemp("digits")
-    return run_plan(PlanOptions(model="demo:digits", target="cpu", quick=True, out=out,
+    return run_plan(PlanOptions(model="demo:digits", target="cpu", quick=True, confirm=0, out=out,
                                 plugins=("cpu.onnxruntime",)))
 
 
