@@ -269,11 +269,10 @@ class PlanSession:
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            streams=getattr(self.requirements, "min_throughput", None) is not None,
                            on_event=self.on_event, cancel=self.cancel, sink=self,
-                           plugin_options=dict(plugin_options or {}))
+                           plugin_options=dict(plugin_options or {}), confirm_top=confirm)
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
         if self.quick and confirm > 0 and not self.cancel.cancelled:
-            run.confirm_top = confirm
             cands = self.results.candidates
             # A leader the full method finds slower can fall below one only screened: confirm until the top
             # few all carry full figures, within a few rounds.
