@@ -240,7 +240,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
         print("planner: no interactive terminal (stdin or stdout is not a TTY).\n"
               "Run it headless instead, e.g.:\n"
               "  planner plan --model demo:inefficient --target cpu --quick\n"
-              "  planner detect | planner profile --model M | planner --help", file=sys.stderr)
+              "  planner detect\n"
+              "  planner profile --model M\n"
+              "  planner --help", file=sys.stderr)
         return 2
     from planner.tui.app import run_tui
 
