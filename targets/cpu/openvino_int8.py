@@ -93,7 +93,11 @@ class OpenVinoInt8Plugin(Plugin):
             ctx.log(NNCF_MISSING_NOTE)
         else:
             try:
-                ir_path = quantize_nncf(export.path, out_dir / f"{export.path.stem}.nncf-int8.xml", feeds,
+                import openvino as ov
+
+                # Converted once: accuracy control below starts from the same float model.
+                original = ov.convert_model(str(export.path))
+                ir_path = quantize_nncf(original.clone(), out_dir / f"{export.path.stem}.nncf-int8.xml", feeds,
                                         inputs=ctx.model.inputs)
             except Exception as exc:  # noqa: BLE001 - NNCF and OpenVINO raise many unrelated types
                 failures.append(f"NNCF: {failure_reason(exc)}")
@@ -106,7 +110,8 @@ class OpenVinoInt8Plugin(Plugin):
                 yield from self._specs(NNCF, ir_path, precisions, threads, export.dynamic_batch, notes,
                                        calibration_batches=len(feeds))
                 try:
-                    controlled = quantize_controlled(ctx, export.path, ir_path, out_dir, feeds)
+                    controlled = quantize_controlled(ctx, original, ir_path,
+                                                     out_dir / f"{export.path.stem}.nncf-ac-int8.xml", feeds)
                 except Exception as exc:  # noqa: BLE001 - as above: NNCF raises many unrelated types
                     failures.append(f"NNCF accuracy control: {failure_reason(exc)}")
                     ctx.log(f"cpu.openvino_int8: NNCF accuracy control failed: {failure_reason(exc)}")
@@ -168,8 +173,8 @@ class OpenVinoInt8Plugin(Plugin):
                              dynamic_batch=dynamic_batch, notes=notes)
 
 
-def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:
-    """NNCF post-training INT8 of the ONNX file converted to OpenVINO, saved as IR at `dst` (.xml); returns it.
+def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:
+    """NNCF post-training INT8 of an OpenVINO model (the ONNX export converted), saved as IR at `dst` (.xml).
 
     Attention models (inputs with a sequence axis) use NNCF's transformer model type and mixed preset
     (asymmetric activations, which suit the skewed outputs of GELU and softmax); others the performance preset.
@@ -179,7 +184,6 @@ def quantize_nncf(onnx_path: Path, dst: Path, feeds: Sequence["Feed"], *, inputs
 
     if not feeds:
         raise QuantizationError("NNCF quantization needs at least one calibration input")
-    model = ov.convert_model(str(onnx_path))
     names = [graph_name(port.get_names(), inputs) for port in model.inputs]
 
     def transform(feed: "Feed") -> dict[int, Any]:
@@ -214,7 +218,7 @@ def control_metric(ctx: PlanContext, labels: Sequence[Any] | None) -> _Metric:
     return _Metric("cosine", "the calibration inputs", 1.0 - COSINE_TARGET)
 
 
-def quantize_controlled(ctx: PlanContext, onnx_path: Path, plain_ir: Path, out_dir: Path,
+def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Path,
                         feeds: Sequence["Feed"]) -> tuple[Path, str] | None:
     """NNCF INT8 with accuracy control where plain INT8 loses too much: (IR path, why), or None.
 
@@ -235,7 +239,6 @@ def quantize_controlled(ctx: PlanContext, onnx_path: Path, plain_ir: Path, out_d
             labels = [lab for _, lab in pairs]
     metric = control_metric(ctx, labels)
     core = ov.Core()
-    original = ov.convert_model(str(onnx_path))
     names = [graph_name(port.get_names(), ctx.model.inputs) for port in original.inputs]
     float_model = core.compile_model(original, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     items = []
@@ -280,7 +283,6 @@ def quantize_controlled(ctx: PlanContext, onnx_path: Path, plain_ir: Path, out_d
             advanced_accuracy_restorer_parameters=AdvancedAccuracyRestorerParameters(
                 max_num_iterations=MAX_RESTORED))
     after = validate(core.compile_model(quantized, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}), items)[0]
-    dst = out_dir / f"{onnx_path.stem}.nncf-ac-int8.xml"
     ov.save_model(quantized, str(dst))
     kept = "kept within" if before - after <= metric.max_drop else "still above"
     why = (f"nncf-ac: NNCF quantization with accuracy control: {judged}, so the quantized ops that cost "
