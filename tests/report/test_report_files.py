@@ -30,7 +30,28 @@ def test_writes_report_and_pngs(fixture_results, tmp_path) -> None:
         data = (out / link).read_bytes()
         assert data.startswith(PNG_SIGNATURE) and len(data) > 1000
     assert _leftovers(out) == []
-    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_results_report_and_figures_share_permissions_under_the_umask(fixture_results, tmp_path) -> None:
+    """results.json, report.md and every figure get what a plain open() would under the umask."""
+    from planner.results import results_from_data, write_results
+
+    old = os.umask(0o027)
+    try:
+        write_results(tmp_path / "results.json", results_from_data(fixture_results))
+        render_report_files(fixture_results, tmp_path)
+    finally:
+        os.umask(old)
+    files = [tmp_path / "results.json", tmp_path / "report.md", *(tmp_path / "figures").iterdir()]
+    assert len(files) > 3
+    assert {oct(p.stat().st_mode & 0o777) for p in files} == {oct(0o640)}
 
 
 def test_partial_results_skip_figures_and_remove_stale_ones(fixture_results, partial_results, tmp_path) -> None:
