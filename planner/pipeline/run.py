@@ -27,7 +27,7 @@ class PlanOptions:
     timeout_s: float = 300.0
     write_report: bool = True
     device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
-    finetune_steps: int | None = None  # ternary-aware fine-tuning steps for edge.ternary (needs labels)
+    finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
 
 

@@ -61,6 +61,13 @@ class ArchitecturePlugin(Plugin):
     def transform(self, loaded: "LoadedModel", config: dict) -> "LoadedModel":
         """The loaded model with its module rewritten by `config` (deterministic: same weights in, same out)."""
         module, changes = self.rewrite(loaded.module, config, loaded)
+        tuned = config.get("finetuned")
+        if tuned:
+            # The rewrite is deterministic, so the weights trained on it in the planning process fit here.
+            from targets.architecture.finetune import load_weights
+
+            load_weights(module, tuned["weights"], tuned.get("sha256", ""))
+            changes = [*changes, f"fine-tuned weights loaded from {tuned['weights']}"]
         module = module.eval()
         params = sum(p.numel() for p in module.parameters())
         size = sum(p.numel() * p.element_size() for p in module.parameters())

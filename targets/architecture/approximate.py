@@ -3,11 +3,15 @@
 Both change the function, so each setting is checked here on the planner's fixed fidelity inputs
 against the fp32 gate before it is offered: low-rank takes the smallest rank that passes, pruning
 the largest ratio that passes. When no setting passes, the gentlest one is still measured (its
-speed is real) and the result says it needs fine-tuning, with the measured drop.
+speed is real) and the result says it needs fine-tuning, with the measured drop. With
+`--finetune-steps N` and labelled data, that setting is also trained for N steps and offered again,
+labelled "fine-tuned", with the accuracy before and after on the training data in its notes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import CandidateSpec, PlanContext
@@ -47,6 +51,36 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
         config, label, changes = last
         yield plugin.spec(ctx, config, label + " (needs fine-tuning)", changes,
                           ("no setting passed the fp32 fidelity gate without training: " + "; ".join(tried),))
+        steps = ctx.options.get("finetune_steps")
+        if steps:
+            yield _finetuned(plugin, ctx, config, label, changes, int(steps))
+
+
+def _finetuned(plugin: ArchitecturePlugin, ctx: PlanContext, config: dict, label: str, changes: list[str],
+               steps: int) -> CandidateSpec:
+    """The gentlest failing setting again, after a short supervised fine-tune on labelled data.
+
+    The trained weights go to the plan's artifacts folder; the candidate's transform names the file
+    (with its hash), so each worker re-applies the rewrite and loads those weights.
+    """
+    from targets.architecture.finetune import FinetuneError, finetune, save_weights, training_data
+
+    if ctx.model.module is None:
+        raise FinetuneError("fine-tuning needs the model's PyTorch module; this model is ONNX-only",
+                            "plan the PyTorch model, or leave out --finetune-steps")
+    x, y, basis = training_data(ctx)
+    module, _ = plugin.rewrite(ctx.model.module, config, ctx.model)
+    ctx.log(f"{label}: fine-tuning {steps} steps on {len(y)} labelled samples ({basis})")
+    result = finetune(module, x, y, steps=steps, data_basis=basis)
+    ctx.log(f"{label}, fine-tuned: accuracy on the fine-tuning data {result.accuracy_before:.2%} before, "
+            f"{result.accuracy_after:.2%} after")
+    setting = "-".join(f"{k}{v}" for k, v in sorted(config.items()) if k != "plugin")
+    path = Path(ctx.workdir) / "architecture" / f"{plugin.name.split('.')[-1]}-{setting}-finetuned-{steps}.npz"
+    digest = save_weights(module, path)
+    tuned = {**config, "finetuned": {"weights": str(path.resolve()), "sha256": digest, **result.to_info()}}
+    spec = plugin.spec(ctx, tuned, f"{label}, fine-tuned {steps} steps", changes,
+                       (result.note(), "the weights after fine-tuning are in " + str(path)))
+    return dataclasses.replace(spec, config={**spec.config, "finetune_steps": steps})
 
 
 class LowRankPlugin(ArchitecturePlugin):
