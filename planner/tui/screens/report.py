@@ -29,7 +29,6 @@ class ReportPane(StepPane):
         super().__init__(id=id)
         self._edited = False
         self._previewing = False
-        self._written: set[Path] = set()  # folders this session has saved to: saving again overwrites
 
     def compose(self) -> ComposeResult:
         """Folder field, Save button, status and the report preview."""
@@ -91,26 +90,32 @@ class ReportPane(StepPane):
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="save", group="save")
     def _save(self, folder: Path | None) -> None:
-        # An unwritable folder raises OutputDirError here, before anything is written.
-        self.session.set_out_dir(folder)
+        from planner.report.files import REPORT_NAME  # the report package is slow to import: not at start-up
+
+        # An unwritable folder raises OutputDirError here, before anything is written; the folder
+        # is created only now, when the user saves (opening the app or profiling creates nothing).
+        out_dir = self.session.set_out_dir(folder)
+        # A report already there (from this session or an earlier one) is replaced: say so.
+        again = (out_dir / REPORT_NAME).exists()
         outcome = self.session.finish(write_report=True)
         report = outcome.report_path
         markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
-        self.report("save", {"out_dir": outcome.out_dir, "report": report, "markdown": markdown})
+        self.report("save", {"out_dir": outcome.out_dir, "report": report, "markdown": markdown,
+                             "overwrote": again})
 
     def job_done(self, job: str, result: Any) -> None:
         """Show where the files went and preview the report."""
         out_dir: Path = result["out_dir"]
+        again = " (overwrote the earlier save)" if result["overwrote"] else ""
         if result["report"] is None:
-            self.query_one("#saved", Label).update(f"Saved {out_dir / 'results.json'} (no report: see warnings)")
+            self.query_one("#saved", Label).update(f"Saved {out_dir / 'results.json'}{again} "
+                                                   "(no report: see warnings)")
         else:
-            again = " (overwrote the earlier save)" if out_dir in self._written else ""
             self.query_one("#saved", Label).update(f"Saved {result['report']} and results.json{again}")
             # Markdown.update returns an awaitable that does the rendering: schedule it.
             self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
             self._previewing = True
         self.planner.saved_to = out_dir
-        self._written.add(out_dir)
         self._edited = False
 
     def job_failed(self, job: str, error: BaseException) -> None:

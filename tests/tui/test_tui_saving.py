@@ -1,0 +1,45 @@
+"""Saving from the TUI: no folder appears until the user saves, and saving again says it overwrote."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Label
+from tui_support import RecordedSession, drive, run_app, wait_idle
+
+from planner.tui.app import PlannerApp
+
+
+def test_opening_and_profiling_create_no_folder_until_saved(tmp_path, monkeypatch):
+    """The default reports/<date>-<model>-<target> folder is made by Save, not by start-up or Profile."""
+    monkeypatch.chdir(tmp_path)
+    app = PlannerApp(model="demo:tiny", session=RecordedSession())  # no --out: the default folder
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        assert app.session.baseline is not None
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        await pilot.press("9", "s")
+        await wait_idle(pilot)
+        saved = str(app.query_one("#report #saved", Label).render())
+        assert saved.startswith("Saved") and "overwrote" not in saved
+        assert app.session.out_dir is not None and (app.session.out_dir / "report.md").is_file()
+
+    run_app(app, body)
+
+
+def test_saving_over_an_earlier_report_says_so(tmp_path):
+    """A folder that already holds a report (say from yesterday's session) is overwritten, and the TUI says so."""
+    folder = tmp_path / "earlier"
+    folder.mkdir()
+    (folder / "report.md").write_text("# an earlier report\n")
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        await pilot.press("9")
+        app.query_one("#out-dir", Input).value = str(folder)
+        await pilot.press("s")
+        await wait_idle(pilot)
+        assert "(overwrote the earlier save)" in str(app.query_one("#report #saved", Label).render())
+        assert (folder / "report.md").read_text() != "# an earlier report\n"
+
+    run_app(app, body)
