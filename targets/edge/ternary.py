@@ -2,8 +2,9 @@
 
 Per output channel, weights with |w| <= 0.7 * mean|w| become 0 and the rest +-a, where a is the
 mean |w| of the kept ones (ternary weight networks). Linear layers run packed at 2 bits in
-ONNX Runtime's MatMulNBits with int8 compute (accuracy_level 4); convolutions keep fp32 compute
-with their ternary values stored as INT8 codes; the rest stays fp32 (see targets/edge/ternary_pack).
+ONNX Runtime's MatMulNBits with int8 compute (accuracy_level 4); convolutions are stored 2-bit
+packed too and unpacked once when the session loads, then compute in fp32; the rest stays fp32
+(see targets/edge/ternary_pack).
 ONNX Runtime's own log is checked, so a silent fallback to dequantising every call fails the
 candidate instead of being timed as a ternary kernel. Without ternary-aware training accuracy
 usually drops a lot: the fidelity gate measures it, and `finetune` offers the training.
@@ -230,7 +231,7 @@ class TernarySession(OrtSession):
         """The ORT settings, the packed file's size on disk and which layers run packed."""
         from targets.edge.ternary_pack import describe_packed
 
-        return {**super().info(), "precision": "ternary (2-bit packed Linear layers)",
+        return {**super().info(), "precision": "ternary (2-bit packed file; Linear layers run packed)",
                 "model_file_bytes": model_bytes(self.path), "kernel_check": self._checked or "not run yet",
                 "ternary_layers": describe_packed(self.path)}
 

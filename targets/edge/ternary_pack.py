@@ -1,13 +1,19 @@
-"""A real 2-bit ternary file: ONNX Runtime's MatMulNBits (bits=2) for Linear layers, INT8 codes for convs.
+"""A real 2-bit ternary file: ONNX Runtime's MatMulNBits (bits=2) for Linear layers, 2-bit packed convs.
 
 Ternarisation follows ternary weight networks (TWN): per output channel, weights with
 |w| <= 0.7 * mean|w| become 0 and the rest +-a, where a is the mean |w| of the kept ones.
 
 Linear layers (ONNX MatMul/Gemm with a constant weight) become com.microsoft MatMulNBits with
-bits=2: codes 0..3 where code - 2 is the ternary sign, zero point 2, and one fp32 scale per block
+bits=2: codes 0..3 where code - 2 is the ternary sign, zero point 2 (the op's default, so not
+stored), and one fp32 scale per block
 of `block_size` input values (every block of a channel carries that channel's a). Convolutions
-keep their fp32 Conv kernel; their ternary values are stored as INT8 codes with a per-channel
-scale behind a DequantizeLinear. Every other layer stays fp32. Only numpy and onnx are used.
+have no 2-bit kernel in ONNX Runtime: their ternary values are stored 2-bit packed too (a uint8
+initializer, four codes per byte) with a per-channel fp32 scale, and a small chain of standard
+ops (Cast, Div, Mod, Sub, Reshape, Mul) unpacks them into the fp32 Conv weight. Every input of
+that chain is a constant, so ONNX Runtime's constant folding runs it once when the session is
+created: the file on disk is 2-bit, the Conv computes in fp32 at the same speed as before.
+(`conv_storage="int8"` keeps the older layout, INT8 codes behind a DequantizeLinear, for
+comparison.) Every other layer stays fp32. Only numpy and onnx are used.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ ZERO_POINT = 2
 MS_DOMAIN = "com.microsoft"
 
 PACKED = "packed 2-bit (MatMulNBits)"
+CONV_PACKED = "stored 2-bit packed, unpacked at load, computes fp32"
 INT8_CODES = "ternary as INT8 codes (DequantizeLinear, fp32 Conv)"
+UNPACK_MARK = "unpack2bit"  # the name suffix of the node whose output is an unpacked conv weight
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,8 @@ class PackResult:
 
     @property
     def ternary_layers(self) -> int:
-        """How many layers hold ternary values (packed or as INT8 codes)."""
-        return sum(1 for layer in self.layers if layer.storage in (PACKED, INT8_CODES))
+        """How many layers hold ternary values (packed, packed for unpacking at load, or as INT8 codes)."""
+        return sum(1 for layer in self.layers if layer.storage in (PACKED, CONV_PACKED, INT8_CODES))
 
 
 class NoTernaryLayersError(ValueError):
@@ -114,11 +122,15 @@ def unpack_2bit(packed: np.ndarray, scales: np.ndarray, k: int) -> np.ndarray:
 
 
 def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accuracy_level: int = 4,
-              factor: float = THRESHOLD_FACTOR) -> PackResult:
-    """Write `dest`: the `source` graph with ternary Linear layers packed at 2 bits, convs as INT8 codes.
+              factor: float = THRESHOLD_FACTOR, conv_storage: str = "packed") -> PackResult:
+    """Write `dest`: the `source` graph with ternary Linear layers packed at 2 bits and ternary convs.
 
-    Raises NoTernaryLayersError when no MatMul/Gemm/Conv has a constant weight.
+    `conv_storage` is "packed" (2 bits per weight on disk, unpacked to fp32 at session creation)
+    or "int8" (INT8 codes behind a DequantizeLinear). Raises NoTernaryLayersError when no
+    MatMul/Gemm/Conv has a constant weight.
     """
+    if conv_storage not in ("packed", "int8"):
+        raise ValueError(f"conv_storage must be 'packed' or 'int8', got {conv_storage!r}")
     import onnx
     from onnx import helper, numpy_helper
 
@@ -133,14 +145,16 @@ def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accurac
     new_nodes: list[Any] = []
     new_inits: list[Any] = []
     dropped: set[str] = set()
+    made: dict[str, str] = {}  # conv weight -> its ternary tensor (a weight shared by two convs is stored once)
+    to_unpack: list[tuple[str, np.ndarray, np.ndarray, str]] = []  # (weight name, signs, alpha, output name)
 
     for node in graph.node:
         weight_name = node.input[1] if len(node.input) > 1 else ""
         init = inits.get(weight_name)
         label = node.name or f"{node.op_type}:{node.output[0]}"
         if node.op_type in ("MatMul", "Gemm") and init is not None and len(init.dims) == 2:
-            replaced = _linear(node, numpy_helper.to_array(init), label, block_size, accuracy_level,
-                               factor, helper, numpy_helper)
+            replaced = _linear(node, numpy_helper.to_array(init), label, f"t2l{len(layers)}", block_size,
+                               accuracy_level, factor, helper, numpy_helper)
             if replaced is None:
                 layers.append(LayerPlan(label, node.op_type, "fp32", int(np.prod(init.dims)),
                                         why="Gemm with transA, alpha or beta other than the default"))
@@ -157,22 +171,27 @@ def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accurac
         if node.op_type == "Conv" and init is not None and len(init.dims) >= 3:
             weight = numpy_helper.to_array(init)
             signs, alpha = ternarize_rows(weight, factor)
-            codes_name, scale_name, deq_name = (f"{weight_name}_ternary_codes", f"{weight_name}_ternary_scale",
-                                                f"{weight_name}_ternary")
-            if codes_name not in {t.name for t in new_inits}:
-                new_inits += [numpy_helper.from_array(signs, codes_name),
-                              numpy_helper.from_array(alpha, scale_name)]
-                new_nodes.append(helper.make_node("DequantizeLinear", [codes_name, scale_name], [deq_name],
-                                                  name=f"{label}_dequantize", axis=0))
+            if weight_name not in made:
+                if conv_storage == "packed":
+                    made[weight_name] = f"t2w{len(to_unpack)}"  # short: every name is stored in the file, twice
+                    to_unpack.append((weight_name, signs, alpha, made[weight_name]))
+                else:
+                    made[weight_name] = f"{weight_name}_ternary"
+                    codes_name, scale_name = f"{weight_name}_ternary_codes", f"{weight_name}_ternary_scale"
+                    new_inits += [numpy_helper.from_array(signs, codes_name),
+                                  numpy_helper.from_array(alpha, scale_name)]
+                    new_nodes.append(helper.make_node("DequantizeLinear", [codes_name, scale_name],
+                                                      [made[weight_name]], name=f"{label}_dequantize", axis=0))
             conv = onnx.NodeProto()
             conv.CopyFrom(node)
-            conv.input[1] = deq_name
+            conv.input[1] = made[weight_name]
             new_nodes.append(conv)
             uses[weight_name] -= 1
             if uses[weight_name] == 0:
                 dropped.add(weight_name)
-            layers.append(LayerPlan(label, "Conv", INT8_CODES, int(weight.size), float((signs == 0).mean()),
-                                    why="only Linear layers have a 2-bit kernel in ONNX Runtime"))
+            storage = CONV_PACKED if conv_storage == "packed" else INT8_CODES
+            layers.append(LayerPlan(label, "Conv", storage, int(weight.size), float((signs == 0).mean()),
+                                    why="ONNX Runtime has a 2-bit kernel for Linear layers only"))
             continue
         # A MatMul of two activations (attention scores) has no weight to ternarise: not a layer here.
         new_nodes.append(node)
@@ -180,11 +199,12 @@ def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accurac
     if not any(layer.storage != "fp32" for layer in layers):
         raise NoTernaryLayersError("ternary does not apply: the model has no Linear (MatMul/Gemm) or convolution "
                               "layer with a constant weight")
+    unpack_nodes, unpack_inits = _conv_unpack(to_unpack, helper, numpy_helper)
     del graph.node[:]
-    graph.node.extend(new_nodes)
+    graph.node.extend(unpack_nodes + new_nodes)  # constants only: first keeps the graph in topological order
     kept = [init for init in graph.initializer if init.name not in dropped]
     del graph.initializer[:]
-    graph.initializer.extend(kept + new_inits)
+    graph.initializer.extend(kept + new_inits + unpack_inits)
     if not any(op.domain == MS_DOMAIN for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     _ensure_opset(model, 13)  # DequantizeLinear with a per-channel axis needs opset 13
@@ -193,8 +213,8 @@ def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accurac
     return PackResult(path=dest, layers=tuple(layers), block_size=block_size)
 
 
-def _linear(node: Any, weight: np.ndarray, label: str, block_size: int, accuracy_level: int, factor: float,
-            helper: Any, numpy_helper: Any) -> tuple[list, list, LayerPlan] | None:
+def _linear(node: Any, weight: np.ndarray, label: str, base: str, block_size: int, accuracy_level: int,
+            factor: float, helper: Any, numpy_helper: Any) -> tuple[list, list, LayerPlan] | None:
     """MatMulNBits (+ Add for a Gemm bias) replacing one MatMul/Gemm; None when the Gemm is unusual."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if node.op_type == "Gemm":
@@ -205,10 +225,10 @@ def _linear(node: Any, weight: np.ndarray, label: str, block_size: int, accuracy
         w_nk = weight.T  # MatMul's constant is [K, N]
     n, k = w_nk.shape
     signs, alpha = ternarize_rows(w_nk, factor)
-    packed, scales, zero_points = pack_2bit(signs, alpha, block_size)
-    base = f"{label}_2bit".replace("/", "_").replace(":", "_")
-    tensors = [numpy_helper.from_array(packed, f"{base}_B"), numpy_helper.from_array(scales, f"{base}_scales"),
-               numpy_helper.from_array(zero_points, f"{base}_zero_points")]
+    packed, scales, _ = pack_2bit(signs, alpha, block_size)
+    # Zero points are left out: MatMulNBits' default for 2 bits is 2, the code this packing uses for 0.
+    # Short tensor names: every name is stored in the file, and on a small model they show in its size.
+    tensors = [numpy_helper.from_array(packed, f"{base}_B"), numpy_helper.from_array(scales, f"{base}_S")]
     has_bias = node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]
     out = f"{node.output[0]}_nobias" if has_bias else node.output[0]
     nodes = [helper.make_node("MatMulNBits", [node.input[0], *(t.name for t in tensors)], [out],
@@ -219,6 +239,75 @@ def _linear(node: Any, weight: np.ndarray, label: str, block_size: int, accuracy
     plan = LayerPlan(label, node.op_type, PACKED, int(w_nk.size), float((signs == 0).mean()),
                      why=f"{k} inputs x {n} outputs, blocks of {block_size}")
     return nodes, tensors, plan
+
+
+def pack_codes(signs: np.ndarray) -> np.ndarray:
+    """Signs {-1, 0, 1} as 2-bit codes (sign + 1), four per byte, the first in the low bits; [bytes, 1] uint8.
+
+    The flat code list is padded to a whole byte with the code for 0.
+    """
+    codes = (signs.astype(np.int16).reshape(-1) + 1).astype(np.uint8)
+    padded = np.full(-(-codes.size // 4) * 4, 1, dtype=np.uint8)
+    padded[:codes.size] = codes
+    quads = padded.reshape(-1, 4)
+    return (quads[:, 0] | (quads[:, 1] << 2) | (quads[:, 2] << 4) | (quads[:, 3] << 6)).astype(np.uint8)[:, None]
+
+
+def unpack_codes(packed: np.ndarray, alpha: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The fp32 weight `pack_codes` + a per-channel scale stand for: numpy's version of the in-graph unpack."""
+    codes = (packed.reshape(-1, 1).astype(np.int32) // np.array([1, 4, 16, 64])) % 4
+    values = codes.reshape(-1)[:int(np.prod(shape))].astype(np.float32) - 1
+    return values.reshape(shape) * alpha.reshape(-1, *([1] * (len(shape) - 1)))
+
+
+UNPACK_GROUP_WEIGHTS = 1 << 20  # weights per unpack chain: bounds the transient memory of folding it
+
+
+def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: Any, numpy_helper: Any
+                 ) -> tuple[list, list]:
+    """Nodes and initializers that rebuild the convs' fp32 ternary weights from 2-bit codes.
+
+    Convs are taken in groups of up to UNPACK_GROUP_WEIGHTS weights; each group's codes are one
+    uint8 initializer, four per byte. BitShift right by 0/2/4/6 and Mod 4 split the bytes into
+    codes, Cast and Sub 1 give {-1, 0, 1}, Split cuts the flat list into the convs, and per conv a
+    Reshape and a Mul by its per-channel scale give the weight. Every input is a constant, so
+    ONNX Runtime folds all of it once at session creation; one chain per group (not per conv)
+    keeps the file small, and the group bound keeps folding's transient memory small.
+    """
+    if not convs:
+        return [], []
+    groups: list[list[tuple[str, np.ndarray, np.ndarray, str]]] = [[]]
+    for conv in convs:
+        if groups[-1] and sum(c[1].size for c in groups[-1]) + conv[1].size > UNPACK_GROUP_WEIGHTS:
+            groups.append([])
+        groups[-1].append(conv)
+    tensors = [numpy_helper.from_array(np.array([[0, 2, 4, 6]], dtype=np.uint8), "t2_shift"),
+               numpy_helper.from_array(np.array(4, dtype=np.uint8), "t2_four"),
+               numpy_helper.from_array(np.array(1.0, dtype=np.float32), "t2_one"),
+               numpy_helper.from_array(np.array([-1], dtype=np.int64), "t2_flat")]
+    nodes = []
+    for g, group in enumerate(groups):
+        sizes = [int(c[1].size) for c in group]
+        codes = pack_codes(np.concatenate([c[1].reshape(-1) for c in group]))
+        pad = codes.shape[0] * 4 - sum(sizes)
+        base = f"t2g{g}"
+        tensors += [numpy_helper.from_array(codes, f"{base}_codes"),
+                    numpy_helper.from_array(np.array(sizes + ([pad] if pad else []), dtype=np.int64), f"{base}_sizes")]
+        parts = [f"{base}_{i}" for i in range(len(group))] + ([f"{base}_pad"] if pad else [])
+        nodes += [helper.make_node("BitShift", [f"{base}_codes", "t2_shift"], [f"{base}_b"], direction="RIGHT"),
+                  helper.make_node("Mod", [f"{base}_b", "t2_four"], [f"{base}_m"]),
+                  helper.make_node("Reshape", [f"{base}_m", "t2_flat"], [f"{base}_f"]),
+                  helper.make_node("Cast", [f"{base}_f"], [f"{base}_c"], to=1),  # 1: FLOAT
+                  helper.make_node("Sub", [f"{base}_c", "t2_one"], [f"{base}_v"]),
+                  helper.make_node("Split", [f"{base}_v", f"{base}_sizes"], parts, axis=0)]
+        for (weight_name, signs, alpha, out), part in zip(group, parts):
+            shape = tuple(int(d) for d in signs.shape)
+            tensors += [numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{out}_shape"),
+                        numpy_helper.from_array(alpha.reshape(-1, *([1] * (len(shape) - 1))), f"{out}_scale")]
+            nodes += [helper.make_node("Reshape", [part, f"{out}_shape"], [f"{out}_r"]),
+                      helper.make_node("Mul", [f"{out}_r", f"{out}_scale"], [out],
+                                       name=f"{weight_name}_{UNPACK_MARK}")]
+    return nodes, tensors
 
 
 def _ensure_opset(model: Any, minimum: int) -> None:
@@ -236,6 +325,7 @@ def describe_packed(path: Path) -> list[dict]:
 
     model = onnx.load(str(path), load_external_data=False)
     dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
+    unpacked = {n.output[0] for n in model.graph.node if n.name.endswith(UNPACK_MARK)}
     constants = {init.name for init in model.graph.initializer}
     rows = []
     for node in model.graph.node:
@@ -246,7 +336,8 @@ def describe_packed(path: Path) -> list[dict]:
                                     f"accuracy_level {attrs.get('accuracy_level', 0)}",
                          "weights": int(attrs.get("K", 0)) * int(attrs.get("N", 0))})
         elif node.op_type == "Conv":
-            stored = INT8_CODES if len(node.input) > 1 and node.input[1] in dequantized else "fp32"
+            weight = node.input[1] if len(node.input) > 1 else ""
+            stored = CONV_PACKED if weight in unpacked else INT8_CODES if weight in dequantized else "fp32"
             rows.append({"layer": node.name, "op": "Conv", "storage": stored})
         elif node.op_type in ("MatMul", "Gemm") and len(node.input) > 1 and node.input[1] in constants:
             rows.append({"layer": node.name, "op": node.op_type, "storage": "fp32"})
@@ -307,13 +398,12 @@ def kernel_problem(*, block_size: int = BLOCK_SIZE, accuracy_level: int = 4) -> 
     rng = np.random.default_rng(0)
     k, n = 2 * block_size, 64
     signs, alpha = ternarize_rows(rng.standard_normal((n, k)).astype(np.float32))
-    packed, scales, zero_points = pack_2bit(signs, alpha, block_size)
-    node = helper.make_node("MatMulNBits", ["A", "B", "S", "Z"], ["Y"], domain=MS_DOMAIN, K=k, N=n, bits=2,
+    packed, scales, _ = pack_2bit(signs, alpha, block_size)  # no zero points, as pack_onnx writes it
+    node = helper.make_node("MatMulNBits", ["A", "B", "S"], ["Y"], domain=MS_DOMAIN, K=k, N=n, bits=2,
                             block_size=block_size, accuracy_level=accuracy_level)
     graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["b", k])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["b", n])],
-                              [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "S"),
-                               numpy_helper.from_array(zero_points, "Z")])
+                              [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "S")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS_DOMAIN, 1)])
     x = rng.standard_normal((4, k)).astype(np.float32)
     expected = x @ unpack_2bit(packed, scales, k).T

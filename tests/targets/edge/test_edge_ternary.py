@@ -18,7 +18,7 @@ from targets.edge.ternary import (
     ternarize_weight,
 )
 from targets.edge.ternary_pack import (
-    INT8_CODES,
+    CONV_PACKED,
     PACKED,
     NoTernaryLayersError,
     kernel_problem,
@@ -114,7 +114,7 @@ def test_candidate_is_a_packed_file_run_by_onnxruntime(edge_tiny, fake_hw, tmp_p
     assert info["model_file_bytes"] == packed.stat().st_size
     assert "no fallback" in info["kernel_check"]
     storages = [row["storage"] for row in info["ternary_layers"]]
-    assert sum(s.startswith(PACKED) for s in storages) == 1 and storages.count(INT8_CODES) == 2
+    assert sum(s.startswith(PACKED) for s in storages) == 1 and storages.count(CONV_PACKED) == 2
 
 
 def test_onnx_only_model_is_accepted(fake_hw):
