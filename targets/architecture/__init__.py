@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
     from planner.results.values import Fidelity
 
-EXACT, APPROXIMATE, REDESIGN = "exact", "approximate", "redesign"
-"""What kind of change a candidate's transform makes (its spec's config["architecture"])."""
+EXACT, APPROXIMATE, FINETUNED, REDESIGN = "exact", "approximate", "fine-tuned", "redesign"
+"""What kind of change a candidate's transform makes (its spec's config["architecture"]); "fine-tuned" is
+an approximation whose weights were then trained for a few steps, so it no longer "needs fine-tuning"."""
 
 
 class ArchitecturePlugin(Plugin):

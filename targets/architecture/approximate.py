@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import CandidateSpec, PlanContext
-from targets.architecture import APPROXIMATE, ArchitecturePlugin, fidelity_of, gate_reason
+from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, fidelity_of, gate_reason
 
 if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
@@ -80,7 +80,7 @@ def _finetuned(plugin: ArchitecturePlugin, ctx: PlanContext, config: dict, label
     tuned = {**config, "finetuned": {"weights": str(path.resolve()), "sha256": digest, **result.to_info()}}
     spec = plugin.spec(ctx, tuned, f"{label}, fine-tuned {steps} steps", changes,
                        (result.note(), "the weights after fine-tuning are in " + str(path)))
-    return dataclasses.replace(spec, config={**spec.config, "finetune_steps": steps})
+    return dataclasses.replace(spec, config={**spec.config, "architecture": FINETUNED, "finetune_steps": steps})
 
 
 class LowRankPlugin(ArchitecturePlugin):

@@ -57,7 +57,7 @@ def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, t
     tuned = specs[1]
     record = tuned.config["transform"]["finetuned"]
     assert record["steps"] == 120 and record["accuracy_after"] > record["accuracy_before"]
-    assert tuned.config["finetune_steps"] == 120
+    assert tuned.config["finetune_steps"] == 120 and tuned.config["architecture"] == "fine-tuned"
     assert any(n.startswith("fine-tuned: 120 steps") for n in tuned.notes)
     assert Path(record["weights"]).is_file()
 
