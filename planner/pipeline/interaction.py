@@ -31,7 +31,8 @@ def _is_architecture(c: CandidateResult) -> bool:
 
 def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[tuple[CandidateResult, CandidateResult]]:
     """(architecture, hardware) pairs to measure: the fastest architecture change that passed its
-    fidelity gate, and the measured redesign (if any), each with the best-ranked hardware candidate."""
+    fidelity gate, and the measured redesign (if any), each with the best-ranked hardware candidate;
+    and a passing change made for one precision (its transform's "pairs_with") with that precision's best."""
     hardware = next((candidates[i] for i in order if not candidates[i].is_reference
                      and not _is_architecture(candidates[i]) and candidates[i].status is Status.OK), None)
     if hardware is None:
@@ -40,7 +41,17 @@ def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[t
     passing = [c for c in measured if c.status is Status.OK]
     redesigns = [c for c in measured if (c.config or {}).get("architecture") == "redesign"]
     chosen = ([max(passing, key=lambda c: c.speedup or 0.0)] if passing else []) + redesigns[:1]
-    return [(arch, hardware) for arch in chosen]
+    found = [(arch, hardware) for arch in chosen]
+    # A change made for one precision (channels padded to INT8's multiple) is paired with that precision's
+    # best candidate: its own fp32 timing says little about what it is for.
+    for arch in passing:
+        wanted = ((arch.config or {}).get("transform") or {}).get("pairs_with")
+        match = next((candidates[i] for i in order if not candidates[i].is_reference
+                      and not _is_architecture(candidates[i]) and candidates[i].status is Status.OK
+                      and candidates[i].precision == wanted), None) if wanted else None
+        if match is not None and not any(a is arch and h is match for a, h in found):
+            found.append((arch, match))
+    return found
 
 
 def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResult], order: Sequence[int], *,

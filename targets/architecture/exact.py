@@ -1,5 +1,8 @@
 """Exact architecture transforms: fold BatchNorm, drop no-op layers, pad channels to the hardware's multiple.
 
+Padding goes to 8 (fp32 vectors, tensor cores) and, where the CPU's INT8 kernels want a larger
+multiple (16 with AVX-512 VNNI, 64 with AMX), also to that one, as a candidate meant for INT8.
+
 Each computes the same function as the original (within float rounding); the measured candidate
 still passes the fp32 fidelity gate like any other, which is the proof on the user's own model.
 """
@@ -8,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import PlanContext
+from planner.plugins import CandidateSpec, PlanContext, Precision
 from targets.architecture import EXACT, ArchitecturePlugin
 
 if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
 
 
@@ -65,11 +69,30 @@ def misaligned_layers(loaded: "LoadedModel") -> list[str] | None:
     return []
 
 
+def int8_multiple(hw: "HardwareProfile") -> tuple[int, str] | None:
+    """The channel multiple this CPU's INT8 kernels want, when it is larger than 8, and why; else None.
+
+    A u8s8 dot product (VNNI's vpdpbusd, AMX's tdpbusd) sums 4 int8 products into each 32-bit lane.
+    With AVX-512 VNNI a register holds 16 such lanes, and oneDNN's INT8 convolutions block output
+    channels by 16 (one int32 accumulator per channel per lane) and read input channels in groups
+    of 4, so a channel count that is a multiple of 16 fills both. AMX tiles take 64 int8 values per
+    row along the reduction (the next layer's input channels), so there 64 fills a tile row.
+    AVX2 VNNI (8 lanes of 256 bits) and ARM's dot-product instructions are served by 8 already.
+    """
+    if hw.cpu.has("amx_int8"):
+        return 64, ("AMX INT8 tiles take 64 int8 values per row along the input channels of the layer that "
+                    "reads them")
+    if hw.cpu.has("avx512_vnni"):
+        return 16, ("AVX-512 VNNI sums 4 int8 products per 32-bit lane, 16 lanes per register, and oneDNN's "
+                    "INT8 kernels block channels by 16")
+    return None
+
+
 class AlignPlugin(ArchitecturePlugin):
-    """Pad conv output channels with zero weights up to a multiple of 8, where the analysis finds idle lanes."""
+    """Pad conv output channels with zero weights where the analysis finds idle lanes: to 8, and to INT8's multiple."""
 
     name = "architecture.align"
-    summary = "exact: conv output channels padded with zeros to a multiple of 8"
+    summary = "exact: conv output channels padded with zeros to the multiple the vector units want"
     kind = EXACT
 
     def probe_config(self, model: "LoadedModel") -> dict:
@@ -90,5 +113,25 @@ class AlignPlugin(ArchitecturePlugin):
         return new, done.changed
 
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
-        """One setting: the layers the analysis names, to the multiple of 8."""
+        """The layers the analysis names, padded to 8 (fp32/bf16 vectors, tensor cores)."""
         yield self.probe_config(ctx.model), f"align channels to {ALIGN_MULTIPLE} (exact)"
+
+    def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
+        """Padding to 8; and, where this CPU's INT8 kernels want more, padding to their multiple for INT8."""
+        yield from super().candidates(ctx)
+        wanted = int8_multiple(ctx.hw)
+        if wanted is None:
+            return
+        multiple, why = wanted
+        config = {**self.probe_config(ctx.model), "multiple": multiple, "pairs_with": str(Precision.INT8)}
+        _, at_8 = self.rewrite(ctx.model.module, self.probe_config(ctx.model), ctx.model)
+        _, changes = self.rewrite(ctx.model.module, config, ctx.model)
+        if changes == at_8:
+            ctx.log(f"{self.name}: padding to {multiple} for INT8 gives the same channel counts as padding to 8")
+            return
+        label = f"align channels to {multiple} for INT8 kernels (exact)"
+        ctx.log(f"{label}: " + "; ".join(changes[:6]) + (" ..." if len(changes) > 6 else ""))
+        yield self.spec(ctx, config, label, changes, (
+            f"the padding targets INT8 kernels ({why}); measured here in fp32 PyTorch eager the extra "
+            "channels are only extra work, so its speed alone says little: the interaction step measures it "
+            "quantized, with the best INT8 candidate rebuilt on the padded model",))

@@ -3,6 +3,8 @@ redesign, each with the best-ranked hardware candidate."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from planner.pipeline.interaction import pairs
 from planner.results import CandidateResult, Status
 from planner.results.values import Fidelity
@@ -36,3 +38,14 @@ def test_no_hardware_candidate_no_pairs() -> None:
     cands = [_BASELINE,
              _cand("architecture.align", "align", Status.OK, 1.1, "exact")]
     assert pairs(cands, [0, 1]) == []
+
+
+def test_a_change_made_for_int8_is_also_paired_with_the_best_int8_candidate() -> None:
+    padded = _cand("architecture.align", "align to 16 for INT8", Status.OK, 0.9, "exact")
+    padded = dataclasses.replace(padded, config={**padded.config, "transform": {
+        "plugin": "architecture.align", "multiple": 16, "pairs_with": "int8"}})
+    int8 = dataclasses.replace(_cand("cpu.onnxruntime_int8", "ort int8", Status.OK, 1.8), precision="int8")
+    cands = [_BASELINE, _cand("cpu.openvino", "openvino", Status.OK, 2.0),
+             _cand("architecture.fold", "fold", Status.OK, 1.2, "exact"), padded, int8]
+    found = [(a.label, h.label) for a, h in pairs(cands, [1, 4, 0])]
+    assert found == [("fold", "openvino"), ("align to 16 for INT8", "ort int8")]

@@ -89,3 +89,47 @@ def test_the_inefficient_demo_gets_its_redesign_and_exact_alignment(tmp_path: Pa
 
     reference = model.module(torch.from_numpy(feed["x"] if "x" in feed else next(iter(feed.values()))))
     assert np.allclose(_outputs(session, model), reference.detach().numpy(), atol=1e-5)
+
+
+def _vnni_hw():
+    """The fake 2-core x86 profile with AVX-512 VNNI added (no AMX): INT8 kernels want multiples of 16."""
+    hw = fake_hw()
+    return fake_hw(features=(*hw.cpu.features, "avx512f", "avx512bw", "avx512_vnni"))
+
+
+def test_align_offers_padding_to_sixteen_for_int8_on_a_vnni_cpu_and_it_is_exact(tmp_path: Path) -> None:
+    import torch
+
+    model = load_model("demo:inefficient", inputs=None, input_shape="1x3x64x64")
+    ctx = PlanContext(hw=_vnni_hw(), model=model, workdir=tmp_path, quick=True)
+    align = get_plugin("architecture.align")
+    to_8, to_16 = align.candidates(ctx)
+    assert to_16.label == "align channels to 16 for INT8 kernels (exact)"
+    assert to_16.config["transform"]["multiple"] == 16 and to_16.config["transform"]["pairs_with"] == "int8"
+    assert to_16.config["transform"]["layers"] == to_8.config["transform"]["layers"]  # only where lanes idle
+    assert any("targets INT8 kernels" in n and "VNNI" in n for n in to_16.notes)
+    session = align.open(to_16, ModelRef.of(model))
+    convs = [m.out_channels for m in session.module.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert all(c % 16 == 0 for c in convs)
+    feed = model.make_feeds()[0]
+    reference = model.module(torch.from_numpy(next(iter(feed.values()))))
+    assert np.allclose(_outputs(session, model), reference.detach().numpy(), atol=1e-5)
+
+
+def test_the_int8_padded_model_quantizes_with_an_int8_plugin(tmp_path: Path) -> None:
+    model = load_model("demo:inefficient", inputs=None, input_shape="1x3x64x64")
+    (_, to_16) = get_plugin("architecture.align").candidates(
+        PlanContext(hw=_vnni_hw(), model=model, workdir=tmp_path, quick=True))
+    ref = dataclasses.replace(ModelRef.of(model), transform=to_16.config["transform"])
+    padded = ref.load()
+    int8 = get_plugin("edge.int8")
+    static = next(s for s in int8.candidates(PlanContext(hw=_vnni_hw(), model=padded, workdir=tmp_path / "q",
+                                                         quick=True)) if "static" in s.label)
+    session = int8.open(static, ref)
+    import torch
+
+    feed = model.make_feeds()[0]
+    reference = model.module(torch.from_numpy(next(iter(feed.values())))).detach().numpy().ravel()
+    quantized = _outputs(session, model).ravel()
+    cosine = float(reference @ quantized / (np.linalg.norm(reference) * np.linalg.norm(quantized)))
+    assert cosine > 0.99  # the INT8 gate: INT8 of the padded model still computes the original's function

@@ -164,3 +164,12 @@ def test_untraceable_forward_says_so() -> None:
 
     with pytest.raises(NotApplicableError, match="cannot be traced"):
         fold_batchnorm(Branchy())
+
+
+def test_align_channels_to_sixteen_for_int8_is_exact() -> None:
+    model = _trained_like(InefficientClassifier())
+    padded, done = align_channels(model, multiple=16)
+    x = _inputs()
+    assert torch.allclose(padded(x), model(x), atol=1e-5)
+    outs = [m.out_channels for m in padded.modules() if isinstance(m, nn.Conv2d)]
+    assert outs == [48, 96, 128, 144, 208, 256] and len(done.changed) == 6
