@@ -136,9 +136,13 @@ def knee_batch(entry: Any) -> int | None:
 
 
 def model_size(entry: Any) -> int | None:
-    """The model's size in bytes (a profile's model.size_bytes or a candidate's size_bytes)."""
-    value = integer(mapping(entry, "model").get("size_bytes"))
-    return value if value is not None else integer(dig(entry, "size_bytes"))
+    """The model's size in bytes: a candidate's own file on disk (size_bytes), else the profile's model.size_bytes.
+
+    The candidate's file comes first: a requirement check passes a candidate with the original
+    model beside it, and a ternary or INT8 file is judged on its own size, not the fp32 weights'.
+    """
+    value = integer(dig(entry, "size_bytes"))
+    return value if value is not None else integer(mapping(entry, "model").get("size_bytes"))
 
 
 def parameters(entry: Any) -> int | None:
