@@ -66,7 +66,7 @@ QUESTIONS: tuple[Question, ...] = (
              "the baseline's peak memory against the GPU's total"),
     Question("gpu.slowest_ops", Group.GPU, "What are the slowest operations?", "PyTorch profiler",
              "per-layer times from the baseline profile"),
-    Question("gpu.transfers", Group.GPU, "Is there CPU-GPU transfer overhead?", ".cuda()/.cpu() calls",
+    Question("gpu.transfers", Group.GPU, "Is there CPU-GPU transfer overhead?", "copies between host and GPU",
              "host-device copy time when the profile measured it; otherwise your serving code"),
     Question("gpu.batch", Group.GPU, "Is batch size optimal?", "measure latency/throughput",
              "the baseline's batch sweep against the latency target"),
@@ -76,7 +76,7 @@ QUESTIONS: tuple[Question, ...] = (
              _PREPROCESSING_HOW, _PREPROCESSING_SOURCE, _PREPROCESSING_CHOICES),
     Question("cpu.utilization", Group.CPU, "What is CPU utilization?", "all cores used?",
              "CPU busy % when sampled; otherwise torch's thread pool against the usable cores"),
-    Question("cpu.threading", Group.CPU, "What is threading configuration?", "torch.get_num_threads()",
+    Question("cpu.threading", Group.CPU, "What is threading configuration?", "intra-op threads against physical cores",
              "torch's intra-/inter-op threads recorded with the baseline against the physical cores"),
     Question("cpu.slowest_ops", Group.CPU, "What are the slowest operations?", "PyTorch profiler",
              "per-layer times from the baseline profile"),
@@ -337,9 +337,9 @@ def _gpu_transfers(q: Question, inp: _Inputs) -> Answer:
                       value={"transfer_ms": transfer})
     return Answer(q, "Not measurable here: the planner times the model with its inputs already prepared",
                   "no host-device copy timing in the profile", AnswerStatus.ASK_USER,
-                  prompt=("Does your server move each request's input with .cuda()/.to('cuda') and copy outputs "
-                          "back with .cpu()? Time those copies against the model call; if they are a large "
-                          "share, batch them or keep tensors on the GPU."))
+                  prompt=("Does your server copy each request's input to the GPU (PyTorch's .cuda or .to('cuda')) "
+                          "and its outputs back to the host (.cpu)? Time those copies against the model call; "
+                          "if they are a large share, batch them or keep tensors on the GPU."))
 
 
 def _batch(q: Question, inp: _Inputs) -> Answer:

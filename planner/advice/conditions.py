@@ -227,7 +227,8 @@ def _mkldnn_off(ctx: TreeContext) -> Outcome:
         return Outcome(False, f"torch.backends.mkldnn is already enabled ({vendor})")
     if enabled is False:
         return Outcome(True, f"torch.backends.mkldnn is off ({vendor})")
-    return Outcome(None, f"mkldnn state not recorded ({vendor}): check torch.backends.mkldnn.is_available()")
+    return Outcome(None, f"mkldnn state not recorded ({vendor}): check that PyTorch was built with oneDNN "
+                         "(torch.backends.mkldnn)")
 
 
 def _image_input(ctx: TreeContext) -> Outcome:

@@ -165,8 +165,8 @@ FINDING_PLUGINS: Mapping[str, str] = MappingProxyType({
 FINDING_MEASURES: Mapping[str, str] = MappingProxyType({
     "architecture.align": "Measured here: zero channel padding (exact, no retraining) shows what alignment gains.",
     "architecture.fold": "Measured here: BatchNorm folded into the layer before it (exact, no retraining).",
-    "architecture.lowrank": ("Measured here: an SVD low-rank factorisation, the smallest rank that keeps the "
-                             "outputs within the fidelity gate."),
+    "architecture.lowrank": ("Measured here: an SVD low-rank factorisation, the smallest rank whose outputs "
+                             "still agree with the original model's (the fidelity check)."),
     "architecture.redesign": ("Measured here where the planner can build the redesign: its speed, not its "
                               "accuracy (it needs retraining)."),
 })

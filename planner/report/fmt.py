@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from planner import units
@@ -116,3 +117,39 @@ def table(headers: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return lines
+
+
+
+_GATE = re.compile(r"(?:\(gate|< gate) ([0-9.]+)")
+
+
+def fidelity_rule(candidates: list[dict]) -> str:
+    """The fidelity check in plain words, for the report's first use of the term.
+
+    The thresholds are the ones this run's candidates recorded (in their fidelity verdict or
+    rejection reason), per precision; the report does not restate the engine's settings itself.
+    """
+    seen: dict[str, str] = {}
+    for cand in candidates:
+        fid = cand.get("fidelity")
+        fid = fid if isinstance(fid, dict) else {}
+        for where in (str(fid.get("decided_by") or ""), str(cand.get("reason") or "")):
+            match = _GATE.search(where)
+            if match and "cosine" in where:
+                seen.setdefault(str(cand.get("precision") or "fp32"), match.group(1))
+    rule = ("each candidate's outputs are compared with the original model's on the same "
+            "fixed inputs; it passes when their cosine similarity reaches the threshold for its precision")
+    if seen:
+        rule += " (here " + ", ".join(f"{gate} for {prec}" for prec, gate in sorted(seen.items())) + ")"
+    return (rule + ", the top-1 class agrees where the output is a classification, and the accuracy drop "
+            "stays within the budget where labelled data measures accuracy")
+
+
+def plain_reason(reason: str) -> str:
+    """A recorded reason in the report's words.
+
+    'fidelity gate: x < gate y' reads 'fidelity check: x, below the y needed'.
+    """
+    reason = reason.replace("fidelity gate", "fidelity check")
+    reason = re.sub(r"\(gate ([0-9.]+)\)", r"(at least \1 needed)", reason)
+    return re.sub(r"(\S+) < gate (\S+)", r"\1, below the \2 needed", reason)

@@ -72,7 +72,7 @@ def test_mkldnn_and_slowest_ops_carry_evidence(cpu_server, make_baseline) -> Non
 def test_gpu_questions_that_cannot_be_measured_are_honest(a100_server, make_baseline) -> None:
     answers = _by_id(answer_checklist("nvidia", a100_server, make_baseline(device="cuda", target="nvidia")))
     transfers = answers["gpu.transfers"]
-    assert transfers.status == AnswerStatus.ASK_USER and ".cuda()" in transfers.prompt
+    assert transfers.status == AnswerStatus.ASK_USER and "to the GPU" in transfers.prompt
     assert answers["gpu.preprocessing"].status == AnswerStatus.ASK_USER
     utilization = answers["gpu.utilization"]
     assert utilization.status == AnswerStatus.NOT_MEASURED

@@ -35,7 +35,7 @@ def test_tree_nodes_render_every_branch() -> None:
     root = tree_nodes("cpu")
     assert [c.id for c in root.children] == ["cpu.1", "cpu.2", "cpu.3", "cpu.4", "cpu.5"]
     threads = root.children[1]
-    assert threads.text.startswith("2. torch.get_num_threads()")
+    assert threads.text == "2. Do the intra-op threads equal the physical cores?"
     assert [(c.id, c.branch) for c in threads.children] == [("cpu.2.ok", "yes"), ("cpu.2.set", "no")]
     apply = root.children[2]
     assert [c.plugin for c in apply.children] == ["cpu.torch", None, "cpu.torch", "cpu.onnxruntime", "cpu.openvino"]

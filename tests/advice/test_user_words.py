@@ -126,3 +126,33 @@ def test_requirement_sources_avoid_the_engines_shorthand(device_class: str) -> N
     req = defaults_for(device_class)
     assert not [s for s in req.sources.values() if "fidelity gate" in s]
     assert "1% accuracy lost against the original model" in req.source("accuracy_budget")
+
+
+CODE_LIKE = re.compile(r"==|\(\)|\b[a-z]+_[a-z_]+\(")
+"""Code a user would have to read as Python: comparisons, calls, snake_case functions."""
+
+
+def test_the_code_pattern_catches_the_old_wording() -> None:
+    for old in ("2. torch.get_num_threads() == number of physical cores?", "c. torch.compile()",
+                "If not, set torch.set_num_threads(num_cores)", "minimise .cuda()/.cpu() calls"):
+        assert CODE_LIKE.search(old), old
+    assert not CODE_LIKE.search("2. Do the intra-op threads equal the physical cores?")
+
+
+def test_tree_nodes_questions_and_actions_read_as_plain_questions() -> None:
+    """What the tree and checklist show on screen and in the report carries no code-like text."""
+    shown = [n.text for tree in TREES.values() for n in tree.nodes.values()]
+    shown += [text for q in QUESTIONS for text in (q.text, q.hint)]
+    shown += [a.title for a in ACTIONS.values()]
+    assert [s for s in shown if CODE_LIKE.search(s)] == []
+    assert "2. Do the intra-op threads equal the physical cores?" in shown
+
+
+def test_answer_prompts_carry_no_code_calls(cpu_server, big_cpu_server, pi4, jetson, a100_server,
+                                            make_baseline) -> None:
+    """Prompts and plan text a user reads: no '==' or '()' (API names may appear, not calls)."""
+    plans = _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline)
+    data = json.loads(json.dumps({name: plan.to_dict() for name, plan in plans.items()}, default=str))
+    found = [f"{where}: {text}" for where, text in _strings(data)
+             if ("==" in text or "()" in text) and not where.endswith("<key>")]
+    assert found == []

@@ -78,8 +78,9 @@ def gate_lines(cands: list[dict]) -> list[str]:
     decided = [(c, d) for c, d in decided if d]
     if not decided:
         return []
-    return (["### Fidelity gate: the test that decided", ""]
-            + [f"- **{label(c)}** ({text(c.get('status')) or 'unknown'}): {d}" for c, d in decided] + [""])
+    return (["### Fidelity check: the test that decided", ""]
+            + [f"- **{label(c)}** ({text(c.get('status')) or 'unknown'}): {fmt.plain_reason(d)}" for c, d in decided]
+            + [""])
 
 
 def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[str]:
@@ -202,9 +203,9 @@ def render(data: ReportData) -> list[str]:
     else:
         ranked_by = data.ranked_by
         lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
-                  + "only candidates that passed the fidelity gate (their outputs match the original "
-                  "model's within the accuracy budget) are ranked. Speedup is the "
-                  "baseline's p50 over the candidate's.", ""]
+                  + "only candidates that pass the fidelity check are ranked (the fidelity check: "
+                  + fmt.fidelity_rule(data.candidates) + "). Speedup is the baseline's p50 over the candidate's.",
+                  ""]
         # The accuracy column appears only with labelled validation data, so other reports keep their shape.
         with_accuracy = has_accuracy(cands)
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
@@ -223,7 +224,7 @@ def render(data: ReportData) -> list[str]:
         if problems:
             lines += ["### Not ranked", ""]
             lines += [f"- **{label(c)}** — {text(c.get('status'))}: "
-                      f"{text(c.get('reason')) or 'no reason recorded'}" for c in problems]
+                      f"{fmt.plain_reason(text(c.get('reason'))) or 'no reason recorded'}" for c in problems]
             lines.append("")
         lines += gate_lines(cands)
     skipped = data.skipped_plugins

@@ -57,7 +57,7 @@ def accuracy_risk(cand: dict) -> str:
         parts.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
     if fid.get("samples") is not None:
         parts.append(f"over {fmt.number(fid['samples'])} samples")
-    verdict = {"ok": "passed the fidelity gate", "rejected": "failed the fidelity gate"}.get(
+    verdict = {"ok": "passed the fidelity check", "rejected": "failed the fidelity check"}.get(
         text(cand.get("status")), "")
     return "accuracy risk: " + ", ".join(parts) + (f" — {verdict}" if verdict else "")
 
@@ -65,12 +65,13 @@ def accuracy_risk(cand: dict) -> str:
 def _measured(data: ReportData, cand: dict) -> str:
     status = text(cand.get("status"))
     if status in ("failed", "skipped") or p50(cand) is None:
-        return f"**{label(cand)}** — {status or 'not measured'}: {text(cand.get('reason')) or 'no reason recorded'}"
+        return (f"**{label(cand)}** — {status or 'not measured'}: "
+                f"{fmt.plain_reason(text(cand.get('reason'))) or 'no reason recorded'}")
     effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.speedup(data.speedup(cand))} the baseline's "
               "speed")
     line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
     if status == "rejected":
-        line += f". Not recommended: {text(cand.get('reason')) or 'rejected'}"
+        line += f". Not recommended: {fmt.plain_reason(text(cand.get('reason'))) or 'rejected'}"
     return line
 
 

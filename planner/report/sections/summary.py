@@ -51,8 +51,8 @@ def _best_sentence(data: ReportData) -> str:
     if best is None:
         if not others:
             return f"No optimized candidate was measured ({data.missing('measuring candidates')})."
-        return ("No optimized candidate both passed the fidelity gate and was measured, so the "
-                "baseline stands.")
+        return ("No optimized candidate was both measured and close enough to the original model's outputs "
+                "to rank (see Candidates), so the baseline stands.")
     if data.is_reference(best):
         return ("None of the measured candidates beat the baseline: it stays the fastest "
                 "configuration measured here.")

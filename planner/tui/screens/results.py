@@ -143,7 +143,11 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     text.append(f"\n{c.get('plugin')} · {c.get('precision')} · {c.get('status')} · {rank}"
                 + (" · the baseline" if index == 0 else ""))
     if c.get("reason"):
-        text.append(f"\nreason: {c['reason']}", style="bold")
+        # The report's words for a recorded reason ("fidelity check: ..., below the 0.995 needed");
+        # imported here because the report package is slow to import at start-up.
+        from planner.report.fmt import plain_reason
+
+        text.append(f"\nreason: {plain_reason(str(c['reason']))}", style="bold")
     lat = c.get("latency_ms") or {}
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
