@@ -61,6 +61,8 @@ def _layer_table(cands: list[dict]) -> list[str]:
         layers = [as_dict(row) for row in as_list(as_dict(cand.get("info")).get("ternary_layers"))]
         if text(cand.get("precision")) == "ternary" and layers:
             rows = [[text(r.get("layer")), text(r.get("op")), text(r.get("storage"))] for r in layers]
-            return ["", f"Layers of the ternary file ({label(cand)}):", "",
-                    *fmt.table(["Layer", "Op", "Stored and run as"], rows)]
+            return ["", f"Layers of the ternary file ({label(cand)}). MatMulNBits layers compute on the packed "
+                    "2-bit weights; layers stored packed but \"unpacked at load\" are expanded to fp32 once when "
+                    "ONNX Runtime opens the file, so they are small on disk but compute (and sit in memory) at fp32:",
+                    "", *fmt.table(["Layer", "Op", "Stored and run as"], rows)]
     return []
