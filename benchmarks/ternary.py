@@ -1,8 +1,11 @@
 """Ternary 2-bit files against fp32 and dynamic INT8: size on disk, latency at batch 1 and 32, accuracy.
 
-Models: a Linear-heavy MLP (784 -> 2048 -> 2048 -> 2048 -> 10, random seeded weights: size and speed
-only) and the digits demo (a small trained CNN, whose convolutions stay wider: only its classifier
-is Linear). For each, the fp32 ONNX export, ONNX Runtime dynamic INT8 and the ternary file
+Models: two Linear-heavy MLPs with random seeded weights (size and speed only): 784 -> 2048 x3 -> 10
+(40 MB fp32, its INT8 weights fit this CPU's 32 MB L3 cache) and 784 -> 4096 x4 -> 10 (214 MB
+fp32, 54 MB INT8: beyond the cache, so batch 1 streams the weights from memory, where 2 bits per
+weight should pay); and the digits demo (a small trained CNN: only its classifier is Linear; its
+convolutions are stored 2-bit packed and unpacked at load, computing in fp32). For each, the fp32
+ONNX export, ONNX Runtime dynamic INT8 and the ternary file
 (targets/edge/ternary_pack: MatMulNBits bits=2, accuracy_level 4) are written, sized with os.stat
 and timed in ONNX Runtime with the same settings (one thread, sequential; the files are timed in
 interleaved rounds so background load on a shared machine hits them alike). ONNX Runtime's log is
@@ -13,7 +16,7 @@ measured for fp32, post-training ternary and ternary after a ternary-aware fine-
 Goals (issue 14): ternary file >= 10x smaller than fp32; batch-1 latency faster than INT8 where
 Linear layers dominate. At batch 32, INT8 (or fp32) may win: the table says which.
 
-Usage: .venv/bin/python benchmarks/ternary.py [--finetune-steps 200] [--budget-s 0.6]
+Usage: .venv/bin/python benchmarks/ternary.py [--finetune-steps 200] [--budget-s 1.5] [--skip-large]
 """
 
 from __future__ import annotations
@@ -39,14 +42,16 @@ from targets.edge.ternary import finetune_ternary  # noqa: E402
 from targets.edge.ternary_pack import capture_ort_log, fallback_reason, kernel_problem, pack_onnx  # noqa: E402
 
 
-def mlp():
-    """A Linear-heavy MLP with seeded random weights (about 10M parameters)."""
+def mlp(width: int = 2048, hidden: int = 3):
+    """A Linear-heavy MLP with seeded random weights: 784 -> width (x `hidden` layers) -> 10."""
     import torch
     from torch import nn
 
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(784, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
-                         nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10)).eval()
+    layers: list = [nn.Linear(784, width), nn.ReLU()]
+    for _ in range(hidden - 1):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 10)).eval()
 
 
 def export(module, shape: tuple[int, ...], path: Path) -> Path:
@@ -105,8 +110,20 @@ def files_for(name: str, module, shape: tuple[int, ...], folder: Path) -> dict[s
     if reason:
         raise SystemExit(f"{name}: {reason}")
     layers = ", ".join(f"{layer.name}: {layer.storage}" for layer in packed.layers)
-    print(f"{name}: {packed.packed_layers}/{len(packed.layers)} weighted layers packed at 2 bits ({layers})")
+    print(f"{name}: {packed.packed_layers}/{len(packed.layers)} weighted layers run packed at 2 bits; per layer: "
+          f"{layers}")
+    for kind, path in (("fp32", fp32), ("ternary", packed.path)):
+        data = weight_bytes(path)
+        print(f"  {kind} file {model_bytes(path):,} bytes on disk: {data:,} of tensor data, "
+              f"{model_bytes(path) - data:,} of graph (nodes, names, attributes, tensor headers)")
     return {"fp32": fp32, "int8 dynamic": int8, "ternary 2-bit": packed.path}
+
+
+def weight_bytes(path: Path) -> int:
+    """Bytes of tensor data in an ONNX file (its initializers' raw values), the rest being graph description."""
+    import onnx
+
+    return sum(len(t.raw_data) for t in onnx.load(str(path)).graph.initializer)
 
 
 def table(name: str, files: dict[str, Path], shape: tuple[int, ...], budget_s: float,
@@ -134,6 +151,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--finetune-steps", type=int, default=200)
     parser.add_argument("--budget-s", type=float, default=1.5, help="timing seconds per file and batch")
+    parser.add_argument("--skip-large", action="store_true", help="leave out the 4096-wide MLP (214 MB fp32)")
     args = parser.parse_args()
     import onnxruntime as ort
     import torch
@@ -147,13 +165,20 @@ def main() -> int:
     start = time.perf_counter()
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     isa = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "asimddp", "i8mm") if f" {f}" in flags]
-    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, ISA: {', '.join(isa)}; "
+    names = [line.split(":", 1)[1].strip() for line in flags.splitlines() if line.startswith("model name")]
+    cpu = names[0] if names else platform.processor() or platform.machine()
+    print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA: {', '.join(isa)}; "
           f"onnxruntime {ort.__version__}, torch {torch.__version__}; timed on {THREADS} thread(s), interleaved; "
           f"load average {os.getloadavg()[0]:.1f}")
     rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        rows += table("MLP", files_for("mlp", mlp(), (1, 784), folder), (1, 784), args.budget_s)
+        rows += table("MLP 2048 (40 MB)", files_for("mlp", mlp(), (1, 784), folder), (1, 784), args.budget_s)
+        if not args.skip_large:
+            big = files_for("mlp4096", mlp(4096, 4), (1, 784), folder)
+            rows += table("MLP 4096 (214 MB)", big, (1, 784), args.budget_s)
+            for path in big.values():
+                path.unlink()  # a few hundred MB: gone before the digits run
 
         split = load_split()
         digits = trained_model()
@@ -174,7 +199,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(f"\nDigits held-out accuracy: {len(split.val_y)} samples. Fine-tune: {tuning.note()}.")
-    print(f"Total {time.perf_counter() - start:.0f} s.")
+    print(f"Total {time.perf_counter() - start:.0f} s; load average at the end {os.getloadavg()[0]:.1f}.")
     return 0
 
 
