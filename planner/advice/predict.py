@@ -41,6 +41,8 @@ _FIXED_BANDS: dict[str, tuple[float, float, str]] = {
                            "channels): the same arithmetic, a few ops fewer"),
     "architecture-approximate": (0.9, 2.0, "fewer FLOPs in the factored or pruned layers: the gain follows their "
                                  "share of the time"),
+    "architecture-fine-tuned": (0.9, 2.0, "fewer FLOPs in the factored or pruned layers (their weights then "
+                                "fine-tuned): the gain follows their share of the time"),
     "architecture-redesign": (0.8, 5.0, "a different architecture: the gain follows the FLOPs and layout it removes"),
     "tensorrt": (1.2, 4.0, "TensorRT fuses layers and picks kernels for this GPU"),
 }
