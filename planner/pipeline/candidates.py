@@ -229,8 +229,9 @@ class CandidateRun:
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is not Status.OK or outputs is None:
             return result
-        status, reason, fidelity = self._gate(result.precision, outputs, labels)
         kind = spec.config.get("architecture")
+        status, reason, fidelity = self._gate(result.precision, outputs, labels,
+                                              changes_function=kind in ("approximate", "fine-tuned"))
         if status is Status.REJECTED and kind == "approximate":
             reason = f"needs fine-tuning: {reason.removeprefix('fidelity gate: ')} (speed measured, accuracy drops)"
         elif kind == "redesign":
@@ -240,9 +241,13 @@ class CandidateRun:
         return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
                                    speedup=base_p50 / result.p50 if result.p50 else None)
 
-    def _gate(self, precision: str, outputs: list[np.ndarray],
-              labels: list[np.ndarray] | None) -> tuple[Status, str, Fidelity | None]:
-        """(status, reason, fidelity): rejected when outputs stray past the precision's gate."""
+    def _gate(self, precision: str, outputs: list[np.ndarray], labels: list[np.ndarray] | None, *,
+              changes_function: bool = False) -> tuple[Status, str, Fidelity | None]:
+        """(status, reason, fidelity): rejected when outputs stray past the precision's gate.
+
+        A candidate that changes the function by design (pruning, low-rank, fine-tuned) is judged on
+        accuracy alone where there are labels: its outputs cannot match the original's to fp32 cosine.
+        """
         from planner.measure.fidelity import DEFAULT_GATES, compare
         from planner.plugins import Precision
 
@@ -253,6 +258,8 @@ class CandidateRun:
         gate = DEFAULT_GATES[Precision(precision)]
         if self.accuracy_budget is not None:
             gate = dataclasses.replace(gate, max_accuracy_drop=self.accuracy_budget)
+        if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
+            gate = dataclasses.replace(gate, min_cosine=-1.0)
         why, decided_by = gate.judge(fid)
         fid = dataclasses.replace(fid, decided_by=decided_by)
         if why and precision == Precision.TERNARY:

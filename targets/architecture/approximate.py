@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from planner.plugins import CandidateSpec, PlanContext
+from planner.plugins import CandidateSpec, PlanContext, Precision
 from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, fidelity_of, gate_reason
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
 
     tried: list[str] = []
     last = None
+    judge = _accuracy_judge(ctx)
     for config, label in configs:
         try:
             module, changes = plugin.rewrite(ctx.model.module, config, ctx.model)
@@ -38,11 +39,16 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
             tried.append(f"{label}: {exc}")
             continue
         fid = fidelity_of(ctx, module)
-        why = gate_reason(fid)
-        ctx.log(f"{label}: cosine {fid.cosine:.5f} on the fidelity inputs — {why or 'passes the fp32 gate'}")
+        if judge is not None:
+            why, seen = judge(module)
+            ctx.log(f"{label}: {seen} (cosine {fid.cosine:.5f} on the fidelity inputs) — {why or 'within budget'}")
+        else:
+            why = gate_reason(fid)
+            ctx.log(f"{label}: cosine {fid.cosine:.5f} on the fidelity inputs — {why or 'passes the fp32 gate'}")
         if not why:
+            test = "keeps accuracy on the labelled data within budget" if judge else "passes the fp32 fidelity gate"
             yield plugin.spec(ctx, config, label, changes,
-                              ("the gentlest setting that passes the fp32 fidelity gate here; tried: "
+                              (f"the gentlest setting that {test} here; tried: "
                                + ("; ".join(tried) if tried else "none before it"),))
             return
         tried.append(f"{label}: {why}")
@@ -54,6 +60,33 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
         steps = ctx.options.get("finetune_steps")
         if steps:
             yield _finetuned(plugin, ctx, config, label, changes, int(steps))
+
+
+def _accuracy_judge(ctx: PlanContext) -> Callable[[Any], tuple[str, str]] | None:
+    """With labelled validation data, a judge of a rewritten module by its accuracy drop; else None.
+
+    An approximation changes the function by design, so closeness to the original's outputs (the
+    fp32 cosine gate) rejects every setting; with labels, what the user cares about is the accuracy,
+    held to the plan's accuracy budget, as the measured candidate will be.
+    """
+    from planner.measure.fidelity import DEFAULT_GATES
+    from targets.architecture.finetune import accuracy, held_out_data
+
+    labelled = held_out_data(ctx) if ctx.model.module is not None else None
+    if labelled is None:
+        return None
+    x, y, basis = labelled
+    budget = (ctx.accuracy_budget if ctx.accuracy_budget is not None
+              else DEFAULT_GATES[Precision.FP32].max_accuracy_drop)
+    reference = accuracy(ctx.model.module, x, y)
+
+    def judge(module: Any) -> tuple[str, str]:
+        acc = accuracy(module, x, y)
+        seen = f"accuracy {acc:.2%} against the original's {reference:.2%} on {basis}"
+        drop = reference - acc
+        return ("" if drop <= budget else f"{seen}: {drop:.2%} lower (budget {budget:.2%})"), seen
+
+    return judge
 
 
 def _finetuned(plugin: ArchitecturePlugin, ctx: PlanContext, config: dict, label: str, changes: list[str],

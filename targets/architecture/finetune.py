@@ -96,6 +96,24 @@ def finetune(module: Any, x: Any, y: Any, *, steps: int, batch: int = BATCH, lr:
                           accuracy_after=accuracy(module, xs, ys), data_basis=data_basis)
 
 
+def held_out_data(ctx: "PlanContext") -> tuple[Any, Any, str] | None:
+    """(inputs, labels, what they are) from the plan's labelled validation data, or None without labels.
+
+    This is the data the plan's accuracy is measured on (for the digits demo, its held-out split), so a
+    setting chosen on it is judged the way the candidate will be.
+    """
+    import numpy as np
+
+    from planner.measure.valdata import load_val_data
+
+    pairs = load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
+    if not pairs or any(labels is None for _, labels in pairs) or len(pairs[0][0]) != 1:
+        return None
+    x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
+    y = np.concatenate([labels for _, labels in pairs])
+    return x, y, f"the labelled {ctx.val_data_basis}"
+
+
 def training_data(ctx: "PlanContext") -> tuple[Any, Any, str]:
     """(inputs, labels, what they are): the digits demo's training split, else the plan's labelled --val-data."""
     import numpy as np

@@ -47,7 +47,25 @@ def test_finetune_raises_accuracy_on_a_tiny_labelled_problem() -> None:
     assert "fine-tuned: 150 steps" in result.note() and "before fine-tuning" in result.note()
 
 
-def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, tmp_path: Path) -> None:
+def test_with_labels_a_setting_that_keeps_accuracy_passes_without_training(tiny, tmp_path: Path) -> None:
+    # demo:tiny's random weights guess at chance on these labels; pruning half of conv2 guesses no worse.
+    val = _labelled(tiny, tmp_path / "val")
+    logs: list[str] = []
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
+                      log=logs.append)
+    specs = list(get_plugin("architecture.prune").candidates(ctx))
+    assert [s.label for s in specs] == ["prune 50% channels (L1)"]
+    assert any("keeps accuracy on the labelled data within budget" in n for n in specs[0].notes)
+    assert any("accuracy" in line and "against the original's" in line for line in logs)
+
+
+def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, tmp_path: Path, monkeypatch) -> None:
+    from targets.architecture import approximate
+
+    # demo:tiny's random weights guess one class whatever is pruned, so no setting loses accuracy on its
+    # own: the judge is made to fail every setting here (the judge has its own test above).
+    monkeypatch.setattr(approximate, "_accuracy_judge",
+                        lambda ctx: lambda module: ("accuracy 20.00% is 60.00% lower", "accuracy 20.00%"))
     val = _labelled(tiny, tmp_path / "val")
     ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
                       options={"finetune_steps": 120})
@@ -72,7 +90,10 @@ def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, t
     assert accuracy(untuned.module, x, y) == pytest.approx(record["accuracy_before"])
 
 
-def test_fine_tuned_weights_that_changed_on_disk_are_refused(tiny, tmp_path: Path) -> None:
+def test_fine_tuned_weights_that_changed_on_disk_are_refused(tiny, tmp_path: Path, monkeypatch) -> None:
+    from targets.architecture import approximate
+
+    monkeypatch.setattr(approximate, "_accuracy_judge", lambda ctx: lambda module: ("lower", "accuracy"))
     val = _labelled(tiny, tmp_path / "val", batches=1)
     ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
                       options={"finetune_steps": 2})
