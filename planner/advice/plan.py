@@ -143,9 +143,10 @@ def _from_finding(finding: Mapping[str, Any], target: str = "") -> PlanStep:
     by_target = finding.get("advice_by_target")
     chosen = by_target.get(target) if isinstance(by_target, Mapping) else None
     advice = str(chosen or finding.get("advice") or "").rstrip(".")
-    expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
-                + "Phase 3: needs retraining, and accuracy must be re-measured afterwards.")
     plugin = FINDING_PLUGINS.get(str(finding.get("id", "")))
+    expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
+                + ("" if plugin in EXACT_PLUGINS
+                   else "Phase 3: needs retraining, and accuracy must be re-measured afterwards."))
     if plugin:
         expected += f" {FINDING_MEASURES[plugin]}"
     return PlanStep(order=0, plugin=plugin, title=str(finding["title"]), why=why, expected=expected,
@@ -162,6 +163,8 @@ FINDING_PLUGINS: Mapping[str, str] = MappingProxyType({
     "late-downsampling": "architecture.redesign",
     "input-upsampling": "architecture.redesign",
 })
+# Rewrites that compute the same function (no retraining): cheap enough to plan for every finding.
+EXACT_PLUGINS = frozenset({"architecture.align", "architecture.fold"})
 FINDING_MEASURES: Mapping[str, str] = MappingProxyType({
     "architecture.align": "Measured here: zero channel padding (exact, no retraining) shows what alignment gains.",
     "architecture.fold": "Measured here: BatchNorm folded into the layer before it (exact, no retraining).",
@@ -271,7 +274,7 @@ def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requir
                      "requirements are met, and they need retraining.")
     elif findings_left_out:
         notes.append(f"{findings_left_out} more architecture finding(s) in the profile are not planned: "
-                     f"only the top {MAX_FINDINGS} by impact are.")
+                     f"only the top {MAX_FINDINGS} by impact, and every exact rewrite, are.")
     return notes
 
 
@@ -301,8 +304,11 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)
     else:
-        drafts += [_from_finding(f, target) for f in findings[:MAX_FINDINGS]]
-        findings_left_out = max(0, len(findings) - MAX_FINDINGS)
+        # An exact rewrite needs no retraining and costs one measurement: planned whatever its rank.
+        planned = findings[:MAX_FINDINGS] + [f for f in findings[MAX_FINDINGS:]
+                                             if FINDING_PLUGINS.get(str(f.get("id", ""))) in EXACT_PLUGINS]
+        drafts += [_from_finding(f, target) for f in planned]
+        findings_left_out = len(findings) - len(planned)
     steps = tuple(replace(step, order=i) for i, step in enumerate(drafts, start=1))
     _check_plugins(steps, target)
     return Plan(target=target, steps=steps, requirements_met=met,

@@ -155,6 +155,19 @@ def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_
     assert any("1 more architecture finding(s)" in n for n in plan.notes)
 
 
+def test_an_exact_rewrite_is_planned_beyond_the_top_three(cpu_server, make_baseline) -> None:
+    """Channel padding computes the same function: it is measured even when three larger findings come first."""
+    aligned = {"id": "channel-alignment", "severity": "medium", "layers": ["conv2"], "impact": 0.01,
+               "impact_basis": "idle lanes", "title": "Channels not divisible by 8", "advice": "pad them"}
+    plan = _slow_cpu_plan(cpu_server, make_baseline, findings=[*FINDINGS, aligned])
+    phase3 = [s for s in plan.steps if s.source.startswith("finding:")]
+    assert [s.title for s in phase3][-1] == "Channels not divisible by 8"
+    step = phase3[-1]
+    assert step.plugin == "architecture.align" and "needs retraining" not in step.expected
+    assert "exact, no retraining" in step.expected
+    assert any("1 more architecture finding(s)" in n and "every exact rewrite" in n for n in plan.notes)
+
+
 def test_a_finding_gives_the_plan_its_target_advice(cpu_server, a100_server, make_baseline) -> None:
     """A profile made on a CPU, planned for a GPU: the depthwise step carries the GPU caveat, not the CPU advice."""
     from planner.analysis.rules import DEPTHWISE_ADVICE
