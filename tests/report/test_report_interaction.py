@@ -37,6 +37,21 @@ def test_phase_3_states_the_measured_gains_of_a_redesign(results: dict) -> None:
     assert "architecture gain 4x" in phase3 and "combined gain 10x" in phase3
 
 
+def test_a_measured_redesign_is_one_line_in_phase_3_with_its_interaction_gains(results: dict) -> None:
+    results["interactions"] = [_pair(redesign=True)]
+    results["candidates"] = [*results["candidates"], {
+        "plugin": "architecture.redesign", "label": "redesign (needs retraining)", "precision": "fp32",
+        "status": "rejected", "reason": "needs retraining: speed measured, accuracy not",
+        "config": {"architecture": "redesign", "transform": {"plugin": "architecture.redesign"}},
+        "latency_ms": {"p50_ms": 40.0}, "speedup": 5.0, "fidelity": {"cosine": -0.02}}]
+    md = render_markdown(results)
+    phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
+    lines = [line for line in phase3.splitlines() if "redesign (needs retraining)" in line]
+    assert len(lines) == 1
+    assert "measured p50 40 ms" in lines[0] and "architecture gain 4x" in lines[0]
+    assert "cosine" not in lines[0]  # untrained weights: their agreement with the original says nothing
+
+
 def test_a_failed_cell_says_why_and_no_factor_is_made_up(results: dict) -> None:
     pair = _pair(redesign=False)
     pair["cells"][3] = {"cell": "combined", "label": "both", "status": "failed", "reason": "export broke"}

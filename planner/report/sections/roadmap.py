@@ -33,12 +33,16 @@ def step_phase(step: dict) -> int:
 
 
 def candidate_phase(data: ReportData, cand: dict) -> int:
-    """2 for quantization or compression; else the phase the plan gave its plugin (1 by default)."""
+    """2 for quantization or compression, 3 for a redesign; else the phase the plan gave its plugin (by
+    default 3 for a model change, 1 for the rest)."""
     hay = _haystack(cand.get("precision"), cand.get("plugin"), cand.get("label"))
     if any(w in hay for w in _PHASE2):
         return 2
+    if as_dict(cand.get("config")).get("architecture") == "redesign":
+        return 3
     phases = [step_phase(s) for s in data.steps if s.get("plugin") and s.get("plugin") == cand.get("plugin")]
-    return min(phases) if phases else 1
+    # A model change named with --plugins has no plan step: it is architecture work all the same.
+    return min(phases) if phases else (3 if text(cand.get("plugin")).startswith("architecture.") else 1)
 
 
 def accuracy_risk(cand: dict) -> str:
@@ -69,6 +73,9 @@ def _measured(data: ReportData, cand: dict) -> str:
                 f"{fmt.plain_reason(text(cand.get('reason'))) or 'no reason recorded'}")
     effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.speedup(data.speedup(cand))} the baseline's "
               "speed")
+    if as_dict(cand.get("config")).get("architecture") == "redesign":
+        # New, untrained weights: comparing its outputs with the original's says nothing about accuracy.
+        return f"**{label(cand)}** — {effect}; needs retraining: speed measured, accuracy not."
     line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
     if status == "rejected":
         line += f". Not recommended: {fmt.plain_reason(text(cand.get('reason'))) or 'rejected'}"
@@ -98,13 +105,16 @@ def _finding_ids(data: ReportData) -> set[str]:
     return {f"finding:{text(f.get('id'))}" for f in data.findings if f.get("id")}
 
 
-def _phase_items(data: ReportData, phase: int) -> list[str]:
+def _phase_items(data: ReportData, phase: int, extra: dict[str, str] | None = None) -> list[str]:
+    """The phase's measured candidates (wins first, failures with why, slower ones named once) and its
+    unmeasured steps; `extra` adds a sentence to the line of the candidate with that label."""
+    extra = extra or {}
     measured = [c for c in ordered(data) if not data.is_reference(c) and candidate_phase(data, c) == phase]
     # Only candidates faster than the baseline are wins; slower ones are named once, as evidence
     # that the setting does not pay here.
     gains = [c for c in measured if (data.speedup(c) or 0) > 1]
     slower = [c for c in measured if c not in gains and p50(c) is not None]
-    items = [_measured(data, c) for c in gains]
+    items = [_measured(data, c) + (f" {extra[label(c)]}" if label(c) in extra else "") for c in gains]
     items += [_measured(data, c) for c in measured if p50(c) is None]  # failed: say why
     if slower:
         items.append("Measured and not faster than the baseline, so not worth deploying here: "
@@ -149,11 +159,12 @@ def _combined(data: ReportData) -> list[str]:
     return lines + [""]
 
 
-def _redesign_gains(data: ReportData) -> list[str]:
-    """Each measured redesign's architecture, hardware and combined gains (from the interaction cells)."""
+def _redesign_gains(data: ReportData) -> dict[str, str]:
+    """Each measured redesign's architecture, hardware and combined gains (from the interaction cells),
+    by the redesign's label."""
     from planner.report.sections.interaction import cells
 
-    items = []
+    items = {}
     for pair in as_list(data.results.get("interactions")):
         pair = as_dict(pair)
         if not pair.get("needs_retraining"):
@@ -162,9 +173,9 @@ def _redesign_gains(data: ReportData) -> list[str]:
         gains = [fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined")]
         measured = ", ".join(f"{what} gain {fmt.speedup(g)}" for what, g in
                              zip(("architecture", f"hardware ({text(pair.get('hardware'))})", "combined"), gains))
-        items.append(f"**{text(pair.get('architecture'))}** — needs retraining: speed measured, accuracy not. "
-                     f"Measured on this machine: {measured} (interaction factor "
-                     f"{fmt.number(fmt.real(pair.get('factor')))}, {text(pair.get('verdict')) or 'not computed'}).")
+        items[text(pair.get("architecture"))] = (
+            f"Timed again beside the hardware candidate in the interaction step: {measured} (interaction factor "
+            f"{fmt.number(fmt.real(pair.get('factor')))}, {text(pair.get('verdict')) or 'not computed'}).")
     return items
 
 
@@ -204,7 +215,10 @@ def render(data: ReportData) -> list[str]:
         if f.get("advice"):
             item += f". {text(f['advice'])}"
         items.append(item + " Accuracy risk: unknown until retrained and validated.")
-    items += _phase_items(data, 3)
-    items += _redesign_gains(data)
+    gains = _redesign_gains(data)
+    items += _phase_items(data, 3, gains)
+    # A redesign with no line of its own above (measured in the interaction step only) gets one here.
+    items += [f"**{name}** — needs retraining: speed measured, accuracy not. {gain}"
+              for name, gain in gains.items() if not any(i.startswith(f"**{name}**") for i in items)]
     lines += [f"- {i}" for i in items] if items else ["- The architecture lint suggested no change."]
     return lines + [""] + _combined(data)
