@@ -16,7 +16,7 @@ measured for fp32, post-training ternary and ternary after a ternary-aware fine-
 Goals (issue 14): ternary file >= 10x smaller than fp32; batch-1 latency faster than INT8 where
 Linear layers dominate. At batch 32, INT8 (or fp32) may win: the table says which.
 
-Usage: .venv/bin/python benchmarks/ternary.py [--finetune-steps 200] [--budget-s 1.5] [--skip-large]
+Usage: .venv/bin/python benchmarks/ternary.py [--finetune-steps 200] [--budget-s 1.5] [--skip-large] [--threads 1]
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def export(module, shape: tuple[int, ...], path: Path) -> Path:
     return path
 
 
-THREADS = 1  # one core: edge-realistic, and the least disturbed by other work on a shared machine
+THREADS = 1  # default one core: edge-realistic, and the least disturbed by other work on a shared machine
 
 
 def session(path: Path):
@@ -152,7 +152,10 @@ def main() -> int:
     parser.add_argument("--finetune-steps", type=int, default=200)
     parser.add_argument("--budget-s", type=float, default=1.5, help="timing seconds per file and batch")
     parser.add_argument("--skip-large", action="store_true", help="leave out the 4096-wide MLP (214 MB fp32)")
+    parser.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads (0: all cores)")
     args = parser.parse_args()
+    global THREADS
+    THREADS = args.threads
     import onnxruntime as ort
     import torch
 
@@ -168,7 +171,8 @@ def main() -> int:
     names = [line.split(":", 1)[1].strip() for line in flags.splitlines() if line.startswith("model name")]
     cpu = names[0] if names else platform.processor() or platform.machine()
     print(f"CPU: {cpu}, {os.cpu_count()} cores, ISA: {', '.join(isa)}; "
-          f"onnxruntime {ort.__version__}, torch {torch.__version__}; timed on {THREADS} thread(s), interleaved; "
+          f"onnxruntime {ort.__version__}, torch {torch.__version__}; "
+          f"timed on {THREADS or os.cpu_count()} thread(s), interleaved; "
           f"load average {os.getloadavg()[0]:.1f}")
     rows: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
