@@ -23,6 +23,11 @@ from planner.tui.widgets.table import cells
 
 PLOT_LABEL_WIDTH = 18
 _UNSET = object()
+NO_TABLES = ("No interaction, compression or device-target table in this run. The interaction table (an "
+             "architecture change and a runtime, measured alone and together) appears when the Optimize step "
+             "measures an architecture change beside the best runtime; compression and device targets appear "
+             "for an edge plan (or a ternary candidate).")
+"""What the More tables tab says when the run has none of them."""
 
 
 # Short status words keep the table inside 80 columns; the details panel spells them out.
@@ -241,11 +246,14 @@ class ResultsPane(StepPane):
                 yield BarChart(id="p50-plot")
             with TabPane("Throughput plot", id="tab-rate"):
                 yield BarChart(id="rate-plot")
+            with TabPane("More tables", id="tab-tables"):
+                with VerticalScroll(id="tables-box"):
+                    yield Static(NO_TABLES, id="extra-tables")
 
     def sync(self) -> None:
         """Rebuild when the candidate list changed (a new run, or a new measurement)."""
         results = self.session.results
-        stamp = (results.candidates, results.ranking, results.interactions)
+        stamp = (results.candidates, results.ranking, results.interactions, results.edge_device, results.target)
         if stamp == self._shown:
             return
         self._shown = stamp
@@ -253,6 +261,7 @@ class ResultsPane(StepPane):
         self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
         self._fill_table(keep_cursor=False)
         self._fill_plots()
+        self._fill_tables()
         if not self._candidates:
             self.query_one("#sorted", Label).update("Run the Optimize step (7) to measure candidates.")
             self.query_one("#candidate-detail", Static).update("")
@@ -315,6 +324,19 @@ class ResultsPane(StepPane):
         labels, values = plot_series(self._candidates, fmt.best_rate)
         self.query_one("#rate-plot", BarChart).plot(
             labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
+
+    def _fill_tables(self) -> None:
+        """The interaction, compression and device-target tables, in the report's own words."""
+        box = self.query_one("#extra-tables", Static)
+        if len(self._candidates) < 2:  # nothing optimized yet: no table can exist (and no slow import)
+            box.update(NO_TABLES)
+            return
+        # Imported here: the report package is slow to import, and start-up never needs it.
+        from planner.report.tables import extra_tables_markdown
+        from planner.tui.widgets.markdown_tables import markdown_with_tables
+
+        markdown = extra_tables_markdown(self.session.results)
+        box.update(markdown_with_tables(markdown) if markdown else NO_TABLES)
 
     def sort_next(self) -> None:
         """Sort by the next shown column in turn (the `o` key)."""
