@@ -10,7 +10,8 @@ from planner.report.data import ReportData, as_dict, as_list, latency, p50, text
 from planner.report.fmt import real
 
 LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES = "latency", "throughput", "roofline", "candidates"
-FIGURES: tuple[str, ...] = (LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES)
+INTERACTION = "interaction"
+FIGURES: tuple[str, ...] = (LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES, INTERACTION)
 """Figure names; each is written to figures/<name>.png."""
 
 PERCENTILES: tuple[str, ...] = ("p50", "p90", "p95", "p99")
@@ -58,6 +59,35 @@ class Roofline:
     peak_label: str
     bandwidth: float
     model_point: RooflinePoint | None
+
+
+@dataclass(frozen=True)
+class InteractionBars:
+    """One architecture x hardware pair as grouped bars: p50 per architecture, one bar per runtime."""
+
+    title: str
+    groups: tuple[str, str]  # original architecture, changed architecture
+    runtimes: tuple[str, str]  # baseline runtime, chosen hardware technique
+    p50_ms: tuple[tuple[float | None, float | None], tuple[float | None, float | None]]  # [group][runtime]
+
+
+def interaction_bars(data: ReportData) -> list[InteractionBars]:
+    """Each measured interaction pair's four cells (a cell not measured is None), with its factor and verdict."""
+    out = []
+    for pair in (as_dict(p) for p in as_list(data.results.get("interactions"))):
+        by = {text(c.get("cell")): c for c in (as_dict(c) for c in as_list(pair.get("cells")))}
+        cell = {name: real(by.get(name, {}).get("p50_ms")) for name in ("baseline", "architecture", "hardware",
+                                                                        "combined")}
+        if all(v is None for v in cell.values()):
+            continue
+        arch, hw = text(pair.get("architecture")) or "architecture change", text(pair.get("hardware")) or "runtime"
+        factor, verdict = real(pair.get("factor")), text(pair.get("verdict"))
+        result = f"factor {factor:.2f}: {verdict}" if factor is not None else "factor not computed"
+        out.append(InteractionBars(title=f"{arch} x {hw}\n{result}", groups=("original architecture", arch),
+                                   runtimes=("baseline runtime", hw),
+                                   p50_ms=((cell["baseline"], cell["hardware"]),
+                                           (cell["architecture"], cell["combined"]))))
+    return out
 
 
 def _label(entry: dict, data: ReportData) -> str:
@@ -191,6 +221,10 @@ def missing_reason(data: ReportData, name: str) -> str | None:
         if all(data.is_reference(c) for c in data.candidates if p50(c) is not None):
             return "only the baseline was measured, so there is nothing to compare it with"
         return None
+    if name == INTERACTION:
+        if not as_list(data.results.get("interactions")):
+            return "no architecture change was measured beside a runtime technique"
+        return None if interaction_bars(data) else "no cell of any interaction pair has a measured p50"
     raise KeyError(name)
 
 
@@ -214,13 +248,18 @@ def caption(data: ReportData, name: str) -> str:
     if name == CANDIDATES:
         return ("Median (p50) latency per candidate, coloured by status; candidates that failed "
                 "have no latency and appear only in the table.")
+    if name == INTERACTION:
+        return ("Median (p50) latency of the four cells of each pair: the original and the changed "
+                "architecture, each on the baseline runtime and on the chosen technique; the title gives "
+                "the interaction factor and its verdict. A cell that was not measured has no bar.")
     raise KeyError(name)
 
 
 def title(name: str) -> str:
     """The figure's alt text."""
     return {LATENCY: "Latency distribution", THROUGHPUT: "Throughput against batch size",
-            ROOFLINE: "Roofline with the model's layers", CANDIDATES: "Candidate p50 latency"}[name]
+            ROOFLINE: "Roofline with the model's layers", CANDIDATES: "Candidate p50 latency",
+            INTERACTION: "Interaction: the four cells' p50"}[name]
 
 
 def figure_block(data: ReportData, name: str) -> list[str]:

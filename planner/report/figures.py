@@ -3,6 +3,7 @@ Markdown describes (planner.report.figdata)."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -13,6 +14,7 @@ matplotlib.use("Agg")  # headless: no display on servers, boards or CI, and no G
 import matplotlib.pyplot as plt  # noqa: E402 - must follow the backend choice
 from matplotlib.figure import Figure  # noqa: E402
 
+from planner import units  # noqa: E402
 from planner.io import write_atomic  # noqa: E402
 from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
@@ -120,9 +122,34 @@ def _candidates(data: ReportData) -> Figure:
     return fig
 
 
+def _interaction(data: ReportData) -> Figure:
+    pairs = figdata.interaction_bars(data)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 3.6), squeeze=False)
+    width = 0.38
+    for ax, pair in zip(axes[0], pairs):
+        for r, (runtime, colour) in enumerate(zip(pair.runtimes, ("#8d99ae", "#2a9d8f"))):
+            xs = [g + (r - 0.5) * width for g in range(2)]
+            values = [pair.p50_ms[g][r] for g in range(2)]
+            bars = ax.bar([x for x, v in zip(xs, values) if v is not None], [v for v in values if v is not None],
+                          width, color=colour, label=runtime)
+            ax.bar_label(bars, labels=[units.ms(v) for v in values if v is not None], fontsize=7, padding=2)
+        ax.set_xticks(range(2), [_wrap(g) for g in pair.groups], fontsize=8)
+        ax.set_ylabel("p50 latency (ms)")
+        ax.set_title(pair.title, fontsize=9)
+        ax.margins(y=0.15)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize="x-small", loc="upper right")
+    return fig
+
+
+def _wrap(label: str, width: int = 28) -> str:
+    """A tick label on lines of about `width` characters, so long candidate names stay readable."""
+    return "\n".join(textwrap.wrap(label, width)) or label
+
+
 _DRAW: dict[str, Callable[[ReportData], Figure]] = {
     figdata.LATENCY: _latency, figdata.THROUGHPUT: _throughput,
-    figdata.ROOFLINE: _roofline, figdata.CANDIDATES: _candidates,
+    figdata.ROOFLINE: _roofline, figdata.CANDIDATES: _candidates, figdata.INTERACTION: _interaction,
 }
 
 

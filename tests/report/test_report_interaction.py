@@ -72,3 +72,35 @@ def test_cells_timed_under_load_put_the_verdict_in_doubt(results: dict) -> None:
     md = render_markdown(results)
     assert "50 ms (4x) (timed under load)" in md
     assert "Cells timed under load (architecture)" in md and "re-run on an idle machine" in md
+
+
+def test_the_section_links_its_figure_written_beside_the_report(results: dict, tmp_path) -> None:
+    """A 2x2 grouped bar chart of the four cells' p50, with the factor and verdict in its title."""
+    from planner.report import render_report_files
+
+    results["interactions"] = [_pair(redesign=False)]
+    report = render_report_files(results, tmp_path)
+    md = report.read_text()
+    section = md.split("## Interaction of architecture and hardware")[1].split("\n## ")[0]
+    assert "![Interaction: the four cells' p50](figures/interaction.png)" in section
+    png = (tmp_path / "figures" / "interaction.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
+
+
+def test_the_figure_title_carries_the_factor_and_verdict(results: dict) -> None:
+    from planner.report.data import ReportData
+    from planner.report.figdata import interaction_bars
+
+    results["interactions"] = [_pair(redesign=False)]
+    (bars,) = interaction_bars(ReportData(results))
+    assert bars.title.endswith("factor 1.25: amplify")
+    assert bars.p50_ms == ((200.0, 100.0), (50.0, 20.0))
+
+
+def test_no_measured_cell_no_figure_and_the_section_says_why(results: dict) -> None:
+    pair = _pair(redesign=False)
+    pair["cells"] = [{**c, "p50_ms": None, "status": "failed", "reason": "export broke"} for c in pair["cells"]]
+    pair["factor"], pair["verdict"] = None, ""
+    results["interactions"] = [pair]
+    md = render_markdown(results, figures={})
+    assert "Interaction: the four cells' p50 figure skipped: no cell of any interaction pair has a measured p50" in md

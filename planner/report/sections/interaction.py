@@ -8,7 +8,7 @@ speedup). Above 1.05 they amplify each other, below 0.95 they conflict, else the
 from __future__ import annotations
 
 from planner import units
-from planner.report import fmt
+from planner.report import figdata, fmt
 from planner.report.data import ReportData, as_dict, as_list, text
 from planner.results.interaction import VERDICT_WORDS
 
@@ -74,4 +74,4 @@ def render(data: ReportData) -> list[str]:
         if method:
             lines += ["", f"Method: {method}."]
         lines.append("")
-    return lines
+    return lines + figdata.figure_block(data, figdata.INTERACTION) + [""]
