@@ -9,7 +9,7 @@ stored), and one fp32 scale per block
 of `block_size` input values (every block of a channel carries that channel's a). Convolutions
 have no 2-bit kernel in ONNX Runtime: their ternary values are stored 2-bit packed too (a uint8
 initializer, four codes per byte) with a per-channel fp32 scale, and a small chain of standard
-ops (Cast, Div, Mod, Sub, Reshape, Mul) unpacks them into the fp32 Conv weight. Every input of
+ops (BitShift, Mod, Cast, Sub, Split, Reshape, Mul) unpacks them into the fp32 Conv weight. Every input of
 that chain is a constant, so ONNX Runtime's constant folding runs it once when the session is
 created: the file on disk is 2-bit, the Conv computes in fp32 at the same speed as before.
 (`conv_storage="int8"` keeps the older layout, INT8 codes behind a DequantizeLinear, for
@@ -260,7 +260,7 @@ def unpack_codes(packed: np.ndarray, alpha: np.ndarray, shape: tuple[int, ...]) 
     return values.reshape(shape) * alpha.reshape(-1, *([1] * (len(shape) - 1)))
 
 
-UNPACK_GROUP_WEIGHTS = 1 << 20  # weights per unpack chain: bounds the transient memory of folding it
+UNPACK_GROUP_WEIGHTS = 1 << 20  # weights per unpack chain (each chain's Split output count stays modest)
 
 
 def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: Any, numpy_helper: Any
@@ -269,10 +269,12 @@ def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: A
 
     Convs are taken in groups of up to UNPACK_GROUP_WEIGHTS weights; each group's codes are one
     uint8 initializer, four per byte. BitShift right by 0/2/4/6 and Mod 4 split the bytes into
-    codes, Cast and Sub 1 give {-1, 0, 1}, Split cuts the flat list into the convs, and per conv a
-    Reshape and a Mul by its per-channel scale give the weight. Every input is a constant, so
-    ONNX Runtime folds all of it once at session creation; one chain per group (not per conv)
-    keeps the file small, and the group bound keeps folding's transient memory small.
+    codes, Cast to int8 and Sub 1 give {-1, 0, 1}, Split cuts the flat list into the convs, and
+    per conv Reshape, Cast to float and a Mul by its per-channel scale give the weight. Every input
+    is a constant, so ONNX Runtime folds all of it once at session creation. The chain stays in
+    one-byte integers until each conv's own Cast: ORT keeps the folded intermediates until its
+    pass ends, so every fp32 stage would add 4 bytes per weight to the peak memory at load. One
+    chain per group (not per conv) keeps the file small.
     """
     if not convs:
         return [], []
@@ -283,7 +285,7 @@ def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: A
         groups[-1].append(conv)
     tensors = [numpy_helper.from_array(np.array([[0, 2, 4, 6]], dtype=np.uint8), "t2_shift"),
                numpy_helper.from_array(np.array(4, dtype=np.uint8), "t2_four"),
-               numpy_helper.from_array(np.array(1.0, dtype=np.float32), "t2_one"),
+               numpy_helper.from_array(np.array(1, dtype=np.int8), "t2_one"),
                numpy_helper.from_array(np.array([-1], dtype=np.int64), "t2_flat")]
     nodes = []
     for g, group in enumerate(groups):
@@ -297,7 +299,7 @@ def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: A
         nodes += [helper.make_node("BitShift", [f"{base}_codes", "t2_shift"], [f"{base}_b"], direction="RIGHT"),
                   helper.make_node("Mod", [f"{base}_b", "t2_four"], [f"{base}_m"]),
                   helper.make_node("Reshape", [f"{base}_m", "t2_flat"], [f"{base}_f"]),
-                  helper.make_node("Cast", [f"{base}_f"], [f"{base}_c"], to=1),  # 1: FLOAT
+                  helper.make_node("Cast", [f"{base}_f"], [f"{base}_c"], to=3),  # 3: INT8
                   helper.make_node("Sub", [f"{base}_c", "t2_one"], [f"{base}_v"]),
                   helper.make_node("Split", [f"{base}_v", f"{base}_sizes"], parts, axis=0)]
         for (weight_name, signs, alpha, out), part in zip(group, parts):
@@ -305,7 +307,8 @@ def _conv_unpack(convs: list[tuple[str, np.ndarray, np.ndarray, str]], helper: A
             tensors += [numpy_helper.from_array(np.array(shape, dtype=np.int64), f"{out}_shape"),
                         numpy_helper.from_array(alpha.reshape(-1, *([1] * (len(shape) - 1))), f"{out}_scale")]
             nodes += [helper.make_node("Reshape", [part, f"{out}_shape"], [f"{out}_r"]),
-                      helper.make_node("Mul", [f"{out}_r", f"{out}_scale"], [out],
+                      helper.make_node("Cast", [f"{out}_r"], [f"{out}_c"], to=1),  # 1: FLOAT
+                      helper.make_node("Mul", [f"{out}_c", f"{out}_scale"], [out],
                                        name=f"{weight_name}_{UNPACK_MARK}")]
     return nodes, tensors
 

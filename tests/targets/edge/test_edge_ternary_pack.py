@@ -19,12 +19,16 @@ from targets.edge.ternary_pack import (
 
 
 def _conv_net():
-    """Two convolutions whose weight counts (135 and 360) are not all multiples of four: the padding is exercised."""
+    """Two convolutions of 405 and 4,320 weights: the first is not a multiple of four, so the padding is exercised.
+
+    Big enough that the packed weights outweigh the unpack nodes' own bytes in the file (on a few
+    hundred weights the graph description dominates either way).
+    """
     import torch
     from torch import nn
 
     torch.manual_seed(0)
-    return nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.ReLU(), nn.Conv2d(5, 8, 3, padding=1)).eval()
+    return nn.Sequential(nn.Conv2d(3, 15, 3, padding=1), nn.ReLU(), nn.Conv2d(15, 32, 3, padding=1)).eval()
 
 
 def _export(module, path: Path) -> Path:
