@@ -105,12 +105,12 @@ class PlanSession:
             self.update(hardware=to_data(self.hw))
         return self.hw
 
-    def measure_ceilings(self, *, quick: bool = False) -> "Ceilings":
-        """Measure (or read the cached) roofline ceilings of this machine."""
+    def measure_ceilings(self, *, quick: bool = False, refresh: bool = False) -> "Ceilings":
+        """Measure (or read the cached) roofline ceilings of this machine; `refresh` always measures again."""
         from planner.hardware.ceilings import measure_ceilings
 
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
-        self.ceilings = measure_ceilings(self.detect(), quick=quick)
+        self.ceilings = measure_ceilings(self.detect(), quick=quick, refresh=refresh)
         self.update(ceilings=to_data(self.ceilings))
         return self.ceilings
 

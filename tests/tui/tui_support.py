@@ -69,7 +69,8 @@ class RecordedSession(PlanSession):
             self.update(hardware=to_data(self.hw))
         return self.hw
 
-    def measure_ceilings(self, *, quick: bool = False):
+    def measure_ceilings(self, *, quick: bool = False, refresh: bool = False):
+        self.refreshed = getattr(self, "refreshed", 0) + int(refresh)  # how often the user asked to measure again
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = from_data(self.fixture["ceilings"], Ceilings)
         self.update(ceilings=to_data(self.ceilings))

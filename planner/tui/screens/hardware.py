@@ -111,6 +111,19 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
     return rows
 
 
+def remeasured_text(ceilings: Any, before: Any = None) -> str:
+    """What measuring the ceilings again found, against the figures shown before."""
+    fp32 = fmt.flops_rate(ceilings.peak_flops.get("fp32"))
+    bandwidth = fmt.bandwidth(ceilings.bandwidth_bytes_per_s)
+    if before is None:
+        return f"fp32 {fp32}, bandwidth {bandwidth}"
+    return (f"fp32 {fp32} (was {fmt.flops_rate(before.peak_flops.get('fp32'))}), "
+            f"bandwidth {bandwidth} (was {fmt.bandwidth(before.bandwidth_bytes_per_s)})")
+
+
+REMEASURE_HINT = "press r to measure them again now; until then this machine's cached figures are used"
+
+
 def note_rows(hw: Any) -> list[Row]:
     """Why each probe that could not run did not run."""
     # Without a GPU, the GPU row has said why once already.
@@ -130,6 +143,10 @@ class HardwarePane(StepPane):
 
     STEP_ID = "hardware"
     RUN_LABEL = "Measure ceilings"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._remeasured = ""  # what the last r found, shown under the ceilings
 
     def compose(self) -> ComposeResult:
         """What the tool does, the toolbar, progress, and the profile's sections."""
@@ -151,18 +168,19 @@ class HardwarePane(StepPane):
             self.query_one(RunProgress).begin("detecting hardware…")
 
     def run_step(self) -> None:
-        """Measure the ceilings (quick unless 'full' is ticked)."""
+        """Measure the ceilings again now (quick unless 'full' is ticked), never just re-reading the cache."""
         if self.session.hw is None:
             self.notify("Hardware detection has not finished yet.", severity="warning")
             return
-        self.measure(quick=not self.query_one("#full", Tick).value)
+        self.measure(quick=not self.query_one("#full", Tick).value, refresh=True)
 
-    def measure(self, *, quick: bool) -> None:
-        """Measure (or read the cached) ceilings in a worker."""
-        if self.start("ceilings", self._measure, quick):
+    def measure(self, *, quick: bool, refresh: bool = False) -> None:
+        """Measure the ceilings in a worker: read from this machine's cache at start-up, measured again on `refresh`."""
+        if self.start("ceilings", self._measure, quick, refresh):
             self.query_one(Notice).clear()
             kind = "quick" if quick else "full"
-            self.query_one(RunProgress).begin(f"measuring ceilings ({kind}: peak FLOP/s, memory bandwidth)…")
+            what = "measuring the ceilings again" if refresh else "measuring ceilings"
+            self.query_one(RunProgress).begin(f"{what} ({kind}: peak FLOP/s, memory bandwidth)…")
 
     @on(Button.Pressed, "#measure")
     def _measure_pressed(self) -> None:
@@ -181,8 +199,10 @@ class HardwarePane(StepPane):
         self.report("detect", hw)
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="ceilings", group="hardware")
-    def _measure(self, quick: bool) -> None:
-        self.report("ceilings", self.session.measure_ceilings(quick=quick))
+    def _measure(self, quick: bool, refresh: bool) -> None:
+        before = self.session.ceilings
+        ceilings = self.session.measure_ceilings(quick=quick, refresh=refresh)
+        self.report("ceilings", {"ceilings": ceilings, "refresh": refresh, "before": before})
 
     # -- results -----------------------------------------------------------------------------
     def engine_events(self, events: list) -> None:
@@ -196,7 +216,14 @@ class HardwarePane(StepPane):
             progress.end(f"detected: {result.cpu.model}, {result.device_class.label}")
             self.planner.startup_continue("detect")
         elif job == "ceilings":
-            progress.end(f"ceilings: {result.source}, fp32 {fmt.flops_rate(result.peak_flops.get('fp32'))}")
+            if result["refresh"]:
+                # The progress line has room for a few words; the figures go under the ceilings and in a toast.
+                self._remeasured = remeasured_text(result["ceilings"], result["before"])
+                progress.end("ceilings measured again")
+                self.notify(self._remeasured, title="Ceilings measured again", timeout=8)
+                self.sync()
+            else:
+                progress.end("ceilings ready (below)")
             self.planner.startup_continue("ceilings")
 
     def job_failed(self, job: str, error: BaseException) -> None:
@@ -216,6 +243,8 @@ class HardwarePane(StepPane):
         self.query_one("#ceilings", KeyValues).set_rows(
             [section("Ceilings"), *(ceiling_rows(ceilings) if ceilings is not None else
                                     [("Status", "not measured yet: press r (the Profile step "
-                                                "also measures them)")])])
+                                                "also measures them)")]),
+             *([("Again", f"measured again now: {self._remeasured}") if self._remeasured else
+                ("Again", REMEASURE_HINT)] if ceilings is not None else [])])
         self.query_one("#notes", KeyValues).set_rows([section("Software"), *software_rows(hw),
                                                        section("Probe notes"), *note_rows(hw)])

@@ -28,6 +28,7 @@ class KeyValues(Static):
         self.update(self._table(list(rows)))
 
     def _table(self, rows: list[Row]) -> Table:
+        self.rows = rows  # what is shown, as (label, value), readable without rendering
         table = Table.grid(padding=(0, 1), expand=True)
         table.add_column(style="bold", width=self._label_width, no_wrap=True)
         table.add_column(ratio=1, overflow="fold")
