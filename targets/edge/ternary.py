@@ -150,7 +150,7 @@ class TernaryPlugin(Plugin):
                  f"{packed.packed_layers} of {len(packed.layers)} weighted layers run packed at 2 bits "
                  f"(ONNX Runtime MatMulNBits, int8 compute, blocks of {BLOCK_SIZE}); the rest: {per_layer}",
                  f"packed file {size:,} bytes on disk (measured), beside {model_bytes(export.path):,} for "
-                 "the fp32 export", *export.notes())
+                 f"the fp32 export{_debug_note(packed.debug_bytes_dropped)}", *export.notes())
         yield from self._specs(ctx, packed.path, "", notes, export.dynamic_batch)
         steps = ctx.options.get("finetune_steps")
         if steps:
@@ -174,7 +174,8 @@ class TernaryPlugin(Plugin):
         export = export_onnx(dataclasses.replace(ctx.model, module=tuned), out_dir / "finetuned.fp32.onnx",
                              dynamic_batch=ctx.model.inputs.dynamic_batch)
         packed = pack_onnx(export.path, out_dir / f"{export.path.stem}.ternary-2bit.onnx")
-        notes = (result.note(), f"packed file {model_bytes(packed.path):,} bytes on disk (measured)",
+        notes = (result.note(), f"packed file {model_bytes(packed.path):,} bytes on disk (measured)"
+                 f"{_debug_note(packed.debug_bytes_dropped)}",
                  *export.notes())
         yield from self._specs(ctx, packed.path, f", fine-tuned {steps} steps", notes, export.dynamic_batch,
                                finetune_steps=steps)
@@ -197,6 +198,14 @@ class TernaryPlugin(Plugin):
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TernarySession":
         """An ONNX Runtime session over the packed file; its first prepare checks ORT's log for a fallback."""
         return TernarySession(spec.artifacts["onnx"], threads=spec.threads)
+
+
+def _debug_note(dropped: int) -> str:
+    """How much of the size difference is the exporter's debug metadata, which the packed file leaves out."""
+    if not dropped:
+        return ""
+    return (f"; of the difference, {dropped:,} bytes are the exporter's debug metadata (source stack traces, "
+            "shape annotations) that ONNX Runtime never reads, left out of the packed file")
 
 
 class TernarySession(OrtSession):

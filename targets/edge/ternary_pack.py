@@ -59,6 +59,7 @@ class PackResult:
     path: Path
     layers: tuple[LayerPlan, ...]
     block_size: int
+    debug_bytes_dropped: int = 0  # the exporter's debug metadata left out of the file (see strip_debug_info)
 
     @property
     def packed_layers(self) -> int:
@@ -208,9 +209,27 @@ def pack_onnx(source: Path, dest: Path, *, block_size: int = BLOCK_SIZE, accurac
     if not any(op.domain == MS_DOMAIN for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     _ensure_opset(model, 13)  # DequantizeLinear with a per-channel axis needs opset 13
+    dropped_bytes = strip_debug_info(model)
     dest.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(dest))
-    return PackResult(path=dest, layers=tuple(layers), block_size=block_size)
+    return PackResult(path=dest, layers=tuple(layers), block_size=block_size, debug_bytes_dropped=dropped_bytes)
+
+
+def strip_debug_info(model: Any) -> int:
+    """Drop what the runtime never reads: per-node and per-tensor metadata and doc strings, and value_info.
+
+    PyTorch's torch.export-based exporter annotates every node with its Python stack trace and
+    module path (about 1 KB a node) and lists shape annotations (value_info) for every tensor,
+    including the fp32 weights this packer removed. ONNX Runtime infers shapes itself. Returns
+    the bytes saved, so a size comparison can say how much of it this accounts for.
+    """
+    before = model.ByteSize()
+    graph = model.graph
+    for item in [*graph.node, *graph.initializer, *graph.input, *graph.output]:
+        del item.metadata_props[:]
+        item.doc_string = ""
+    del graph.value_info[:]
+    return before - model.ByteSize()
 
 
 def _linear(node: Any, weight: np.ndarray, label: str, base: str, block_size: int, accuracy_level: int,

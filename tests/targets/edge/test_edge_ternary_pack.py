@@ -109,3 +109,22 @@ def test_onnxruntime_unpacks_once_at_load(conv_files, tmp_path):
            for name in ("packed", "fp32")}
     assert ops["packed"] == ops["fp32"]
     assert not {"BitShift", "Mod", "Split", "Cast"} & set(ops["packed"])
+
+
+def test_exporter_debug_metadata_is_left_out_and_counted(conv_files, tmp_path):
+    """Node stack traces (torch.export's exporter writes them) stay out of the packed file; the bytes are counted."""
+    import onnx
+
+    _, fp32, _, _ = conv_files
+    model = onnx.load(str(fp32))
+    for node in model.graph.node:
+        node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value="File model.py, line 1, in forward\n" * 10)
+    annotated = tmp_path / "annotated.onnx"
+    onnx.save(model, str(annotated))
+    plain = pack_onnx(fp32, tmp_path / "plain.packed.onnx")
+    packed = pack_onnx(annotated, tmp_path / "annotated.packed.onnx")
+    assert packed.debug_bytes_dropped > plain.debug_bytes_dropped
+    assert packed.path.stat().st_size == plain.path.stat().st_size
+    x = np.zeros((1, 3, 6, 6), dtype=np.float32)
+    got, expected = (_session(p.path).run(None, {"x": x})[0] for p in (packed, plain))
+    np.testing.assert_array_equal(got, expected)
