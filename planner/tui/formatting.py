@@ -151,6 +151,7 @@ _REQUIREMENT_FIELDS = {"latency_ms": "Latency (ms)", "latency-ms": "Latency (ms)
 _SPEC = r"[^\s,;()]*[:\d][^\s,;()]*"
 _INPUT_RUN = re.compile(rf"(?:--input(?:-shape)?[ =]{_SPEC}(?:\s+(?=--input)|(?=[\s,;)]|$)))+")
 _OPTION_WORDS = (
+    (re.compile(r"\brun `?planner detect --ceilings --refresh`?"), "press r (Measure ceilings, step 1)"),
     (re.compile(r"\b(?:pass|add|use|with) --trust-code\b"), "tick 'trust code' in step 2"),
     (re.compile(r"--trust-code\b"), "the 'trust code' tick box (step 2)"),
     (re.compile(r"\bpass --out with a folder"), "type in the Folder field (step 9) a folder"),

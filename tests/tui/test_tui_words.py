@@ -59,6 +59,8 @@ def test_command_line_advice_names_the_tui_controls():
                      "or '1x3x224x224' in the Inputs field (step 2)")
     assert tui_words("flag: latency_ms = 'x' is not valid") == "Latency (ms) = 'x' is not valid"
     assert "--" not in tui_words("lower --latency-ms or --memory-mb")
+    assert tui_words("machine busy: run `planner detect --ceilings --refresh` on an idle machine") == (
+        "machine busy: press r (Measure ceilings, step 1) on an idle machine")
 
 
 def test_a_load_error_in_the_tui_says_which_tick_box(tmp_path):

@@ -99,10 +99,10 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
                                     "layer is memory bound, above it compute bound"))
     how = measurement_note(details)
     if how:
-        rows.append(("Measured", how))
+        rows.append(("Measured", fmt.tui_words(how)))
     for key in ("busy_note", "exceeded_note"):
         if details.get(key):
-            rows.append(("Warning", str(details[key])))
+            rows.append(("Warning", fmt.tui_words(str(details[key]))))
     for key, value in sorted(details.items()):
         if key.endswith("_omitted"):
             rows.append((f"No {key.removesuffix('_omitted')}", str(value)))

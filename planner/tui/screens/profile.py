@@ -74,7 +74,7 @@ def latency_rows(baseline: dict) -> list[Row]:
         efficiency = bottleneck.get("efficiency")
         if bottleneck.get("ceiling_warning") or (isinstance(efficiency, (int, float)) and efficiency > 1.0):
             # Above 100% of the roofline is a ceiling measured while busy, never a fact to show.
-            rows.append(("Ceiling", str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING)))
+            rows.append(("Ceiling", fmt.tui_words(str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING))))
         elif isinstance(efficiency, (int, float)):
             rows.append(("Efficiency", f"{fmt.pct(efficiency)} of the roofline bound"))
     return rows
