@@ -126,6 +126,18 @@ def weight_bytes(path: Path) -> int:
     return sum(len(t.raw_data) for t in onnx.load(str(path)).graph.initializer)
 
 
+def planner_sizes(folder: Path) -> str:
+    """fp32 and ternary sizes of demo:digits exported the planner's way, whose exporter adds debug metadata."""
+    from planner.models import load_model
+    from planner.onnx.export import export_onnx
+
+    fp32 = export_onnx(load_model("demo:digits"), folder / "planner" / "digits.onnx").path
+    packed = pack_onnx(fp32, folder / "planner" / "digits.ternary-2bit.onnx")
+    return (f"fp32 {model_bytes(fp32):,} bytes, ternary {model_bytes(packed.path):,} bytes on disk "
+            f"({model_bytes(fp32) / model_bytes(packed.path):.1f}x smaller; {packed.debug_bytes_dropped:,} bytes "
+            "of the difference are the exporter's debug metadata, which the ternary file leaves out)")
+
+
 def table(name: str, files: dict[str, Path], shape: tuple[int, ...], budget_s: float,
           extra: dict[str, str] | None = None) -> list[str]:
     """Markdown rows: size, ratio, and p50 at batch 1 and 32 with the ratios against fp32 and INT8."""
@@ -197,6 +209,8 @@ def main() -> int:
         extra = {k: f"{v:.2%}" for k, v in acc.items()}
         extra["ternary 2-bit"] += f" post-training; {tuned_acc:.2%} after {tuning.steps} fine-tune steps"
         rows += table("digits", files, (1, 1, 8, 8), args.budget_s, extra)
+        planner_export = planner_sizes(folder)
+    print(f"\ndigits as `planner plan` exports it (torch.export-based exporter): {planner_export}")
     print()
     print("| Model | File | Size on disk | vs fp32 | p50 b=1 | b=1 speedup vs fp32 | b=1 vs INT8 | p50 b=32 | "
           "b=32 vs fp32 | b=32 vs INT8 | Held-out accuracy |")

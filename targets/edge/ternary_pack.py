@@ -227,7 +227,7 @@ def strip_debug_info(model: Any) -> int:
     graph = model.graph
     for item in [*graph.node, *graph.initializer, *graph.input, *graph.output]:
         del item.metadata_props[:]
-        item.doc_string = ""
+        item.ClearField("doc_string")  # ONNX's schema is proto2: assigning "" would store an empty field
     del graph.value_info[:]
     return before - model.ByteSize()
 
