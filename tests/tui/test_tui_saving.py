@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Label
-from tui_support import RecordedSession, drive, run_app, wait_idle
+from tui_support import RecordedSession, drive, run_app, screen_text, wait_idle
 
 from planner.tui.app import PlannerApp
 
@@ -40,6 +40,7 @@ def test_saving_over_an_earlier_report_says_so(tmp_path):
         await pilot.press("s")
         await wait_idle(pilot)
         assert "(overwrote the earlier save)" in str(app.query_one("#report #saved", Label).render())
+        assert "Saved again (overwrote the earlier save)" in screen_text(app)  # whole at 80x24
         assert (folder / "report.md").read_text() != "# an earlier report\n"
 
     run_app(app, body)

@@ -106,12 +106,12 @@ class ReportPane(StepPane):
     def job_done(self, job: str, result: Any) -> None:
         """Show where the files went and preview the report."""
         out_dir: Path = result["out_dir"]
-        again = " (overwrote the earlier save)" if result["overwrote"] else ""
+        # The outcome leads, so it reads whole even where the path wraps on a narrow screen.
+        saved = "Saved again (overwrote the earlier save):" if result["overwrote"] else "Saved"
         if result["report"] is None:
-            self.query_one("#saved", Label).update(f"Saved {out_dir / 'results.json'}{again} "
-                                                   "(no report: see warnings)")
+            self.query_one("#saved", Label).update(f"{saved} {out_dir / 'results.json'} (no report: see warnings)")
         else:
-            self.query_one("#saved", Label).update(f"Saved {result['report']} and results.json{again}")
+            self.query_one("#saved", Label).update(f"{saved} {result['report']} and results.json")
             # Markdown.update returns an awaitable that does the rendering: schedule it.
             self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
             self._previewing = True
