@@ -51,8 +51,16 @@ _FIXED_BANDS: dict[str, tuple[float, float, str]] = {
 _FUSING_RUNTIMES = ("cpu.onnxruntime", "cpu.openvino", "cpu.openvino_int8", "edge.int8", "edge.ternary")
 
 
+# The CPU flags as people name the instructions (the kernel's flag names are snake_case identifiers).
+FEATURE_NAMES = {"avx512_vnni": "AVX-512 VNNI", "avx_vnni": "AVX-VNNI", "amx_int8": "AMX INT8",
+                 "asimddp": "Arm dot product", "i8mm": "Arm i8mm", "avx512_bf16": "AVX-512 BF16",
+                 "amx_bf16": "AMX BF16", "avx512_fp16": "AVX-512 FP16", "amx_fp16": "AMX FP16",
+                 "asimdhp": "Arm fp16 arithmetic"}
+
+
 def _features(hw: "HardwareProfile", names: Iterable[str]) -> list[str]:
-    return [n for n in names if facts.cpu_has(hw, n)]
+    """The instructions among `names` this CPU has, by their common names."""
+    return [FEATURE_NAMES.get(n, n) for n in names if facts.cpu_has(hw, n)]
 
 
 def grouped_conv_share(baseline: Mapping[str, Any]) -> float | None:

@@ -21,7 +21,7 @@ def _depthwise(baseline: dict) -> dict:
 
 def test_int8_pays_on_vnni_when_compute_bound(cpu_server, make_baseline) -> None:
     p = predict("edge.int8", "int8", {"mode": "static"}, cpu_server, make_baseline(bound="compute"))
-    assert p.low is not None and p.low >= 1.5 and "avx512_vnni" in p.basis
+    assert p.low is not None and p.low >= 1.5 and "AVX-512 VNNI" in p.basis
 
 
 def test_int8_without_vnni_is_predicted_not_to_pay(cpu_server, make_baseline) -> None:
@@ -93,7 +93,7 @@ def test_a_precision_change_on_a_fusing_runtime_compounds_with_the_switch(cpu_se
     alone = predict("cpu.openvino_int8", "int8", {}, cpu_server, make_baseline(bound="compute"))
     assert alone.low is not None and alone.high is not None
     assert int8.low == alone.low * 1.0 and int8.high == round(alone.high * 8.3, 1)
-    assert "avx512_vnni" in int8.basis and "on top of the runtime switch" in int8.basis
+    assert "AVX-512 VNNI" in int8.basis and "on top of the runtime switch" in int8.basis
     # An ONNX model's baseline already runs in ONNX Runtime: no switch to compound.
     baseline["spec"] = {"plugin": "cpu.onnxruntime"}
     assert predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline).high == alone.high
