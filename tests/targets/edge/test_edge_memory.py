@@ -19,11 +19,9 @@ from targets.edge.ternary import TernaryPlugin
 
 
 @pytest.fixture(scope="module")
-def measured(edge_tiny, tmp_path_factory):
+def measured(edge_tiny, fake_hw, tmp_path_factory):
     """demo:tiny's ternary candidate (ONNX Runtime only) and PyTorch eager, each measured in its own worker."""
-    from conftest import make_hw
-
-    ctx = PlanContext(hw=make_hw(), model=edge_tiny, workdir=tmp_path_factory.mktemp("edge_memory"))
+    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path_factory.mktemp("edge_memory"))
     ternary = next(iter(TernaryPlugin().candidates(ctx)))
     eager = next(iter(get_plugin("torch.eager").candidates(ctx)))
     results = {}
