@@ -1,23 +1,23 @@
 """Device targets: which measured candidates meet which tier's budgets, and an edge board projection.
 
-The tier budgets are rules of thumb (the planner's defaults), not measurements; each candidate is
-judged on what was measured here: p50 latency, peak memory and the file's size on disk. The edge
+The tier budgets are the device performance targets (rules of thumb, the same ones the default
+requirements use), not measurements; each candidate is judged on what was measured here: p50
+latency, peak memory and the file's size on disk. The edge
 projection (when a board was named with --device, or detected) is an estimate with its basis.
 """
 
 from __future__ import annotations
 
+from planner.advice.requirements import TIER_TARGETS
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label
 
-# (tier, latency ms, memory MB, model size MB): the planner's rule-of-thumb budgets per tier.
-TIERS: tuple[tuple[str, float, float, float], ...] = (
-    ("server", 100.0, 16384.0, 10240.0),
-    ("desktop", 50.0, 4096.0, 1024.0),
-    ("mobile", 30.0, 100.0, 10.0),
-    ("edge", 10.0, 256.0, 10.0),
-)
+# (tier, latency ms, memory MB, model size MB): the device performance targets the requirements use too,
+# so a tier here never disagrees with the default requirements of that device class.
+TIERS: tuple[tuple[str, float, float, float], ...] = tuple(
+    (str(tier).lower(), t.latency_ms, t.memory_bytes / 2**20, t.model_size_bytes / 2**20)
+    for tier, t in TIER_TARGETS.items())
 
 
 def _size(data: ReportData, cand: dict) -> float | None:
