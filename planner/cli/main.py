@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from planner import __version__
 from planner.errors import PlannerError
+from planner.tui.startup import pause_gc, resume_gc
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -104,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in (None, "tui"):
+        # Before anything else is imported: the TUI resumes collection once its first model has loaded.
+        pause_gc()
     from planner.cli import commands
 
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
@@ -135,4 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"internal error: {type(exc).__name__}: {exc}\n"
                   "  run again with --debug for the traceback, and report it", file=sys.stderr)
         return 1
+    finally:
+        resume_gc()  # where the TUI did not open (no terminal) or ended before its first model loaded
 

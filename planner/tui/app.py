@@ -40,6 +40,7 @@ from planner.tui.screens.requirements import RequirementsPane
 from planner.tui.screens.results import ResultsPane
 from planner.tui.screens.too_small import TooSmallScreen
 from planner.tui.screens.tree import TreePane
+from planner.tui.startup import resume_gc
 from planner.tui.steps import STEP_BY_ID, STEPS
 from planner.tui.terminal import default_log_path, prepare_subprocesses, stray_output_to
 from planner.tui.widgets.step_list import StepList
@@ -164,6 +165,8 @@ class PlannerApp(App[int]):
         self.check_size(self.size.width, self.size.height)
         if self.autostart:
             self.pane("hardware", HardwarePane).detect()
+        else:
+            resume_gc()  # no start-up load to wait for
 
     def on_resize(self, event: events.Resize) -> None:
         """Below 80×24 the layout cannot fit: cover it with the too-small message."""
@@ -231,6 +234,8 @@ class PlannerApp(App[int]):
             self.pane(step.id).sync()
         self._show_steps()
         self.refresh_bindings()
+        if self.job is None:
+            resume_gc()  # the start-up stopped early (detection failed): collect as usual from now on
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """A click (or Enter) on a step in the sidebar."""
@@ -287,6 +292,8 @@ class PlannerApp(App[int]):
                 if self.job is not None:
                     return  # the load's end (or failure) continues here
             finished = "load"
+        if finished == "load":
+            resume_gc()  # the start-up's model load has ended (see planner.tui.startup)
         if finished == "load" and self.session.ceilings is None and self.job is None:
             self.pane("hardware", HardwarePane).measure(quick=True)
 
