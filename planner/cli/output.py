@@ -111,8 +111,12 @@ def format_ranking(results: PlanResults) -> str:
     lines += _streams_note([c for _, c in rows])
     problems = [c for _, c in rows if c.status in (Status.REJECTED, Status.FAILED, Status.SKIPPED)]
     if problems:
+        # The report's words for a reason ("fidelity check: ..., below the 0.995 needed"); imported here
+        # because the report package is slow to import and most commands never print this.
+        from planner.report.fmt import plain_reason
+
         lines += ["", "Not ranked:"]
-        lines += [f"  {c.label}: {c.status}: {c.reason}" for c in problems]
+        lines += [f"  {c.label}: {c.status}: {plain_reason(c.reason)}" for c in problems]
     for s in results.skipped_plugins:
         lines.append(f"  plugin {s.plugin} skipped: {'; '.join(s.reasons)}")
     if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):

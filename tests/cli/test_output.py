@@ -34,3 +34,16 @@ def test_no_streams_no_note() -> None:
     cands = (_cand("a", {1: 10.0}),)
     text = format_ranking(PlanResults(candidates=cands, ranking=rank_candidates(cands)))
     assert "Streams ran as" not in text and "1×1" in text
+
+
+def test_a_rejected_candidate_reads_in_plain_words() -> None:
+    from dataclasses import replace
+
+    ok = _cand("onnxruntime all seq 2t", {1: 800.0})
+    rejected = replace(_cand("openvino bf16 latency 2t", {1: 900.0}), status=Status.REJECTED,
+                       reason="fidelity gate: cosine similarity 0.99412 < gate 0.995")
+    cands = (ok, rejected)
+    text = format_ranking(PlanResults(candidates=cands, ranking=rank_candidates(cands)))
+    assert ("openvino bf16 latency 2t: rejected: fidelity check: cosine similarity 0.99412, below the 0.995 needed"
+            in text)
+    assert "gate" not in text
