@@ -12,6 +12,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -104,8 +105,8 @@ def run_job(job: MeasureJob) -> dict:
     timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
                            event_timer=timer.event_timer)
 
-    outputs = [session.to_numpy(session.run(session.prepare(f)))
-               for f in _val_or_fidelity_inputs(job, inputs)]
+    fixed = None if job.spec.dynamic_batch and inputs.dynamic_batch else inputs.batch
+    outputs = [_run_in_chunks(session, f, fixed) for f in _val_or_fidelity_inputs(job, inputs)]
 
     # The candidate's peak memory is read here, at the model's own batch: VmHWM only grows, and
     # the sweep's larger batches would otherwise be charged to every swept candidate but not to
@@ -208,6 +209,26 @@ def _sequence_sweep(session, inputs: ModelInputs, timer) -> tuple[list[SequenceP
         points.append(SequencePoint(length=n, latency_p50_ms=p50,
                                     tokens_per_s=n * inputs.batch * 1e3 / p50 if p50 > 0 else 0.0))
     return points, ""
+
+
+def _run_in_chunks(session: Any, feed: Feed, batch: int | None) -> np.ndarray:
+    """The session's output for `feed`; a candidate compiled for a fixed batch runs it `batch` rows at a time.
+
+    Validation data comes in batches of its own size (64 rows, say), which a fixed-shape compile
+    cannot take: it is split, the last chunk padded by repeating its final row, and the outputs
+    joined and trimmed to the rows fed.
+    """
+    rows = len(next(iter(feed.values())))
+    if batch is None or rows == batch:
+        return session.to_numpy(session.run(session.prepare(feed)))
+    parts = []
+    for start in range(0, rows, batch):
+        chunk = {name: a[start:start + batch] for name, a in feed.items()}
+        short = batch - len(next(iter(chunk.values())))
+        if short:
+            chunk = {name: np.concatenate([a, np.repeat(a[-1:], short, axis=0)]) for name, a in chunk.items()}
+        parts.append(session.to_numpy(session.run(session.prepare(chunk))))
+    return np.concatenate(parts)[:rows]
 
 
 def _val_or_fidelity_inputs(job: MeasureJob, inputs: ModelInputs) -> list[Feed]:

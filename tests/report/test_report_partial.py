@@ -168,3 +168,14 @@ def test_missing_figure_reasons(partial_results) -> None:
     assert figdata.missing_reason(data, figdata.LATENCY) is None
     del partial_results["baseline"]["ceilings"]
     assert "no ceilings were recorded" in figdata.missing_reason(ReportData(partial_results), figdata.ROOFLINE)
+
+
+def test_a_partial_run_names_its_failed_candidates(results) -> None:
+    results["status"] = "partial"
+    results["candidates"][1] = {**results["candidates"][1], "status": "failed", "reason": "RuntimeError: shape"}
+    text = render_markdown(results, figures=FIGURE_LINKS)
+    failed = ", ".join(c["label"] for c in results["candidates"] if c["status"] == "failed")
+    count = sum(c["status"] == "failed" for c in results["candidates"])
+    summary = text.split("## Summary")[1].split("\n\n")[1]
+    assert summary.startswith("> **Partial report — ")
+    assert f"{count} candidate(s) failed: {failed} (reasons under Candidates)**" in summary

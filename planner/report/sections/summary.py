@@ -6,6 +6,7 @@ from __future__ import annotations
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, dig, first, latency, p50, text
 from planner.report.sections import requirements
+from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 
 
@@ -126,8 +127,12 @@ def render(data: ReportData) -> list[str]:
     """The Summary section."""
     lines = ["## Summary", ""]
     if data.is_partial:
-        why = "; ".join(data.warnings) or "no warnings recorded"
-        lines += [f"> **Partial report: {data.status} — {why}**", ""]
+        failed = [label(c) for c in data.candidates if text(c.get("status")) == "failed"]
+        reasons = list(data.warnings) + ([f"{len(failed)} candidate(s) failed: {', '.join(failed)} "
+                                          "(reasons under Candidates)"] if failed else [])
+        why = "; ".join(reasons) or "no warnings recorded"
+        state = "" if data.status == "partial" else f": {data.status}"
+        lines += [f"> **Partial report{state} — {why}**", ""]
     paragraph = [_model_sentence(data), _baseline_sentence(data)]
     if data.baseline or data.candidates:
         paragraph.append(_best_sentence(data))
