@@ -65,3 +65,17 @@ def test_every_number_in_the_audit_comes_from_results(results) -> None:
     original = render_markdown(busy, figures=FIGURE_LINKS)
     assert literal_numbers(_environment(original), _environment(render_markdown(perturb(busy),
                                                                                 figures=FIGURE_LINKS))) == []
+
+
+def _summary(text: str) -> str:
+    return text.split("## Summary")[1].split("\n## ")[0]
+
+
+def test_a_headline_speedup_over_a_disturbed_baseline_carries_a_caution(results) -> None:
+    summary = _summary(render_markdown(_with_audits(results, {"baseline"}), figures=FIGURE_LINKS))
+    assert "Caution: the baseline was timed while other processes used the cores" in summary
+    assert "re-run the plan there before relying on it" in summary
+
+
+def test_an_idle_run_has_no_caution_in_the_summary(results) -> None:
+    assert "Caution" not in _summary(render_markdown(_with_audits(results, set()), figures=FIGURE_LINKS))

@@ -4,7 +4,7 @@ remaining win (labelled as an estimate)."""
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, dig, first, latency, p50, text
+from planner.report.data import ReportData, as_dict, as_list, dig, first, latency, p50, text
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
@@ -72,7 +72,22 @@ def _best_sentence(data: ReportData) -> str:
         agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
     if agreement:
         sentence += ", with " + " and ".join(agreement) + " against the original"
-    return sentence + "."
+    return sentence + "." + _load_caveat(data, best)
+
+
+def _load_caveat(data: ReportData, best: dict) -> str:
+    """A warning beside the headline speedup when either of its two timings was taken under interference.
+
+    Multi-threaded PyTorch in particular can run many times slower while another process holds a core
+    (each parallel op waits for its descheduled thread), which inflates a speedup over it.
+    """
+    disturbed = [name for name, record in (("the baseline", data.baseline), ("this candidate", best))
+                 if as_list(as_dict(as_dict(record).get("audit")).get("issues"))]
+    if not disturbed:
+        return ""
+    return (f" Caution: {' and '.join(disturbed)} {'was' if len(disturbed) == 1 else 'were'} timed while other "
+            "processes used the cores (see Measurement conditions), so this speedup may not hold on an idle "
+            "machine: re-run the plan there before relying on it.")
 
 
 def _requirements_sentence(data: ReportData) -> str:
