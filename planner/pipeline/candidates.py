@@ -233,7 +233,7 @@ class CandidateRun:
         status, reason, fidelity = self._gate(result.precision, outputs, labels,
                                               changes_function=kind in ("approximate", "fine-tuned"))
         if status is Status.REJECTED and kind == "approximate":
-            reason = f"needs fine-tuning: {reason.removeprefix('fidelity gate: ')} (speed measured, accuracy drops)"
+            reason = f"needs fine-tuning: {reason.removeprefix('fidelity check: ')} (speed measured, accuracy drops)"
         elif kind == "redesign":
             # A redesign has new (random) weights: its outputs cannot match until it is trained.
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
@@ -266,7 +266,7 @@ class CandidateRun:
             # Post-training ternary rarely keeps accuracy: its size and speed are a potential, not a plan.
             return Status.REJECTED, f"fails fidelity: needs ternary-aware training ({why})", fid
         if why:
-            return Status.REJECTED, f"fidelity gate: {why}", fid
+            return Status.REJECTED, f"fidelity check: {why}", fid
         return Status.OK, "", fid
 
 

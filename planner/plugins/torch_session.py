@@ -37,6 +37,11 @@ class TorchSession:
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
         if compile_mode:
+            import logging
+
+            # Inductor's C++ build warns "No CUDA runtime is found" on every CPU-only machine; the
+            # candidate's own result says what ran, so the warning would only clutter the plan's output.
+            logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
             module = torch.compile(module, mode=None if compile_mode == "default" else compile_mode)
         self.module = module
 

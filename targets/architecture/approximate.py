@@ -41,12 +41,12 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
         fid = fidelity_of(ctx, module)
         if judge is not None:
             why, seen = judge(module)
-            ctx.log(f"{label}: {seen} (cosine {fid.cosine:.5f} on the fidelity inputs) — {why or 'within budget'}")
+            ctx.log(f"{label}: {why or seen + ', within budget'} (cosine {fid.cosine:.5f} on the fidelity inputs)")
         else:
             why = gate_reason(fid)
             ctx.log(f"{label}: cosine {fid.cosine:.5f} on the fidelity inputs — {why or 'passes the fp32 gate'}")
         if not why:
-            test = "keeps accuracy on the labelled data within budget" if judge else "passes the fp32 fidelity gate"
+            test = "keeps accuracy on the labelled data within budget" if judge else "passes the fp32 fidelity check"
             yield plugin.spec(ctx, config, label, changes,
                               (f"the gentlest setting that {test} here; tried: "
                                + ("; ".join(tried) if tried else "none before it"),))
@@ -56,7 +56,7 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
     if last is not None:
         config, label, changes = last
         yield plugin.spec(ctx, config, label + " (needs fine-tuning)", changes,
-                          ("no setting passed the fp32 fidelity gate without training: " + "; ".join(tried),))
+                          ("no setting passed the fp32 fidelity check without training: " + "; ".join(tried),))
         steps = ctx.options.get("finetune_steps")
         if steps:
             yield _finetuned(plugin, ctx, config, label, changes, int(steps))
@@ -84,7 +84,8 @@ def _accuracy_judge(ctx: PlanContext) -> Callable[[Any], tuple[str, str]] | None
         acc = accuracy(module, x, y)
         seen = f"accuracy {acc:.2%} against the original's {reference:.2%} on {basis}"
         drop = reference - acc
-        return ("" if drop <= budget else f"{seen}: {drop:.2%} lower (budget {budget:.2%})"), seen
+        return ("" if drop <= budget else f"accuracy {acc:.2%}, {drop:.2%} below the original's "
+                f"{reference:.2%} on {basis} (budget {budget:.2%})"), seen
 
     return judge
 

@@ -111,7 +111,7 @@ def held_out_data(ctx: "PlanContext") -> tuple[Any, Any, str] | None:
         return None
     x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
     y = np.concatenate([labels for _, labels in pairs])
-    return x, y, f"the labelled {ctx.val_data_basis}"
+    return x, y, str(ctx.val_data_basis)
 
 
 def training_data(ctx: "PlanContext") -> tuple[Any, Any, str]:

@@ -134,7 +134,7 @@ class TernaryPlugin(Plugin):
         asked = bool(ctx.options.get("finetune_steps"))
         if ctx.quick and not asked and str(ctx.hw.device_class) not in EDGE_DEVICE_CLASSES:
             ctx.log("edge.ternary: skipped in quick runs off edge boards (ternary weights without "
-                    "retraining rarely pass the fidelity gate)")
+                    "retraining rarely pass the fidelity check)")
             return
         problem = kernel_problem()
         if problem:
@@ -146,7 +146,7 @@ class TernaryPlugin(Plugin):
         size = model_bytes(packed.path)
         per_layer = "; ".join(f"{layer.name}: {layer.storage}" for layer in packed.layers)
         notes = ("no retraining: ternary weights need ternary-aware training to keep accuracy; if the "
-                 "fidelity gate fails, the size and speed are what training could make deployable",
+                 "fidelity check fails, the size and speed are what training could make deployable",
                  f"{packed.packed_layers} of {len(packed.layers)} weighted layers run packed at 2 bits "
                  f"(ONNX Runtime MatMulNBits, int8 compute, blocks of {BLOCK_SIZE}); the rest: {per_layer}",
                  f"packed file {size:,} bytes on disk (measured), beside {model_bytes(export.path):,} for "

@@ -23,7 +23,7 @@ def test_failing_ternary_is_marked_as_needing_training():
     assert status is Status.REJECTED
     assert reason.startswith("fails fidelity: needs ternary-aware training")
     status, reason, _ = _run_with_reference(reference)._gate("int8", wrong, None)
-    assert status is Status.REJECTED and reason.startswith("fidelity gate:")
+    assert status is Status.REJECTED and reason.startswith("fidelity check:")
 
 
 def test_a_faithful_ternary_passes():

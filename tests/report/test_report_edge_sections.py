@@ -47,7 +47,7 @@ def test_device_targets_judge_measured_figures_and_label_the_projection():
     assert "| torch eager fp32 (cpu) | 5 ms |" in text  # meets the edge tier: 500 ms, 50 MiB, 5 MiB
     assert "### Projection onto Raspberry Pi 5 (estimate)" in text
     assert "datasheet-derived, not measured" in text and "Basis: estimate, not measured" in text
-    assert "not deployable: failed the fidelity gate" in text
+    assert "not deployable: failed the fidelity check" in text
 
 
 def test_device_targets_only_for_edge_plans():

@@ -48,7 +48,7 @@ def render(data: ReportData) -> list[str]:
     lines = ["## Compression", "",
              "Each precision's file as written and measured here. Bits/param is the nominal weight width of "
              "the quantized layers; the size is the file on disk (measured), so layers left wider show in it. "
-             "A ternary candidate that fails the fidelity gate shows what ternary-aware training could make "
+             "A ternary candidate that fails the fidelity check shows what ternary-aware training could make "
              "deployable; it is never ranked.", ""]
     lines += fmt.table(headers + ["Status"], rows)
     lines += _layer_table(cands)

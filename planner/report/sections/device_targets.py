@@ -60,7 +60,7 @@ def render(data: ReportData) -> list[str]:
     for cand in cands:
         size_on_disk = _size(data, cand)
         met = [tier for tier, lat, mem, size in TIERS if _meets(cand, lat, mem, size, size_on_disk)]
-        note = " (not deployable: failed the fidelity gate)" if text(cand.get("status")) == "rejected" else ""
+        note = " (not deployable: failed the fidelity check)" if text(cand.get("status")) == "rejected" else ""
         rows.append([label(cand), fmt.ms(p50(cand)), fmt.size(cand.get("peak_memory_bytes")),
                      fmt.size(size_on_disk), (", ".join(met) or "none") + note])
     lines += ["", *fmt.table(["Candidate", "p50", "Peak memory", "Size on disk", "Tiers met"], rows)]

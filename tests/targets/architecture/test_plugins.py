@@ -66,9 +66,9 @@ def test_prune_offers_a_gated_setting_or_says_it_needs_fine_tuning(ctx) -> None:
     assert spec.config["architecture"] == "approximate"
     note = " ".join(spec.notes)
     if spec.label.endswith("(needs fine-tuning)"):
-        assert "no setting passed the fp32 fidelity gate" in note and "cosine similarity" in note
+        assert "no setting passed the fp32 fidelity check" in note and "cosine similarity" in note
     else:
-        assert "passes the fp32 fidelity gate" in note
+        assert "passes the fp32 fidelity check" in note
 
 
 def test_the_inefficient_demo_gets_its_redesign_and_exact_alignment(tmp_path: Path) -> None:
