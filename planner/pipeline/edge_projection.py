@@ -34,7 +34,9 @@ def edge_projection(results: PlanResults, profile: Any, *, detected: bool = Fals
     for cand in results.candidates:
         if not cand.measured:
             continue
-        size = cand.size_bytes if cand.size_bytes is not None else (base.model.size_bytes if base else None)
+        changed = bool((cand.config or {}).get("architecture"))  # pruned, redesigned: not the original weights
+        size = cand.size_bytes if cand.size_bytes is not None else (
+            base.model.size_bytes if base and not changed else None)
         estimate = project(profile, flops=flops, weight_bytes=size, activation_bytes=activations,
                            int8=str(cand.precision) in _INT8_LIKE)
         rows.append({"label": cand.label, "precision": str(cand.precision), "measured_p50_ms": cand.p50,

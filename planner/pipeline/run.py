@@ -36,22 +36,22 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
     """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
     from planner.pipeline.edge_projection import edge_projection, resolve_device
 
-    if options.device:
-        resolve_device(options.device, "", None)  # an unknown name fails now, before any measuring
+    # An unknown name fails now, before any measuring; a named board also sets the default requirements.
+    named = resolve_device(options.device, "", None) if options.device else None
     session = PlanSession(on_event=on_event, cancel=cancel)
     session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
                  trust_code=options.trust_code)
     session.detect()
     session.set_target(options.target)
     session.set_out_dir(options.out)
-    session.set_requirements(toml_path=options.requirements_file,
-                             overrides=options.requirement_overrides)
+    session.set_requirements(toml_path=options.requirements_file, overrides=options.requirement_overrides,
+                             device_class=named.board_kinds[0] if named is not None and named.board_kinds else None)
     try:
         session.measure_ceilings(quick=options.quick)
         session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
                         val_data=options.val_data)
         session.decide()
-        plugin_options = {}
+        plugin_options: dict = {"device": options.device} if options.device else {}
         if options.finetune_steps is not None:
             plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,

@@ -135,12 +135,18 @@ class PlanSession:
         self.update(target=self.target)
         return self.target
 
-    def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None) -> "Requirements":
-        """Requirements from flags, then a TOML file, then the device class's defaults."""
+    def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None,
+                         device_class: str | None = None) -> "Requirements":
+        """Requirements from flags, then a TOML file, then the device class's defaults.
+
+        `device_class` is the class of the device the model will be deployed on when it is not this
+        machine (a board named with --device): its defaults apply instead of this machine's.
+        """
         from planner.advice import load_requirements
 
-        self.requirements = load_requirements(device_class=str(self.detect().device_class),
-                                              toml_path=toml_path, overrides=overrides or {})
+        deployed_on = device_class or str(self.detect().device_class)
+        self.requirements = load_requirements(device_class=deployed_on, toml_path=toml_path,
+                                              overrides=overrides or {})
         self.update(requirements=to_data(self.requirements))
         return self.requirements
 

@@ -127,14 +127,17 @@ class TernaryPlugin(Plugin):
     needs_onnx = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """The packed file and two candidates on it (1 thread and all cores); quick runs off boards skip it."""
+        """The packed file and two candidates on it (1 thread and all cores); quick runs not for a board skip it."""
         from planner.onnx.export import shared_onnx
         from targets.edge.ternary_pack import BLOCK_SIZE, kernel_problem, pack_onnx
 
         asked = bool(ctx.options.get("finetune_steps"))
-        if ctx.quick and not asked and str(ctx.hw.device_class) not in EDGE_DEVICE_CLASSES:
+        # Planned for a board (detected, or named with --device): its size matters there, so it is measured.
+        for_board = str(ctx.hw.device_class) in EDGE_DEVICE_CLASSES or bool(ctx.options.get("device"))
+        if ctx.quick and not asked and not for_board:
             ctx.log("edge.ternary: skipped in quick runs off edge boards (ternary weights without "
-                    "retraining rarely pass the fidelity check)")
+                    "retraining rarely pass the fidelity check); name the board with --device, plan without "
+                    "--quick, or pass --finetune-steps to measure it")
             return
         problem = kernel_problem()
         if problem:

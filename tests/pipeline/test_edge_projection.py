@@ -49,3 +49,18 @@ def test_finetune_steps_without_labels_say_what_to_pass(tmp_path):
     assert "needs labelled data" in err.value.problem and "--val-data" in err.value.fix
     with pytest.raises(PlannerError, match="at least 1"):
         _finetune_steps(0, tmp_path)
+
+
+def test_a_named_board_sets_the_default_requirements(tmp_path):
+    """Planning for a Raspberry Pi from a server: the Pi's tier budgets apply, not the server's."""
+    from hardware_profiles import two_core_x86
+
+    from planner.pipeline.session import PlanSession
+
+    session = PlanSession()
+    session.hw = two_core_x86()
+    here = session.set_requirements()
+    board = session.set_requirements(device_class=resolve_device("rpi5", "", None).board_kinds[0])
+    assert board.memory_budget_bytes == 50 * 2**20 and board.model_size_budget_bytes == 5 * 2**20
+    assert here.memory_budget_bytes > board.memory_budget_bytes
+    assert "Edge" in board.sources["memory_budget_bytes"]

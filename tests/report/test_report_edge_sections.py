@@ -52,3 +52,13 @@ def test_device_targets_judge_measured_figures_and_label_the_projection():
 
 def test_device_targets_only_for_edge_plans():
     assert device_targets.render(ReportData(_results(target="cpu"))) == []
+
+
+def test_a_changed_model_without_a_file_has_no_size_on_disk():
+    results = _results()
+    pruned = {**results["candidates"][0], "label": "prune 25% channels (L1)", "plugin": "architecture.prune",
+              "config": {"architecture": "approximate"}, "size_bytes": None}
+    results["candidates"] = [*results["candidates"], pruned]
+    text = "\n".join(device_targets.render(ReportData(results)))
+    row = next(line for line in text.splitlines() if line.startswith("| prune 25% channels (L1) |"))
+    assert "| not measured |" in row and "model size not measured" in row

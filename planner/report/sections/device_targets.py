@@ -21,9 +21,14 @@ TIERS: tuple[tuple[str, float, float, float], ...] = tuple(
 
 
 def _size(data: ReportData, cand: dict) -> float | None:
-    """The candidate's file on disk; the original model's weights for a candidate that runs them as loaded."""
+    """The candidate's file on disk; the original model's weights for a candidate that runs them as loaded;
+    None for a changed model (pruned, factorised, redesigned) written to no file."""
     size = fmt.real(cand.get("size_bytes"))
-    return size if size is not None else fmt.real(data.model.get("size_bytes"))
+    if size is not None:
+        return size
+    if as_dict(cand.get("config")).get("architecture"):
+        return None  # its weights are not the original's, and no file of them was measured
+    return fmt.real(data.model.get("size_bytes"))
 
 
 def _meets(cand: dict, latency_ms: float, memory_mb: float, size_mb: float, size: float | None = None) -> bool | None:
@@ -48,7 +53,8 @@ def render(data: ReportData) -> list[str]:
     if not cands or (text(data.results.get("target")) != "edge" and not edge):
         return []  # a plan for a server or desktop GPU has its own requirements section
     lines = ["## Device targets", "",
-             "Budgets per deployment tier are the planner's rules of thumb (latency, memory, model size), not "
+             "Budgets per deployment tier are the device performance targets, rules of thumb (latency, memory, "
+             "model size), not "
              "measurements; each candidate is judged on its measured p50, its own measuring process's peak memory "
              "(an ONNX Runtime candidate's process holds no PyTorch) and its file's size on disk (the original "
              "weights for one that runs them as loaded). A tier is met only when every measured figure is within "
@@ -61,6 +67,8 @@ def render(data: ReportData) -> list[str]:
         size_on_disk = _size(data, cand)
         met = [tier for tier, lat, mem, size in TIERS if _meets(cand, lat, mem, size, size_on_disk)]
         note = " (not deployable: failed the fidelity check)" if text(cand.get("status")) == "rejected" else ""
+        if size_on_disk is None and met:
+            note += " (model size not measured: judged on latency and memory only)"
         rows.append([label(cand), fmt.ms(p50(cand)), fmt.size(cand.get("peak_memory_bytes")),
                      fmt.size(size_on_disk), (", ".join(met) or "none") + note])
     lines += ["", *fmt.table(["Candidate", "p50", "Peak memory", "Size on disk", "Tiers met"], rows)]

@@ -89,6 +89,9 @@ def test_quick_runs_skip_it_off_edge_boards(edge_tiny, fake_hw, tmp_path):
     board = PlanContext(hw=fake_hw(device_class="raspberry_pi", is_x86=False), model=edge_tiny,
                         workdir=tmp_path, quick=True)
     assert [s.threads for s in TernaryPlugin().candidates(board)] == [1, 4]
+    named = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path / "named", quick=True,
+                        options={"device": "rpi5"})  # planned for a board named with --device
+    assert len(list(TernaryPlugin().candidates(named))) == 2
 
 
 def test_candidate_is_a_packed_file_run_by_onnxruntime(edge_tiny, fake_hw, tmp_path):
