@@ -14,21 +14,17 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from planner.errors import PlannerError
 from planner.io import write_atomic
+from planner.plugins.training import FinetuneError, accuracy, held_out_data, training_data
 
-if TYPE_CHECKING:
-    from planner.plugins import PlanContext
+__all__ = ["FinetuneError", "FinetuneResult", "accuracy", "finetune", "held_out_data", "load_weights",
+           "save_weights", "training_data"]
 
 BATCH = 32
 LEARNING_RATE = 1e-3
 SEED = 0
-
-
-class FinetuneError(PlannerError):
-    """Fine-tuning was asked for but cannot run (no labels, no PyTorch module, a model with several inputs)."""
 
 
 @dataclass(frozen=True)
@@ -53,18 +49,6 @@ class FinetuneResult:
         return {"steps": self.steps, "samples": self.samples, "accuracy_before": round(self.accuracy_before, 6),
                 "accuracy_after": round(self.accuracy_after, 6), "data": self.data_basis,
                 "accuracy_measured_on": "the fine-tuning data"}
-
-
-def accuracy(module: Any, x: Any, y: Any) -> float:
-    """Top-1 accuracy of `module` (in eval mode) on inputs `x` with integer labels `y`."""
-    import torch
-
-    was_training = module.training
-    module.eval()
-    with torch.no_grad():
-        predicted = module(torch.as_tensor(x)).argmax(dim=1)
-    module.train(was_training)
-    return float((predicted == torch.as_tensor(y)).float().mean())
 
 
 def finetune(module: Any, x: Any, y: Any, *, steps: int, batch: int = BATCH, lr: float = LEARNING_RATE,
@@ -94,48 +78,6 @@ def finetune(module: Any, x: Any, y: Any, *, steps: int, batch: int = BATCH, lr:
         module.eval()
     return FinetuneResult(steps=steps, samples=len(ys), accuracy_before=before,
                           accuracy_after=accuracy(module, xs, ys), data_basis=data_basis)
-
-
-def held_out_data(ctx: "PlanContext") -> tuple[Any, Any, str] | None:
-    """(inputs, labels, what they are) from the plan's labelled validation data, or None without labels.
-
-    This is the data the plan's accuracy is measured on (for the digits demo, its held-out split), so a
-    setting chosen on it is judged the way the candidate will be.
-    """
-    import numpy as np
-
-    from planner.measure.valdata import load_val_data
-
-    pairs = load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
-    if not pairs or any(labels is None for _, labels in pairs) or len(pairs[0][0]) != 1:
-        return None
-    x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
-    y = np.concatenate([labels for _, labels in pairs])
-    return x, y, str(ctx.val_data_basis)
-
-
-def training_data(ctx: "PlanContext") -> tuple[Any, Any, str]:
-    """(inputs, labels, what they are): the digits demo's training split, else the plan's labelled --val-data."""
-    import numpy as np
-
-    from planner.measure.valdata import load_val_data
-
-    if ctx.model.source.text == "demo:digits":
-        from planner.models.digits import load_split
-
-        split = load_split()
-        return split.train_x, split.train_y, "the digits demo's training split, not its held-out set"
-    pairs = load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
-    if not pairs or any(labels is None for _, labels in pairs):
-        raise FinetuneError("fine-tuning needs labelled data, and this plan has none",
-                            "pass --val-data with NAME_labels.npy beside each batch, or leave out --finetune-steps")
-    if len(pairs[0][0]) != 1:
-        raise FinetuneError("fine-tuning takes models with a single input only",
-                            "leave out --finetune-steps for this model")
-    x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
-    y = np.concatenate([labels for _, labels in pairs])
-    return x, y, (f"{ctx.val_data_basis}, the same data the accuracy is then measured on, so the accuracy after "
-                  "fine-tuning is optimistic")
 
 
 def save_weights(module: Any, path: Path) -> str:

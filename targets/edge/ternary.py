@@ -29,6 +29,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.training import FinetuneError, training_data
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
@@ -170,7 +171,7 @@ class TernaryPlugin(Plugin):
         if ctx.model.module is None:
             raise FinetuneError("ternary-aware fine-tuning needs the model's PyTorch module; this model is ONNX-only",
                                 "plan the PyTorch model, or leave out --finetune-steps")
-        x, y, basis = _training_data(ctx)
+        x, y, basis = training_data(ctx, what="ternary-aware fine-tuning")
         tuned = copy.deepcopy(ctx.model.module)
         ctx.log(f"edge.ternary: fine-tuning {steps} steps with ternary weights on {len(y)} samples ({basis})")
         result = finetune_ternary(tuned, x, y, steps=steps, data_basis=basis)
@@ -246,10 +247,6 @@ class TernarySession(OrtSession):
         return {**super().info(), "precision": "ternary (2-bit packed file; Linear layers run packed)",
                 "model_file_bytes": model_bytes(self.path), "kernel_check": self._checked or "not run yet",
                 "ternary_layers": describe_packed(self.path)}
-
-
-class FinetuneError(PlannerError):
-    """Ternary-aware fine-tuning was asked for but cannot run (no labels, no PyTorch module)."""
 
 
 @dataclass(frozen=True)
@@ -331,27 +328,3 @@ def _steps(module: Any, layers: list, optimizer: Any, loss_fn: Any, xs: Any, ys:
             for layer, weights in zip(layers, latent):
                 layer.weight.copy_(weights)  # the gradient was taken at the ternary point; it updates the latent one
         optimizer.step()
-
-
-def _training_data(ctx: PlanContext) -> tuple[Any, Any, str]:
-    """(inputs, labels, what they are) to fine-tune on: the digits training split, else labelled --val-data."""
-    import numpy as np
-
-    from planner.measure.valdata import load_val_data
-
-    if ctx.model.source.text == "demo:digits":
-        from planner.models.digits import load_split
-
-        split = load_split()
-        return split.train_x, split.train_y, "the digits demo's training split, not its held-out set"
-    pairs = load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
-    if not pairs or any(labels is None for _, labels in pairs):
-        raise FinetuneError("ternary-aware fine-tuning needs labelled data, and this plan has none",
-                            "pass --val-data with NAME_labels.npy beside each batch, or leave out --finetune-steps")
-    if len(pairs[0][0]) != 1:
-        raise FinetuneError("ternary-aware fine-tuning takes single-input models only",
-                            "leave out --finetune-steps for this model")
-    x = np.concatenate([next(iter(feed.values())) for feed, _ in pairs])
-    y = np.concatenate([labels for _, labels in pairs])
-    return x, y, (f"{ctx.val_data_basis}, the same data the accuracy is then measured on: the accuracy after "
-                  "fine-tuning is optimistic")
