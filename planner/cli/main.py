@@ -77,9 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val-data", help="folder of .npy input batches (.npz, one array per input, for several "
                                       "inputs) and NAME_labels.npy files, for accuracy")
     p.add_argument("--plugins", help="comma-separated plugin names to run (default: the plan's)")
-    p.add_argument("--finetune-steps", type=int, help="fine-tuning steps: ternary-aware for the ternary candidate, "
-                                                    "and for a pruning or low-rank setting that fails the fidelity "
-                                                    "check (needs labelled data: demo:digits or --val-data with labels)")
+    p.add_argument("--finetune-steps", type=int,
+                   help="fine-tuning steps: ternary-aware for the ternary candidate, and for a pruning or low-rank "
+                        "setting that fails the fidelity check (needs labelled data: demo:digits or --val-data "
+                        "with labels)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
