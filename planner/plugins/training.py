@@ -7,6 +7,7 @@ labelled `--val-data`, which is then also what the accuracy is measured on, so i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
@@ -17,6 +18,26 @@ if TYPE_CHECKING:
 
 class FinetuneError(PlannerError):
     """Fine-tuning was asked for but cannot run (no labels, no PyTorch module, a model with several inputs)."""
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    """What one fine-tune did: steps, samples, and the accuracy before and after on its training data.
+
+    Each training plugin subclasses it with its own `note()` (what kind of training, on what weights).
+    """
+
+    steps: int
+    samples: int
+    accuracy_before: float
+    accuracy_after: float
+    data_basis: str
+
+    def to_info(self) -> dict:
+        """A JSON-ready record for the candidate's config."""
+        return {"steps": self.steps, "samples": self.samples, "accuracy_before": round(self.accuracy_before, 6),
+                "accuracy_after": round(self.accuracy_after, 6), "data": self.data_basis,
+                "accuracy_measured_on": "the fine-tuning data"}
 
 
 def _val_pairs(ctx: "PlanContext") -> list:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.io import write_atomic
-from planner.plugins.training import FinetuneError, accuracy, held_out_data, training_data
+from planner.plugins.training import FinetuneError, TrainingOutcome, accuracy, held_out_data, training_data
 
 __all__ = ["FinetuneError", "FinetuneResult", "accuracy", "finetune", "held_out_data", "load_weights",
            "save_weights", "training_data"]
@@ -28,14 +28,8 @@ SEED = 0
 
 
 @dataclass(frozen=True)
-class FinetuneResult:
+class FinetuneResult(TrainingOutcome):
     """What one fine-tune did: steps, samples, and the accuracy before and after on its training data."""
-
-    steps: int
-    samples: int
-    accuracy_before: float
-    accuracy_after: float
-    data_basis: str
 
     def note(self) -> str:
         """One line for the candidate's notes, saying on which data the two accuracies were measured."""
@@ -43,12 +37,6 @@ class FinetuneResult:
                 f"{self.samples} labelled samples ({self.data_basis}); accuracy on that training data "
                 f"{self.accuracy_before:.2%} before fine-tuning, {self.accuracy_after:.2%} after (measured); "
                 "the candidate's own accuracy is measured on the plan's validation data like any other's")
-
-    def to_info(self) -> dict:
-        """A JSON-ready record for the candidate's config."""
-        return {"steps": self.steps, "samples": self.samples, "accuracy_before": round(self.accuracy_before, 6),
-                "accuracy_after": round(self.accuracy_after, 6), "data": self.data_basis,
-                "accuracy_measured_on": "the fine-tuning data"}
 
 
 def finetune(module: Any, x: Any, y: Any, *, steps: int, batch: int = BATCH, lr: float = LEARNING_RATE,

@@ -29,7 +29,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from planner.plugins.training import FinetuneError, training_data
+from planner.plugins.training import FinetuneError, TrainingOutcome, training_data
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
@@ -250,14 +250,8 @@ class TernarySession(OrtSession):
 
 
 @dataclass(frozen=True)
-class FinetuneResult:
+class FinetuneResult(TrainingOutcome):
     """What a ternary-aware fine-tune did: steps, and accuracy with ternary weights before and after."""
-
-    steps: int
-    samples: int
-    accuracy_before: float
-    accuracy_after: float
-    data_basis: str
 
     def note(self) -> str:
         """One line for the candidate's notes."""
