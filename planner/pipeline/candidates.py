@@ -4,6 +4,7 @@ fidelity. One plugin's failure is recorded and the rest go on."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 
 # How many of a quick run's leaders are measured again with the full method before ranking (the default).
 CONFIRM_TOP = 3
+
+NOT_ESTABLISHED = "not established on real data"
+"""How an unconfirmed candidate's reason begins: it drifted from the original on generated inputs only."""
 
 
 class ResultsSink(Protocol):
@@ -231,9 +235,12 @@ class CandidateRun:
             return result
         kind = spec.config.get("architecture")
         status, reason, fidelity = self._gate(result.precision, outputs, labels,
-                                              changes_function=kind in ("approximate", "fine-tuned"))
+                                              changes_function=kind in ("approximate", "fine-tuned"),
+                                              generated_inputs=self.val_data is None)
         if status is Status.REJECTED and kind == "approximate":
             reason = f"needs fine-tuning: {reason.removeprefix('fidelity check: ')} (speed measured, accuracy drops)"
+        elif status is Status.UNCONFIRMED and kind == "approximate":
+            reason += "; if it drifts on your data too, it needs fine-tuning"
         elif kind == "redesign":
             # A redesign has new (random) weights: its outputs cannot match until it is trained.
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
@@ -242,11 +249,18 @@ class CandidateRun:
                                    speedup=base_p50 / result.p50 if result.p50 else None)
 
     def _gate(self, precision: str, outputs: list[np.ndarray], labels: list[np.ndarray] | None, *,
-              changes_function: bool = False) -> tuple[Status, str, Fidelity | None]:
+              changes_function: bool = False,
+              generated_inputs: bool = False) -> tuple[Status, str, Fidelity | None]:
         """(status, reason, fidelity): rejected when outputs stray past the precision's gate.
 
         A candidate that changes the function by design (pruning, low-rank, fine-tuned) is judged on
         accuracy alone where there are labels: its outputs cannot match the original's to fp32 cosine.
+
+        `generated_inputs`: the inputs are generated (no validation data), so a pass or a failure says
+        how the outputs behave on those inputs only. A candidate that changes the arithmetic (bf16,
+        fp16, INT8, ternary, an approximation) and fails there is unconfirmed, not rejected: random
+        inputs sit near decision boundaries real data may never reach. An fp32 candidate should be
+        exact on any input, so it is still rejected.
         """
         from planner.measure.fidelity import DEFAULT_GATES, compare
         from planner.plugins import Precision
@@ -261,7 +275,17 @@ class CandidateRun:
         if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
             gate = dataclasses.replace(gate, min_cosine=-1.0)
         why, decided_by = gate.judge(fid)
+        if generated_inputs and decided_by:
+            decided_by += ", on generated inputs"
         fid = dataclasses.replace(fid, decided_by=decided_by)
+        # Outputs that are not finite are broken on any input, generated or real.
+        finite = math.isfinite(fid.cosine) and math.isfinite(fid.max_abs_error)
+        if why and finite and generated_inputs and (precision != Precision.FP32 or changes_function):
+            reason = f"{NOT_ESTABLISHED}: on generated inputs, {why}"
+            if precision == Precision.TERNARY:
+                # Still a potential that usually needs training, but generated inputs cannot show it failed.
+                reason += "; post-training ternary usually needs ternary-aware training"
+            return Status.UNCONFIRMED, reason, fid
         if why and precision == Precision.TERNARY:
             # Post-training ternary rarely keeps accuracy: its size and speed are a potential, not a plan.
             return Status.REJECTED, f"fails fidelity: needs ternary-aware training ({why})", fid
@@ -273,7 +297,7 @@ class CandidateRun:
 def candidate_line(r: CandidateResult) -> str:
     """One line of progress for a finished candidate."""
     if r.measured and r.p50:
-        tail = f" — {r.reason}" if r.status is Status.REJECTED else ""
+        tail = f" — {r.reason}" if r.status in (Status.REJECTED, Status.UNCONFIRMED) else ""
         accuracy = ""
         if r.fidelity is not None and r.fidelity.accuracy is not None:
             accuracy = f", accuracy {units.accuracy(r.fidelity.accuracy)}"

@@ -98,6 +98,9 @@ class Status(StrEnum):
 
     OK = "ok"
     REJECTED = "rejected"  # measured, but failed the fidelity gate
+    # Measured; changes the arithmetic (bf16, INT8, pruning...) and drifted from the original on generated
+    # inputs only, which cannot tell whether that matters on real data: not ranked, never called rejected.
+    UNCONFIRMED = "unconfirmed"
     FAILED = "failed"
     SKIPPED = "skipped"
     PARTIAL = "partial"
@@ -211,8 +214,8 @@ class CandidateResult:
 
     @property
     def measured(self) -> bool:
-        """Whether it ran and was timed (ok, or rejected by the fidelity gate)."""
-        return self.status in (Status.OK, Status.REJECTED) and self.latency_ms is not None
+        """Whether it ran and was timed (ok, rejected by the fidelity gate, or not established on real data)."""
+        return self.status in (Status.OK, Status.REJECTED, Status.UNCONFIRMED) and self.latency_ms is not None
 
 
 @dataclass(frozen=True)
