@@ -5,35 +5,48 @@ first; every `NAME.npz` is one batch of a model with several inputs, one array p
 (`numpy.savez('batch0.npz', input_ids=..., attention_mask=...)`). An optional `NAME_labels.npy`
 beside it holds that batch's integer class labels. With labels, the planner measures accuracy;
 without them, agreement with the original model on these inputs.
+
+A folder with no such batches is read as samples: images or `.wav` clips, labelled by sub-folder
+(planner/measure/samples.py). A plan converts them once (`prepare_val_data`) into batches of this
+layout in its artifacts folder, with a `samples.json` saying where they came from, so the workers,
+the INT8 calibration and the fine-tunes all read the same arrays.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from planner.errors import PlannerError
 from planner.models.loaded import Feed
-from planner.models.spec import ModelInputs
+from planner.models.spec import BATCH, ModelInputs
+
+if TYPE_CHECKING:
+    from planner.measure.samples import SampleOptions, SampleSet
 
 LABEL_SUFFIX = "_labels.npy"
+SAMPLES_NOTE = "samples.json"
+"""Written beside batches converted from images or clips: what they were converted from."""
 
 
-def load_val_data(folder: Path, *, inputs: ModelInputs | None = None,
+def load_val_data(folder: Path, *, inputs: ModelInputs | None = None, options: "SampleOptions | None" = None,
                   ) -> list[tuple[Feed, np.ndarray | None]]:
-    """The (feed, labels or None) pairs in `folder`, sorted by file name; checked against `inputs`."""
+    """The (feed, labels or None) pairs in `folder`, sorted by file name; checked against `inputs`.
+
+    A folder of images or `.wav` clips (no batches) is converted for `inputs` with `options`.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise PlannerError(f"--val-data {folder} is not a folder",
-                           "pass a folder of .npy input batches (.npz for several inputs) and "
-                           "NAME_labels.npy files")
-    files = sorted(p for p in [*folder.glob("*.npy"), *folder.glob("*.npz")]
-                   if not p.name.endswith(LABEL_SUFFIX))
+                           "pass a folder of images (.png, .jpg; in class sub-folders for labels), .wav "
+                           "clips, or .npy input batches (.npz for several inputs) with NAME_labels.npy files")
+    files = _array_files(folder)
     if not files:
-        raise PlannerError(f"--val-data {folder} holds no .npy or .npz input batches",
-                           "save each batch with numpy.save('batch0.npy', array), batch first "
-                           "(numpy.savez('batch0.npz', name=array, ...) for several inputs)")
+        return _samples(folder, inputs, options).pairs
     pairs = []
     for path in files:
         feed = _read_feed(path, inputs)
@@ -76,18 +89,98 @@ def _read_feed(path: Path, inputs: ModelInputs | None) -> Feed:
     feed: Feed = {}
     for name, array in arrays.items():
         spec = next((t for t in inputs.tensors if t.name == name), None) if inputs is not None else None
-        if spec is not None and tuple(array.shape[1:]) != tuple(spec.shape[1:]):
-            want = "x".join(map(str, ("B", *spec.shape[1:])))
+        # Only the batch axis may differ (dimension 0, or wherever a recurrent state keeps it).
+        batch_axes = [i for i, a in enumerate(spec.axes) if a == BATCH] if spec is not None else []
+        if spec is not None and (array.ndim != len(spec.shape) or any(
+                d != expected for i, (d, expected) in enumerate(zip(array.shape, spec.shape))
+                if i not in (batch_axes or [0]))):
+            want = "x".join("B" if i in (batch_axes or [0]) else str(d) for i, d in enumerate(spec.shape))
             raise PlannerError(f"{path}: input {name} has shape {'x'.join(map(str, array.shape))}, but "
                                f"the model takes {want}", "save batches in the model's input shape")
         feed[name] = array.astype(np.float32) if array.dtype == np.float64 else array
     return feed
 
 
-def labels_of(folder: Path | None) -> list[np.ndarray] | None:
-    """The label arrays in batch order, or None when any batch has no labels (or no folder)."""
+def labels_of(folder: Path | None, *, inputs: ModelInputs | None = None,
+              options: "SampleOptions | None" = None) -> list[np.ndarray] | None:
+    """The label arrays in batch order, or None when any batch has no labels (or no folder).
+
+    A folder of images or clips needs the model's `inputs`: which files convert decides the batches.
+    """
     if folder is None:
         return None
-    pairs = load_val_data(folder)
+    pairs = load_val_data(folder, inputs=inputs, options=options)
     labels = [lab for _, lab in pairs if lab is not None]
     return labels if len(labels) == len(pairs) else None
+
+
+@dataclass(frozen=True)
+class PreparedValData:
+    """Validation data ready for every reader: the batch folder, and what it was made from."""
+
+    folder: Path  # .npy/.npz batches: the user's folder itself, or the converted copy
+    source: Path  # the folder the user gave
+    samples: int
+    description: str  # what the samples are, in words (for the log and the report)
+    skipped: str = ""  # the files left out and why, or ''
+    classes: tuple[str, ...] = ()
+
+
+def prepare_val_data(folder: Path, *, inputs: ModelInputs, options: "SampleOptions | None" = None,
+                     workdir: Path) -> PreparedValData:
+    """Check `folder` against `inputs`; images or clips are converted once into batches under `workdir`.
+
+    Converting once means every worker process, the INT8 calibration and the fine-tunes read the
+    same arrays, and none decodes the images again.
+    """
+    folder = Path(folder)
+    pairs = load_val_data(folder, inputs=inputs, options=options)
+    if _array_files(folder):
+        rows = sum(len(next(iter(feed.values()))) for feed, _ in pairs)
+        labelled = all(lab is not None for _, lab in pairs)
+        return PreparedValData(folder=folder, source=folder, samples=rows,
+                               description=f"{len(pairs)} batches ({rows} samples) of arrays from {folder}"
+                                           + ("" if labelled else ", no labels"))
+    found = _samples(folder, inputs, options)
+    out = Path(workdir) / "val-data"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("*.npz"), *out.glob("*.npy")]:
+        old.unlink()
+    for i, (feed, labels) in enumerate(found.pairs):
+        np.savez(out / f"batch{i:05d}.npz", **feed)  # type: ignore[arg-type]  # numpy's stub types **kwds oddly
+        if labels is not None:
+            np.save(out / f"batch{i:05d}{LABEL_SUFFIX}", labels)
+    prepared = PreparedValData(folder=out, source=folder, samples=found.count, description=found.describe(),
+                               skipped=found.skipped_text(), classes=found.classes)
+    (out / SAMPLES_NOTE).write_text(json.dumps({"source": str(folder), "kind": found.kind, "samples": found.count,
+                                                "description": prepared.description,
+                                                "skipped": list(found.skipped), "classes": list(found.classes)},
+                                               indent=1))
+    return prepared
+
+
+def samples_note(folder: Path | None) -> dict[str, Any]:
+    """What a converted batch folder was made from (its `samples.json`), or {} for plain arrays."""
+    if folder is None:
+        return {}
+    path = Path(folder) / SAMPLES_NOTE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _array_files(folder: Path) -> list[Path]:
+    return sorted(p for p in [*folder.glob("*.npy"), *folder.glob("*.npz")] if not p.name.endswith(LABEL_SUFFIX))
+
+
+def _samples(folder: Path, inputs: ModelInputs | None, options: "SampleOptions | None") -> "SampleSet":
+    from planner.measure.samples import load_samples
+
+    if inputs is None:
+        raise PlannerError(f"--val-data {folder} holds no .npy or .npz input batches, and reading it as images "
+                           "or audio needs the model's inputs",
+                           "save each batch with numpy.save('batch0.npy', array), batch first "
+                           "(numpy.savez('batch0.npz', name=array, ...) for several inputs)")
+    return load_samples(folder, inputs, options)
