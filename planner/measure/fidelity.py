@@ -1,37 +1,162 @@
-"""Fidelity: how closely a candidate's outputs match the original model's on the same inputs."""
+"""Fidelity: how closely a candidate's outputs match the original model's on the same inputs.
+
+What "closely" means depends on what the output is, so each output is first given a kind:
+
+- classes: class scores (batch, classes): cosine similarity, then top-1 agreement (and top-5 where
+  there are more than 5 classes), or accuracy where there are labels;
+- dense: a map per pixel (batch, C, H, W) with H, W > 1 (segmentation, a detector's heat map): the
+  thresholded map's foreground IoU (C == 1) or the per-pixel class agreement (C > 1), plus the mean
+  error over the output's scale; never cosine, which a map that is near zero everywhere makes noise;
+- sequence: class scores per position (batch, positions, classes): per-position class agreement;
+- regression: anything else: the error relative to the output's size.
+
+The kind is read from the shape unless `--output-kind NAME=KIND` gives it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from planner.errors import PlannerError
 from planner.plugins import Precision
 from planner.results.values import Fidelity
+
+if TYPE_CHECKING:
+    from planner.models.loaded import LoadedModel
+
+
+class OutputKind(StrEnum):
+    """What a model's output is, which decides how a candidate's copy of it is judged."""
+
+    CLASSES = "classes"  # (batch, classes) scores
+    DENSE = "dense"  # (batch, C, H, W) a map per pixel
+    SEQUENCE = "sequence"  # (batch, positions, classes) scores per position
+    REGRESSION = "regression"  # anything else: values compared as numbers
+
+
+# How each kind's test reads in the report and the CLI, on first use.
+KIND_WORDS: dict[str, str] = {
+    OutputKind.CLASSES: "class scores",
+    OutputKind.DENSE: "a dense map (a value per pixel)",
+    OutputKind.SEQUENCE: "class scores per position (a sequence)",
+    OutputKind.REGRESSION: "values compared as numbers (regression)",
+}
+
+
+def infer_kind(shape: Sequence[int]) -> OutputKind:
+    """The kind an output of this shape (batch axis first) most likely is.
+
+    A 4-D output with both spatial sizes above 1 is a dense map; a 3-D one is scores per position;
+    a 2-D one (or one whose other axes are all 1, as a 1x1 conv head leaves) with more than one
+    score is class scores; anything else is compared as numbers.
+    """
+    dims = tuple(int(d) for d in shape)
+    if len(dims) == 4 and dims[2] > 1 and dims[3] > 1:
+        return OutputKind.DENSE
+    if len(dims) == 3 and dims[1] > 1 and dims[2] > 1:
+        return OutputKind.SEQUENCE
+    rest = [d for d in dims[1:] if d != 1]
+    if len(rest) == 1 and rest[0] > 1:
+        return OutputKind.CLASSES
+    return OutputKind.REGRESSION
+
+
+def _shape_words(shape: Sequence[int]) -> str:
+    return "(batch, " + ", ".join(str(int(d)) for d in shape[1:]) + ")" if len(shape) > 1 else "(batch,)"
+
+
+def output_names(model: "LoadedModel") -> list[str]:
+    """The model's output names, the compared one (the first) first.
+
+    An ONNX file names its graph outputs; a torch module's output has no name, so it is "output".
+    """
+    path = getattr(model, "onnx_path", None)
+    if getattr(model, "module", None) is None and path is not None:
+        import onnx
+
+        graph = onnx.load(str(path), load_external_data=False).graph
+        names = [o.name for o in graph.output]
+        if names:
+            return names
+    return ["output"]
+
+
+def resolve_output_kind(specs: Sequence[str], names: Sequence[str]) -> tuple[OutputKind, str] | None:
+    """(kind, how it was given) for the compared output from `--output-kind NAME=KIND` specs; None if none name it.
+
+    NAME is the output's name or `0` (the first output, the one compared). A malformed spec, an
+    unknown kind or name, or a name of an output that is not compared is an error that lists the names.
+    """
+    if not specs:
+        return None
+    kinds = ", ".join(k.value for k in OutputKind)
+    listing = ", ".join(f"{n} (compared)" if i == 0 else n for i, n in enumerate(names))
+    chosen: tuple[OutputKind, str] | None = None
+    for spec in specs:
+        name, sep, kind = str(spec).partition("=")
+        name, kind = name.strip(), kind.strip().lower()
+        if not sep or not name or not kind:
+            raise PlannerError(f"--output-kind {spec!r} is not NAME=KIND",
+                               f"write it as NAME=KIND, e.g. {names[0]}=dense; KIND is one of {kinds}")
+        if kind not in {k.value for k in OutputKind}:
+            raise PlannerError(f"--output-kind {spec!r}: unknown kind {kind!r}", f"use one of {kinds}")
+        if name not in names and name != "0":
+            raise PlannerError(f"--output-kind {spec!r}: the model has no output named {name!r}",
+                               f"its outputs are: {listing}; name one of them, or 0 for the first")
+        if name not in ("0", names[0]):
+            raise PlannerError(f"--output-kind {spec!r}: only the first output, {names[0]!r}, is compared "
+                               "with the original, so a kind for another output would not be used",
+                               f"name {names[0]} (or 0) instead; the outputs are: {listing}")
+        chosen = (OutputKind(kind), f"given with --output-kind {name}={kind}")
+    return chosen
 
 
 @dataclass(frozen=True)
 class FidelityGate:
-    """Minimum agreement a candidate must show to be ranked."""
+    """Minimum agreement a candidate must show to be ranked, per kind of output.
+
+    Class scores: cosine similarity, then top-1 agreement (or accuracy with labels). A dense map:
+    the thresholded map's agreement (`min_map`) and the mean error over the output's scale
+    (`max_spread_error`). A sequence: per-position class agreement (`min_positions`). Anything
+    else: the error relative to the output's size (`max_relative_error`).
+    """
 
     min_cosine: float
     min_top1: float
     max_accuracy_drop: float = 0.01
+    min_map: float = 0.95
+    max_spread_error: float = 0.05
+    min_positions: float = 0.95
+    max_relative_error: float = 0.05
 
     def check(self, fid: Fidelity) -> str:
         """'' if the candidate passes, else the reason it is rejected."""
         return self.judge(fid)[0]
 
     def judge(self, fid: Fidelity) -> tuple[str, str]:
-        """(reason it is rejected or '', the test that decided).
+        """(reason it is rejected or '', the test that decided, in plain words).
 
-        Accuracy decides when there are labels; else top-1 agreement over the samples where it is a
-        test (the reference's margin above the candidate's noise); else cosine similarity alone.
+        The test follows the output's kind (see the module's docstring). Non-finite outputs always fail.
         """
-        cosine_test = f"cosine similarity {fid.cosine:.5f} (gate {self.min_cosine})"
-        if not np.isfinite(fid.cosine):
+        if not np.isfinite(fid.cosine) or not np.isfinite(fid.mean_abs_error):
             return "outputs are not finite (NaN or Inf)", "finite outputs"
+        kind = fid.output_kind or OutputKind.CLASSES
+        if kind == OutputKind.DENSE:
+            return self._judge_dense(fid)
+        if kind == OutputKind.SEQUENCE:
+            return self._judge_sequence(fid)
+        if kind == OutputKind.REGRESSION:
+            return self._judge_regression(fid)
+        return self._judge_classes(fid)
+
+    def _judge_classes(self, fid: Fidelity) -> tuple[str, str]:
+        """Accuracy decides when there are labels; else top-1 agreement over the samples where it is a
+        test (the reference's margin above the candidate's noise); else cosine similarity alone."""
+        cosine_test = f"cosine similarity {fid.cosine:.5f} (gate {self.min_cosine})"
         if fid.cosine < self.min_cosine:
             return f"cosine similarity {fid.cosine:.5f} < gate {self.min_cosine}", cosine_test
         if fid.accuracy is not None and fid.reference_accuracy is not None:
@@ -57,6 +182,66 @@ class FidelityGate:
                         "(no sample's top-1 margin exceeds the candidate's error)")
         return "", cosine_test
 
+    def _spread(self, fid: Fidelity) -> tuple[str, str]:
+        """(reason or '', words) for the mean error over the output's scale."""
+        value = fid.spread_error if fid.spread_error is not None else float("inf")
+        where = ("on the probability scale" if fid.spread_basis == "probability"
+                 else "relative to the output's spread (its standard deviation)")
+        words = f"mean error {value:.2g} {where}"
+        if value > self.max_spread_error:
+            return f"{words} > gate {self.max_spread_error:g}", f"{words} (at most {self.max_spread_error:g})"
+        return "", f"{words} (at most {self.max_spread_error:g})"
+
+    def _judge_dense(self, fid: Fidelity) -> tuple[str, str]:
+        """The thresholded (or per-pixel class) map's agreement where there is foreground, and the mean error."""
+        spread_why, spread_words = self._spread(fid)
+        counted = fid.agreement_counted
+        if fid.map_iou is not None:
+            threshold = f"{fid.map_threshold:g}" if fid.map_threshold is not None else "?"
+            test = (f"agreement of the map thresholded at {threshold} (foreground IoU {fid.map_iou:.2f} over "
+                    f"{fid.samples} samples, needed {self.min_map:.2f})")
+            if fid.map_iou < self.min_map:
+                return (f"the map thresholded at {threshold} agrees with the original's at foreground IoU "
+                        f"{fid.map_iou:.2f} < gate {self.min_map:.2f} (over {fid.samples} samples)"), test
+        elif fid.pixel_agreement is not None:
+            test = (f"per-pixel class agreement {fid.pixel_agreement:.1%} on {counted} of {fid.agreement_total} "
+                    f"pixels over {fid.samples} samples (needed {self.min_map:.0%})")
+            if fid.pixel_agreement < self.min_map:
+                return (f"per-pixel class agreement {fid.pixel_agreement:.1%} < gate {self.min_map:.0%} "
+                        f"(over the {counted} pixels whose margin exceeds the candidate's error)"), test
+        elif fid.map_threshold is not None:
+            test = "no foreground on these inputs: the map's agreement is no test here"
+        else:
+            test = "no pixel's class margin exceeds the candidate's error: the map's agreement is no test here"
+        if spread_why:
+            return spread_why, f"{test}; {spread_words}"
+        return "", f"{test}; {spread_words}"
+
+    def _judge_sequence(self, fid: Fidelity) -> tuple[str, str]:
+        """Per-position class agreement where positions' margins exceed the error; else the mean error."""
+        if fid.position_agreement is not None:
+            counted, total = fid.agreement_counted, fid.agreement_total
+            test = (f"per-position class agreement {fid.position_agreement:.1%} on {counted} of {total} positions "
+                    f"over {fid.samples} samples (needed {self.min_positions:.0%})")
+            if fid.position_agreement < self.min_positions:
+                return (f"per-position class agreement {fid.position_agreement:.1%} < gate "
+                        f"{self.min_positions:.0%} (over the {counted} of {total} positions whose margin exceeds "
+                        "the candidate's error)"), test
+            return "", test
+        # No position's winning class stands clear of the candidate's error: which one wins is noise,
+        # so the values themselves are the test.
+        why, words = self._spread(fid)
+        return why, f"per-position agreement is no test here (no position's margin exceeds the error); {words}"
+
+    def _judge_regression(self, fid: Fidelity) -> tuple[str, str]:
+        """The error relative to the output's size."""
+        value = fid.relative_error if fid.relative_error is not None else relative_error(fid)
+        words = f"relative error ||a - b|| / ||a|| {value:.2g}"
+        test = f"{words} (at most {self.max_relative_error:g})"
+        if value > self.max_relative_error:
+            return f"{words} > gate {self.max_relative_error:g}", test
+        return "", test
+
 
 def relative_error(fid: Fidelity) -> float:
     """The candidate's error relative to the output's size, from the cosine similarity (0 when identical).
@@ -66,50 +251,166 @@ def relative_error(fid: Fidelity) -> float:
     return float(np.sqrt(max(0.0, 2.0 * (1.0 - fid.cosine)))) if np.isfinite(fid.cosine) else float("inf")
 
 
-# Why these: fp32 rewrites (fusion, thread changes) should be numerically ~exact; bf16 keeps
-# 8 mantissa bits (relative error ~0.4% per op); INT8 typically keeps cosine > 0.99 on CNNs;
-# ternary weights change the function far more and are only useful with retraining.
+# Why these. Class scores: fp32 rewrites (fusion, thread changes) should be numerically ~exact;
+# bf16 keeps 8 mantissa bits (relative error ~0.4% per op); INT8 typically keeps cosine > 0.99 on
+# CNNs; ternary weights change the function far more and are only useful with retraining.
+# The other kinds use the same ladder in their own terms. A map's foreground IoU or a position's
+# class: rounding moves only values near the threshold (or near a tie), and those are not counted,
+# so an fp32 rewrite agrees ~everywhere (0.99), fp16/bf16 lose a few boundary pixels (0.97/0.95),
+# INT8 a few more (0.90); ternary keeps the map's gist at best (0.5). The mean error over the
+# output's scale: fp32 within 1% (the cosine 0.9999 gate allows ~1.4% relative error), fp16 2%,
+# bf16 5% (its 8 mantissa bits compound over layers), INT8 10% (256 levels over each tensor's range,
+# also compounded), ternary 40%. The relative error of a regression output follows the same ladder.
 DEFAULT_GATES: dict[Precision, FidelityGate] = {
-    Precision.FP32: FidelityGate(min_cosine=0.9999, min_top1=0.99),
-    Precision.FP16: FidelityGate(min_cosine=0.999, min_top1=0.95),
-    Precision.BF16: FidelityGate(min_cosine=0.995, min_top1=0.90),
-    Precision.INT8: FidelityGate(min_cosine=0.99, min_top1=0.90),
-    Precision.TERNARY: FidelityGate(min_cosine=0.90, min_top1=0.50),
+    Precision.FP32: FidelityGate(min_cosine=0.9999, min_top1=0.99, min_map=0.99, max_spread_error=0.01,
+                                 min_positions=0.99, max_relative_error=0.01),
+    Precision.FP16: FidelityGate(min_cosine=0.999, min_top1=0.95, min_map=0.97, max_spread_error=0.02,
+                                 min_positions=0.97, max_relative_error=0.02),
+    Precision.BF16: FidelityGate(min_cosine=0.995, min_top1=0.90, min_map=0.95, max_spread_error=0.05,
+                                 min_positions=0.95, max_relative_error=0.05),
+    Precision.INT8: FidelityGate(min_cosine=0.99, min_top1=0.90, min_map=0.90, max_spread_error=0.10,
+                                 min_positions=0.90, max_relative_error=0.10),
+    Precision.TERNARY: FidelityGate(min_cosine=0.90, min_top1=0.50, min_map=0.50, max_spread_error=0.40,
+                                    min_positions=0.50, max_relative_error=0.40),
 }
 
 
 def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
-            labels: Sequence[np.ndarray] | None = None) -> Fidelity:
-    """Compare outputs batch by batch with the reference ones (and with labels, if given)."""
+            labels: Sequence[np.ndarray] | None = None, kind: OutputKind | str | None = None,
+            kind_basis: str = "") -> Fidelity:
+    """Compare outputs batch by batch with the reference ones (and with labels, if given).
+
+    `kind` says what the output is (read from its shape when None); labels count only for class scores.
+    """
     if len(reference) != len(outputs):
         raise ValueError(f"{len(outputs)} output batches for {len(reference)} reference batches")
-    ref = np.concatenate([np.asarray(r, dtype=np.float64).reshape(len(r), -1) for r in reference])
-    out = np.concatenate([np.asarray(o, dtype=np.float64).reshape(len(o), -1) for o in outputs])
-    if ref.shape != out.shape:
-        raise ValueError(f"output shape {out.shape} differs from the reference's {ref.shape}")
+    ref_full = np.concatenate([np.asarray(r, dtype=np.float64) for r in reference]) if reference else np.zeros((0, 1))
+    out_full = np.concatenate([np.asarray(o, dtype=np.float64) for o in outputs]) if outputs else np.zeros((0, 1))
+    if ref_full.shape != out_full.shape:
+        raise ValueError(f"output shape {out_full.shape} differs from the reference's {ref_full.shape}")
+    if kind is None:
+        output_kind = infer_kind(ref_full.shape)
+        basis = kind_basis or f"read from the output's shape {_shape_words(ref_full.shape)}"
+    else:
+        output_kind = OutputKind(kind)
+        basis = kind_basis or "given"
+    ref = ref_full.reshape(len(ref_full), -1)
+    out = out_full.reshape(len(out_full), -1)
     a, b = ref.ravel(), out.ravel()
     denom = np.linalg.norm(a) * np.linalg.norm(b)
     cosine = float(a @ b / denom) if denom > 0 else (1.0 if np.array_equal(a, b) else 0.0)
     diff = np.abs(a - b)
-    top1 = top1_all = None
-    counted: int | None = None
+    mean_error = float(diff.mean()) if diff.size else 0.0
+    norm = float(np.linalg.norm(a))
+    gap = float(np.linalg.norm(a - b))
+    rel = gap / norm if norm > 0 else (0.0 if gap == 0 else float("inf"))
+    fields: dict[str, Any] = {}
+    if output_kind is OutputKind.CLASSES:
+        fields = _classes(ref, out, mean_error, labels)
+    elif output_kind is OutputKind.DENSE:
+        fields = _dense(ref_full, out_full, mean_error, typical_error(diff))
+    elif output_kind is OutputKind.SEQUENCE:
+        fields = _sequence(ref_full, out_full, mean_error, typical_error(diff))
+    if output_kind is not OutputKind.CLASSES and "spread_error" not in fields:
+        fields.update(_spread_error(a, mean_error, probability=False))
+    return Fidelity(cosine=cosine, max_abs_error=float(diff.max(initial=0.0)), mean_abs_error=mean_error,
+                    top1_agreement=fields.pop("top1_agreement", None), samples=int(ref.shape[0]),
+                    output_kind=output_kind.value, kind_basis=basis, relative_error=rel, **fields)
+
+
+def _classes(ref: np.ndarray, out: np.ndarray, mean_error: float,
+             labels: Sequence[np.ndarray] | None) -> dict[str, Any]:
+    """Top-1 (margin-aware), top-5 and accuracy for (samples, classes) scores."""
+    fields: dict[str, Any] = {}
     if ref.shape[1] > 1:
         agree = ref.argmax(axis=1) == out.argmax(axis=1)
-        top1_all = float(np.mean(agree))
-        decisive = top1_decisive(ref, float(diff.mean()) if diff.size else 0.0)
+        fields["top1_agreement_all"] = float(np.mean(agree))
+        decisive = top1_decisive(ref, mean_error)
         counted = int(decisive.sum())
-        top1 = float(np.mean(agree[decisive])) if counted else None
-    accuracy = reference_accuracy = None
+        fields["top1_samples"] = counted
+        fields["top1_agreement"] = float(np.mean(agree[decisive])) if counted else None
+    if ref.shape[1] > 5:
+        top5 = np.argsort(out, axis=1)[:, -5:]
+        fields["top5_agreement"] = float(np.mean((top5 == ref.argmax(axis=1)[:, None]).any(axis=1)))
     if labels is not None:
         truth = np.concatenate([np.asarray(lab).reshape(-1) for lab in labels])
         if len(truth) != ref.shape[0]:
             raise ValueError(f"{len(truth)} labels for {ref.shape[0]} outputs")
-        accuracy = float(np.mean(out.argmax(axis=1) == truth))
-        reference_accuracy = float(np.mean(ref.argmax(axis=1) == truth))
-    return Fidelity(cosine=cosine, max_abs_error=float(diff.max(initial=0.0)),
-                    mean_abs_error=float(diff.mean()) if diff.size else 0.0,
-                    top1_agreement=top1, samples=int(ref.shape[0]), accuracy=accuracy,
-                    reference_accuracy=reference_accuracy, top1_samples=counted, top1_agreement_all=top1_all)
+        fields["accuracy"] = float(np.mean(out.argmax(axis=1) == truth))
+        fields["reference_accuracy"] = float(np.mean(ref.argmax(axis=1) == truth))
+    return fields
+
+
+def _spread_error(ref: np.ndarray, mean_error: float, *, probability: bool) -> dict[str, Any]:
+    """The mean error over the output's scale: 1 for a probability map, else the reference's spread.
+
+    A probability map is judged on the probability scale because what matters is where it crosses
+    0.5: a map that is near zero everywhere on generated inputs has a tiny spread, and an error far
+    below any threshold would read as large against it.
+    """
+    if probability:
+        return {"spread_error": mean_error, "spread_basis": "probability"}
+    std = float(ref.std()) if ref.size else 0.0
+    value = mean_error / std if std > 0 else (0.0 if mean_error == 0 else float("inf"))
+    return {"spread_error": value, "spread_basis": "spread"}
+
+
+def typical_error(diff: np.ndarray) -> float:
+    """The candidate's typical error on one value: the median of |a - b|.
+
+    A map's or a sequence's margins are measured against this rather than the mean, because a real
+    error confined to some pixels or positions (a region the candidate loses) would raise the mean
+    enough to excuse those very pixels from the test.
+    """
+    return float(np.median(diff)) if diff.size else 0.0
+
+
+def _dense(ref: np.ndarray, out: np.ndarray, mean_error: float, noise: float) -> dict[str, Any]:
+    """Agreement of a (batch, C, H, W) map: foreground IoU at a threshold (C == 1) or per-pixel class (C > 1).
+
+    Pixels whose reference value lies within the candidate's typical error (`noise`) of the
+    threshold (or whose top two classes do) are not counted, as top-1 does not count near-tied
+    samples: which side they fall on is numerical noise, and a handful of them would swing the IoU
+    of a small foreground.
+    """
+    if ref.ndim != 4:
+        raise ValueError(f"a dense map is (batch, channels, height, width); this output is {ref.shape}")
+    probability = bool(ref.size) and float(ref.min()) >= 0.0 and float(ref.max()) <= 1.0
+    fields = _spread_error(ref.ravel(), mean_error, probability=probability)
+    if ref.shape[1] == 1:
+        threshold = 0.5 if probability else 0.0
+        decisive = np.abs(ref - threshold) > MARGIN_NOISE_FACTOR * noise
+        fg_ref, fg_out = (ref > threshold) & decisive, (out > threshold) & decisive
+        union = int((fg_ref | fg_out).sum())
+        fields.update(map_threshold=threshold, agreement_counted=int(decisive.sum()), agreement_total=int(ref.size),
+                      map_iou=float((fg_ref & fg_out).sum() / union) if union else None)
+        return fields
+    # Several channels: the class of each pixel; mean per-pixel agreement rather than mean IoU per
+    # class, because a class that covers a few pixels on these inputs would swing a mean IoU.
+    scores_ref = np.moveaxis(ref, 1, -1).reshape(-1, ref.shape[1])
+    scores_out = np.moveaxis(out, 1, -1).reshape(-1, ref.shape[1])
+    decisive = top1_decisive(scores_ref, noise)
+    counted = int(decisive.sum())
+    agree = scores_ref.argmax(axis=1) == scores_out.argmax(axis=1)
+    fields.update(agreement_counted=counted, agreement_total=int(len(scores_ref)),
+                  pixel_agreement=float(np.mean(agree[decisive])) if counted else None)
+    return fields
+
+
+def _sequence(ref: np.ndarray, out: np.ndarray, mean_error: float, noise: float) -> dict[str, Any]:
+    """Per-position class agreement of (batch, positions, classes) scores, over the positions whose
+    top-two margin exceeds the candidate's typical error (`noise`)."""
+    if ref.ndim != 3:
+        raise ValueError(f"a sequence is (batch, positions, classes); this output is {ref.shape}")
+    scores_ref = ref.reshape(-1, ref.shape[2])
+    scores_out = out.reshape(-1, ref.shape[2])
+    decisive = top1_decisive(scores_ref, noise) if ref.shape[2] > 1 else np.zeros(len(scores_ref), bool)
+    counted = int(decisive.sum())
+    agree = scores_ref.argmax(axis=1) == scores_out.argmax(axis=1)
+    fields = _spread_error(ref.ravel(), mean_error, probability=False)
+    fields.update(agreement_counted=counted, agreement_total=int(len(scores_ref)),
+                  position_agreement=float(np.mean(agree[decisive])) if counted else None)
+    return fields
 
 
 # A sample's top-1 is a test only when the reference's margin exceeds this many times the
@@ -124,3 +425,9 @@ def top1_decisive(ref: np.ndarray, mean_abs_error: float) -> np.ndarray:
     top2 = np.sort(ref, axis=1)[:, -2:]
     margin = top2[:, 1] - top2[:, 0]
     return margin > MARGIN_NOISE_FACTOR * mean_abs_error
+
+
+def kind_of_model(specs: Sequence[str], model: "LoadedModel") -> tuple[OutputKind, str] | None:
+    """The compared output's kind from `--output-kind` specs checked against the model's outputs; None if none."""
+    return resolve_output_kind(specs, output_names(model)) if specs else None
+

@@ -90,7 +90,22 @@ class Fidelity:
     # the candidate's noise; these say over how many samples, and the agreement over all of them.
     top1_samples: int | None = None
     top1_agreement_all: float | None = None
-    decided_by: str = ""  # which test passed or rejected the candidate (accuracy, top-1, cosine)
+    decided_by: str = ""  # which test passed or rejected the candidate (accuracy, top-1, map agreement...)
+    # What the output is decides the test (see planner.measure.fidelity): classes, dense (a map per
+    # pixel), sequence (class scores per position) or regression; '' in files written before kinds.
+    output_kind: str = ""
+    kind_basis: str = ""  # how the kind was known: read from the output's shape, or given with --output-kind
+    top5_agreement: float | None = None  # classes (more than 5): the reference's top-1 within the candidate's top 5
+    map_iou: float | None = None  # dense, one channel: IoU of the thresholded maps' foreground
+    map_threshold: float | None = None  # the threshold that map was cut at (0.5 for a probability map, else 0)
+    pixel_agreement: float | None = None  # dense, several channels: share of pixels whose class (argmax) agrees
+    position_agreement: float | None = None  # sequence: share of positions whose class (argmax) agrees
+    # Pixels or positions counted (those whose reference margin exceeds the candidate's error), of how many.
+    agreement_counted: int | None = None
+    agreement_total: int | None = None
+    relative_error: float | None = None  # ||a - b|| / ||a|| over all outputs
+    spread_error: float | None = None  # mean |a - b| over the output's scale (see spread_basis)
+    spread_basis: str = ""  # "probability" (a map within [0, 1]: the scale is 1) or "spread" (the reference's std)
 
 
 class Status(StrEnum):
