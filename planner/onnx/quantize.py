@@ -151,6 +151,19 @@ def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False
     return Path(dst)
 
 
+def check_ort_loads(path: Path) -> None:
+    """Raise ONNX Runtime's own error where it refuses a quantized file (before any measurement is planned on it).
+
+    The graph is only loaded and checked, not optimised: the measurement builds its own session.
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
 def _calibration_reader(src: Path, feeds: Sequence["Feed"]) -> Any:
     import onnx
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from planner.onnx.feeds import feed_for, graph_name
+from planner.onnx.opset import PreparationError, qdq_ready, runtime_error_line, step_problem
 from planner.onnx.quantize import (
     QuantizationError,
     calibration_inputs,
@@ -74,7 +75,7 @@ class OpenVinoInt8Plugin(Plugin):
         The working family's candidates are yielded first; a failure raises QuantizationError at the end
         with every family's reason, so the plan records it beside the candidates that were built.
         """
-        from planner.onnx.export import failure_reason, shared_onnx
+        from planner.onnx.export import shared_onnx
 
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "openvino_int8"
@@ -100,8 +101,9 @@ class OpenVinoInt8Plugin(Plugin):
                 ir_path = quantize_nncf(original.clone(), out_dir / f"{export.path.stem}.nncf-int8.xml", feeds,
                                         inputs=ctx.model.inputs)
             except Exception as exc:  # noqa: BLE001 - NNCF and OpenVINO raise many unrelated types
-                failures.append(f"NNCF: {failure_reason(exc)}")
-                ctx.log(f"cpu.openvino_int8: NNCF quantization failed: {failure_reason(exc)}")
+                failures.append(f"NNCF: {runtime_error_line(exc)}")
+                ctx.log(f"cpu.openvino_int8: NNCF quantization failed: {runtime_error_line(exc)}\n"
+                        f"details: {str(exc)[:4000]}")
             else:
                 preset = "mixed" if ctx.model.inputs.sequence is not None else "performance"
                 notes = (f"NNCF post-training quantization ({preset} preset"
@@ -113,8 +115,8 @@ class OpenVinoInt8Plugin(Plugin):
                     controlled = quantize_controlled(ctx, original, ir_path,
                                                      out_dir / f"{export.path.stem}.nncf-ac-int8.xml", feeds)
                 except Exception as exc:  # noqa: BLE001 - as above: NNCF raises many unrelated types
-                    failures.append(f"NNCF accuracy control: {failure_reason(exc)}")
-                    ctx.log(f"cpu.openvino_int8: NNCF accuracy control failed: {failure_reason(exc)}")
+                    failures.append(f"NNCF accuracy control: {runtime_error_line(exc)}")
+                    ctx.log(f"cpu.openvino_int8: NNCF accuracy control failed: {runtime_error_line(exc)}")
                     controlled = None
                 if controlled is not None:
                     path, why = controlled
@@ -123,19 +125,26 @@ class OpenVinoInt8Plugin(Plugin):
 
         reduce_range = needs_reduced_range(ctx.hw)
         stem = export.path.stem
+        qdq_path = out_dir / f"{stem}.int8-qdq.onnx"
         try:
-            source, pre_notes = preprocess(export.path, out_dir / f"{stem}.pre.onnx")
-            qdq_path = quantize_qdq(source, out_dir / f"{stem}.int8-qdq.onnx", feeds, reduce_range=reduce_range)
-        except Exception as exc:  # noqa: BLE001 - the ORT quantizer raises many unrelated types
-            failures.append(f"ORT QDQ: {failure_reason(exc)}")
-            ctx.log(f"cpu.openvino_int8: ORT QDQ quantization failed: {failure_reason(exc)}")
+            ready = qdq_ready(ctx, export)
+        except PreparationError as exc:
+            failures.append(f"ORT QDQ: {exc.problem}")
         else:
-            notes = ("ONNX Runtime's static QDQ file (per-channel weights) read directly by OpenVINO",
-                     *pre_notes, *common)
-            if reduce_range:
-                notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
-            yield from self._specs(QDQ, qdq_path, precisions, threads, export.dynamic_batch, notes,
-                                   calibration_batches=len(feeds))
+            source, pre_notes = preprocess(ready.path, out_dir / f"{stem}.pre.onnx")
+            problem = step_problem(ctx, "quantizing", lambda: quantize_qdq(source, qdq_path, feeds,
+                                                                           reduce_range=reduce_range))
+            problem = problem or step_problem(ctx, "reading the quantized file in OpenVINO",
+                                              lambda: _check_ov_reads(qdq_path))
+            if problem:
+                failures.append(f"ORT QDQ: {problem}")
+            else:
+                notes = ("ONNX Runtime's static QDQ file (per-channel weights) read directly by OpenVINO",
+                         *ready.notes, *pre_notes, *common)
+                if reduce_range:
+                    notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
+                yield from self._specs(QDQ, qdq_path, precisions, threads, export.dynamic_batch, notes,
+                                       calibration_batches=len(feeds))
         if failures:
             raise QuantizationError("OpenVINO INT8 failed: " + "; ".join(failures))
 
@@ -171,6 +180,13 @@ class OpenVinoInt8Plugin(Plugin):
         return CandidateSpec(plugin=self.name, label=label + (" static" if static_shape else ""), config=config,
                              precision=Precision.INT8, artifacts={"model": str(path)}, threads=threads,
                              dynamic_batch=dynamic_batch, notes=notes)
+
+
+def _check_ov_reads(path: Path) -> None:
+    """Raise OpenVINO's own error where its ONNX frontend cannot convert the file (compiling is the measurement's)."""
+    import openvino as ov
+
+    ov.Core().read_model(str(path))
 
 
 def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:

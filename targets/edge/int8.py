@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Iterable
 
 from planner.onnx.files import model_bytes
+from planner.onnx.opset import PreparationError, QdqReady, qdq_ready, step_problem
 from planner.onnx.quantize import (
     QuantizationError,
     calibration_inputs,
+    check_ort_loads,
     int8_cpu_notes,
     needs_reduced_range,
     preprocess,
@@ -43,8 +45,13 @@ class Int8Plugin(Plugin):
     needs_onnx = True
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported."""
-        from planner.onnx.export import failure_reason, shared_onnx
+        """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported.
+
+        A file at an opset older than per-channel QDQ needs is converted first (see planner.onnx.opset);
+        when that fails, static QDQ fails saying so, and dynamic INT8 (no per-channel axis) still runs
+        on the file as it is.
+        """
+        from planner.onnx.export import shared_onnx
 
         export = shared_onnx(ctx)
         out_dir = Path(ctx.workdir) / "int8"
@@ -52,31 +59,44 @@ class Int8Plugin(Plugin):
         stem = export.path.stem
         threads = max(1, int(ctx.hw.cpu.usable_cores))
         reduce_range = needs_reduced_range(ctx.hw)
-        source, pre_notes = preprocess(export.path, out_dir / f"{stem}.pre.onnx")
+        failures: list[str] = []
+        ready: QdqReady | None = None
+        try:
+            ready = qdq_ready(ctx, export)
+            ready_notes = ready.notes
+        except PreparationError as exc:
+            failures.append(f"static QDQ: {exc.problem}")
+            ready_notes = (f"quantized at the file's own opset {export.opset}: making it ready for "
+                           f"per-channel QDQ failed ({exc.problem})",)
+        source, pre_notes = preprocess(ready.path if ready else export.path, out_dir / f"{stem}.pre.onnx")
         cpu_notes = int8_cpu_notes(ctx.hw)
         if reduce_range:
             cpu_notes.append("weights quantized to 7 bits (reduce_range): without VNNI, x86 INT8 "
                              "kernels sum pairs in 16 bits, which full-range weights can overflow")
-        common = (*export.notes(), *pre_notes, *cpu_notes)
-        failures: list[str] = []
+        common = (*export.notes(), *ready_notes, *pre_notes, *cpu_notes)
 
         feeds, calib_note = calibration_inputs(ctx)
         static_path = out_dir / f"{stem}.int8-static.onnx"
-        try:
-            quantize_qdq(source, static_path, feeds, reduce_range=reduce_range)
-        except Exception as exc:  # noqa: BLE001 - the quantizer raises many unrelated types
-            failures.append(f"static QDQ: {failure_reason(exc)}")
-        else:
-            yield self._spec("static", static_path, threads, reduce_range, export.dynamic_batch,
-                             (calib_note, "static QDQ: activation scales fixed at calibration, "
-                              "weights per output channel", *common),
-                             calibration_batches=len(feeds))
+        if ready is not None:
+            problem = step_problem(ctx, "quantizing", lambda: quantize_qdq(source, static_path, feeds,
+                                                                            reduce_range=reduce_range))
+            problem = problem or step_problem(ctx, "loading the quantized file in ONNX Runtime",
+                                               lambda: check_ort_loads(static_path))
+            if problem:
+                failures.append(f"static QDQ: {problem}")
+            else:
+                yield self._spec("static", static_path, threads, reduce_range, export.dynamic_batch,
+                                 (calib_note, "static QDQ: activation scales fixed at calibration, "
+                                  "weights per output channel", *common),
+                                 calibration_batches=len(feeds))
 
         dynamic_path = out_dir / f"{stem}.int8-dynamic.onnx"
-        try:
-            quantize_weights_dynamic(source, dynamic_path, reduce_range=reduce_range)
-        except Exception as exc:  # noqa: BLE001 - the quantizer raises many unrelated types
-            failures.append(f"dynamic: {failure_reason(exc)}")
+        problem = step_problem(ctx, "quantizing", lambda: quantize_weights_dynamic(source, dynamic_path,
+                                                                                    reduce_range=reduce_range))
+        problem = problem or step_problem(ctx, "loading the quantized file in ONNX Runtime",
+                                           lambda: check_ort_loads(dynamic_path))
+        if problem:
+            failures.append(f"dynamic: {problem}")
         else:
             yield self._spec("dynamic", dynamic_path, threads, reduce_range, export.dynamic_batch,
                              ("dynamic: weights INT8 ahead of time, activation ranges measured on "

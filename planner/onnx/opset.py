@@ -1,0 +1,278 @@
+"""Make an ONNX file other converters wrote ready for per-channel QDQ quantization.
+
+Converters such as paddle2onnx and tf2onnx often write opset 11 and keep the weights in `Constant`
+nodes. ONNX Runtime's static quantizer then writes `DequantizeLinear` nodes with a per-channel `axis`
+attribute, which only exists from opset 13: ONNX Runtime refuses the file and OpenVINO cannot read it.
+Before quantizing, such a file is converted with onnx's version converter, its `Constant` weights
+become initializers (the quantizer only quantizes initializers) and its open dimensions other than the
+batch and sequence axes are fixed at the size being measured, so later shape inference knows every
+rank. The plan's own export (a recent opset, weights as initializers) is used as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from planner.errors import PlannerError
+from planner.models.spec import BATCH, SEQUENCE
+from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
+
+if TYPE_CHECKING:
+    from planner.models.spec import ModelInputs
+    from planner.onnx.export import ExportResult
+    from planner.plugins import PlanContext
+
+QDQ_MIN_OPSET = 13
+"""The first opset whose QuantizeLinear/DequantizeLinear take an `axis` (per-channel scales)."""
+QDQ_OPSET = 17
+"""The opset an older file is converted to: per-channel QDQ, and read by ONNX Runtime, OpenVINO and TensorRT alike."""
+# The plan's axes that the planner varies between measurements: fixing them would break the batch sweep
+# and the shorter sequence lengths a text model is timed at.
+_VARIED_AXES = (BATCH, SEQUENCE)
+_SHARED_KEY = "onnx-qdq-ready"
+_LOCK = threading.Lock()
+_ONNX_DOMAINS = ("", "ai.onnx")
+
+
+class PreparationError(PlannerError):
+    """One step of making the file ready for quantization failed: `problem` says which, `details` the raw text."""
+
+    def __init__(self, problem: str, details: str = "") -> None:
+        super().__init__(problem)
+        self.details = details
+
+
+@dataclass(frozen=True)
+class QdqReady:
+    """The file the QDQ quantizers start from, and what was changed to get it (notes for the candidates)."""
+
+    path: Path
+    notes: tuple[str, ...] = ()
+    from_opset: int | None = None
+    to_opset: int | None = None
+    weights_lifted: int = 0
+    fixed_inputs: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the file differs from the one it was made from."""
+        return bool(self.notes)
+
+
+def qdq_ready(ctx: "PlanContext", export: "ExportResult") -> QdqReady:
+    """The plan's ONNX file made ready for per-channel QDQ, once per plan (a failure is cached too).
+
+    The plan's own export already is (a recent opset, weights as initializers) and is returned as it
+    is; a file the user brought is prepared by `prepare_for_qdq` at the shapes being measured.
+    """
+    if export.exporter != "source":
+        return QdqReady(path=export.path)
+    with _LOCK:
+        cached = ctx.shared.get(_SHARED_KEY)
+        if isinstance(cached, PreparationError):
+            raise PreparationError(cached.problem, cached.details)
+        if isinstance(cached, QdqReady):
+            return cached
+        dst = Path(ctx.workdir) / "onnx" / f"{export.path.stem}.qdq-ready.onnx"
+        try:
+            ready = prepare_for_qdq(export.path, dst, ctx.model.inputs)
+        except PreparationError as exc:
+            ctx.shared[_SHARED_KEY] = exc
+            ctx.log(f"{exc.problem}\ndetails: {exc.details[:4000]}")
+            raise
+        ctx.shared[_SHARED_KEY] = ready
+        if ready.changed:
+            ctx.log("; ".join(ready.notes))
+        return ready
+
+
+def prepare_for_qdq(src: Path, dst: Path, inputs: "ModelInputs") -> QdqReady:
+    """Write `src` to `dst` ready for per-channel QDQ: opset >= 13, weights as initializers, shapes fixed.
+
+    Open dimensions are fixed at `inputs`' sizes except the batch and sequence axes, which the plan
+    varies. Returns `src` untouched (no notes) when nothing needed changing. Each failing step raises
+    `PreparationError` naming the step.
+    """
+    import onnx
+
+    src, dst = Path(src), Path(dst)
+    with _step("reading the ONNX file"):
+        model = onnx.load(str(src))
+    opset = opset_of(model)
+    with _step("fixing the input shapes"):
+        fixed = fix_input_dims(model, inputs)
+    with _step("moving weights from Constant nodes to initializers"):
+        model, lifted = lift_constants(model)
+    converted = opset is not None and opset < QDQ_MIN_OPSET
+    if converted:
+        with _step(f"converting the opset-{opset} file to opset {QDQ_OPSET}"):
+            from onnx import version_converter
+
+            model = version_converter.convert_version(model, QDQ_OPSET)
+    if not (fixed or lifted or converted):
+        return QdqReady(path=src, from_opset=opset, to_opset=opset)
+    with _step("saving the prepared file"):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        large = model_bytes(src) > EXTERNAL_DATA_BYTES
+        onnx.save(model, str(dst), save_as_external_data=large,
+                  location=f"{dst.name}.data" if large else None)
+    done = []
+    if converted:
+        done.append(f"converted from opset {opset} to {QDQ_OPSET} (per-channel QDQ needs {QDQ_MIN_OPSET} or later)")
+    if fixed:
+        done.append("input shapes fixed at " + ", ".join(fixed) + " (batch and sequence axes left open)")
+    if lifted:
+        done.append(f"{lifted} weight tensor{'s' if lifted != 1 else ''} moved from Constant nodes to initializers "
+                    "(the quantizer only quantizes initializers)")
+    note = "before quantizing: " + "; ".join(done)
+    return QdqReady(path=dst, notes=(note,), from_opset=opset, to_opset=QDQ_OPSET if converted else opset,
+                    weights_lifted=lifted, fixed_inputs=tuple(fixed))
+
+
+def opset_of(model: Any) -> int | None:
+    """The default-domain opset a loaded ModelProto imports (None when it names none)."""
+    return next((o.version for o in model.opset_import if o.domain in _ONNX_DOMAINS), None)
+
+
+def fix_input_dims(model: Any, inputs: "ModelInputs") -> list[str]:
+    """Fix each graph input's open dimensions at the measured size, except batch and sequence axes.
+
+    A named dimension is fixed wherever the graph uses its name (outputs, value infos), with ONNX
+    Runtime's own tool. Returns one 'name [d0, d1, ...]' per input changed, open axes by name.
+    """
+    from onnxruntime.tools.onnx_model_utils import make_dim_param_fixed
+
+    from planner.onnx.feeds import match_inputs
+
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    values = [v for v in graph.input if v.name not in inits]
+    try:
+        specs = match_inputs([v.name for v in values], inputs)
+    except ValueError:
+        return []  # the loader reports a mismatch; the file is quantized with its own shapes
+    changed = []
+    for value in values:
+        spec = specs[value.name]
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) != len(spec.shape):
+            continue
+        touched = False
+        for dim, size, axis in zip(dims, spec.shape, spec.axes):
+            if dim.HasField("dim_value") or axis in _VARIED_AXES or not size or size < 1:
+                continue
+            if dim.HasField("dim_param"):
+                make_dim_param_fixed(graph, dim.dim_param, int(size))
+            else:
+                dim.dim_value = int(size)
+            touched = True
+        if touched:
+            shown = [str(d.dim_value) if d.HasField("dim_value") else (a or d.dim_param or "?")
+                     for d, a in zip(dims, spec.axes)]
+            changed.append(f"{value.name} [{', '.join(shown)}]")
+    return changed
+
+
+def lift_constants(model: Any) -> tuple[Any, int]:
+    """Turn tensor-valued Constant nodes into initializers (onnx-ir's pass); the model and the float tensors moved.
+
+    ONNX Runtime's quantizer treats only initializers as weights: a Conv whose weight comes from a
+    Constant node would stay float (or be quantized as an activation).
+    """
+    import onnx_ir as ir
+    from onnx_ir.passes.common import LiftConstantsToInitializersPass
+
+    before = _float_constants(model)
+    if not before:
+        return model, 0
+    ir_model = ir.serde.deserialize_model(model)
+    # Every tensor constant: a 10-class bias is below the pass's default size limit of 16 elements.
+    LiftConstantsToInitializersPass(lift_all_constants=False, size_limit=0)(ir_model)
+    lifted = ir.serde.serialize_model(ir_model)
+    return lifted, before - _float_constants(lifted)
+
+
+def _float_constants(model: Any) -> int:
+    """How many Constant nodes (in every graph, branches included) hold a float tensor."""
+    from onnx import TensorProto
+
+    floats = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE}
+    count = 0
+    for node in _all_nodes(model.graph):
+        if node.op_type == "Constant" and node.domain in _ONNX_DOMAINS:
+            count += sum(1 for a in node.attribute if a.name == "value" and a.t.data_type in floats)
+    return count
+
+
+def _all_nodes(graph: Any) -> Iterator[Any]:
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                yield from _all_nodes(attr.g)
+            for sub in attr.graphs:
+                yield from _all_nodes(sub)
+
+
+def step_problem(ctx: "PlanContext", what: str, action: Callable[[], object]) -> str:
+    """Run one step of building a candidate: '' when it worked, else '<what> failed: <plain why>'.
+
+    The runtime's raw text goes to the plan's log after a 'details:' line, not into the reason.
+    """
+    try:
+        action()
+    except Exception as exc:  # noqa: BLE001 - quantizers and runtimes raise many unrelated types
+        problem = f"{what} failed: {runtime_error_line(exc)}"
+        ctx.log(f"{problem}\ndetails: {str(exc).strip()[:4000]}")
+        return problem
+    return ""
+
+
+@contextlib.contextmanager
+def _step(what: str) -> Iterator[None]:
+    """Runs one preparation step; any failure becomes a PreparationError saying '<what> failed: <why>'."""
+    try:
+        yield
+    except PreparationError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - onnx, onnx-ir and ORT's tools raise many unrelated types
+        raise PreparationError(f"{what} failed: {runtime_error_line(exc)}", str(exc).strip()) from exc
+
+
+_ORT_ERROR = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*(.*)", re.S)
+_OV_SOURCE_LINE = re.compile(r"^(Exception from src/|Check '.*' failed at|While validating|FrontEnd API failed"
+                             r"|Model wasn't fully converted|Summary:|-- )")
+
+
+def runtime_error_line(exc: BaseException) -> str:
+    """One plain line for a runtime's or converter's error: its message without source locations or node dumps.
+
+    ONNX Runtime's '[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model ... , Error <why>' becomes '<why>';
+    OpenVINO's conversion report becomes the ops it could not convert and the first reason given.
+    """
+    from planner.onnx.export import failure_reason
+
+    text = str(exc).strip()
+    ort = _ORT_ERROR.search(text)
+    if ort:
+        body = ort.group(1).strip()
+        why = body.rsplit(", Error ", 1)[-1] if ", Error " in body else body.split("failed:", 1)[-1]
+        return _clip(why.strip().splitlines()[0] if why.strip() else body)
+    failed_ops = re.search(r"Conversion is failed for:\s*(.+)", text)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    messages = [ln for ln in lines if not _OV_SOURCE_LINE.match(ln) and not ln.endswith(":")]
+    if failed_ops:
+        first = f" (first: {messages[0]})" if messages else ""
+        return _clip(f"OpenVINO could not convert {failed_ops.group(1).strip()}{first}")
+    if text.startswith("Exception from src/") and messages:
+        return _clip(messages[0])
+    return failure_reason(exc)
+
+
+def _clip(line: str, limit: int = 240) -> str:
+    return line if len(line) <= limit else line[:limit - 3] + "..."
