@@ -173,7 +173,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           val_data=Path(args.val_data) if args.val_data else None,
                           plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
-                          confirm=max(0, args.confirm))
+                          confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()))
     with CliProgress(enabled=True) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:

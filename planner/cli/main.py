@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fine-tuning steps: ternary-aware for the ternary candidate, and for a pruning or low-rank "
                         "setting that fails the fidelity check (needs labelled data: demo:digits or --val-data "
                         "with labels)")
+    p.add_argument("--output-kind", action="append", dest="output_kinds", metavar="NAME=KIND",
+                   help="what the compared (first) output is, which decides how candidates are judged: classes, "
+                        "dense (a map per pixel), sequence (class scores per position) or regression; NAME is "
+                        "the output's name or 0 (default: read from the output's shape)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")

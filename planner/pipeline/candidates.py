@@ -203,10 +203,16 @@ class CandidateRun:
                 return None
         return specs
 
+    def _output_kind(self) -> dict:
+        """compare()'s kind arguments: the `--output-kind` given for the compared output, else none (its shape says)."""
+        kind = self.plugin_options.get("output_kind")
+        return {"kind": kind, "kind_basis": str(self.plugin_options.get("output_kind_basis", ""))} if kind else {}
+
     def _record_validation(self, labels: list[np.ndarray] | None) -> None:
         from planner.measure.fidelity import compare
 
-        own = compare(self.reference, self.reference, labels=labels) if labels is not None else None
+        own = (compare(self.reference, self.reference, labels=labels, **self._output_kind())
+               if labels is not None else None)
         accuracy = own.accuracy if own is not None else None
         self.sink.set_validation(Validation(folder=str(self.val_data), labels=labels is not None,
                                             samples=int(sum(len(b) for b in self.reference)),
@@ -266,7 +272,7 @@ class CandidateRun:
         from planner.plugins import Precision
 
         try:
-            fid = compare(self.reference, outputs, labels=labels)
+            fid = compare(self.reference, outputs, labels=labels, **self._output_kind())
         except ValueError as exc:
             return Status.REJECTED, f"outputs differ in shape: {exc}", None
         gate = DEFAULT_GATES[Precision(precision)]

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner.events import CancelToken, EventSink, null_sink
 from planner.pipeline.session import PlanOutcome, PlanSession
+
+if TYPE_CHECKING:
+    from planner.measure.fidelity import OutputKind
+    from planner.models.loaded import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class PlanOptions:
     device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
     finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
+    output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
@@ -41,6 +47,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
     session = PlanSession(on_event=on_event, cancel=cancel)
     session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
                  trust_code=options.trust_code)
+    # A kind for an output the model lacks fails now, before any measuring.
+    kind = _output_kind(options.output_kinds, session.model)
     session.detect()
     session.set_target(options.target)
     session.set_out_dir(options.out)
@@ -52,6 +60,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
                         val_data=options.val_data)
         session.decide()
         plugin_options: dict = {"device": options.device} if options.device else {}
+        if kind is not None:
+            plugin_options.update(output_kind=kind[0].value, output_kind_basis=kind[1])
         if options.finetune_steps is not None:
             plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,
@@ -69,6 +79,15 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         session.finish(status="failed", write_report=options.write_report)
         raise
     return session.finish(write_report=options.write_report)
+
+
+def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[OutputKind, str] | None":
+    """(kind, how it was given) of the compared output from `--output-kind`; None to read it from the shape."""
+    if not specs or model is None:
+        return None
+    from planner.measure.fidelity import kind_of_model
+
+    return kind_of_model(specs, model)
 
 
 def _finetune_steps(steps: int, val_data: Path | None) -> int:

@@ -125,7 +125,9 @@ def fidelity_of(ctx: PlanContext, module: Any) -> "Fidelity":
         reference = ctx.shared.get("architecture.reference")
         if reference is None:
             reference = ctx.shared["architecture.reference"] = outputs(ctx.model.module)
-        return compare(reference, outputs(module))
+        kind = ctx.options.get("output_kind")
+        return compare(reference, outputs(module), kind=kind or None,
+                       kind_basis=str(ctx.options.get("output_kind_basis", "")) if kind else "")
 
 
 def gate_reason(fid: "Fidelity") -> str:
