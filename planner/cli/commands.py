@@ -127,13 +127,15 @@ def format_inputs(data: dict) -> str:
     inputs = model_inputs(data)
     if not inputs:
         return "Inputs      not known"
-    batch = inputs[0].shape[0]
+    batch = next((i.shape[0] for i in inputs if i.shape), 1)  # a scalar input (a sample rate) has no batch
     dynamic = data.get("dynamic_batch")
     lines = [f"Batch       {batch}, " + ("dynamic (dimension 0 of every input may vary): the plan sweeps batch sizes"
                                           if dynamic else "fixed by the model's inputs: measured at this batch only")]
     width = max(len(i.name) for i in inputs)
     for i in inputs:
         batch_kind = "" if i.dynamic_batch is None else "dynamic batch" if i.dynamic_batch else "fixed batch"
+        if "batch" in i.axes[1:]:
+            batch_kind = f"batch on axis {i.axes.index('batch', 1)}"  # a recurrent state [layers, batch, size]
         facts = ", ".join(part for part in (f"{i.dtype} [{i.dims}]", batch_kind) if part)
         lines.append(f"Input       {i.name:<{width}}  {facts}" + (f"; values {i.values}" if i.values else ""))
     return "\n".join(lines)

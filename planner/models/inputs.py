@@ -4,7 +4,7 @@ merged with what the user gave (`--input`, `--input-shape`), made concrete and c
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterable
 
 from planner.errors import InputSpecError
 from planner.models.spec import BATCH, SEQUENCE, ModelInputs, TensorSpec, default_axes
@@ -15,18 +15,25 @@ DEFAULT_SEQUENCE = 128
 _SEQUENCE_WORDS = ("seq", "len", "token", "time")
 
 
-def axis_name(index: int, param: str, *, rank: int, is_float: bool) -> str:
-    """Name one dynamic dimension: batch first, a sequence by its name or a text model's shape."""
+def axis_name(index: int, param: str, *, rank: int, is_float: bool, batch_params: frozenset[str] = frozenset()) -> str:
+    """Name one dynamic dimension: batch first (or wherever the file reuses the name it gives the
+    batch, a recurrent state's axis 1), a sequence by its name or a text model's shape, else the
+    file's own name for it."""
     lowered = param.lower()
-    if index == 0:
+    if index == 0 or (param and param in batch_params):
         return BATCH
     if any(w in lowered for w in _SEQUENCE_WORDS) or (index == 1 and rank == 2 and not is_float):
         return SEQUENCE
     return param or f"dim{index}"
 
 
-def concrete(name: str, dtype: str, dims: list[int | None], params: list[str]) -> TensorSpec:
-    """A TensorSpec from declared dimensions (None where dynamic): batch 1, sequence 128, else ask."""
+def concrete(name: str, dtype: str, dims: list[int | None], params: list[str],
+             batch_params: frozenset[str] = frozenset()) -> TensorSpec:
+    """A TensorSpec from declared dimensions (None where dynamic): batch 1, sequence 128, else ask.
+
+    `batch_params` are the names the file gives the batch (axis 0 of its inputs): a later axis
+    with one of them is the batch too (`state` [2, batch, 128]) and gets its size.
+    """
     is_float = dtype.startswith(("float", "bfloat"))
     axes: list[str] = []
     shape: list[int] = []
@@ -35,7 +42,7 @@ def concrete(name: str, dtype: str, dims: list[int | None], params: list[str]) -
             axes.append("")
             shape.append(dim)
             continue
-        axis = axis_name(i, param, rank=len(dims), is_float=is_float)
+        axis = axis_name(i, param, rank=len(dims), is_float=is_float, batch_params=batch_params)
         axes.append(axis)
         if axis == BATCH:
             shape.append(1)
@@ -84,20 +91,26 @@ def settle(declared: ModelInputs | None, given: ModelInputs | None, *, shape_onl
                             {t.name for t in given.tensors})
     missing = [t for t in merged.tensors if has_unresolved(t)]
     if missing:
-        names = ", ".join(f"{t.name} ({', '.join(a for a, d in zip(t.axes, t.shape) if d == 0)})"
-                          for t in missing)
+        names = "; ".join(f"{t.name} {open_axes(t)}" for t in missing)
         raise InputSpecError(f"{where} leaves dimensions open that the planner cannot guess: {names}",
                              f"give their sizes with --input, e.g. {_example_for(missing)}")
     return merged
 
 
+def open_axes(spec: TensorSpec) -> str:
+    """A tensor's open dimensions by position and the file's own name for each:
+    'axis 2 (p2o.DynamicDimension.1) and axis 3 (p2o.DynamicDimension.2)'."""
+    parts = [f"axis {i} ({a})" if a else f"axis {i}" for i, (a, d) in enumerate(zip(spec.axes, spec.shape)) if d == 0]
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
 def _override(declared: TensorSpec, given: TensorSpec) -> TensorSpec:
     axes = declared.axes if len(declared.axes) == len(given.shape) else default_axes(given.shape, given.dtype)
-    low, high, basis = given.low, given.high, given.range_basis
-    if low is None and given.dtype == declared.dtype:
-        low, high, basis = declared.low, declared.high, declared.range_basis
+    low, high, basis, value = given.low, given.high, given.range_basis, given.value
+    if low is None and value is None and given.dtype == declared.dtype:
+        low, high, basis, value = declared.low, declared.high, declared.range_basis, declared.value
     return replace(declared, shape=given.shape, dtype=given.dtype, axes=axes, low=low, high=high,
-                   range_basis=basis)
+                   range_basis=basis, value=value)
 
 
 def _propagate(inputs: ModelInputs, given: set[str]) -> ModelInputs:
@@ -110,8 +123,8 @@ def _propagate(inputs: ModelInputs, given: set[str]) -> ModelInputs:
     seq = next((t.shape[t.axes.index(SEQUENCE)] for t in source if SEQUENCE in t.axes), None)
     for t in inputs.tensors:
         if t.name not in given:
-            if batch is not None and t.dynamic_batch:
-                t = replace(t, shape=(batch, *t.shape[1:]))
+            if batch is not None:
+                t = t.with_axis(BATCH, batch)  # axis 0, or a recurrent state's batch axis
             if seq is not None:
                 t = t.with_axis(SEQUENCE, seq)
         out.append(t)
@@ -119,20 +132,17 @@ def _propagate(inputs: ModelInputs, given: set[str]) -> ModelInputs:
 
 
 def _example_for(tensors: list[TensorSpec]) -> str:
-    parts = []
-    for t in tensors:
-        shape = "x".join(str(d if d else 224) for d in t.shape)
-        parts.append(f"--input {t.name}:{shape}:{t.dtype}")
-    return " ".join(parts)
+    return " ".join(f"--input {t.example()}" for t in tensors)
 
 
 def with_id_ranges(inputs: ModelInputs, rows: int | None) -> ModelInputs:
-    """Token-id inputs without a range draw from [0, rows) of the model's embedding table."""
+    """Token-id inputs without a range draw from [0, rows) of the model's embedding table (a scalar
+    is a setting such as a sample rate, never a sequence of token ids)."""
     if rows is None:
         return inputs
     out = []
     for t in inputs.tensors:
-        if not t.is_float and t.low is None and t.fill() == "range" and t.dtype != "uint8":
+        if t.shape and not t.is_float and t.low is None and t.fill() == "range" and t.dtype != "uint8":
             t = replace(t, low=0, high=rows, range_basis="the rows of the model's embedding table")
         out.append(t)
     return ModelInputs(tuple(out))
@@ -177,7 +187,7 @@ def onnx_declared(proto: Any) -> tuple[ModelInputs, int | None]:
     import onnx
 
     init = {i.name: i for i in proto.graph.initializer}
-    tensors = []
+    declared = []
     for value in proto.graph.input:
         if value.name in init:
             continue
@@ -185,7 +195,10 @@ def onnx_declared(proto: Any) -> tuple[ModelInputs, int | None]:
         dtype = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(ttype.elem_type)))
         dims = [d.dim_value if d.HasField("dim_value") else None for d in ttype.shape.dim]
         params = [d.dim_param if d.HasField("dim_param") else "" for d in ttype.shape.dim]
-        tensors.append(concrete(value.name, dtype, dims, params))
+        declared.append((value.name, dtype, dims, params))
+    # The name a converter gives the batch ("batch", "p2o.DynamicDimension.0") marks it on any axis.
+    batch_params = frozenset(params[0] for _, _, dims, params in declared if dims and dims[0] is None and params[0])
+    tensors = [concrete(*entry, batch_params=batch_params) for entry in declared]
     rows = None
     names = {t.name for t in tensors}
     for node in proto.graph.node:
@@ -244,3 +257,34 @@ def forward_argument_names(module: Any) -> list[str]:
         return []
     return [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             and p.default is p.empty]
+
+
+_SCALAR_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def scalar_arguments(module: Any) -> dict[int, str]:
+    """The positions (self excluded) of a TorchScript forward's arguments typed `int`, `float` or
+    `bool`, with that type: such an argument takes a Python number, and a tensor there is refused.
+    Empty for an eager module, whose arguments are tensors as far as the planner can tell."""
+    try:
+        schema = module.forward.schema
+    except (AttributeError, RuntimeError):
+        return {}
+    arguments = [a for a in schema.arguments if a.name != "self"]
+    return {i: str(a.type) for i, a in enumerate(arguments) if str(a.type) in _SCALAR_TYPES}
+
+
+def torch_arguments(arrays: Iterable[Any], scalars: dict[int, str]) -> tuple[Any, ...]:
+    """One feed's arrays as a forward's positional arguments: tensors, except a Python number
+    where `scalars` (from `scalar_arguments`) says the argument is typed int, float or bool."""
+    import numpy as np
+    import torch
+
+    out: list[Any] = []
+    for i, array in enumerate(arrays):
+        kind = scalars.get(i)
+        if kind is None:
+            out.append(torch.from_numpy(np.ascontiguousarray(array)))
+        else:
+            out.append(_SCALAR_TYPES[kind](np.asarray(array).item()))
+    return tuple(out)

@@ -63,11 +63,12 @@ class LoadedModel:
         return make_feeds(inputs, count=count, seed=seed)
 
     def torch_args(self, *, batch: int | None = None, seed: int = 0) -> tuple[Any, ...]:
-        """One feed as torch tensors, in the positional order the module takes them."""
-        import torch
+        """One feed as torch tensors, in the positional order the module takes them (a Python number
+        for an argument the forward types as int or float)."""
+        from planner.models.inputs import scalar_arguments, torch_arguments
 
         feed = self.make_feeds(batch=batch, seed=seed)[0]
-        return tuple(torch.from_numpy(a) for a in feed.values())
+        return torch_arguments(feed.values(), scalar_arguments(self.module))
 
     def describe(self) -> dict:
         """The facts `planner inspect --json` prints."""
@@ -96,6 +97,8 @@ def tensor_values(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     """One array for one input, drawn by the rule `spec.value_rule()` names."""
     dtype = _NP_DTYPES.get(spec.dtype, np.float32)
     fill = spec.fill()
+    if fill == "fixed":
+        return np.full(spec.shape, spec.value, dtype=dtype)
     if fill == "normal":
         # Drawn in the model's dtype where numpy can (float32, float64): drawing float64 and then
         # casting would briefly hold twice (float16: four times) the input's size.

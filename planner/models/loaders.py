@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import os
 import sys
 import warnings
@@ -19,12 +20,22 @@ from planner.models.inputs import (
     exported_declared,
     forward_argument_names,
     onnx_declared,
+    scalar_arguments,
     settle,
+    torch_arguments,
     with_id_ranges,
 )
 from planner.models.loaded import LoadedModel, make_feeds, set_eval
 from planner.models.source import ModelSource, SourceKind, parse_source
-from planner.models.spec import INPUT_FORM, ModelInputs, parse_input, parse_shape, spec_from_declared
+from planner.models.spec import (
+    BATCH,
+    INPUT_FORM,
+    ModelInputs,
+    guess_value,
+    parse_input,
+    parse_shape,
+    spec_from_declared,
+)
 
 # Every torch-built model is constructed after this seed, so a worker process that rebuilds the
 # model from its source gets the same random weights as the planner that measured the baseline.
@@ -49,15 +60,19 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     built = _build_module(src, trust_code=trust_code)
     given, shape_only = _given_inputs(input_shape, inputs, built.declared)
     where = src.text
+    scalars = scalar_arguments(built.module)
+    if built.declared is None and given is not None:
+        given = _in_argument_order(given, forward_argument_names(built.module), scalars, where)
     if built.declared is None and given is None:
         names = forward_argument_names(built.module) or ["x"]
-        example = " ".join(f"--input {n}:{_guess_shape(n)}" for n in names)
+        example = " ".join(f"--input {n}:{_guess_shape(n, scalars.get(i))}" for i, n in enumerate(names))
         what = ("a TorchScript file does not record its input shapes" if src.kind is SourceKind.TORCHSCRIPT
                 else "the model does not declare its inputs (no INPUT_SPEC or INPUT_SHAPE)")
         raise InputSpecError(f"{what}: {where} takes {', '.join(names)}",
-                             f"pass each with --input NAME:SHAPE:DTYPE[:LOW-HIGH], e.g. {example} with the "
+                             f"pass each with --input {INPUT_FORM}, e.g. {example} with the "
                              "model's real sizes, or --input-shape 1x3x224x224 for one image input")
     spec = settle(built.declared, given, shape_only=shape_only, where=where)
+    _check_scalar_arguments(spec, scalars, forward_argument_names(built.module), where)
     spec = with_id_ranges(spec, embedding_rows(built.module))
     footprint = guard_inputs(spec, built.module)  # before the first allocation of any input
     output_shape = _validate_forward(built.module, spec, src, built.declared)
@@ -70,12 +85,52 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
                        program=built.program, footprint=footprint)
 
 
-def _guess_shape(name: str) -> str:
-    """An example `SHAPE:DTYPE` for an argument, by its name: token ids and masks, else an image."""
+def _guess_shape(name: str, scalar: str | None = None) -> str:
+    """An example `SHAPE:DTYPE[:VALUE]` for an argument, by its type and name: a scalar for an
+    argument typed int or float, token ids and masks, else an image."""
+    if scalar is not None:
+        dtype = "float32" if scalar == "float" else "int64"
+        return f":{dtype}:{guess_value(name)}"
     lowered = name.lower()
     if any(w in lowered for w in ("ids", "mask", "token", "position")):
         return "1x128:int64"
     return "1x3x224x224:float32"
+
+
+def _in_argument_order(given: ModelInputs, names: list[str], scalars: dict[int, str], where: str) -> ModelInputs:
+    """The user's inputs in the forward's argument order when their names are the arguments' names
+    (a TorchScript file records no shapes, but it does record names); positional otherwise."""
+    by_name = {t.name: t for t in given.tensors}
+    if not names or not set(by_name) <= set(names):
+        return given
+    missing = [(i, n) for i, n in enumerate(names) if n not in by_name]
+    if missing:
+        example = " ".join(f"--input {n}:{_guess_shape(n, scalars.get(i))}" for i, n in missing)
+        raise InputSpecError(f"{where} takes {', '.join(names)}; --input gave "
+                             f"{', '.join(t.name for t in given.tensors)} only",
+                             f"give the others too, e.g. {example} with the model's real sizes")
+    return ModelInputs(tuple(by_name[n] for n in names))
+
+
+def _check_scalar_arguments(spec: ModelInputs, scalars: dict[int, str], names: list[str], where: str) -> None:
+    """Every forward argument typed int or float gets a scalar whose value is known (fixed, or a
+    range the user gave): the planner cannot guess a sample rate, and a tensor there is refused."""
+    for i, kind in scalars.items():
+        name = names[i] if i < len(names) else f"argument {i + 1}"
+        dtype = "float32" if kind == "float" else "int64"
+        example = f"--input {name}::{dtype}:{guess_value(name)}"
+        if i >= len(spec.tensors):
+            raise InputSpecError(f"{where} takes {', '.join(names)}, and {name} (a plain {kind}) has no --input",
+                                 f"give its value, e.g. {example}")
+        t = spec.tensors[i]
+        if t.shape:
+            raise InputSpecError(f"{where}: {name} is a plain {kind} in the model's forward, but --input "
+                                 f"gave it the shape {'x'.join(map(str, t.shape))}",
+                                 f"give it as a scalar (an empty shape) with its value, e.g. {example}")
+        if t.value is None and t.low is None:
+            raise InputSpecError(f"{where}: {name} is a plain {kind} in the model's forward and no value "
+                                 "was given; the planner cannot guess what the model expects",
+                                 f"give the value your model expects, e.g. {example}")
 
 
 def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | None,
@@ -84,7 +139,7 @@ def _given_inputs(input_shape: str | None, inputs: ModelInputs | list[str] | Non
     if isinstance(inputs, ModelInputs):
         return inputs, False
     if inputs:
-        example = declared.first.cli() if declared is not None else "input_ids:1x128:int64:0-30522"
+        example = declared.first.example() if declared is not None else "input_ids:1x128:int64:0-30522"
         return ModelInputs(tuple(parse_input(text, example=example) for text in inputs)), False
     if input_shape:
         return parse_shape(input_shape), True
@@ -224,8 +279,10 @@ def _build_python(src: ModelSource, *, trust_code: bool) -> _Built:
 def _build_exported(path: Path) -> _Built:
     import torch
 
+    # torch.export.load takes a file name only if it ends in .pt2; any other name goes as bytes.
+    archive: Any = str(path) if path.suffix.lower() == ".pt2" else io.BytesIO(path.read_bytes())
     try:
-        program = torch.export.load(str(path))
+        program = torch.export.load(archive)
     except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad archive
         raise ModelLoadError(f"{path} is not a readable torch.export (.pt2) archive: {exc}",
                              "re-save it with torch.export.save(torch.export.export(model, args), path)") from exc
@@ -272,7 +329,7 @@ def _validate_forward(module, spec: ModelInputs, src: ModelSource,
                       declared: ModelInputs | None) -> tuple[int, ...]:
     import torch
 
-    args = tuple(torch.from_numpy(a) for a in make_feeds(spec, count=1)[0].values())
+    args = torch_arguments(make_feeds(spec, count=1)[0].values(), scalar_arguments(module))
     try:
         with torch.inference_mode():
             out = set_eval(module)(*args)
@@ -290,7 +347,10 @@ def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: 
               declared: ModelInputs | None = None, arguments: list[str] | None = None) -> InputSpecError:
     """The error for a model that rejects its inputs: what it was given, and what it expects."""
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    if first.startswith("The following operation failed in the TorchScript interpreter") and len(lines) > 1:
+        first = lines[-1]  # the model's own exception comes last, after the TorchScript traceback
     ids = [t for t in spec.tensors if not t.is_float and t.fill() == "range"]
     if ids and ("index out of range" in text or "indices element out of data bounds" in text
                 or "out of bounds" in text):
@@ -302,6 +362,11 @@ def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: 
                               f"(values in [{low}, {high}) were drawn): {first}",
                               f"pass a range within the table, e.g. --input {t.name}:"
                               f"{'x'.join(map(str, t.shape))}:{t.dtype}:{fix_range}")
+    guessed = _drawn_values(spec)
+    if guessed:
+        return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}; "
+                              + "; ".join(line for line, _ in guessed),
+                              "give the value your model expects, e.g. " + " ".join(fix for _, fix in guessed))
     if declared is None or declared == spec:
         takes = f"its forward takes {', '.join(arguments)}; " if arguments else ""
         fix = (f"{takes}give the shapes and dtypes it expects, one --input per argument in order "
@@ -312,6 +377,27 @@ def _rejected(src: ModelSource, spec: ModelInputs, exc: BaseException, *, rows: 
         return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}", fix)
     return InputSpecError(f"{src.text} rejects inputs {spec.describe()}: {first}",
                           f"the model's own inputs are: {declared.describe()}; e.g. {declared.example()}")
+
+
+def _drawn_values(spec: ModelInputs) -> list[tuple[str, str]]:
+    """For each integer input whose values the planner chose (an assumed range, or a scalar drawn
+    from a range), what was drawn and the `--input` that fixes a value instead; [] if none."""
+    feed = make_feeds(spec, count=1)[0]  # the same seeded draw the failed run used
+    out = []
+    for t in spec.tensors:
+        if t.is_float or t.fill() != "range" or (t.low is not None and t.shape):
+            continue
+        low, high, basis = t.int_range()
+        if t.shape:
+            what = f"{t.name}'s values were drawn from [{low}, {high})"
+        else:
+            what = f"{t.name} = {int(feed[t.name])} was drawn from [{low}, {high})"
+        guess = guess_value(t.name)
+        fix = f"--input {t.name}:{'x'.join(map(str, t.shape))}:{t.dtype}:{guess}"
+        if guess == "V":
+            fix += f" (V the value {t.name} takes)"
+        out.append((f"{what} ({basis or 'given with --input'})", fix))
+    return out
 
 
 def _first_tensor(out):
@@ -327,7 +413,6 @@ def _first_tensor(out):
 
 
 def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | list[str] | None) -> LoadedModel:
-    import numpy as np
     import onnx
 
     path = src.path
@@ -358,18 +443,63 @@ def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | 
     spec = with_id_ranges(settle(declared, given, shape_only=shape_only, where=str(path)), rows)
     footprint = guard_inputs(spec)  # inputs only: ONNX Runtime's activations are not traced
     output_shape = _validate_onnx_run(path, spec, src, declared, rows)
-    params = 0
-    size = 0
-    for init in proto.graph.initializer:
-        n = int(np.prod(init.dims)) if init.dims else 1
-        params += n
-        size += n * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize
+    params, size = onnx_weights(proto)
     notes = ["ONNX model: runs on ONNX Runtime; torch-level analysis unavailable"]
-    if not spec.dynamic_batch:
+    elsewhere = [f"{t.name}'s is its axis {t.axes.index(BATCH, 1)}" for t in spec.tensors if BATCH in t.axes[1:]]
+    if elsewhere:
+        notes.append(f"the batch is not axis 0 of every input ({'; '.join(elsewhere)}): measured at batch "
+                     f"{spec.batch}, no batch sweep")
+    elif not spec.dynamic_batch:
         notes.append(f"the ONNX file fixes the batch at {spec.batch}: measured at that batch, "
                      "no batch sweep")
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, onnx_path=path.resolve(), notes=notes, footprint=footprint)
+
+
+_WEIGHT_DTYPES = ("float", "bfloat", "double", "int8", "uint8", "int4", "uint4")
+
+
+def onnx_weights(proto: Any) -> tuple[int, int]:
+    """An ONNX model's weights: (parameters, bytes), as the file stores them.
+
+    Counted: every initializer (the graph's and its subgraphs'), and every `Constant` node's
+    `value` tensor that holds at least 2 elements of a floating or 8/4-bit integer type, in the
+    main graph and inside subgraphs (an If's branches, a Loop's body). Converters such as
+    paddle2onnx and tf2onnx keep the weights in Constant nodes; the rule leaves out the scalars,
+    shapes and axes (integer or single-element) that Constant nodes also carry.
+    """
+    import numpy as np
+    import onnx
+
+    params = size = 0
+
+    def tensor(t: Any) -> tuple[int, int]:
+        n = int(np.prod(t.dims)) if t.dims else 1
+        name = onnx.helper.tensor_dtype_to_string(t.data_type)
+        if name.endswith("INT4") or "FLOAT4" in name:
+            return n, (n + 1) // 2  # two 4-bit values packed per byte
+        return n, n * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
+
+    def walk(graph: Any) -> None:
+        nonlocal params, size
+        for init in graph.initializer:
+            n, b = tensor(init)
+            params, size = params + n, size + b
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    walk(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for sub in attr.graphs:
+                        walk(sub)
+                elif node.op_type == "Constant" and attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+                    kind = onnx.helper.tensor_dtype_to_string(attr.t.data_type).removeprefix("TensorProto.")
+                    n, b = tensor(attr.t)
+                    if n >= 2 and kind.lower().startswith(_WEIGHT_DTYPES):
+                        params, size = params + n, size + b
+
+    walk(proto.graph)
+    return params, size
 
 
 def declared_ok(declared: ModelInputs | None) -> bool:

@@ -7,6 +7,8 @@ token axis of a text model). Values come from a range (token ids in [0, vocab)) 
 by name and dtype (masks of ones, images in a normal range).
 
 The CLI form of one input is ``name:1x128:int64[:0-30522]`` (the range's upper end excluded);
+an empty shape is a scalar (``sr::int64:16000``), and one value instead of a range fixes every
+element at it (``temp::float32:0.7``; ``LOW-HIGH`` with LOW equal to HIGH means that value too).
 ``--input-shape 1x3x224x224`` stays as the short form for one float input.
 """
 
@@ -25,7 +27,7 @@ FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 DEFAULT_INT_RANGE = (0, 100)
 """Integer inputs with no known range draw from here (labelled an assumption where shown)."""
 
-INPUT_FORM = "name:SHAPE:DTYPE[:LOW-HIGH]"
+INPUT_FORM = "name:SHAPE:DTYPE[:LOW-HIGH|:VALUE]"
 _MASK_NAMES = ("mask",)
 _ZERO_NAMES = ("token_type", "segment")
 
@@ -35,8 +37,10 @@ class TensorSpec:
     """One input tensor: name, concrete shape, dtype, per-dimension axis names and value range.
 
     `axes` has one entry per dimension: ``"batch"``, ``"sequence"``, another dynamic dimension's
-    name, or ``""`` for a fixed one. `low`/`high` bound integer values (high excluded); `range_basis`
-    says where the range came from (the CLI, the embedding table, an assumption).
+    name, or ``""`` for a fixed one. An empty `shape` is a scalar. `low`/`high` bound integer values
+    (high excluded); `range_basis` says where the range came from (the CLI, the embedding table, an
+    assumption). `value`, when set, fixes every element at it (a sample rate, a temperature) and
+    takes precedence over any range.
     """
 
     name: str = "x"
@@ -46,6 +50,7 @@ class TensorSpec:
     low: int | None = None
     high: int | None = None
     range_basis: str = ""
+    value: int | float | None = None
 
     def __post_init__(self) -> None:
         if not self.axes:
@@ -75,7 +80,9 @@ class TensorSpec:
         return replace(self, shape=tuple(size if a == name else d for a, d in zip(self.axes, self.shape)))
 
     def fill(self) -> str:
-        """How values are drawn: "normal", "range" (integers in `int_range()`), "ones" or "zeros"."""
+        """How values are drawn: "fixed" (`value`), "normal", "range" (integers in `int_range()`), "ones" or "zeros"."""
+        if self.value is not None:
+            return "fixed"
         if self.is_float:
             return "normal"
         if self.low is not None and self.high is not None:
@@ -98,6 +105,8 @@ class TensorSpec:
     def value_rule(self) -> str:
         """How values are generated, in words (for inspect and the report)."""
         fill = self.fill()
+        if fill == "fixed":
+            return f"fixed at {format_value(self.value)}"
         if fill == "normal":
             return "normal(0, 1)"
         if fill == "ones":
@@ -110,14 +119,48 @@ class TensorSpec:
     def cli(self) -> str:
         """The `--input` form that reproduces this tensor exactly."""
         text = f"{self.name}:{'x'.join(map(str, self.shape))}:{self.dtype}"
-        if self.low is not None and self.high is not None:
+        if self.value is not None:
+            text += f":{format_value(self.value)}"
+        elif self.low is not None and self.high is not None:
             text += f":{self.low}-{self.high}"
         return text
 
+    def example(self) -> str:
+        """The `--input` form for a fix text: `cli()`, with a size in place of any open (0) dimension
+        and a value for a scalar integer whose values are only assumed."""
+        shape = tuple(d or guess_dim(self, i) for i, d in enumerate(self.shape))
+        spec = replace(self, shape=shape)
+        if not self.shape and not self.is_float and self.fill() == "range" and self.low is None:
+            return f"{self.name}::{self.dtype}:{guess_value(self.name)}"
+        return spec.cli()
+
     def describe(self) -> str:
-        """One line for errors and inspect: name, dtype and shape with axis names."""
+        """One line for errors and inspect: name, dtype and shape with axis names (and a fixed value)."""
         dims = ", ".join(f"{a}={d}" if a else str(d) for a, d in zip(self.axes, self.shape))
-        return f"{self.name} {self.dtype} [{dims}]"
+        fixed = f" fixed at {format_value(self.value)}" if self.value is not None else ""
+        return f"{self.name} {self.dtype} [{dims}]{fixed}"
+
+
+_RATE_NAMES = ("sr", "sample_rate", "sampling_rate", "samplerate", "rate", "fs")
+
+
+def guess_value(name: str) -> str:
+    """A value to suggest for a scalar input, by its name: 16000 for a sample rate, else the
+    placeholder `V` (the planner cannot know what the model expects)."""
+    return "16000" if name.lower() in _RATE_NAMES or "sample_rate" in name.lower() else "V"
+
+
+def guess_dim(spec: TensorSpec, axis: int) -> int:
+    """A size to suggest for an open dimension: 224 for an image's height and width, else 128
+    (never 0: a zero-sized tensor is no example of anything)."""
+    if len(spec.shape) == 4 and spec.is_float and axis >= 2:
+        return 224
+    return 1 if spec.axes and spec.axes[axis] == BATCH else 128
+
+
+def format_value(value: int | float | None) -> str:
+    """A fixed value as `--input` writes it: integers bare, floats in their shortest exact form (0.7, 1.0)."""
+    return str(value)
 
 
 def default_axes(shape: tuple[int, ...], dtype: str) -> tuple[str, ...]:
@@ -166,8 +209,10 @@ class ModelInputs:
 
     @property
     def dynamic_batch(self) -> bool:
-        """Whether every input's dimension 0 is a batch axis that may vary."""
-        return all(t.dynamic_batch for t in self.tensors)
+        """Whether every input's dimension 0 is a batch axis that may vary (scalars have no batch,
+        so they neither allow nor forbid one; a model of scalars only has none)."""
+        shaped = [t for t in self.tensors if t.shape]
+        return bool(shaped) and all(t.dynamic_batch for t in shaped)
 
     @property
     def sequence(self) -> int | None:
@@ -199,8 +244,9 @@ class ModelInputs:
         return len(self.first.shape) == 4 and self.first.is_float
 
     def is_plain_image_like(self) -> bool:
-        """One float32 input: the case `--input-shape` alone describes."""
-        return len(self.tensors) == 1 and self.first.dtype == "float32"
+        """One float32 input with a shape and drawn values: the case `--input-shape` alone describes."""
+        first = self.first
+        return len(self.tensors) == 1 and first.dtype == "float32" and bool(first.shape) and first.value is None
 
     def cli_args(self) -> list[str]:
         """The CLI arguments that reproduce these inputs."""
@@ -216,12 +262,18 @@ class ModelInputs:
         return "; ".join(t.describe() for t in self.tensors)
 
     def example(self) -> str:
-        """The CLI flags that give exactly these inputs (for fix texts): `--input-shape` for one float input."""
-        return " ".join(self.cli_args())
+        """The CLI flags for a fix text: `--input-shape` for one float input, else each input's
+        `--input` with sizes in place of open dimensions (see `TensorSpec.example`)."""
+        if self.is_plain_image_like():
+            return "--input-shape " + "x".join(str(d or guess_dim(self.first, i))
+                                               for i, d in enumerate(self.first.shape))
+        return " ".join(f"--input {t.example()}" for t in self.tensors)
 
 
-def _parse_dims(text: str, *, what: str, example: str) -> tuple[int, ...]:
+def _parse_dims(text: str, *, what: str, example: str, scalar: bool = False) -> tuple[int, ...]:
     cleaned = text.strip().lower()
+    if scalar and not cleaned:
+        return ()  # `sr::int64:16000`: an empty shape is a scalar
     if not re.fullmatch(r"\d+([x,]\d+)*", cleaned):
         raise InputSpecError(f"{what} {text!r} is not a list of positive integers",
                              f"write it batch first, separated by 'x', e.g. {example}")
@@ -246,8 +298,17 @@ def check_dtype(dtype: str) -> str:
     return dtype
 
 
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_VALUES = re.compile(rf"\s*({_NUMBER})\s*(?:-\s*({_NUMBER})\s*)?")
+
+
 def parse_input(text: str, *, example: str = "input_ids:1x128:int64:0-30522") -> TensorSpec:
-    """Parse one `--input name:SHAPE:DTYPE[:LOW-HIGH]`; the error shows `example` (the model's own)."""
+    """Parse one `--input name:SHAPE:DTYPE[:LOW-HIGH|:VALUE]`; the error shows `example` (the model's own).
+
+    An empty SHAPE is a scalar. VALUE (or LOW-HIGH with LOW equal to HIGH) fixes every element at
+    that value, for any dtype; a range of several values is for integer inputs only, upper end
+    excluded. Values outside the dtype's range are refused.
+    """
     fix = f"write --input {INPUT_FORM}, e.g. --input {example}"
     parts = text.strip().split(":")
     if len(parts) not in (2, 3, 4) or not parts[0]:
@@ -255,26 +316,66 @@ def parse_input(text: str, *, example: str = "input_ids:1x128:int64:0-30522") ->
     name = parts[0]
     if not re.fullmatch(r"[A-Za-z_][\w.\-/]*", name):
         raise InputSpecError(f"--input {text!r}: {name!r} is not an input name", fix)
-    shape = _parse_dims(parts[1], what=f"--input {name} shape", example=f"--input {example}")
+    shape = _parse_dims(parts[1], what=f"--input {name} shape", example=f"--input {example}", scalar=True)
     dtype = parts[2].strip().lower() if len(parts) > 2 and parts[2] else "float32"
     if dtype not in DTYPES:
         raise InputSpecError(f"--input {text!r}: unknown dtype {dtype!r}",
                              f"use one of {', '.join(DTYPES)}, e.g. --input {example}")
-    low = high = None
-    if len(parts) == 4:
-        match = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", parts[3])
-        if match is None:
-            raise InputSpecError(f"--input {text!r}: value range {parts[3]!r} is not LOW-HIGH",
-                                 f"give two integers, the upper one excluded, e.g. --input {example}")
-        low, high = int(match.group(1)), int(match.group(2))
+    if len(parts) < 4:
+        return TensorSpec(name=name, shape=shape, dtype=dtype)
+    match = _VALUES.fullmatch(parts[3])
+    if match is None:
+        raise InputSpecError(f"--input {text!r}: {parts[3]!r} is not LOW-HIGH or one value",
+                             f"give one value (every element fixed at it) or two integers, the upper one "
+                             f"excluded, e.g. --input {example}")
+    first, *rest = [_number(g, dtype, text, example) for g in match.groups() if g is not None]
+    if rest and rest[0] != first:
+        low, high = first, rest[0]
+        if dtype in FLOAT_DTYPES or isinstance(low, float) or isinstance(high, float):
+            raise InputSpecError(f"--input {text!r}: a range of values applies to integer inputs only",
+                                 f"give one value to fix it (e.g. --input {name}:{parts[1]}:{dtype}:{low}), or "
+                                 f"an integer dtype, e.g. --input {example}")
         if high <= low:
             raise InputSpecError(f"--input {text!r}: the range {low}-{high} is empty",
                                  f"the upper end (excluded) must be above the lower one, e.g. --input {example}")
-        if dtype in FLOAT_DTYPES:
-            raise InputSpecError(f"--input {text!r}: a value range applies to integer inputs only",
-                                 f"drop the range, or give an integer dtype, e.g. --input {example}")
-    return TensorSpec(name=name, shape=shape, dtype=dtype, low=low, high=high,
-                      range_basis="given with --input" if low is not None else "")
+        check_value(name, dtype, low, high=high - 1)
+        return TensorSpec(name=name, shape=shape, dtype=dtype, low=int(low), high=int(high),
+                          range_basis="given with --input")
+    check_value(name, dtype, first)
+    return TensorSpec(name=name, shape=shape, dtype=dtype, value=first)
+
+
+def _number(raw: str, dtype: str, text: str, example: str) -> int | float:
+    """One value of `--input`: an int for an integer dtype (refusing fractions), a float for a float one."""
+    if dtype in FLOAT_DTYPES:
+        return float(raw)
+    try:
+        return int(raw)
+    except ValueError:
+        number = float(raw)
+        if not number.is_integer():
+            raise InputSpecError(f"--input {text!r}: {raw} is not a whole number, and the input is {dtype}",
+                                 f"give an integer value, or a float dtype, e.g. --input {example}") from None
+        return int(number)
+
+
+_INT_LIMITS = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1), "int8": (-128, 127),
+               "uint8": (0, 255), "bool": (0, 1)}
+_FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028235e38}
+
+
+def check_value(name: str, dtype: str, low: int | float, *, high: int | float | None = None) -> None:
+    """Refuse a value (or values `low`..`high`, both included) that `dtype` cannot hold, e.g. 300 as int8."""
+    high = low if high is None else high
+    if dtype in _INT_LIMITS:
+        lo, hi = _INT_LIMITS[dtype]
+        if low < lo or high > hi:
+            shown = f"{low}" if low == high else f"{low}..{high}"
+            raise InputSpecError(f"--input {name}: {shown} does not fit {dtype}, which holds {lo} to {hi}",
+                                 f"give a value from {lo} to {hi}, or the dtype the model takes")
+    elif dtype in _FLOAT_LIMITS and max(abs(low), abs(high)) > _FLOAT_LIMITS[dtype]:
+        raise InputSpecError(f"--input {name}: {low} is beyond the largest {dtype} ({_FLOAT_LIMITS[dtype]:g})",
+                             f"give a value within ±{_FLOAT_LIMITS[dtype]:g}, or the dtype the model takes")
 
 
 def spec_from_declared(entries: Any, *, where: str) -> ModelInputs:
@@ -295,6 +396,6 @@ def spec_from_declared(entries: Any, *, where: str) -> ModelInputs:
         shape = tuple(int(d) for d in entry["shape"])
         axes = tuple(entry.get("axes") or default_axes(shape, dtype))
         tensors.append(TensorSpec(name=str(entry.get("name", f"input{len(tensors)}")), shape=shape,
-                                  dtype=dtype, axes=axes, low=low, high=high,
+                                  dtype=dtype, axes=axes, low=low, high=high, value=entry.get("value"),
                                   range_basis="declared in INPUT_SPEC" if value_range else ""))
     return ModelInputs(tuple(tensors))

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.models.inputs import scalar_arguments, torch_arguments
 from planner.models.loaded import set_eval
 from planner.models.spec import BATCH, SEQUENCE
 from planner.onnx.feeds import feed_for
@@ -359,7 +360,7 @@ def _verify(model: "LoadedModel", path: Path, dynamic: bool) -> tuple[bool, list
             continue
         try:
             with torch.inference_mode():
-                ref = _first_tensor(model.module(*(torch.from_numpy(a) for a in feed.values())))
+                ref = _first_tensor(model.module(*torch_arguments(feed.values(), scalar_arguments(model.module))))
         except Exception:  # noqa: BLE001 - the model itself may reject another batch size
             continue
         if ref is None or tuple(ref.shape) != tuple(got.shape):

@@ -9,6 +9,11 @@ import numpy as np
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
+def _number(array: np.ndarray, kind: str) -> Any:
+    """A one-element array as the Python number a TorchScript argument of type `kind` takes."""
+    return {"int": int, "float": float, "bool": bool}[kind](np.asarray(array).item())
+
+
 class TorchSession:
     """Runs a torch module under inference_mode with the settings a candidate asks for."""
 
@@ -31,8 +36,11 @@ class TorchSession:
                 torch.set_num_interop_threads(interop_threads)
             except RuntimeError as exc:  # only settable before the first parallel op
                 self.interop_note = f"inter-op threads not set: {exc}"
+        from planner.models.inputs import scalar_arguments
         from planner.models.loaded import set_eval
 
+        # Read before torch.compile wraps the module: a TorchScript `int sr` takes a number, not a tensor.
+        self._scalars = scalar_arguments(module)
         module = set_eval(module.to(self.device).to(self.dtype))
         if channels_last:
             module = module.to(memory_format=torch.channels_last)
@@ -46,8 +54,11 @@ class TorchSession:
         self.module = module
 
     def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
-        """Move each input to the device, dtype and memory format the module runs in (positional order)."""
-        return tuple(self._tensor(a) for a in feed.values())
+        """Move each input to the device, dtype and memory format the module runs in (positional order);
+        an argument the forward types as int, float or bool gets a Python number instead."""
+        scalars = self._scalars
+        return tuple(self._tensor(a) if i not in scalars else _number(a, scalars[i])
+                     for i, a in enumerate(feed.values()))
 
     def _tensor(self, array: np.ndarray) -> Any:
         x = self._torch.from_numpy(np.ascontiguousarray(array))

@@ -226,6 +226,7 @@ class InputView:
     values: str = ""
     low: int | None = None
     high: int | None = None
+    value: int | float | None = None  # every element fixed at this value (a sample rate)
 
     @property
     def dims(self) -> str:
@@ -248,12 +249,14 @@ class InputView:
     def cli(self) -> str:
         """The `--input` form that gives this tensor again: 'input_ids:1x128:int64:0-30522'."""
         line = f"{self.name}:{'x'.join(map(str, self.shape))}:{self.dtype or 'float32'}"
+        if self.value is not None:
+            return f"{line}:{self.value}"
         return line + (f":{self.low}-{self.high}" if self.low is not None and self.high is not None else "")
 
 
-def _shape_of(raw: Any) -> tuple[int, ...] | None:
-    """A list of positive whole numbers as a shape, else None."""
-    if not isinstance(raw, (list, tuple)) or not raw:
+def _shape_of(raw: Any, *, scalar: bool = False) -> tuple[int, ...] | None:
+    """A list of positive whole numbers as a shape (an empty one, a scalar, where `scalar`), else None."""
+    if not isinstance(raw, (list, tuple)) or not (raw or scalar):
         return None
     dims = [integer(v) for v in raw]
     if any(d is None or d <= 0 for d in dims):
@@ -263,16 +266,24 @@ def _shape_of(raw: Any) -> tuple[int, ...] | None:
 
 def _input_of(raw: Any) -> InputView | None:
     """One entry of an `inputs` list (or an older `input` object), or None when it has no usable shape."""
-    shape = _shape_of(dig(raw, "shape"))
+    shape = _shape_of(dig(raw, "shape"), scalar=True)
     if shape is None:
         return None
     axes_raw = as_list(dig(raw, "axes"))
     axes = tuple(text(a) for a in axes_raw) if len(axes_raw) == len(shape) else ()
-    if not axes and isinstance(dig(raw, "dynamic_batch"), bool):
+    if not axes and shape and isinstance(dig(raw, "dynamic_batch"), bool):
         # Older planners recorded only whether the batch may vary, on the single input.
         axes = ("batch" if raw["dynamic_batch"] else "",) + ("",) * (len(shape) - 1)
     return InputView(name=text(dig(raw, "name")), shape=shape, dtype=text(dig(raw, "dtype")), axes=axes,
-                     values=text(dig(raw, "values")), low=integer(dig(raw, "low")), high=integer(dig(raw, "high")))
+                     values=text(dig(raw, "values")), low=integer(dig(raw, "low")), high=integer(dig(raw, "high")),
+                     value=_fixed_value(dig(raw, "value")))
+
+
+def _fixed_value(raw: Any) -> int | float | None:
+    """A recorded fixed input value: an int stays an int (16000, not 16000.0), else a float or None."""
+    if isinstance(raw, bool):
+        return None
+    return raw if isinstance(raw, int) else number(raw)
 
 
 def model_inputs(*entries: Any) -> tuple[InputView, ...]:
@@ -310,7 +321,8 @@ def inputs_cli_args(inputs: tuple[InputView, ...]) -> list[str]:
         return []
     first = inputs[0]
     # One float input (or an older file that recorded no name) is what --input-shape alone describes.
-    if len(inputs) == 1 and (first.dtype in ("", "float32") or not first.name):
+    if len(inputs) == 1 and (first.dtype in ("", "float32") or not first.name) and first.shape \
+            and first.value is None:
         return ["--input-shape", "x".join(map(str, first.shape))]
     args: list[str] = []
     for i in inputs:

@@ -145,7 +145,7 @@ def test_open_dimension_that_cannot_be_guessed_asks_for_it(tmp_path: Path) -> No
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     with pytest.raises(InputSpecError) as err:
         load_model(str(path))
-    assert "H, W" in err.value.problem
+    assert "x axis 2 (H) and axis 3 (W)" in err.value.problem and "x0" not in err.value.fix
     loaded = load_model(str(path), input_shape="2x3x16x16")
     assert loaded.inputs.first.shape == (2, 3, 16, 16) and loaded.inputs.dynamic_batch
 
