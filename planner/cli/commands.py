@@ -173,6 +173,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           requirements_file=Path(args.requirements) if args.requirements else None,
                           requirement_overrides=overrides,
                           val_data=Path(args.val_data) if args.val_data else None,
+                          val_preset=args.val_preset, val_transform=args.val_transform,
+                          val_sample_rate=args.val_sample_rate,
                           plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()))

@@ -74,8 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-mb", type=float, help="peak memory budget in MB")
     p.add_argument("--model-size-mb", type=float, help="model size budget in MB")
     p.add_argument("--accuracy-drop", type=float, help="largest accuracy drop allowed (0.01 = 1%%)")
-    p.add_argument("--val-data", help="folder of .npy input batches (.npz, one array per input, for several "
+    p.add_argument("--val-data", help="folder of images (.png/.jpg; one sub-folder per class for labels), .wav "
+                                      "clips, or .npy input batches (.npz, one array per input, for several "
                                       "inputs) and NAME_labels.npy files, for accuracy")
+    p.add_argument("--val-preset", choices=["imagenet", "unit", "symmetric"],
+                   help="how --val-data images are normalised: imagenet (mean/std), unit (0-1), symmetric "
+                        "(-1-1); default imagenet for RGB inputs, unit for greyscale")
+    p.add_argument("--val-transform", metavar="FILE.py:FN",
+                   help="your own conversion of each --val-data image (a PIL image) or clip (its path) to an "
+                        "array in the input's shape without the batch (runs your code: needs --trust-code)")
+    p.add_argument("--val-sample-rate", type=int, metavar="HZ",
+                   help="the rate --val-data .wav clips are resampled to, when the model has no fixed "
+                        "sample-rate input")
     p.add_argument("--plugins", help="comma-separated plugin names to run (default: the plan's)")
     p.add_argument("--finetune-steps", type=int,
                    help="fine-tuning steps: ternary-aware for the ternary candidate, and for a pruning or low-rank "

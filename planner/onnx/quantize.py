@@ -54,16 +54,20 @@ def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
-        from planner.measure.valdata import load_val_data
+        from planner.measure.valdata import load_val_data, samples_note
 
         feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
         if feeds:
             basis = getattr(ctx, "val_data_basis", "--val-data") or "--val-data"
+            made_from = samples_note(Path(val_data))  # images or clips the batches were converted from
+            if made_from:
+                basis += f" ({made_from.get('kind', 'samples')} from {made_from.get('source', 'the folder')})"
             samples = sum(len(next(iter(f.values()))) for f in feeds)
             return feeds, f"calibrated on {len(feeds)} batches ({samples} samples) of {basis}"
     feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
-    return feeds, (f"calibrated on {count} random inputs (not real data): activation ranges may "
-                    "not match real inputs; pass --val-data to calibrate on real samples")
+    return feeds, (f"calibrated on {count} batches of generated random inputs (no --val-data): its accuracy on "
+                   "real data is not established; pass --val-data (images, .wav clips or arrays) to calibrate "
+                   "on real samples")
 
 
 def preprocess(src: Path, dst: Path) -> tuple[Path, tuple[str, ...]]:

@@ -74,7 +74,7 @@ class CandidateRun:
             return
         from planner.measure.valdata import labels_of
 
-        labels = labels_of(self.val_data)
+        labels = labels_of(self.val_data, inputs=self.model.inputs)
         if self.val_data is not None:
             self._record_validation(labels)
         specs, predictions = self._predict(specs)
@@ -113,7 +113,7 @@ class CandidateRun:
         from planner.measure.valdata import labels_of
         from planner.plugins import CandidateSpec
 
-        labels = labels_of(self.val_data)
+        labels = labels_of(self.val_data, inputs=self.model.inputs)
         top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:self.confirm_top]
         leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
         self._confirm_tried.update(leaders)

@@ -11,6 +11,7 @@ from planner.pipeline.session import PlanOutcome, PlanSession
 
 if TYPE_CHECKING:
     from planner.measure.fidelity import OutputKind
+    from planner.measure.samples import SampleOptions
     from planner.models.loaded import LoadedModel
 
 
@@ -28,6 +29,9 @@ class PlanOptions:
     requirements_file: Path | None = None
     requirement_overrides: dict = field(default_factory=dict)
     val_data: Path | None = None
+    val_preset: str | None = None  # images in --val-data: the normalisation preset (None: the input's default)
+    val_transform: str | None = None  # images or clips in --val-data: the user's file.py:fn (needs trust_code)
+    val_sample_rate: int | None = None  # clips in --val-data: Hz, when the model has no fixed sample-rate input
     plugins: tuple[str, ...] = ()
     timeout_s: float = 300.0
     write_report: bool = True
@@ -57,7 +61,7 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
     try:
         session.measure_ceilings(quick=options.quick)
         session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
-                        val_data=options.val_data)
+                        val_data=options.val_data, samples=_sample_options(options))
         session.decide()
         plugin_options: dict = {"device": options.device} if options.device else {}
         if kind is not None:
@@ -90,6 +94,14 @@ def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[
     return kind_of_model(specs, model)
 
 
+def _sample_options(options: PlanOptions) -> "SampleOptions":
+    """How a --val-data folder of images or clips becomes inputs."""
+    from planner.measure.samples import SampleOptions
+
+    return SampleOptions(preset=options.val_preset, transform=options.val_transform,
+                         sample_rate=options.val_sample_rate, trust_code=options.trust_code)
+
+
 def _finetune_steps(steps: int, val_data: Path | None) -> int:
     """The step count, once it is known there are labels to fine-tune on; a clear error otherwise."""
     from planner.errors import PlannerError
@@ -99,6 +111,7 @@ def _finetune_steps(steps: int, val_data: Path | None) -> int:
         raise PlannerError(f"--finetune-steps must be at least 1, got {steps}", "pass a positive number of steps")
     if labels_of(val_data) is None:
         raise PlannerError("--finetune-steps needs labelled data to train on, and this plan has none",
-                           "pass --val-data with NAME_labels.npy beside each batch, or plan demo:digits (which "
+                           "pass --val-data with labels (images in one sub-folder per class, or "
+                           "NAME_labels.npy beside each batch), or plan demo:digits (which "
                            "ships its own labelled data)")
     return steps

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from planner.advice import Answer, DecisionPath, Plan, Requirements
     from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
+    from planner.measure.samples import SampleOptions
+    from planner.measure.valdata import PreparedValData
     from planner.models.loaded import LoadedModel
 
 T = TypeVar("T")
@@ -86,7 +88,8 @@ class PlanSession:
         self.plan: Plan | None = None
         self.out_dir: Path | None = None
         self.quick = False
-        self.val_data: Path | None = None
+        self.val_data: Path | None = None  # batches every reader reads (images and clips converted once)
+        self.val_prepared: PreparedValData | None = None  # what they were made from, for the log and report
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.results = PlanResults(planner_version=__version__, environment=environment())
 
@@ -157,17 +160,21 @@ class PlanSession:
         return self.out_dir
 
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
-                val_data: Path | None = None) -> Baseline:
-        """Measure and analyse the baseline (and its outputs on `val_data`, when given)."""
-        from planner.measure.valdata import load_val_data
+                val_data: Path | None = None, samples: "SampleOptions | None" = None) -> Baseline:
+        """Measure and analyse the baseline (and its outputs on `val_data`, when given).
+
+        `samples` says how a folder of images or clips becomes inputs (preset, transform, sample rate).
+        """
         from planner.pipeline.baseline import profile_baseline
 
         model = self._need(self.model, "model")
         self.val_data_basis = "--val-data"
         if val_data is None:
             val_data = self._builtin_val_data(model)
+        self.val_prepared = None
         if val_data is not None:
-            load_val_data(val_data, inputs=model.inputs)  # fail early, clearly
+            self.val_prepared = self._prepare_val_data(val_data, model, samples)  # fails early, clearly
+            val_data = self.val_prepared.folder
         self.val_data = val_data
         self.quick = quick
         self.update(quick=quick)
@@ -186,6 +193,23 @@ class PlanSession:
             self.update(ceilings=baseline.ceilings)
         self.save()
         return baseline
+
+    def _prepare_val_data(self, folder: Path, model: "LoadedModel",
+                          samples: "SampleOptions | None") -> PreparedValData:
+        """The validation data checked, images or clips converted once into the artifacts folder."""
+        import tempfile
+
+        from planner.measure.valdata import prepare_val_data
+
+        # Converted batches live beside the candidates' artifacts; a session with no output folder yet
+        # (the TUI before saving) keeps them in a temporary folder instead of choosing one for the user.
+        root = self.out_dir if self.out_dir is not None else Path(tempfile.mkdtemp(prefix="planner-val-"))
+        prepared = prepare_val_data(folder, inputs=model.inputs, options=samples, workdir=root / "artifacts")
+        self.on_event(Event("log", f"validation data: {prepared.description}"))
+        if prepared.skipped:
+            self.on_event(Event("warning", f"--val-data: {prepared.skipped}"))
+            self.warn(f"--val-data {prepared.source}: {prepared.skipped}")
+        return prepared
 
     def _builtin_val_data(self, model: "LoadedModel") -> Path | None:
         """The validation data a demo trained on real data ships with (demo:digits), when no --val-data was given."""
@@ -319,6 +343,11 @@ class PlanSession:
             first = dataclasses.replace(cands[0], fidelity=dataclasses.replace(cands[0].fidelity,
                                                                                 accuracy=baseline_accuracy))
             cands = (first, *cands[1:])
+        prepared = self.val_prepared
+        if prepared is not None:
+            # The user's folder, not the converted copy the candidates read, and what was made of it.
+            validation = dataclasses.replace(validation, folder=str(prepared.source),
+                                             description=prepared.description, skipped=prepared.skipped)
         self.update(validation=validation, candidates=cands)
 
     def finish(self, *, status: RunStatus | str | None = None, write_report: bool = True) -> PlanOutcome:

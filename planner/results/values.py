@@ -329,6 +329,8 @@ class Validation:
     samples: int
     baseline_accuracy: float | None = None
     basis: str = "--val-data"  # what the data is: the user's --val-data, or a demo's built-in held-out set
+    description: str = ""  # what the samples are and how they became inputs (images: size, preset, labels)
+    skipped: str = ""  # the files that could not be read, and why ('' when none)
 
 
 @dataclass(frozen=True)

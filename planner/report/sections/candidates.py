@@ -13,6 +13,7 @@ from planner.report.data import (
     text,
 )
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
+from planner.report.sections.validation import validation_lines
 from planner.results.view import peak_rate, stream_points
 
 _NOT_RANKED = ("rejected", "failed", "skipped")
@@ -206,6 +207,7 @@ def render(data: ReportData) -> list[str]:
                   + "only candidates that pass the fidelity check are ranked (the fidelity check: "
                   + fmt.fidelity_rule(data.candidates) + "). Speedup is the baseline's p50 over the candidate's.",
                   ""]
+        lines += validation_lines(data)
         # The accuracy column appears only with labelled validation data, so other reports keep their shape.
         with_accuracy = has_accuracy(cands)
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
