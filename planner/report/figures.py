@@ -20,7 +20,8 @@ from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
 from planner.results import PlanResults, current_schema  # noqa: E402
 
-_STATUS_COLOURS = {"ok": "#2a9d8f", "rejected": "#e9c46a", "failed": "#e76f51", "skipped": "#8d99ae"}
+_STATUS_COLOURS = {"ok": "#2a9d8f", "rejected": "#e9c46a", "unconfirmed": "#a8dadc", "failed": "#e76f51",
+                   "skipped": "#8d99ae"}
 _BOUND_COLOURS = {"compute": "#264653", "memory": "#e76f51", "overhead": "#e9c46a"}
 _MARKERS = {"p50": "o", "p90": "^", "p95": "s", "p99": "D"}
 _DPI = 120

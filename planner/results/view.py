@@ -341,3 +341,24 @@ def sequence_sweep(entry: Any) -> tuple[SequencePoint, ...]:
             continue
         points.append(SequencePoint(length, lat, tokens))
     return tuple(sorted(points, key=lambda p: p.length))
+
+
+def unconfirmed_lead(candidates: Any, confirmed_speedup: float | None) -> Mapping[str, Any] | None:
+    """The fastest candidate not established on real data (status 'unconfirmed'), when its measured speedup
+    beats `confirmed_speedup` (the best confirmed candidate's; None counts as the baseline's 1x); else None.
+
+    Such a candidate drifted from the original on generated inputs only: it may be a real win that the
+    user's own data would confirm, so the summaries name it beside the best confirmed candidate.
+    """
+    floor = confirmed_speedup if confirmed_speedup is not None else 1.0
+    leads = [c for c in as_list(candidates) if isinstance(c, dict) and text(c.get("status")) == "unconfirmed"
+             and (number(c.get("speedup")) or 0.0) > floor]
+    return max(leads, key=lambda c: number(c.get("speedup")) or 0.0) if leads else None
+
+
+def check_on_your_data(lead: Mapping[str, Any], *, code: str = "") -> str:
+    """'Up to 3.9x (INT8 NNCF) if it holds on your data: re-run with --val-data DIR'; `code` wraps the flag
+    (a backtick in Markdown)."""
+    label = text(lead.get("label")) or text(lead.get("plugin")) or "a candidate"
+    return (f"Up to {units.speedup(number(lead.get('speedup')))} ({label}) if it holds on your data: "
+            f"re-run with {code}--val-data DIR{code}")

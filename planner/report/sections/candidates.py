@@ -16,7 +16,7 @@ from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipp
 from planner.report.sections.validation import validation_lines
 from planner.results.view import peak_rate, stream_points
 
-_NOT_RANKED = ("rejected", "failed", "skipped")
+_NOT_RANKED = ("rejected", "unconfirmed", "failed", "skipped")
 # Why a sweep stopped or was skipped is said in words, not listed among the settings in force.
 _SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped", "streams_skipped")
 
@@ -82,6 +82,22 @@ def gate_lines(cands: list[dict]) -> list[str]:
     return (["### Fidelity check: the test that decided", ""]
             + [f"- **{label(c)}** ({text(c.get('status')) or 'unknown'}): {fmt.plain_reason(d)}" for c, d in decided]
             + [""])
+
+
+def generated_inputs_lines(cands: list[dict]) -> list[str]:
+    """What a fidelity check on generated inputs can say, when this run's checks ran on them ([] otherwise)."""
+    generated = any("generated inputs" in text(as_dict(c.get("fidelity")).get("decided_by")) for c in cands)
+    unconfirmed = [label(c) for c in cands if text(c.get("status")) == "unconfirmed"]
+    if not generated and not unconfirmed:
+        return []
+    lines = ["", "The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
+             "outputs agree with the original's on those inputs, not that accuracy holds on real data."]
+    if unconfirmed:
+        lines.append(f"*Unconfirmed* ({fmt.series(unconfirmed)}): not established on real data. The outputs "
+                     "drifted from the original's on generated inputs, which cannot tell whether that matters on "
+                     "real data. A candidate that changes the arithmetic (lower precision or an approximation) "
+                     "and drifts there is not ranked until `--val-data DIR` checks it on your data.")
+    return lines
 
 
 def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[str]:
@@ -214,6 +230,7 @@ def render(data: ReportData) -> list[str]:
                             "Peak memory", "Size", "Cosine", "Top-1", *(["Accuracy"] if with_accuracy else []),
                             "Speedup", "Status"],
                            [_row(data, c, with_accuracy=with_accuracy) for c in cands])
+        lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)
         if shared:
             lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]

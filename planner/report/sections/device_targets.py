@@ -48,7 +48,8 @@ def _meets(cand: dict, latency_ms: float, memory_mb: float, size_mb: float, size
 
 def render(data: ReportData) -> list[str]:
     """The tier table and, when present, the edge board projection; [] when nothing was measured."""
-    cands = [c for c in data.candidates if text(c.get("status")) in ("ok", "rejected") and p50(c) is not None]
+    cands = [c for c in data.candidates
+             if text(c.get("status")) in ("ok", "rejected", "unconfirmed") and p50(c) is not None]
     edge = as_dict(data.results.get("edge_device"))
     if not cands or (text(data.results.get("target")) != "edge" and not edge):
         return []  # a plan for a server or desktop GPU has its own requirements section
@@ -66,7 +67,9 @@ def render(data: ReportData) -> list[str]:
     for cand in cands:
         size_on_disk = _size(data, cand)
         met = [tier for tier, lat, mem, size in TIERS if _meets(cand, lat, mem, size, size_on_disk)]
-        note = " (not deployable: failed the fidelity check)" if text(cand.get("status")) == "rejected" else ""
+        note = {"rejected": " (not deployable: failed the fidelity check)",
+                "unconfirmed": " (check on your data first: not established on real data)"}.get(
+            text(cand.get("status")), "")
         if size_on_disk is None and met:
             note += " (model size not measured: judged on latency and memory only)"
         rows.append([label(cand), fmt.ms(p50(cand)), fmt.size(cand.get("peak_memory_bytes")),

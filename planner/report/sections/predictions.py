@@ -19,7 +19,7 @@ def render(data: ReportData) -> list[str]:
         prediction = Prediction(number(raw.get("low")), number(raw.get("high")), text(raw.get("basis")))
         if prediction.low is None or prediction.high is None:
             continue
-        measured = data.speedup(cand) if text(cand.get("status")) in ("ok", "rejected") else None
+        measured = data.speedup(cand) if text(cand.get("status")) in ("ok", "rejected", "unconfirmed") else None
         rows.append([label(cand), f"{fmt.speedup(prediction.low)} to {fmt.speedup(prediction.high)}",
                      fmt.speedup(measured) if measured is not None else "—", _HELD[prediction.verdict(measured)],
                      prediction.basis or "—"])

@@ -76,10 +76,51 @@ def _measured(data: ReportData, cand: dict) -> str:
     if as_dict(cand.get("config")).get("architecture") == "redesign":
         # New, untrained weights: comparing its outputs with the original's says nothing about accuracy.
         return f"**{label(cand)}** — {effect}; needs retraining: speed measured, accuracy not."
+    if status == "unconfirmed":
+        # Possibly a real win: generated inputs cannot tell, so the step is to check it on the user's data.
+        reason = fmt.plain_reason(text(cand.get("reason")))
+        return (f"**{label(cand)}** — check on your data first: {effect}; {accuracy_risk(cand)}"
+                + (f". {reason[0].upper()}{reason[1:]}" if reason else "")
+                + ". Re-run with `--val-data DIR` before relying on it.")
     line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
     if status == "rejected":
         line += f". Not recommended: {fmt.plain_reason(text(cand.get('reason'))) or 'rejected'}"
     return line
+
+
+# Where a measured candidate records the setting a plan step's option names: the runtimes spell thread
+# counts differently (torch `threads`/`interop_threads`, ONNX Runtime `intra_op_threads`), and the threads
+# in force are recorded beside the config. An option with no entry here is looked up by its own name.
+# Older results spelled ONNX Runtime's as `intra_op_num_threads`.
+_SETTING_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    "intra_op_threads": (("config", "intra_op_threads"), ("config", "intra_op_num_threads"), ("config", "threads"),
+                         ("threads", "torch_intra_op_threads")),
+    "inter_op_threads": (("config", "inter_op_threads"), ("config", "inter_op_num_threads"),
+                         ("config", "interop_threads"), ("threads", "torch_inter_op_threads")),
+}
+
+
+def _setting(cand: dict, option: str) -> object:
+    for part, name in _SETTING_NAMES.get(option, (("config", option),)):
+        value = as_dict(cand.get(part)).get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def step_measured(data: ReportData, step: dict) -> bool:
+    """Whether this run measured the plan step: its plugin recorded a candidate, or a measured candidate of
+    any runtime ran with every setting the step names (a thread-count step is measured by an ONNX Runtime
+    candidate at that thread count even where the PyTorch plugin could not run)."""
+    plugin = step.get("plugin")
+    if plugin and any(c.get("plugin") == plugin for c in data.candidates):
+        return True
+    options = as_dict(step.get("options"))
+    if not options:
+        return False
+    timed = [c for c in data.candidates if p50(c) is not None
+             and text(c.get("status")) in ("ok", "rejected", "unconfirmed")]
+    return any(all(_setting(c, k) == v for k, v in options.items()) for c in timed)
 
 
 def _unmeasured_step(data: ReportData, step: dict) -> str:
@@ -119,12 +160,10 @@ def _phase_items(data: ReportData, phase: int, extra: dict[str, str] | None = No
     if slower:
         items.append("Measured and not faster than the baseline, so not worth deploying here: "
                      + ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})" for c in slower))
-    measured_plugins = {c.get("plugin") for c in data.candidates}
     # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
     listed = _finding_ids(data)
     items += [_unmeasured_step(data, s) for s in data.steps
-              if step_phase(s) == phase and text(s.get("source")) not in listed
-              and (not s.get("plugin") or s.get("plugin") not in measured_plugins)]
+              if step_phase(s) == phase and text(s.get("source")) not in listed and not step_measured(data, s)]
     return items
 
 

@@ -8,6 +8,8 @@ from planner.report.data import ReportData, as_dict, as_list, dig, first, latenc
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
+from planner.report.sections.roadmap import step_measured
+from planner.results.view import check_on_your_data, unconfirmed_lead
 
 
 def _model_sentence(data: ReportData) -> str:
@@ -54,15 +56,24 @@ def _best_sentence(data: ReportData) -> str:
             return f"No optimized candidate was measured ({data.missing('measuring candidates')})."
         return ("No optimized candidate was both measured and close enough to the original model's outputs "
                 "to rank (see Candidates), so the baseline stands.")
+    lead = _unconfirmed_lead(data)
     if data.is_reference(best):
+        if lead is not None:
+            return "No confirmed candidate beat the baseline: it stays the fastest confirmed configuration."
         return ("None of the measured candidates beat the baseline: it stays the fastest "
                 "configuration measured here.")
     fid = as_dict(best.get("fidelity"))
     label = text(best.get("label")) or text(best.get("plugin")) or "a candidate"
     ranked_by = data.ranked_by
-    sentence = (f"The best deployment found{f' (ranked by {ranked_by})' if ranked_by else ''} is "
-                f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
-                f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")
+    ranked = f" (ranked by {ranked_by})" if ranked_by else ""
+    if lead is not None:
+        # A faster candidate waits on a check with real data: this one is the best confirmed, not the best.
+        sentence = (f"Best confirmed{ranked}: **{label}** at {fmt.speedup(data.speedup(best))}: p50 "
+                    f"{fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the baseline (measured)")
+    else:
+        sentence = (f"The best deployment found{ranked} is "
+                    f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
+                    f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")
     agreement = []
     if fid.get("cosine") is not None:
         agreement.append(f"cosine {fmt.cosine(fid['cosine'])}")
@@ -73,6 +84,25 @@ def _best_sentence(data: ReportData) -> str:
     if agreement:
         sentence += ", with " + " and ".join(agreement) + " against the original"
     return sentence + "." + _load_caveat(data, best)
+
+
+def _unconfirmed_lead(data: ReportData) -> dict | None:
+    """The fastest candidate not established on real data, when it is faster than the best confirmed one."""
+    best = data.best
+    lead = unconfirmed_lead(data.candidates, data.speedup(best) if best is not None else None)
+    return dict(lead) if lead is not None else None
+
+
+def _unconfirmed_sentence(data: ReportData) -> str:
+    """'Up to 3.9x (Y) if it holds on your data: re-run with `--val-data DIR`.' after the best confirmed
+    candidate, with what 'not established on real data' means (its first use in the report); '' without
+    such a candidate."""
+    lead = _unconfirmed_lead(data)
+    if lead is None:
+        return ""
+    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *not established on real data*: its outputs "
+            "drifted from the original's on generated inputs, which cannot tell whether that matters on real data, "
+            "so it is not ranked.")
 
 
 def _load_caveat(data: ReportData, best: dict) -> str:
@@ -128,9 +158,8 @@ def _biggest_win(data: ReportData) -> str:
         return (f"The single biggest remaining win is architectural and needs retraining: "
                 f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
                 + f" (estimate: {impact}).")
-    measured = {c.get("plugin") for c in data.candidates}
     for step in data.steps:
-        if step.get("plugin") not in measured:
+        if not step_measured(data, step):
             what = text(first(step, "title", "plugin")) or "a planned step"
             expected = text(step.get("expected")) or "effect not estimated"
             return (f"The biggest remaining step, not measured in this run, is {what} "
@@ -151,8 +180,9 @@ def render(data: ReportData) -> list[str]:
     paragraph = [_model_sentence(data), _baseline_sentence(data)]
     if data.baseline or data.candidates:
         paragraph.append(_best_sentence(data))
+        paragraph.append(_unconfirmed_sentence(data))
     paragraph += [_requirements_sentence(data), _biggest_win(data)]
-    lines += [" ".join(paragraph), ""]
+    lines += [" ".join(p for p in paragraph if p), ""]
     if data.warnings and not data.is_partial:
         lines += ["Warnings from the run:", ""] + [f"- {w}" for w in data.warnings] + [""]
     if dig(data.results, "quick") is True:

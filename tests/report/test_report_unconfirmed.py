@@ -1,0 +1,105 @@
+"""A candidate not established on real data (it drifted on generated inputs only) is named beside the best
+confirmed one, placed as 'check on your data first', and never called rejected; the Summary's next step
+names only what the run did not measure."""
+
+from __future__ import annotations
+
+from report_fixtures import FIGURE_LINKS
+
+from planner.report import render_markdown
+
+BF16 = "openvino bf16 latency 2t"
+DRIFT = ("not established on real data: on generated inputs, top-1 agreement 62.0% < gate 90% "
+         "(over the 50 of 64 samples whose top-1 margin exceeds the candidate's error)")
+
+
+def _unconfirmed(results: dict, speedup: float = 1.5213) -> dict:
+    """The fixture with its bf16 candidate drifting on generated inputs instead of being rejected."""
+    bf16 = next(c for c in results["candidates"] if c["label"] == BF16)
+    bf16["status"] = "unconfirmed"
+    bf16["reason"] = DRIFT
+    bf16["speedup"] = speedup
+    decided_by = "top-1 agreement on 50 of 64 samples (gate 90%), on generated inputs"
+    bf16.setdefault("fidelity", {})["decided_by"] = decided_by
+    return results
+
+
+def _summary(text: str) -> str:
+    return text[text.index("## Summary"):text.index("\n## ", text.index("## Summary") + 1)]
+
+
+def test_the_summary_names_the_faster_unconfirmed_candidate_and_how_to_confirm_it(results) -> None:
+    text = render_markdown(_unconfirmed(results), figures=FIGURE_LINKS)
+    summary = _summary(text)
+    assert "Best confirmed (ranked by p50 latency): **onnxruntime all 2t** at 1.33x: p50 202 ms" in summary
+    assert ("against the original. Up to 1.52x (openvino bf16 latency 2t) if it holds on your data: re-run with "
+            "`--val-data DIR`.") in summary
+    assert "The best deployment found" not in summary
+    # Its first use in the report says what 'not established on real data' means.
+    assert ("*not established on real data*: its outputs drifted from the original's on generated inputs, which "
+            "cannot tell whether that matters on real data") in summary
+
+
+def test_an_unconfirmed_candidate_is_never_called_rejected(results) -> None:
+    text = render_markdown(_unconfirmed(results), figures=FIGURE_LINKS)
+    mentions = [line for line in text.splitlines() if BF16 in line]
+    assert mentions
+    assert not [line for line in mentions if "rejected" in line or "failed the fidelity" in line]
+    row = next(line for line in mentions if line.startswith("|"))
+    assert row.rstrip(" |").endswith("unconfirmed")
+    assert "on generated inputs" in next(line for line in mentions if line.startswith(f"- **{BF16}** (unconfirmed)"))
+
+
+def test_the_roadmap_says_check_it_on_your_data_first(results) -> None:
+    text = render_markdown(_unconfirmed(results), figures=FIGURE_LINKS)
+    roadmap = text[text.index("## Roadmap"):]
+    item = next(line for line in roadmap.splitlines() if line.startswith(f"- **{BF16}**"))
+    assert item.startswith(f"- **{BF16}** — check on your data first: measured p50")
+    assert "Re-run with `--val-data DIR`" in item
+
+
+def test_an_unconfirmed_candidate_slower_than_the_best_confirmed_is_not_offered(results) -> None:
+    text = render_markdown(_unconfirmed(results, speedup=1.1), figures=FIGURE_LINKS)
+    assert "if it holds on your data" not in text
+    assert "The best deployment found" in _summary(text)
+
+
+def test_when_the_baseline_stays_the_best_confirmed_the_faster_unconfirmed_one_is_named(results) -> None:
+    results = _unconfirmed(results)
+    # Say the runtime switches drifted too: only the baseline is confirmed (this older file ranks on each candidate).
+    for c in results["candidates"]:
+        c["rank"] = 1 if c["label"] == "torch eager fp32 (cpu)" else None
+    summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
+    assert ("No confirmed candidate beat the baseline: it stays the fastest confirmed configuration. Up to 1.52x "
+            "(openvino bf16 latency 2t) if it holds on your data") in summary
+
+
+def test_a_fixture_without_unconfirmed_candidates_keeps_its_summary(results) -> None:
+    text = render_markdown(results, figures=FIGURE_LINKS)
+    assert "Best confirmed" not in text and "not established on real data" not in text
+
+
+def _threads_step(results: dict) -> dict:
+    """The fixture with no findings and a threads step first, whose plugin (PyTorch) recorded no candidate."""
+    results["baseline"]["findings"] = []
+    results["candidates"] = [c for c in results["candidates"] if c["plugin"] != "cpu.torch"]
+    step = {"order": 0, "plugin": "cpu.torch", "title": "Set intra-op threads to 2 (physical cores), inter-op to 1",
+            "why": "cpu.3a", "expected": "Method expectation, not a measurement: every physical core works.",
+            "fidelity_gated": False, "kind": "measure", "phase": 1,
+            "options": {"intra_op_threads": 2, "inter_op_threads": 1}}
+    results["plan"]["steps"] = [step] + [s for s in results["plan"]["steps"] if s.get("plugin") != "cpu.torch"]
+    return results
+
+
+def test_the_next_step_skips_a_setting_a_measured_candidate_ran_with(results) -> None:
+    summary = _summary(render_markdown(_threads_step(results), figures=FIGURE_LINKS))
+    assert "intra-op threads" not in summary  # ONNX Runtime ran with 2 intra-op threads and 1 inter-op
+    assert "The biggest remaining step, not measured in this run, is Pick the batch size" in summary
+
+
+def test_the_next_step_names_a_setting_no_candidate_ran_with(results) -> None:
+    results = _threads_step(results)
+    results["plan"]["steps"][0]["options"] = {"intra_op_threads": 4, "inter_op_threads": 1}
+    results["plan"]["steps"][0]["title"] = "Set intra-op threads to 4 (physical cores), inter-op to 1"
+    summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
+    assert "The biggest remaining step, not measured in this run, is Set intra-op threads to 4" in summary
