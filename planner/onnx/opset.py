@@ -245,6 +245,8 @@ def _step(what: str) -> Iterator[None]:
 
 
 _ORT_ERROR = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*(.*)", re.S)
+# onnx's C++ checks: "/path/convert.cc:101: convert_graph: Assertion `cond` failed: <why>".
+_ONNX_ASSERTION = re.compile(r"^\S+\.(?:cc|cpp|h):\d+: \w+: Assertion `.*?` failed: (.+)", re.S)
 _OV_SOURCE_LINE = re.compile(r"^(Exception from src/|Check '.*' failed at|While validating|FrontEnd API failed"
                              r"|Model wasn't fully converted|Summary:|-- )")
 
@@ -263,6 +265,9 @@ def runtime_error_line(exc: BaseException) -> str:
         body = ort.group(1).strip()
         why = body.rsplit(", Error ", 1)[-1] if ", Error " in body else body.split("failed:", 1)[-1]
         return _clip(why.strip().splitlines()[0] if why.strip() else body)
+    assertion = _ONNX_ASSERTION.search(text)
+    if assertion:
+        return _clip(assertion.group(1).strip().splitlines()[0])
     failed_ops = re.search(r"Conversion is failed for:\s*(.+)", text)
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     messages = [ln for ln in lines if not _OV_SOURCE_LINE.match(ln) and not ln.endswith(":")]
