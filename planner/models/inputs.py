@@ -284,7 +284,7 @@ def torch_arguments(arrays: Iterable[Any], scalars: dict[int, str]) -> tuple[Any
     for i, array in enumerate(arrays):
         kind = scalars.get(i)
         if kind is None:
-            out.append(torch.from_numpy(np.ascontiguousarray(array)))
+            out.append(torch.from_numpy(np.require(array, requirements="C")))
         else:
             out.append(_SCALAR_TYPES[kind](np.asarray(array).item()))
     return tuple(out)

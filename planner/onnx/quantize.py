@@ -184,7 +184,7 @@ def _calibration_reader(src: Path, feeds: Sequence["Feed"]) -> Any:
         """Feeds each calibration array once, then None (ORT's end-of-data signal)."""
 
         def __init__(self) -> None:
-            self._feeds = iter([{k: np.ascontiguousarray(a) for k, a in f.items()} for f in feeds])
+            self._feeds = iter([{k: np.require(a, requirements="C") for k, a in f.items()} for f in feeds])
 
         def get_next(self) -> dict | None:
             """The next feed dict, or None when done."""

@@ -99,7 +99,7 @@ def _usable_cpus() -> int:
 def _cast(array: np.ndarray, dtype) -> np.ndarray:
     if dtype is not None and array.dtype != dtype:
         array = array.astype(dtype)
-    return np.ascontiguousarray(array)
+    return np.require(array, requirements="C")  # unlike ascontiguousarray, keeps a scalar 0-d
 
 
 def _config_entry(opts, key: str) -> str:

@@ -61,7 +61,7 @@ class TorchSession:
                      for i, a in enumerate(feed.values()))
 
     def _tensor(self, array: np.ndarray) -> Any:
-        x = self._torch.from_numpy(np.ascontiguousarray(array))
+        x = self._torch.from_numpy(np.require(array, requirements="C"))  # a scalar stays 0-d
         if x.is_floating_point():
             x = x.to(self.dtype)
         x = x.to(self.device)

@@ -140,7 +140,8 @@ class OpenVinoSession:
     def prepare(self, feed: Mapping[str, np.ndarray]) -> dict[int, np.ndarray]:
         """Every input by index, C-contiguous in its declared element type (integers stay integers)."""
         arrays = ordered_arrays(self._names, feed)
-        return {i: np.ascontiguousarray(a, dtype=dtype)
+        # np.require keeps a scalar (a sample rate) 0-d, where ascontiguousarray would make it [1].
+        return {i: np.require(a, dtype=dtype, requirements="C")
                 for i, (a, dtype) in enumerate(zip(arrays, self._dtypes))}
 
     def run(self, prepared: dict[int, np.ndarray]) -> Any:

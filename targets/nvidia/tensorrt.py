@@ -334,7 +334,8 @@ class TensorRTSession:
     def prepare(self, feed: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
         """Every input as a contiguous CUDA tensor of its engine type, in the engine's input order."""
         arrays = ordered_arrays(self._inputs, feed)
-        return tuple(self._torch.from_numpy(np.ascontiguousarray(a)).to(device=CUDA_DEVICE, dtype=dtype).contiguous()
+        torch = self._torch
+        return tuple(torch.from_numpy(np.require(a, requirements="C")).to(device=CUDA_DEVICE, dtype=dtype).contiguous()
                      for a, dtype in zip(arrays, self._input_dtypes))
 
     def _bind(self, shapes: tuple[tuple[int, ...], ...]) -> None:
