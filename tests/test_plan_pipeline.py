@@ -52,7 +52,8 @@ def test_plan_writes_ranked_results(tiny_plan):
         assert c["fidelity"]["cosine"] > 0.9999
         assert c["reproduce"].startswith("planner bench --model demo:tiny")
         assert c["peak_memory_bytes"] > 0 and c["throughput"]
-    assert "Best:" in stdout and (out / "report.md").is_file()
+    # "Best confirmed:" when a faster candidate drifted on generated inputs only and waits on real data.
+    assert ("Best:" in stdout or "Best confirmed:" in stdout) and (out / "report.md").is_file()
 
 
 def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from planner import units
-from planner.results import Baseline, CandidateResult, PlanResults, Status
+from planner.results import Baseline, CandidateResult, PlanResults, Status, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
-from planner.results.view import model_inputs
+from planner.results.view import check_on_your_data, model_inputs, unconfirmed_lead
 from planner.units import tokens_rate
 
 
@@ -109,7 +109,8 @@ def format_ranking(results: PlanResults) -> str:
             f"{units.mib(c.peak_memory_bytes):>7} {units.cosine(c.fidelity.cosine if c.fidelity else None):>8} "
             f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
     lines += _streams_note([c for _, c in rows])
-    problems = [c for _, c in rows if c.status in (Status.REJECTED, Status.FAILED, Status.SKIPPED)]
+    problems = [c for _, c in rows
+                if c.status in (Status.REJECTED, Status.UNCONFIRMED, Status.FAILED, Status.SKIPPED)]
     if problems:
         # The report's words for a reason ("fidelity check: ..., below the 0.995 needed"); imported here
         # because the report package is slow to import and most commands never print this.
@@ -139,10 +140,23 @@ def format_ranking(results: PlanResults) -> str:
         lines.append(f"\n{statement}")
     if results.predictions_held:
         lines.append(f"\nPredictions (speedup bands set before measuring): {results.predictions_held}")
+    return "\n".join(lines + best_lines(results))
+
+
+def best_lines(results: PlanResults) -> list[str]:
+    """The closing lines: the best candidate and how to reproduce it; with a faster candidate not established on
+    real data, the best is called confirmed and the faster one is named with how to check it on real data."""
     best = results.best
+    lead = unconfirmed_lead([to_data(c) for c in results.candidates], best.speedup if best is not None else None)
+    lines = []
     if best is not None:
-        lines += ["", f"Best: {best.label} — reproduce with:", f"  {best.reproduce}"]
-    return "\n".join(lines)
+        name = "Best confirmed" if lead is not None else "Best"
+        lines += ["", f"{name}: {best.label} at {units.speedup(best.speedup)} — reproduce with:", f"  {best.reproduce}"]
+    if lead is not None:
+        lines += ([""] if best is None else []) + [
+            check_on_your_data(lead) + " (not established on real data: its outputs drifted from the original's on "
+            "generated inputs, which cannot tell whether that matters on real data)"]
+    return lines
 
 
 def environment_line(audit: MeasurementAudit | None) -> str:

@@ -92,8 +92,7 @@ class TensorRTPlugin(Plugin):
             elif variant == "fp16":
                 onnx_path = fp16_onnx(export.path, out_dir / f"{stem}.fp16.onnx")
             else:
-                onnx_path, calib_note = _int8_onnx(ctx, export, out_dir / f"{stem}.int8-qdq.onnx")
-                extra = (calib_note,)
+                onnx_path, extra = _int8_onnx(ctx, export, out_dir / f"{stem}.int8-qdq.onnx")
             engine = out_dir / engine_file_name(variant, gpu, trt.__version__,
                                                 onnx_sha256(onnx_path), profile, shapes=shapes)
             if engine.is_file():
@@ -207,14 +206,19 @@ def input_profiles(network_inputs: Sequence[tuple[str, Sequence[int]]], inputs: 
     return out
 
 
-def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, str]:
-    """The symmetric Q/DQ file for TensorRT, from the shared ONNX quantizer, and its calibration note."""
+def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, tuple[str, ...]]:
+    """The symmetric Q/DQ file for TensorRT, from the shared ONNX quantizer, and its notes (calibration, conversion).
+
+    A file older than opset 13 is converted first: per-channel Q/DQ needs it, in TensorRT as in ONNX Runtime.
+    """
+    from planner.onnx.opset import qdq_ready
     from planner.onnx.quantize import calibration_inputs, preprocess, quantize_qdq
 
-    source, _ = preprocess(export.path, dst.with_name(dst.stem + ".pre.onnx"))
+    ready = qdq_ready(ctx, export)
+    source, _ = preprocess(ready.path, dst.with_name(dst.stem + ".pre.onnx"))
     feeds, note = calibration_inputs(ctx)
     quantize_qdq(source, dst, feeds, for_tensorrt=True)
-    return dst, note
+    return dst, (note, *ready.notes)
 
 
 def _sequence_note(inputs: ModelInputs) -> tuple[str, ...]:

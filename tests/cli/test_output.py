@@ -47,3 +47,21 @@ def test_a_rejected_candidate_reads_in_plain_words() -> None:
     assert ("openvino bf16 latency 2t: rejected: fidelity check: cosine similarity 0.99412, below the 0.995 needed"
             in text)
     assert "gate" not in text
+
+
+def test_a_faster_unconfirmed_candidate_is_named_after_the_best_confirmed_one() -> None:
+    from dataclasses import replace
+
+    ok = replace(_cand("openvino f32 latency 2t", {1: 800.0}), speedup=1.64, reproduce="planner bench ...")
+    drifted = replace(_cand("openvino int8 nncf", {1: 2000.0}), status=Status.UNCONFIRMED, speedup=3.9,
+                      reason="not established on real data: on generated inputs, top-1 agreement 40.0% < gate 90%")
+    cands = (ok, drifted)
+    text = format_ranking(PlanResults(candidates=cands, ranking=rank_candidates(cands)))
+    assert "rejected" not in text
+    assert "openvino int8 nncf: unconfirmed: not established on real data: on generated inputs" in text
+    tail = text.splitlines()[-3:]
+    assert tail[0] == "Best confirmed: openvino f32 latency 2t at 1.64x — reproduce with:"
+    assert tail[2].startswith("Up to 3.9x (openvino int8 nncf) if it holds on your data: re-run with --val-data DIR")
+    # Without a faster unconfirmed candidate, the best is simply the best.
+    plain = format_ranking(PlanResults(candidates=(ok,), ranking=rank_candidates((ok,))))
+    assert "Best: openvino f32 latency 2t at 1.64x" in plain and "Up to" not in plain

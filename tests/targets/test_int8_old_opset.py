@@ -110,3 +110,19 @@ def test_a_failed_conversion_fails_static_in_plain_words_and_dynamic_still_runs(
     assert [s.config["mode"] for s in built] == ["dynamic"]
     assert any("quantized at the file's own opset 11" in n for n in built[0].notes)
     assert any(line.startswith("converting the opset-11") and "\ndetails: /project/onnx" in line for line in logs)
+
+
+def test_the_tensorrt_qdq_file_is_made_from_the_converted_file(tmp_path):
+    """TensorRT's per-channel Q/DQ needs opset 13 too; the file is built here, the engine only on a GPU."""
+    from planner.onnx.export import shared_onnx
+    from targets.nvidia.tensorrt import _int8_onnx
+
+    path = constant_weights_classifier(tmp_path / "cls11.onnx")
+    model = load_model(str(path))
+    ctx = _ctx(model, tmp_path / "plan")
+    dst, notes = _int8_onnx(ctx, shared_onnx(ctx), tmp_path / "plan" / "cls11.int8-qdq.onnx")
+    assert any(n.startswith(CONVERTED) for n in notes) and any(n.startswith("calibrated on") for n in notes)
+    assert [o.version for o in onnx.load(str(dst)).opset_import if o.domain == ""] == [17]
+    feed = model.make_feeds(seed=7)[0]
+    got = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    assert _cosine(got, _reference(path, feed)) > 0.99

@@ -82,3 +82,45 @@ def test_the_details_say_whether_a_leader_reproduced_its_screen() -> None:
     assert "confirmed with the full method: the 2-second screen read 0.8 ms, did not reproduce within 10%" in text
     assert "the full figure is the one ranked" in text
     assert "confirmed" not in candidate_detail({"label": "x", "status": "ok"}, 1).plain
+
+
+def test_a_faster_unconfirmed_candidate_is_named_above_the_table(tmp_path, monkeypatch):
+    from textual.widgets import Label
+
+    from planner.results import Status, rank_candidates
+
+    monkeypatch.chdir(tmp_path)
+    session = RecordedSession()
+    cands = list(session.recorded.candidates)
+    order = rank_candidates(cands).order
+    best, runner_up = cands[order[0]], order[1]
+    # The runner-up drifted on generated inputs only, and measured faster than the best: it waits on real data.
+    cands[runner_up] = dataclasses.replace(cands[runner_up], status=Status.UNCONFIRMED, speedup=(best.speedup or 1) * 2,
+                                           reason="not established on real data: on generated inputs, top-1 40%")
+    session.recorded = dataclasses.replace(session.recorded, candidates=tuple(cands))
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        headline = app.query_one("#headline", Label)
+        assert headline.display
+        shown = str(headline.render())
+        assert shown.startswith(f"Best confirmed: {best.label} at ")
+        assert f"({cands[runner_up].label}) if it holds on your data: re-run with --val-data DIR" in shown
+        table = app.query_one("#candidates", DataTable)
+        assert str(table.get_cell(str(runner_up), "status")).strip() == "unc"
+
+    run_app(app, body)
+
+
+def test_without_an_unconfirmed_candidate_no_headline_shows(tmp_path, monkeypatch):
+    from textual.widgets import Label
+
+    monkeypatch.chdir(tmp_path)
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        assert not app.query_one("#headline", Label).display
+
+    run_app(app, body)

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
 from planner.results import Prediction, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
+from planner.results.view import check_on_your_data, unconfirmed_lead
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -31,7 +32,8 @@ NO_TABLES = ("No interaction, compression or device-target table in this run. Th
 
 
 # Short status words keep the table inside 80 columns; the details panel spells them out.
-STATUS_SHORT = {"ok": "ok", "rejected": "rej", "failed": "fail", "skipped": "skip", "partial": "part"}
+STATUS_SHORT = {"ok": "ok", "rejected": "rej", "unconfirmed": "unc", "failed": "fail", "skipped": "skip",
+                "partial": "part"}
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,17 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     return text
 
 
+def unconfirmed_line(candidates: list[dict], best_label: str | None, best_speedup: float | None) -> str:
+    """'Best confirmed: A at 1.64x · Up to 3.9x (B) if it holds on your data: re-run with --val-data DIR' when a
+    candidate not established on real data beats the best confirmed one; '' otherwise."""
+    lead = unconfirmed_lead(candidates, best_speedup)
+    if lead is None:
+        return ""
+    confirmed = f"Best confirmed: {best_label} at {fmt.speedup(best_speedup)} · " if best_label else ""
+    return (f"{confirmed}{check_on_your_data(lead)} (not established on real data: it drifted from the original "
+            "on generated inputs only)")
+
+
 def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
     """(labels, values) in rank order (unranked after), for candidates that have the value."""
     ordered = sorted(candidates, key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
@@ -239,6 +252,7 @@ class ResultsPane(StepPane):
         with TabbedContent(id="results-tabs"):
             with TabPane("Table", id="tab-table"):
                 yield Label("Run the Optimize step (7) to measure candidates.", id="sorted", classes="hint")
+                yield Label("", id="headline")
                 yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, cell_padding=0)
                 with VerticalScroll(id="detail-box"):
                     yield Static("", id="candidate-detail")
@@ -260,6 +274,7 @@ class ResultsPane(StepPane):
         # Each row is the candidate's results.json form with its rank, as the report reads it.
         self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
         self._fill_table(keep_cursor=False)
+        self._fill_headline()
         self._fill_plots()
         self._fill_tables()
         if not self._candidates:
@@ -316,6 +331,16 @@ class ResultsPane(StepPane):
         elif rows:
             table.move_cursor(row=0)
             self._show_detail(rows[0][0])
+
+    def _fill_headline(self) -> None:
+        """The best confirmed candidate and a faster one not established on real data, shown only when there is one."""
+        results = self.session.results
+        best = results.best
+        line = unconfirmed_line(self._candidates, best.label if best is not None else None,
+                                best.speedup if best is not None else None)
+        headline = self.query_one("#headline", Label)
+        headline.update(line)
+        headline.display = bool(line)
 
     def _fill_plots(self) -> None:
         labels, values = plot_series(self._candidates, lambda c: _lat(c, "p50"))
