@@ -14,9 +14,10 @@
 
 Labels come from sub-folders: DIR/cat/*.png and DIR/dog/*.png are labels 0 and 1, in sorted
 order of the folder names. Files directly in DIR have no labels. Every other input of the model
-is generated per its spec, except float ones, which are zeros: a recurrent state starts a
-stream at zeros, which is what the model sees on a real first call. An integer scalar named like
-a sample rate gets the rate. Files are read in sorted order, once per process.
+is generated per its spec (a fixed value, token ids in their range, masks of ones), except float
+ones with no fixed value, which are zeros rather than noise: a recurrent state starts a stream at
+zeros, which is what the model sees on a real first call. An integer scalar named like a sample
+rate gets the rate. Files are read in sorted order, once per process.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 AUDIO_SUFFIXES = (".wav",)
 DYNAMIC_BATCH = 8
 """Samples per batch when the model takes any batch size."""
+_MODE_WORDS = {"L": "greyscale", "LA": "greyscale+alpha", "P": "palette", "1": "black-and-white"}
 SAMPLE_RATE_NAMES = ("sr", "sample_rate", "sampling_rate", "samplerate", "rate")
 
 
@@ -233,10 +235,11 @@ def _load_images(folder: Path, files: list[Path], classes: list[str], inputs: Mo
     if transform is not None:
         how = f"converted by {options.transform}"
     else:
-        layout = f"{target.height}x{target.width} {'RGB' if target.channels == 3 else 'greyscale'}"
-        how = f"resized to {layout}" + (f" ({resized} resized)" if resized else "")
-        if converted:
-            how += " (" + ", ".join(f"{n} {m}" for m, n in sorted(converted.items())) + f" converted to {mode})"
+        changed = ([f"{resized} resized"] if resized else []) + (
+            [" and ".join(f"{n} {_MODE_WORDS.get(m, m)}" for m, n in sorted(converted.items())) + " converted"]
+            if converted else [])
+        how = (f"as {target.height}x{target.width} {'RGB' if target.channels == 3 else 'greyscale'}"
+               + (f" ({'; '.join(changed)})" if changed else ""))
         if preset is None:
             how += ", raw 0-255 values (the input is uint8)"
         else:
@@ -445,7 +448,9 @@ def _batched(folder: Path, kind: str, rows: list[np.ndarray], labels: list[int],
              skipped: list[str], how: str, inputs: ModelInputs, target: TensorSpec,
              rate: int | None) -> SampleSet:
     """Rows into batches of the model's batch size, with the other inputs filled in."""
-    size = DYNAMIC_BATCH if target.dynamic_batch else max(1, target.shape[0])
+    # The worker splits a batch along axis 0 only when every input may vary in it; otherwise (a state
+    # with its batch on axis 1, a fixed batch) batches must be exactly the model's own size.
+    size = DYNAMIC_BATCH if inputs.dynamic_batch else max(1, target.shape[0])
     rate_spec = sample_rate_input(inputs)
     rng = np.random.default_rng(0)
     pairs: list[tuple[Feed, np.ndarray | None]] = []
@@ -459,7 +464,7 @@ def _batched(folder: Path, kind: str, rows: list[np.ndarray], labels: list[int],
             shaped = replace(spec, shape=tuple(len(chunk) if a == BATCH else d for a, d in zip(spec.axes, spec.shape)))
             if rate is not None and rate_spec is not None and spec.name == rate_spec.name:
                 feed[spec.name] = np.full(shaped.shape, rate, dtype=_np_dtype(spec.dtype))
-            elif spec.is_float:
+            elif spec.is_float and spec.fill() != "fixed":
                 feed[spec.name] = np.zeros(shaped.shape, dtype=_np_dtype(spec.dtype))
             else:
                 feed[spec.name] = tensor_values(shaped, rng)
@@ -471,7 +476,7 @@ def _batched(folder: Path, kind: str, rows: list[np.ndarray], labels: list[int],
             continue
         if rate is not None and rate_spec is not None and spec.name == rate_spec.name:
             generated.append(f"{spec.name} = {rate}")
-        elif spec.is_float:
+        elif spec.is_float and spec.fill() != "fixed":
             generated.append(f"{spec.name} zeros (a stream's starting state)")
         else:
             generated.append(f"{spec.name} {spec.value_rule()}")

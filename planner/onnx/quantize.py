@@ -63,7 +63,8 @@ def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
             if made_from:
                 basis += f" ({made_from.get('kind', 'samples')} from {made_from.get('source', 'the folder')})"
             samples = sum(len(next(iter(f.values()))) for f in feeds)
-            return feeds, f"calibrated on {len(feeds)} batches ({samples} samples) of {basis}"
+            batches = f"{len(feeds)} batch" + ("es" if len(feeds) != 1 else "")
+            return feeds, f"calibrated on {batches} ({samples} samples) of {basis}"
     feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
     return feeds, (f"calibrated on {count} batches of generated random inputs (no --val-data): its accuracy on "
                    "real data is not established; pass --val-data (images, .wav clips or arrays) to calibrate "

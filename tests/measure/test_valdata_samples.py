@@ -165,3 +165,41 @@ def test_wav_without_a_known_rate_asks_for_one(tmp_path: Path) -> None:
     assert "--val-sample-rate" in err.value.fix
     found = load_samples(tmp_path, mono, SampleOptions(sample_rate=8000))
     assert found.pairs[0][0]["x"].shape == (1, 64)
+
+
+def test_voice_activity_model_clips_come_one_per_batch_with_its_state_and_rate(tmp_path: Path) -> None:
+    from trait_models import scalar_branch_model
+
+    from planner.models import load_model
+
+    model = load_model(str(scalar_branch_model(tmp_path / "vad.onnx", window=256, state_size=8)),
+                       inputs=["sr::int64:16000"])
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for i in range(3):
+        _wav(clips / f"{i}.wav", np.full(300, 0.1 * i), 16000)
+    found = load_samples(clips, model.inputs)
+    # The state keeps its batch on axis 1, so the worker cannot split batches: one clip per batch.
+    assert [tuple(f["state"].shape) for f, _ in found.pairs] == [(2, 1, 8)] * 3
+    assert [f["input"].shape for f, _ in found.pairs] == [(1, 256)] * 3 and int(found.pairs[0][0]["sr"]) == 16000
+    assert "state zeros" in found.describe() and "sr = 16000" in found.describe()
+
+
+def test_int8_calibration_names_the_images_or_says_it_ran_on_generated_inputs(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from planner.models.loaded import make_feeds
+    from planner.onnx.quantize import calibration_inputs
+
+    for i in range(3):
+        _png(tmp_path / "pngs" / f"{i}.png", "RGB", (8, 8), (i, i, i))
+    prepared = prepare_val_data(tmp_path / "pngs", inputs=DYNAMIC_RGB, workdir=tmp_path / "work")
+    model = SimpleNamespace(inputs=DYNAMIC_RGB, make_feeds=lambda count, seed: make_feeds(DYNAMIC_RGB, count=count,
+                                                                                            seed=seed))
+    feeds, note = calibration_inputs(SimpleNamespace(quick=True, val_data=prepared.folder,
+                                                     val_data_basis="--val-data", model=model))
+    assert len(feeds) == 1 and feeds[0]["x"].shape == (3, 3, 8, 8)
+    assert note == f"calibrated on 1 batch (3 samples) of --val-data (images from {tmp_path / 'pngs'})"
+    feeds, note = calibration_inputs(SimpleNamespace(quick=True, val_data=None, model=model))
+    assert note.startswith("calibrated on 8 batches of generated random inputs (no --val-data): its accuracy on "
+                           "real data is not established")
