@@ -103,3 +103,14 @@ def test_the_next_step_names_a_setting_no_candidate_ran_with(results) -> None:
     results["plan"]["steps"][0]["title"] = "Set intra-op threads to 4 (physical cores), inter-op to 1"
     summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
     assert "The biggest remaining step, not measured in this run, is Set intra-op threads to 4" in summary
+
+
+def test_a_pass_on_generated_inputs_is_labelled_as_such(results) -> None:
+    best = next(c for c in results["candidates"] if c["label"] == "onnxruntime all 2t")
+    best["fidelity"]["decided_by"] = "top-1 agreement on 30 of 32 samples (gate 99%), on generated inputs"
+    text = render_markdown(results, figures=FIGURE_LINKS)
+    assert "top-1 agreement 100% against the original on generated inputs." in _summary(text)
+    assert "- **onnxruntime all 2t** (ok): top-1 agreement on 30 of 32 samples" in text
+    roadmap = text[text.index("## Roadmap"):]
+    assert "passed the fidelity check on generated inputs" in roadmap
+    assert "The fidelity checks ran on generated inputs (no validation data was given)" in text

@@ -63,6 +63,8 @@ def accuracy_risk(cand: dict) -> str:
         parts.append(f"over {fmt.number(fid['samples'])} samples")
     verdict = {"ok": "passed the fidelity check", "rejected": "failed the fidelity check"}.get(
         text(cand.get("status")), "")
+    if verdict and "generated inputs" in text(fid.get("decided_by")):
+        verdict += " on generated inputs"
     return "accuracy risk: " + ", ".join(parts) + (f" — {verdict}" if verdict else "")
 
 

@@ -83,6 +83,8 @@ def _best_sentence(data: ReportData) -> str:
         agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
     if agreement:
         sentence += ", with " + " and ".join(agreement) + " against the original"
+        if "generated inputs" in text(fid.get("decided_by")):
+            sentence += " on generated inputs"
     return sentence + "." + _load_caveat(data, best)
 
 
