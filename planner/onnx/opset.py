@@ -102,20 +102,25 @@ def prepare_for_qdq(src: Path, dst: Path, inputs: "ModelInputs") -> QdqReady:
 
     src, dst = Path(src), Path(dst)
     with _step("reading the ONNX file"):
-        model = onnx.load(str(src))
+        # The weights stay on disk until something is known to need changing: most files need nothing.
+        model = onnx.load(str(src), load_external_data=False)
     opset = opset_of(model)
     with _step("fixing the input shapes"):
         fixed = fix_input_dims(model, inputs)
+    converted = opset is not None and opset < QDQ_MIN_OPSET
+    if not (fixed or converted or _float_constants(model)):
+        return QdqReady(path=src, from_opset=opset, to_opset=opset)
+    with _step("reading the ONNX file's external weights"):
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(model, str(src.parent))
     with _step("moving weights from Constant nodes to initializers"):
         model, lifted = lift_constants(model)
-    converted = opset is not None and opset < QDQ_MIN_OPSET
     if converted:
         with _step(f"converting the opset-{opset} file to opset {QDQ_OPSET}"):
             from onnx import version_converter
 
             model = version_converter.convert_version(model, QDQ_OPSET)
-    if not (fixed or lifted or converted):
-        return QdqReady(path=src, from_opset=opset, to_opset=opset)
     with _step("saving the prepared file"):
         dst.parent.mkdir(parents=True, exist_ok=True)
         large = model_bytes(src) > EXTERNAL_DATA_BYTES

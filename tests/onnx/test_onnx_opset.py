@@ -143,3 +143,18 @@ def test_runtime_errors_read_as_one_plain_line(tmp_path):
     line = runtime_error_line(ov_error.value)
     assert line.startswith("OpenVINO could not convert ") and "Conv-11" in line and "(first: " in line
     assert "src/" not in line and "\n" not in line
+
+
+def test_weights_in_an_external_file_are_read_when_the_file_changes(tmp_path):
+    src = constant_weights_classifier(tmp_path / "cls11.onnx")
+    ready = prepare_for_qdq(src, tmp_path / "ready.onnx", _inputs((1, 3, 32, 32)))
+    # The converted file again at opset 11, weights beside it in their own file, as large exports are.
+    model = onnx.load(str(ready.path))
+    model.opset_import[0].version = 11
+    split = tmp_path / "split"
+    split.mkdir()
+    onnx.save(model, str(split / "m.onnx"), save_as_external_data=True, location="m.weights", size_threshold=0)
+    again = prepare_for_qdq(split / "m.onnx", tmp_path / "again.onnx", _inputs((1, 3, 32, 32)))
+    assert again.to_opset == QDQ_OPSET and again.weights_lifted == 0
+    feed = _feeds((2, 3, 32, 32), count=1, seed=4)[0]
+    np.testing.assert_allclose(_run(again.path, feed), _run(src, feed), rtol=1e-5, atol=1e-6)
