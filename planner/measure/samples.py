@@ -197,6 +197,9 @@ def _load_images(folder: Path, files: list[Path], classes: list[str], inputs: Mo
                            f"(it takes {inputs.describe()})",
                            "images need a 4-D input (batch, 1 or 3 channels, height, width); give this "
                            "model its inputs as .npy/.npz batches instead")
+    if options.transform and options.preset:
+        raise PlannerError(f"both --val-preset {options.preset} and --val-transform {options.transform} were given",
+                           "drop --val-preset: your transform returns the input's values itself")
     transform = _user_transform(options)
     mode = "RGB" if target.channels == 3 else "L"
     preset = None

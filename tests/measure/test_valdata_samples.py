@@ -107,6 +107,8 @@ def test_user_transform_needs_trust_and_shapes_each_image(tmp_path: Path) -> Non
     x = found.pairs[0][0]["x"]
     assert x.dtype == np.float32 and x.shape == (1, 3, 8, 8) and float(x.max()) == 10.0
     assert f"converted by {code}:prep" in found.describe()
+    with pytest.raises(PlannerError, match="both --val-preset unit and --val-transform"):
+        load_samples(tmp_path / "imgs", RGB, SampleOptions(preset="unit", transform=f"{code}:prep", trust_code=True))
 
 
 def test_prepare_converts_once_into_batches_every_reader_reads(tmp_path: Path) -> None:

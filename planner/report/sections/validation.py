@@ -13,7 +13,7 @@ def validation_lines(data: ReportData) -> list[str]:
         return []
     basis = text(val.get("basis")) or "--val-data"
     labelled = val.get("labels") is True
-    what = ("accuracy against its labels (and agreement with the original model)" if labelled
+    what = ("accuracy against the labels (and agreement with the original model)" if labelled
             else "agreement with the original model (no labels, so no accuracy)")
     described = text(val.get("description"))
     if not described:
