@@ -19,6 +19,7 @@ from planner import units
 from planner.advice import _facts as facts
 from planner.errors import RequirementsError
 from planner.hardware.profile import DeviceClass
+from planner.results import fidelity_view
 from planner.units import MIB
 
 
@@ -465,6 +466,9 @@ def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> Requireme
                                 "the baseline is the reference model: no drop by definition", source)
     top1 = facts.number(fidelity.get("top1_agreement"))
     extra = f"; top-1 agreement with the original is {units.pct(top1)}" if top1 is not None else ""
+    by_kind = fidelity_view.phrases(fidelity)  # a dense map, a sequence or a regression output: its own test
+    if by_kind:
+        extra = f"; against the original: {', '.join(by_kind)}"
     return RequirementCheck("accuracy", label, None, None, CheckStatus.NOT_MEASURED,
                             f"no labelled data, so the accuracy drop was not measured{extra}", source)
 

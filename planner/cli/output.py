@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from planner import units
-from planner.results import Baseline, CandidateResult, PlanResults, Status, to_data
+from planner.results import Baseline, CandidateResult, PlanResults, Status, fidelity_view, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.view import check_on_your_data, model_inputs, unconfirmed_lead
 from planner.units import tokens_rate
@@ -97,8 +97,11 @@ def format_baseline(b: Baseline) -> str:
 def format_ranking(results: PlanResults) -> str:
     """The ranked candidate table, then rejected/failed ones with their reasons."""
     by = results.ranking.by if results.ranking else "p50 latency"
+    # A dense map, a sequence or a regression output shows its own test's figure (map IoU...), not cosine.
+    by_kind = any(c.fidelity is not None and c.fidelity.output_kind not in ("", "classes") for c in results.candidates)
+    fid_head, fid_w = ("agreement", 18) if by_kind else ("cosine", 8)
     head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} {'b×str':>5} "
-            f"{'mem MiB':>7} {'cosine':>8} {'speedup':>7} {'predicted':>10} status")
+            f"{'mem MiB':>7} {fid_head:>{fid_w}} {'speedup':>7} {'predicted':>10} status")
     lines = [f"Candidates ranked by {by} (status: {results.status})", head, "-" * len(head)]
     rows = results.ranked()
     for rank, c in rows:
@@ -106,7 +109,7 @@ def format_ranking(results: PlanResults) -> str:
         lines.append(
             f"{rank or '':>2} {c.label[:44]:<44} {units.ms(lat.p50_ms if lat else None, unit=False):>8} "
             f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {_rate_cells(c)} "
-            f"{units.mib(c.peak_memory_bytes):>7} {units.cosine(c.fidelity.cosine if c.fidelity else None):>8} "
+            f"{units.mib(c.peak_memory_bytes):>7} {_fidelity_cell(c, by_kind):>{fid_w}} "
             f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
     lines += _streams_note([c for _, c in rows])
     problems = [c for _, c in rows
@@ -157,6 +160,13 @@ def best_lines(results: PlanResults) -> list[str]:
             check_on_your_data(lead) + " (not established on real data: its outputs drifted from the original's on "
             "generated inputs, which cannot tell whether that matters on real data)"]
     return lines
+
+
+def _fidelity_cell(c: CandidateResult, by_kind: bool) -> str:
+    """Cosine for class scores; the kind's own agreement ('map IoU 0.98', 'positions 99.6%') otherwise."""
+    if not by_kind or c.fidelity is None:
+        return units.cosine(c.fidelity.cosine if c.fidelity else None)
+    return "reference" if c.fidelity.reference else fidelity_view.agreement_cell(to_data(c.fidelity))
 
 
 def environment_line(audit: MeasurementAudit | None) -> str:

@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from planner import units
+from planner.results import fidelity_view
 
 if TYPE_CHECKING:
     from planner.results.view import InputView
@@ -137,6 +138,9 @@ def fidelity_rule(candidates: list[dict]) -> str:
             match = _GATE.search(where)
             if match and "cosine" in where:
                 seen.setdefault(str(cand.get("precision") or "fp32"), match.group(1))
+    by_kind = fidelity_view.rule(candidates)
+    if by_kind:  # a dense map, a sequence or a regression output: its own test, never top-1
+        return by_kind
     rule = ("each candidate's outputs are compared with the original model's on the same "
             "fixed inputs; it passes when their cosine similarity reaches the threshold for its precision")
     if seen:

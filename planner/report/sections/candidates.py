@@ -14,6 +14,7 @@ from planner.report.data import (
 )
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
+from planner.results import fidelity_view
 from planner.results.view import peak_rate, stream_points
 
 _NOT_RANKED = ("rejected", "unconfirmed", "failed", "skipped")
@@ -43,13 +44,27 @@ def p95_cell(cand: dict) -> str:
     return f"needs ≥{PERCENTILE_MIN_SAMPLES['p95']} samples"
 
 
-def fidelity_cells(cand: dict) -> tuple[str, str]:
-    """(cosine, top-1) as table cells; the reference is marked as such."""
+def fidelity_headers(cands: list[dict]) -> tuple[str, str]:
+    """The fidelity columns' titles: ("Cosine", "Top-1") where every output is class scores, else ("Error",
+    "Agreement"), whose cells name their own test (a dense map has no top-1, and its cosine is no test)."""
+    if all(fidelity_view.kind(c.get("fidelity")) == fidelity_view.CLASSES for c in cands):
+        return "Cosine", "Top-1"
+    return "Error", "Agreement"
+
+
+def fidelity_cells(cand: dict, *, by_kind: bool = False) -> tuple[str, str]:
+    """(cosine, top-1) as table cells; the reference is marked as such.
+
+    `by_kind` (the "Error" and "Agreement" columns): each cell names its test, in the output kind's own
+    terms ('6.1e-08 (0-1 scale)', 'map IoU 0.98'; 'cosine 0.99999', 'top-1 100%' for class scores).
+    """
     fid = as_dict(cand.get("fidelity"))
     if fid.get("reference") is True:
         return "reference", "reference"
     if not fid:
         return fmt.NOT_MEASURED, fmt.NOT_MEASURED
+    if by_kind:
+        return fidelity_view.error_cell(fid), fidelity_view.agreement_cell(fid)
     top1 = fid.get("top1_agreement")
     if top1 is not None:
         top1_cell = fmt.pct(top1)
@@ -100,9 +115,9 @@ def generated_inputs_lines(cands: list[dict]) -> list[str]:
     return lines
 
 
-def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False) -> list[str]:
+def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: bool = False) -> list[str]:
     best = peak_rate(cand)
-    cos, top1 = fidelity_cells(cand)
+    cos, top1 = fidelity_cells(cand, by_kind=by_kind)
     size = cand.get("size_bytes")
     if size is None and data.is_reference(cand):
         size = data.model.get("size_bytes")
@@ -226,10 +241,12 @@ def render(data: ReportData) -> list[str]:
         lines += validation_lines(data)
         # The accuracy column appears only with labelled validation data, so other reports keep their shape.
         with_accuracy = has_accuracy(cands)
+        headers = fidelity_headers(cands)
+        by_kind = headers != ("Cosine", "Top-1")
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
-                            "Peak memory", "Size", "Cosine", "Top-1", *(["Accuracy"] if with_accuracy else []),
+                            "Peak memory", "Size", *headers, *(["Accuracy"] if with_accuracy else []),
                             "Speedup", "Status"],
-                           [_row(data, c, with_accuracy=with_accuracy) for c in cands])
+                           [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind) for c in cands])
         lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)
         if shared:

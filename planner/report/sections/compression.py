@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, p50, text
-from planner.report.sections.candidates import accuracy_cell, fidelity_cells, has_accuracy, label
+from planner.report.sections.candidates import accuracy_cell, fidelity_cells, fidelity_headers, has_accuracy, label
 
 _BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "ternary": 2}
 _POTENTIAL = "fails fidelity: needs ternary-aware training"
@@ -25,6 +25,7 @@ def render(data: ReportData) -> list[str]:
     reference = next((fmt.real(c.get("size_bytes")) for c in cands
                       if text(c.get("precision")) == "fp32" and fmt.real(c.get("size_bytes"))), None)
     with_accuracy = has_accuracy(cands)
+    by_kind = fidelity_headers(cands)[0] != "Cosine"
     rows = []
     for cand in cands:
         precision = text(cand.get("precision"))
@@ -40,13 +41,13 @@ def render(data: ReportData) -> list[str]:
             status = f"potential only — {fmt.plain_reason(reason)}"
         else:
             status = "ranked" if data.rank(cand) is not None else (reason or text(cand.get("status")))
-        cosine, _ = fidelity_cells(cand)
+        cosine, _ = fidelity_cells(cand, by_kind=by_kind)
         row = [label(cand), str(_BITS[precision]), fmt.size(size), f"{ratio:.1f}x" if ratio else "—",
                fmt.ms(p50(cand)), cosine]
         if with_accuracy:
             row.append(accuracy_cell(cand))
         rows.append(row + [status])
-    headers = ["Candidate", "Bits/param", "Size on disk", "vs fp32", "p50", "Cosine"]
+    headers = ["Candidate", "Bits/param", "Size on disk", "vs fp32", "p50", fidelity_headers(cands)[0]]
     if with_accuracy:
         headers.append("Accuracy")
     lines = ["## Compression", "",

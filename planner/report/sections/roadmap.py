@@ -7,6 +7,7 @@ from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, first, p50, text
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
+from planner.results import fidelity_view
 
 # Words that put a candidate or plan step in Phase 2 (changes the numbers, needs calibration or
 # validation data) or Phase 3 (changes the architecture, needs retraining).
@@ -55,10 +56,13 @@ def accuracy_risk(cand: dict) -> str:
         parts.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
         if fid.get("reference_accuracy") is not None:
             parts[-1] += f" vs {fmt.accuracy(fid['reference_accuracy'])} for the original"
-    if fid.get("cosine") is not None:
+    # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
+    by_kind = fidelity_view.phrases(fid)
+    if fid.get("cosine") is not None and not by_kind:
         parts.append(f"cosine {fmt.cosine(fid['cosine'])}")
-    if fid.get("top1_agreement") is not None:
+    if fid.get("top1_agreement") is not None and not by_kind:
         parts.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
+    parts += by_kind
     if fid.get("samples") is not None:
         parts.append(f"over {fmt.number(fid['samples'])} samples")
     verdict = {"ok": "passed the fidelity check", "rejected": "failed the fidelity check"}.get(

@@ -8,6 +8,7 @@ from planner.report.data import ReportData, as_dict, as_list, dig, first, latenc
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
+from planner.results import fidelity_view
 from planner.report.sections.roadmap import step_measured
 from planner.results.view import check_on_your_data, unconfirmed_lead
 
@@ -74,10 +75,12 @@ def _best_sentence(data: ReportData) -> str:
         sentence = (f"The best deployment found{ranked} is "
                     f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
                     f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")
-    agreement = []
-    if fid.get("cosine") is not None:
+    # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
+    by_kind = fidelity_view.phrases(fid)
+    agreement = list(by_kind)
+    if fid.get("cosine") is not None and not by_kind:
         agreement.append(f"cosine {fmt.cosine(fid['cosine'])}")
-    if fid.get("top1_agreement") is not None:
+    if fid.get("top1_agreement") is not None and not by_kind:
         agreement.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
     if fid.get("accuracy") is not None:
         agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")

@@ -14,7 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
-from planner.results import Prediction, to_data
+from planner.results import Prediction, fidelity_view, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
 from planner.results.view import check_on_your_data, unconfirmed_lead
 from planner.tui import formatting as fmt
@@ -193,10 +193,13 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
         parts = []
         if fid.get("reference"):
             parts.append("the reference")
+        # A dense map, a sequence or a regression output is read by its own test, never by top-1 or cosine.
+        by_kind = fidelity_view.phrases(fid)
         for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
                                    ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
-            if fmt.num(fid.get(name)) is not None:
+            if fmt.num(fid.get(name)) is not None and not (by_kind and name in ("cosine", "top1_agreement")):
                 parts.append(f"{name} {format_value(fid[name])}")
+        parts += by_kind
         text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
     audit = audit_of(c.get("audit"))
     if audit is not None:

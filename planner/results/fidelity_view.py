@@ -1,0 +1,175 @@
+"""A candidate's fidelity in its results.json form, read by the kind of output it judged.
+
+The report, the TUI and the CLI say what the test measured in the output's own terms: top-1 for
+class scores, the thresholded map's IoU for a dense map, per-position agreement for a sequence, the
+relative error for anything else. Top-1 is never shown for an output that has no classes. Readers
+are lenient (see `planner.results.view`): a missing or malformed field reads as absent, and a file
+written before kinds were told apart reads as class scores, as it was judged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from planner import units
+from planner.results.view import as_dict, integer, number, text
+
+CLASSES, DENSE, SEQUENCE, REGRESSION = "classes", "dense", "sequence", "regression"
+
+
+def kind(fidelity: Any) -> str:
+    """The output's kind the candidate was judged as: classes (also for older files), dense, sequence, regression."""
+    value = text(as_dict(fidelity).get("output_kind"))
+    return value if value in (DENSE, SEQUENCE, REGRESSION) else CLASSES
+
+
+def small(value: Any) -> str:
+    """An error as people read it: '0.0123', '6.1e-08' (scientific below 0.001), '—' when missing."""
+    v = number(value)
+    if v is None:
+        return units.MISSING
+    return f"{v:.1e}" if 0 < abs(v) < 1e-3 else units.sig(v)
+
+
+def spread_pct(value: Any) -> str:
+    """An error as a share of the output's spread: '0.32%', '<0.01%' (float noise), '0' when exact."""
+    v = number(value)
+    if v is None:
+        return units.MISSING
+    if v == 0:
+        return "0"
+    return "<0.01%" if v < 1e-4 else units.pct(v)
+
+
+def error_phrase(fidelity: Any) -> str:
+    """The mean error over the output's scale in words ('' when not recorded)."""
+    fid = as_dict(fidelity)
+    if number(fid.get("spread_error")) is None:
+        return ""
+    if text(fid.get("spread_basis")) == "probability":
+        return f"mean error {small(fid['spread_error'])} on the probability scale"
+    return f"mean error {spread_pct(fid['spread_error'])} of the output's spread"
+
+
+def agreement_phrase(fidelity: Any) -> str:
+    """The kind's own agreement in words: 'map IoU 0.98 (thresholded at 0.5)', 'per-position agreement 99.6%'..."""
+    fid = as_dict(fidelity)
+    k = kind(fid)
+    if k == DENSE:
+        if number(fid.get("map_iou")) is not None:
+            return f"map IoU {fid['map_iou']:.2f} (thresholded at {units.sig(fid.get('map_threshold'))})"
+        if number(fid.get("pixel_agreement")) is not None:
+            return f"per-pixel class agreement {units.pct(fid['pixel_agreement'])}"
+        if number(fid.get("map_threshold")) is not None:
+            return "no foreground on these inputs (the map's agreement is no test here)"
+        return "no pixel's class stands clear of the error (the map's agreement is no test here)"
+    if k == SEQUENCE:
+        if number(fid.get("position_agreement")) is not None:
+            return f"per-position agreement {units.pct(fid['position_agreement'])}"
+        return "no position's class stands clear of the error (per-position agreement is no test here)"
+    if k == REGRESSION:
+        return f"relative error {small(fid.get('relative_error'))}"
+    if number(fid.get("top1_agreement")) is not None:
+        return f"top-1 agreement {units.pct(fid['top1_agreement'])}"
+    return ""
+
+
+def phrases(fidelity: Any) -> list[str]:
+    """What a dense map, sequence or regression output's test measured, in words; [] for class scores
+    (whose callers keep their cosine and top-1 wording)."""
+    fid = as_dict(fidelity)
+    if kind(fid) == CLASSES or fid.get("reference") is True:
+        return []
+    return [p for p in (agreement_phrase(fid), error_phrase(fid)) if p]
+
+
+def agreement_cell(fidelity: Any) -> str:
+    """A short table cell for the kind's agreement: 'top-1 100%', 'map IoU 0.98', 'positions 99.6%',
+    'rel. error 0.002'."""
+    fid = as_dict(fidelity)
+    k = kind(fid)
+    if k == DENSE:
+        if number(fid.get("map_iou")) is not None:
+            return f"map IoU {fid['map_iou']:.2f}"
+        if number(fid.get("pixel_agreement")) is not None:
+            return f"pixels {units.pct(fid['pixel_agreement'])}"
+        if number(fid.get("map_threshold")) is not None:
+            return "no foreground here"
+        return "no test (margins within error)"
+    if k == SEQUENCE:
+        if number(fid.get("position_agreement")) is not None:
+            return f"positions {units.pct(fid['position_agreement'])}"
+        return "no test (margins within error)"
+    if k == REGRESSION:
+        return f"rel. error {small(fid.get('relative_error'))}"
+    if number(fid.get("top1_agreement")) is not None:
+        return f"top-1 {units.pct(fid['top1_agreement'])}"
+    return "no test (margins within error)" if integer(fid.get("top1_samples")) == 0 else "n/a"
+
+
+def error_cell(fidelity: Any) -> str:
+    """A short table cell for the error beside the agreement: '6.1e-08 (0-1 scale)', '1.2% of spread', or cosine."""
+    fid = as_dict(fidelity)
+    if kind(fid) == CLASSES:
+        return f"cosine {units.cosine(fid.get('cosine'))}"
+    if number(fid.get("spread_error")) is None:
+        return units.MISSING
+    if text(fid.get("spread_basis")) == "probability":
+        return f"{small(fid['spread_error'])} (0-1 scale)"
+    return f"{spread_pct(fid['spread_error'])} of spread"
+
+
+_NEEDED = re.compile(r"needed ([0-9.]+%?)")
+_AT_MOST = re.compile(r"at most ([0-9.e-]+)")
+_WORDS = {DENSE: "a dense map, a value per pixel", SEQUENCE: "a sequence of class scores, one set per position",
+          REGRESSION: "a set of values compared as numbers (regression)"}
+
+
+def rule(candidates: Any) -> str:
+    """The fidelity check in plain words for a dense map, sequence or regression output, with the levels
+    this run's candidates recorded per precision; '' when every output is class scores."""
+    cands = [c for c in (candidates if isinstance(candidates, (list, tuple)) else []) if isinstance(c, dict)]
+    found = next((k for c in cands if as_dict(c.get("fidelity")) and (k := kind(c.get("fidelity"))) != CLASSES), None)
+    if found is None:
+        return ""
+    basis = next((b for c in cands if kind(c.get("fidelity")) == found
+                  and (b := text(as_dict(c.get("fidelity")).get("kind_basis")))), "")
+    start = ("each candidate's outputs are compared with the original model's on the same fixed inputs; the output "
+             f"is {_WORDS[found]}{f' ({basis})' if basis else ''}, so ")
+    several = any(number(as_dict(c.get("fidelity")).get("pixel_agreement")) is not None for c in cands)
+    if found == DENSE:
+        agreement = ("the class of each pixel (its highest score) must agree with the original's on the share of "
+                     "pixels needed for its precision, not counting pixels whose top two scores are within the "
+                     "candidate's typical error of each other" if several else
+                     "the map cut at a threshold (0.5 for a probability map, else 0) must mark the same foreground as "
+                     "the original's, their IoU (pixels both mark over pixels either marks) reaching the level for its "
+                     "precision, not counting pixels within the candidate's typical error of the threshold (where the "
+                     "original's map has no foreground on these inputs, this test cannot be made and the table says "
+                     "so)")
+        words = (f"{start}two tests apply: {agreement}; and the mean error must stay small, on the probability scale "
+                 "for a probability map, else relative to the output's standard deviation. Cosine similarity is not "
+                 "used: on a map that is near zero everywhere it measures noise far below the threshold")
+        name = "pixel agreement" if several else "IoU"
+    elif found == SEQUENCE:
+        words = (f"{start}a candidate passes when each position's class (its highest score) agrees with the "
+                 "original's on the share of positions needed for its precision, not counting positions whose top "
+                 "two scores are within the candidate's typical error of each other (where no position is clear of "
+                 "it, the mean error relative to the output's standard deviation decides)")
+        name = "agreement"
+    else:
+        words = (f"{start}a candidate passes when its relative error, the size of its difference from the original's "
+                 "outputs over the size of those outputs, stays within the level for its precision")
+        name = "relative error"
+    levels: dict[str, str] = {}
+    for c in cands:
+        decided = text(as_dict(c.get("fidelity")).get("decided_by"))
+        needed, at_most = _NEEDED.search(decided), _AT_MOST.search(decided)
+        parts = ([f"{name} at least {needed.group(1)}"] if needed else []) + (
+            [f"{'mean error' if found != REGRESSION else name} at most {at_most.group(1)}"] if at_most else [])
+        precision = text(c.get("precision")) or "fp32"
+        if parts and len(parts) > levels.get(precision, "").count(" and ") + (precision in levels):
+            levels[precision] = " and ".join(parts)
+    if levels:
+        words += " (levels here: " + "; ".join(f"{p}: {v}" for p, v in sorted(levels.items())) + ")"
+    return words

@@ -1,0 +1,94 @@
+"""The report's fidelity cells and words follow the output's kind: no top-1 for a dense map or a sequence."""
+
+from __future__ import annotations
+
+import numpy as np
+from report_fixtures import FIGURE_LINKS
+
+from planner.codec import to_data
+from planner.measure.fidelity import DEFAULT_GATES, compare
+from planner.plugins import Precision
+from planner.report import render_markdown
+from planner.report.sections.candidates import fidelity_cells, fidelity_headers
+from planner.results import fidelity_view
+
+
+def _judged(precision: str, ref: np.ndarray, out: np.ndarray) -> dict:
+    fid = compare([ref], [out])
+    _, decided_by = DEFAULT_GATES[Precision(precision)].judge(fid)
+    data = to_data(fid)
+    data["decided_by"] = decided_by
+    return data
+
+
+def _page() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    ref = np.full((4, 1, 16, 16), 0.02) + rng.uniform(0, 0.01, size=(4, 1, 16, 16))
+    ref[:, :, 4:12, 4:12] = 0.9
+    return ref
+
+
+def _with_fidelity(results: dict, make) -> dict:
+    for cand in results["candidates"]:
+        fid = cand.get("fidelity")
+        if isinstance(fid, dict) and not fid.get("reference"):
+            cand["fidelity"] = make(str(cand.get("precision") or "fp32"))
+    return results
+
+
+def _candidates_table(text: str) -> list[str]:
+    start = text.index("## Candidates")
+    return [line for line in text[start:].splitlines() if line.startswith("|")][:20]
+
+
+def test_a_dense_map_report_shows_map_iou_and_no_top1(results):
+    ref = _page()
+    out = ref + 1e-4
+    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
+    table = _candidates_table(text)
+    assert "| Error | Agreement |" in table[0] and "Top-1" not in table[0] and "Cosine" not in table[0]
+    assert any("map IoU 1.00" in row and "1.0e-04 (0-1 scale)" in row for row in table)
+    assert not any("top-1" in row for row in table)
+    # The check is explained in words on first use, in the map's terms.
+    assert "the output is a dense map, a value per pixel (read from the output's shape (batch, 1, 16, 16))" in text
+    assert "their IoU (pixels both mark over pixels either marks)" in text
+    summary = text[text.index("## Summary"):text.index("## Hardware")]
+    best = next(s for s in summary.split(". ") if "The best deployment found" in s)
+    assert "top-1" not in best and "cosine" not in best and "map IoU 1.00 (thresholded at 0.5)" in best
+
+
+def test_a_map_with_no_foreground_says_so(results):
+    ref = np.full((2, 1, 8, 8), 1e-6)
+    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, ref * 1.5)), figures=FIGURE_LINKS)
+    assert any("no foreground here" in row for row in _candidates_table(text))
+    assert "no foreground on these inputs: the map's agreement is no test here" in text
+
+
+def test_a_sequence_report_shows_per_position_agreement(results):
+    rng = np.random.default_rng(1)
+    ref = rng.normal(0, 1, size=(2, 10, 6))
+    ref[:, :, 0] += 5.0
+    out = ref.copy()
+    out[0, 3, 0] = -5.0  # one of 20 positions reads another class
+    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
+    table = _candidates_table(text)
+    assert any("positions 95%" in row for row in table) and not any("top-1" in row for row in table)
+    assert "per-position class agreement 95.0% on 20 of 20 positions" in text
+
+
+def test_class_scores_keep_the_cosine_and_top1_columns(fixture_results):
+    assert fidelity_headers(fixture_results["candidates"]) == ("Cosine", "Top-1")
+    ref = np.array([[3.0, 0.0, 1.0], [0.0, 2.0, 1.0]])
+    fid = _judged("bf16", ref, ref)
+    assert fidelity_cells({"fidelity": fid}) == ("1.00000", "100%")
+    # In a table that mixes kinds each cell names its own test.
+    assert fidelity_cells({"fidelity": fid}, by_kind=True) == ("cosine 1.00000", "top-1 100%")
+
+
+def test_a_regression_output_reads_as_relative_error():
+    ref = np.linspace(1.0, 2.0, 8).reshape(8, 1)
+    fid = _judged("fp32", ref, ref * 1.002)
+    assert fidelity_view.agreement_cell(fid) == "rel. error 0.002"
+    assert fidelity_view.phrases(fid)[0] == "relative error 0.002"
+    rule = fidelity_view.rule([{"precision": "fp32", "fidelity": fid}])
+    assert "a set of values compared as numbers (regression)" in rule and "fp32: relative error at most 0.01" in rule
