@@ -8,8 +8,8 @@ from planner.report.data import ReportData, as_dict, as_list, dig, first, latenc
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
-from planner.results import fidelity_view
 from planner.report.sections.roadmap import step_measured
+from planner.results import fidelity_view
 from planner.results.view import check_on_your_data, unconfirmed_lead
 
 
