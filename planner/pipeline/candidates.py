@@ -205,8 +205,10 @@ class CandidateRun:
 
     def _output_kind(self) -> dict:
         """compare()'s kind arguments: the `--output-kind` given for the compared output, else none (its shape says)."""
-        kind = self.plugin_options.get("output_kind")
-        return {"kind": kind, "kind_basis": str(self.plugin_options.get("output_kind_basis", ""))} if kind else {}
+        # A run built with only the gate's inputs (as the gate's tests build one) has no options: read from the shape.
+        options = getattr(self, "plugin_options", None) or {}
+        kind = options.get("output_kind")
+        return {"kind": kind, "kind_basis": str(options.get("output_kind_basis", ""))} if kind else {}
 
     def _record_validation(self, labels: list[np.ndarray] | None) -> None:
         from planner.measure.fidelity import compare
