@@ -41,7 +41,9 @@ from planner.analysis.stats import (
     op_kind,
     passes_through,
     runs_text,
+    shape_of,
     sync_for,
+    tensors_of,
     where_run,
 )
 
@@ -181,7 +183,7 @@ def _structure_pass(module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[
         handles.append(mod.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(mod.register_forward_hook(post, with_kwargs=True))
     counter = FlopCounterMode(display=False)
-    for x in args:
+    for x in tensors_of(args):
         tracker.producers[x] = INPUT_NODE
     try:
         with torch.no_grad(), counter, Recorder(counter, tracker.on_op):
@@ -306,7 +308,7 @@ def analyze_layers(module: nn.Module, example_inputs: torch.Tensor | tuple[torch
     finally:
         torch.set_num_threads(previous_threads)
     return dataclasses.replace(
-        report, input_shape=tuple(args[0].shape), input_shapes=tuple(tuple(a.shape) for a in args),
-        input_dtypes=tuple(dtype_name(a) for a in args), device=str(args[0].device),
+        report, input_shape=shape_of(tensors_of(args)[0]), input_shapes=tuple(shape_of(a) for a in args),
+        input_dtypes=tuple(dtype_name(a) for a in args), device=str(tensors_of(args)[0].device),
         notes=tuple(dict.fromkeys([*notes, *report.notes])),
     )

@@ -39,6 +39,7 @@ from planner.analysis.stats import (
     passes_through,
     runs_text,
     storage_key,
+    tensors_of,
 )
 
 _MARK = "planner.analysis.run"
@@ -327,7 +328,7 @@ def _stats(log: _OpLog, rows: dict[int, _Row], outputs: list[int]) -> tuple[list
 def _structure(module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[_OpLog, int, list[int]]:
     """One forward under FlopCounterMode and an op log: every dispatch op, its FLOPs and dataflow."""
     log = _OpLog(params={storage_key(p) for p in module.parameters()})
-    for x in args:
+    for x in tensors_of(args):
         log.uid(x, _INPUT)
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter, Recorder(counter, log.on_op):
@@ -353,7 +354,7 @@ def analyse(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: 
     if script and total_flops == 0:
         notes.append("FlopCounterMode counted no FLOPs through this TorchScript module (it sees matmuls and "
                      "convolutions only): FLOPs are left at 0, not estimated")
-    if any(a.is_cuda for a in args):
+    if any(a.is_cuda for a in tensors_of(args)):
         notes.append("per-op times are CPU-side (dispatch and launch) times from torch.profiler's CPU activity; "
                      "CUDA kernel times are not in them")
     runs = repeats if measure_time else 1

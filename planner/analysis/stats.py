@@ -238,30 +238,48 @@ def op_bytes(func: Any, inputs: list[torch.Tensor], outputs: list[torch.Tensor])
     return moved
 
 
-def as_args(example_inputs: torch.Tensor | tuple[torch.Tensor, ...] | list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
-    """The positional arguments of the forward: one tensor, or a tuple/list of them."""
+_NUMBERS = (int, float, bool)
+
+
+def as_args(example_inputs: torch.Tensor | tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """The positional arguments of the forward: one tensor, or a tuple/list of tensors, among which
+    Python numbers may stand where a TorchScript forward types an argument `int` or `float`."""
     if isinstance(example_inputs, torch.Tensor):
         return (example_inputs,)
     args = tuple(example_inputs)
-    if not args or not all(isinstance(a, torch.Tensor) for a in args):
+    if not any(isinstance(a, torch.Tensor) for a in args) \
+            or not all(isinstance(a, (torch.Tensor, *_NUMBERS)) for a in args):
         kinds = ", ".join(type(a).__name__ for a in args) or "nothing"
         raise TypeError(f"analyze_layers needs a tensor or a tuple of tensors, got {kinds}")
     return args
 
 
-def dtype_name(tensor: torch.Tensor) -> str:
-    """The dtype as the CLI spells it (`float32`, `int64`)."""
+def tensors_of(args: tuple[Any, ...]) -> tuple[torch.Tensor, ...]:
+    """The tensors among a forward's arguments (a TorchScript `int sr` is a plain number)."""
+    return tuple(a for a in args if isinstance(a, torch.Tensor))
+
+
+def shape_of(arg: Any) -> tuple[int, ...]:
+    """An argument's shape: a tensor's, or () for a plain number."""
+    return tuple(arg.shape) if isinstance(arg, torch.Tensor) else ()
+
+
+def dtype_name(tensor: Any) -> str:
+    """The dtype as the CLI spells it (`float32`, `int64`); a plain Python number's type (`int`)."""
+    if not isinstance(tensor, torch.Tensor):
+        return type(tensor).__name__
     return str(tensor.dtype).removeprefix("torch.")
 
 
-def describe_inputs(args: tuple[torch.Tensor, ...]) -> str:
-    """The inputs' shapes and dtypes in words, e.g. `(1, 64) int64, (1, 64) int64`."""
-    return ", ".join(f"{tuple(t.shape)} {dtype_name(t)}" for t in args)
+def describe_inputs(args: tuple[Any, ...]) -> str:
+    """The inputs' shapes and dtypes in words, e.g. `(1, 64) int64, (1, 64) int64` (`int 16000` for a number)."""
+    return ", ".join(f"{tuple(t.shape)} {dtype_name(t)}" if isinstance(t, torch.Tensor) else f"{dtype_name(t)} {t}"
+                     for t in args)
 
 
 def forward_error(err: Exception, args: tuple[torch.Tensor, ...]) -> InputSpecError:
     """An actionable error for a forward that failed on these inputs, naming what was given."""
-    if len(args) == 1:
+    if len(args) == 1 and isinstance(args[0], torch.Tensor):
         what = f"an input of shape {tuple(args[0].shape)} ({dtype_name(args[0])})"
     else:
         what = f"{len(args)} inputs of shapes and dtypes {describe_inputs(args)}"
@@ -278,14 +296,14 @@ FORWARD_ERRORS = (RuntimeError, IndexError, TypeError, ValueError)
 
 def sync_for(args: tuple[torch.Tensor, ...]) -> Callable[[], None]:
     """A function that waits for queued GPU work when the inputs live on CUDA, else does nothing."""
-    if any(a.is_cuda for a in args):
+    if any(a.is_cuda for a in tensors_of(args)):
         return torch.cuda.synchronize
     return lambda: None
 
 
 def where_run(args: tuple[torch.Tensor, ...], threads: int) -> str:
     """The device and thread count the times were taken on, in words."""
-    if any(a.is_cuda for a in args):
+    if any(a.is_cuda for a in tensors_of(args)):
         return "CUDA, synchronized at every layer boundary"
     return f"CPU, {threads} thread{'s' if threads != 1 else ''}"
 

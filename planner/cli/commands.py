@@ -98,8 +98,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     print("  model.pt2                  torch.export archive (torch.export.save); its signature is read")
     print("  model.pt                   TorchScript (torch.jit.save). Pickles and state dicts")
     print("                             are refused: weights-only loading.")
-    print("\nInputs: --input NAME:SHAPE:DTYPE[:LOW-HIGH], once per input (the range's upper end is")
+    print("  Any file name works (vad.jit, model.bin): the kind is told from the file's content.")
+    print("\nInputs: --input NAME:SHAPE:DTYPE[:LOW-HIGH|:VALUE], once per input (the range's upper end is")
     print("  excluded), e.g. --input input_ids:1x128:int64:0-30522 --input attention_mask:1x128:int64;")
+    print("  an empty shape is a scalar, and one value fixes it: --input sr::int64:16000;")
     print("  --input-shape 1x3x224x224 for a model with one float input.")
     return 0
 

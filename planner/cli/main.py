@@ -20,9 +20,10 @@ def _add_model_args(p: argparse.ArgumentParser, *, required: bool = True) -> Non
     p.add_argument("--model", "-m", required=required,
                    help="model source: demo:<name>, tv:<name>, file.py:factory, model.onnx, "
                         "model.pt2, model.pt (see `planner models`)")
-    p.add_argument("--input", action="append", dest="inputs", metavar="NAME:SHAPE:DTYPE[:LOW-HIGH]",
+    p.add_argument("--input", action="append", dest="inputs", metavar="NAME:SHAPE:DTYPE[:LOW-HIGH|:VALUE]",
                    help="one model input (repeat for each), e.g. --input input_ids:1x128:int64:0-30522 "
-                        "--input attention_mask:1x128:int64; the range's upper end is excluded")
+                        "--input attention_mask:1x128:int64; the range's upper end is excluded; an empty "
+                        "shape is a scalar and one value fixes it: --input sr::int64:16000")
     p.add_argument("--input-shape", help="shape of a model's one float input, batch first, e.g. 1x3x224x224")
     p.add_argument("--trust-code", action="store_true",
                    help="allow importing and running a Python model file")

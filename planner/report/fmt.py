@@ -85,6 +85,8 @@ def number(value: Any, missing: str = NOT_MEASURED) -> str:
 def tensor(inp: "InputView", *, values: bool = True) -> str:
     """One model input: '`input_ids` int64 [batch=1, sequence=64], values integers in [0, 1000)'."""
     line = " ".join(part for part in (code(inp.name), inp.dtype, f"[{inp.dims}]") if part)
+    if not values and inp.value is not None:
+        return f"{line} fixed at {inp.value}"  # a sample rate's value is part of what the model was fed
     return line + (f", values {inp.values}" if values and inp.values else "")
 
 

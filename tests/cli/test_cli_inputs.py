@@ -72,7 +72,7 @@ def test_models_lists_the_text_demo_with_its_input_flags(cli):
     assert "2 inputs" in lines[row]
     assert lines[row + 1].split() == ["--input", "input_ids:1x64:int64:0-1000", "--input",
                                       "attention_mask:1x64:int64"]
-    assert "INPUT_SPEC" in out and "--input NAME:SHAPE:DTYPE[:LOW-HIGH]" in out
+    assert "INPUT_SPEC" in out and "--input NAME:SHAPE:DTYPE[:LOW-HIGH|:VALUE]" in out
 
 
 def _text_baseline() -> Baseline:

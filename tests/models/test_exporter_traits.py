@@ -187,3 +187,12 @@ def test_open_dimension_examples_never_suggest_a_zero_size() -> None:
     rate = concrete("sr", "int64", [], [])
     assert rate.example() == "sr::int64:16000"
     assert concrete("temperature", "int64", [], []).example() == "temperature::int64:V"
+
+
+def test_layer_analysis_runs_a_torchscript_int_argument(vad_jit: Path) -> None:
+    from planner.analysis.layers import analyze_layers
+
+    model = load_model(str(vad_jit), inputs=["x:1x512:float32", "sr::int64:16000"])
+    report = analyze_layers(model.module, model.torch_args(), measure_time=False)
+    assert report.input_shapes == ((1, 512), ()) and report.input_dtypes == ("float32", "int")
+    assert report.total_flops > 0
