@@ -248,7 +248,7 @@ class CandidateRun:
         if status is Status.REJECTED and kind == "approximate":
             reason = f"needs fine-tuning: {reason.removeprefix('fidelity check: ')} (speed measured, accuracy drops)"
         elif status is Status.UNCONFIRMED and kind == "approximate":
-            reason += "; if it drifts on your data too, it needs fine-tuning"
+            reason += " (if it drifts on your data too, it needs fine-tuning)"
         elif kind == "redesign":
             # A redesign has new (random) weights: its outputs cannot match until it is trained.
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
@@ -292,7 +292,7 @@ class CandidateRun:
             reason = f"{NOT_ESTABLISHED}: on generated inputs, {why}"
             if precision == Precision.TERNARY:
                 # Still a potential that usually needs training, but generated inputs cannot show it failed.
-                reason += "; post-training ternary usually needs ternary-aware training"
+                reason += " (post-training ternary usually needs ternary-aware training)"
             return Status.UNCONFIRMED, reason, fid
         if why and precision == Precision.TERNARY:
             # Post-training ternary rarely keeps accuracy: its size and speed are a potential, not a plan.

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from planner.pipeline.candidates import NOT_ESTABLISHED, CandidateRun
+from planner.report.fmt import plain_reason
 from planner.results import Status
 
 
@@ -65,6 +66,8 @@ def test_a_failing_ternary_on_generated_inputs_keeps_its_training_note_without_f
     status, reason, _ = _run(reference)._gate("ternary", wrong, None, generated_inputs=True)
     assert status is Status.UNCONFIRMED
     assert reason.startswith(NOT_ESTABLISHED) and "needs ternary-aware training" in reason
+    # The report's plain words still read the threshold: nothing glued to the gate's number.
+    assert "below the 0.9 needed (post-training ternary" in plain_reason(reason)
     assert "fails" not in reason
 
 
