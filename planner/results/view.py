@@ -308,8 +308,9 @@ def model_inputs(*entries: Any) -> tuple[InputView, ...]:
 
 
 def inputs_dynamic_batch(inputs: tuple[InputView, ...]) -> bool | None:
-    """Whether every input accepts any batch size; None when the file does not say for some input."""
-    flags = [i.dynamic_batch for i in inputs]
+    """Whether every input accepts any batch size; None when the file does not say for some input.
+    A scalar (a sample rate) has no batch, so it neither allows nor forbids one."""
+    flags = [i.dynamic_batch for i in inputs if i.shape]
     if not flags or any(f is None for f in flags):
         return None
     return all(flags)

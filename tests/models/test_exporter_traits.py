@@ -77,6 +77,7 @@ def test_torchscript_with_any_name_loads(cli, vad_jit: Path, tmp_path: Path, nam
     assert code == 0, err
     assert "(torchscript)" in out and "Output      1x1" in out
     assert "sr  int64 []; values fixed at 16000" in out
+    assert "Batch       1, dynamic" in out  # the scalar has no batch: it does not stop the batch sweep
 
 
 def test_content_decides_over_the_suffix(vad: Path, tmp_path: Path) -> None:

@@ -152,7 +152,7 @@ def _compute_lines(data: ReportData) -> list[str]:
     basis = text(b.get("flops_basis")) or "basis not recorded"
     lines.append(f"- FLOPs per sample: {fmt.flops(fps)} ({basis})")
     inputs = data.inputs
-    batch = inputs[0].shape[0] if inputs else None
+    batch = next((i.shape[0] for i in inputs if i.shape), None)  # a scalar input has no batch
     if data.base_p50 and batch is not None:
         attained = fps * batch / (data.base_p50 / 1e3)
         peak, precision = figdata.peak_fp32(data)

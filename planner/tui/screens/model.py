@@ -56,8 +56,9 @@ def input_rows(info: dict) -> list[Row]:
     if not isinstance(dynamic, bool):
         dynamic = inputs_dynamic_batch(inputs)
     if dynamic is not None:
-        rows.append(("Batch", f"{inputs[0].shape[0]}, " + ("dynamic: the profile sweeps batch sizes" if dynamic
-                                                           else "fixed by the model: no batch sweep")))
+        batch = next((i.shape[0] for i in inputs if i.shape), 1)  # a scalar input (a sample rate) has no batch
+        rows.append(("Batch", f"{batch}, " + ("dynamic: the profile sweeps batch sizes" if dynamic
+                                              else "fixed by the model: no batch sweep")))
     return rows
 
 
