@@ -82,7 +82,8 @@ class CudaGraphSession(TorchSession):
         torch = self._torch
         self.shapes = {name: tuple(a.shape) for name, a in sample.items()}
         # One static buffer per input: replay reads whatever sits at these addresses.
-        self._static_in = tuple(t.clone() for t in super().prepare(sample))
+        # A TorchScript `int sr` arrives as a Python number: captured as it is, it cannot change on replay.
+        self._static_in = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in super().prepare(sample))
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         # Capture needs lazily initialised kernels (cuDNN/cuBLAS handles, autotuning) to exist
@@ -106,7 +107,11 @@ class CudaGraphSession(TorchSession):
     def run(self, prepared: tuple[Any, ...]) -> Any:
         """Copy each input into its graph buffer and replay; the output buffer is reused."""
         for buffer, tensor in zip(self._static_in, prepared):
-            buffer.copy_(tensor)
+            if isinstance(buffer, self._torch.Tensor):
+                buffer.copy_(tensor)
+            elif buffer != tensor:
+                raise ValueError(f"this CUDA graph was captured with the number {buffer} for an argument; got "
+                                 f"{tensor} (a graph replays the value it was captured with)")
         self.graph.replay()
         return self._static_out
 
