@@ -218,15 +218,17 @@ def _run_in_chunks(session: Any, feed: Feed, batch: int | None) -> np.ndarray:
     cannot take: it is split, the last chunk padded by repeating its final row, and the outputs
     joined and trimmed to the rows fed.
     """
-    rows = len(next(iter(feed.values())))
+    # A scalar input (a sample rate) has no rows: it goes with every chunk as it is.
+    rows = next((len(a) for a in feed.values() if np.ndim(a)), batch or 1)
     if batch is None or rows == batch:
         return session.to_numpy(session.run(session.prepare(feed)))
     parts = []
     for start in range(0, rows, batch):
-        chunk = {name: a[start:start + batch] for name, a in feed.items()}
-        short = batch - len(next(iter(chunk.values())))
+        chunk = {name: a[start:start + batch] if np.ndim(a) else a for name, a in feed.items()}
+        short = batch - min(rows - start, batch)
         if short:
-            chunk = {name: np.concatenate([a, np.repeat(a[-1:], short, axis=0)]) for name, a in chunk.items()}
+            chunk = {name: np.concatenate([a, np.repeat(a[-1:], short, axis=0)]) if np.ndim(a) else a
+                     for name, a in chunk.items()}
         parts.append(session.to_numpy(session.run(session.prepare(chunk))))
     return np.concatenate(parts)[:rows]
 

@@ -197,3 +197,24 @@ def test_layer_analysis_runs_a_torchscript_int_argument(vad_jit: Path) -> None:
     report = analyze_layers(model.module, model.torch_args(), measure_time=False)
     assert report.input_shapes == ((1, 512), ()) and report.input_dtypes == ("float32", "int")
     assert report.total_flops > 0
+
+
+def test_a_fixed_batch_candidate_runs_validation_rows_in_chunks_beside_a_scalar() -> None:
+    from planner.measure.evaluate import _run_in_chunks
+
+    class Scaled:
+        """A session whose output is each row of x times the scalar sr."""
+
+        def prepare(self, feed):
+            assert feed["sr"].shape == () and len(feed["x"]) == 2
+            return feed
+
+        def run(self, prepared):
+            return prepared["x"] * prepared["sr"]
+
+        def to_numpy(self, output):
+            return np.asarray(output, dtype=np.float32)
+
+    x = np.arange(5, dtype=np.float32).reshape(5, 1)
+    out = _run_in_chunks(Scaled(), {"x": x, "sr": np.array(3)}, 2)
+    assert np.array_equal(out, x * 3)
