@@ -427,7 +427,24 @@ def top1_decisive(ref: np.ndarray, mean_abs_error: float) -> np.ndarray:
     return margin > MARGIN_NOISE_FACTOR * mean_abs_error
 
 
+# The rank a kind's test needs: a dense map's channels and pixels, a sequence's positions and classes.
+_RANKS = {OutputKind.DENSE: (4, "(batch, channels, height, width)"),
+          OutputKind.SEQUENCE: (3, "(batch, positions, classes)")}
+
+
 def kind_of_model(specs: Sequence[str], model: "LoadedModel") -> tuple[OutputKind, str] | None:
-    """The compared output's kind from `--output-kind` specs checked against the model's outputs; None if none."""
-    return resolve_output_kind(specs, output_names(model)) if specs else None
+    """The compared output's kind from `--output-kind` specs checked against the model's outputs; None if none.
+
+    A kind whose test needs a rank the output lacks (dense on a 2-D output) is an error now, not a
+    rejection of every candidate later.
+    """
+    resolved = resolve_output_kind(specs, output_names(model)) if specs else None
+    shape = tuple(getattr(model, "output_shape", ()) or ())
+    if resolved is not None and resolved[0] in _RANKS and shape and len(shape) != _RANKS[resolved[0]][0]:
+        layout = _RANKS[resolved[0]][1]
+        given = resolved[1].removeprefix("given with ")
+        raise PlannerError(f"{given}: a {resolved[0].value} output is {layout}, and this one is {_shape_words(shape)}",
+                           f"use classes or regression, or leave the kind to the shape "
+                           f"(it reads {infer_kind(shape).value})")
+    return resolved
 

@@ -15,6 +15,7 @@ from planner.measure.fidelity import (
     OutputKind,
     compare,
     infer_kind,
+    kind_of_model,
     output_names,
     resolve_output_kind,
 )
@@ -203,6 +204,18 @@ def test_output_names_come_from_the_onnx_graph(tmp_path):
     path = dense_map_model(tmp_path / "det.onnx")
     assert output_names(SimpleNamespace(module=None, onnx_path=path)) == ["maps"]
     assert output_names(SimpleNamespace(module=object(), onnx_path=None)) == ["output"]
+
+
+def test_a_kind_the_output_cannot_have_is_refused_before_measuring(tmp_path):
+    from trait_models import sequence_model
+
+    model = SimpleNamespace(module=None, onnx_path=sequence_model(tmp_path / "rec.onnx"), output_shape=(1, 40, 12))
+    given = (OutputKind.SEQUENCE, "given with --output-kind scores=sequence")
+    assert kind_of_model(["scores=sequence"], model) == given
+    with pytest.raises(PlannerError, match=r"a dense output is \(batch, channels, height, width\), and this one is "
+                                           r"\(batch, 40, 12\)") as err:
+        kind_of_model(["scores=dense"], model)
+    assert "it reads sequence" in err.value.fix
 
 
 def test_new_fields_round_trip_and_old_files_still_load():
