@@ -156,7 +156,8 @@ def test_every_source_plans_end_to_end(kind: str, plan_of) -> None:
     seen = {c["plugin"] for c in rows} | {s["plugin"] for s in results.get("skipped_plugins", [])}
     assert set(plugins_for(kind).split(",")) <= seen, seen
     for c in rows:
-        assert c["status"] in ("ok", "rejected", "failed")
+        # Unconfirmed: a lower-precision candidate that drifted on the generated inputs (no validation data here).
+        assert c["status"] in ("ok", "rejected", "unconfirmed", "failed")
         if c["status"] == "failed":
             assert c["reason"], f"{c['label']} failed without a reason"
     assert any(c["status"] == "ok" for c in rows), [(c["label"], c.get("reason")) for c in rows]
