@@ -19,6 +19,8 @@ def axis_name(index: int, param: str, *, rank: int, is_float: bool, batch_params
     """Name one dynamic dimension: batch first (or wherever the file reuses the name it gives the
     batch, a recurrent state's axis 1), a sequence by its name or a text model's shape, else the
     file's own name for it."""
+    if param.strip() == "?":
+        param = ""  # paddle2onnx writes '?' for an axis it could not name: no name at all
     lowered = param.lower()
     if index == 0 or (param and param in batch_params):
         return BATCH
@@ -100,7 +102,9 @@ def settle(declared: ModelInputs | None, given: ModelInputs | None, *, shape_onl
 def open_axes(spec: TensorSpec) -> str:
     """A tensor's open dimensions by position and the file's own name for each:
     'axis 2 (p2o.DynamicDimension.1) and axis 3 (p2o.DynamicDimension.2)'."""
-    parts = [f"axis {i} ({a})" if a else f"axis {i}" for i, (a, d) in enumerate(zip(spec.axes, spec.shape)) if d == 0]
+    # dim{i} is the planner's own stand-in for an axis the file left unnamed: not a name to quote back.
+    parts = [f"axis {i} ({a})" if a and a != f"dim{i}" else f"axis {i}"
+             for i, (a, d) in enumerate(zip(spec.axes, spec.shape)) if d == 0]
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 

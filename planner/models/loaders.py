@@ -450,8 +450,16 @@ def _load_onnx(src: ModelSource, input_shape: str | None, inputs: ModelInputs | 
         notes.append(f"the batch is not axis 0 of every input ({'; '.join(elsewhere)}): measured at batch "
                      f"{spec.batch}, no batch sweep")
     elif not spec.dynamic_batch:
-        notes.append(f"the ONNX file fixes the batch at {spec.batch}: measured at that batch, "
-                     "no batch sweep")
+        # Say which input holds the batch still: "the file fixes the batch" is wrong where the batch
+        # input is open and another input (a recurrent state of shape 2 x ? x 128) fixes its axis 0.
+        fixed = [t for t in spec.tensors if t.shape and not t.dynamic_batch]
+        if fixed and any(t.dynamic_batch for t in spec.tensors):
+            which = "; ".join(f"{t.name}'s axis 0 is {t.shape[0]}" for t in fixed)
+            notes.append(f"not every input has the batch on axis 0 ({which}): measured at batch {spec.batch}, "
+                         "no batch sweep")
+        else:
+            notes.append(f"the ONNX file fixes the batch at {spec.batch}: measured at that batch, "
+                         "no batch sweep")
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, onnx_path=path.resolve(), notes=notes, footprint=footprint)
 
