@@ -71,25 +71,52 @@ def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
                    "on real samples")
 
 
+# Symbolic shape inference on a large or awkward graph can take minutes; past this the file is quantized as it is.
+PREPROCESS_TIMEOUT_S = 900.0
+
+
 def preprocess(src: Path, dst: Path) -> tuple[Path, tuple[str, ...]]:
-    """ORT's quantization pre-processing (shape inference, BN folding); the original on failure."""
+    """ORT's quantization pre-processing (shape inference, BN folding); the original on failure.
+
+    It runs in a worker process inside a scratch folder: when ONNX Runtime's symbolic shape
+    inference cannot infer every shape, it saves its partial model (`sym_shape_infer_temp.onnx`
+    and a `.data` file per weight) into the current folder, which is the user's, and a worker's
+    folder can change without moving anyone else's relative paths.
+    """
+    from planner.measure.worker import run_isolated
+
+    outcome = run_isolated(_preprocess_in_scratch, str(Path(src).resolve()), str(Path(dst).resolve()),
+                           timeout_s=PREPROCESS_TIMEOUT_S)
+    if not outcome.ok:
+        return Path(src), (f"quantization pre-processing skipped ({outcome.reason}): quantizing the export as it is",)
+    path, notes = outcome.value
+    return Path(path), tuple(notes)
+
+
+def _preprocess_in_scratch(src: str, dst: str) -> tuple[str, tuple[str, ...]]:
+    """Worker side of `preprocess`: the pre-processing with a scratch folder as the current one."""
+    import os
+    import tempfile
+
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     from planner.onnx.export import failure_reason
 
-    large = model_bytes(src) > EXTERNAL_DATA_BYTES
-    try:
-        quant_pre_process(str(src), str(dst), save_as_external_data=large)
-        return dst, ()
-    except Exception as exc:  # noqa: BLE001 - symbolic shape inference raises many types
-        first = failure_reason(exc)
-    try:
-        # Symbolic shape inference is the usual failure; ONNX's own inference is often enough.
-        quant_pre_process(str(src), str(dst), skip_symbolic_shape=True, save_as_external_data=large)
-        return dst, (f"quantization pre-processing without symbolic shapes ({first})",)
-    except Exception as exc:  # noqa: BLE001 - as above
-        return Path(src), (f"quantization pre-processing skipped ({failure_reason(exc)}): "
-                           "quantizing the export as it is",)
+    large = model_bytes(Path(src)) > EXTERNAL_DATA_BYTES
+    with tempfile.TemporaryDirectory(prefix="planner-preprocess-") as scratch:
+        os.chdir(scratch)
+        try:
+            quant_pre_process(src, dst, save_as_external_data=large)
+            return dst, ()
+        except Exception as exc:  # noqa: BLE001 - symbolic shape inference raises many types
+            first = failure_reason(exc)
+        try:
+            # Symbolic shape inference is the usual failure; ONNX's own inference is often enough.
+            quant_pre_process(src, dst, skip_symbolic_shape=True, save_as_external_data=large)
+            return dst, (f"quantization pre-processing without symbolic shapes ({first})",)
+        except Exception as exc:  # noqa: BLE001 - as above
+            return src, (f"quantization pre-processing skipped ({failure_reason(exc)}): "
+                         "quantizing the export as it is",)
 
 
 @contextlib.contextmanager
