@@ -7,7 +7,7 @@ import json
 from planner import units
 from planner.results import Baseline, CandidateResult, PlanResults, Status, fidelity_view, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
-from planner.results.view import check_on_your_data, model_inputs, unconfirmed_lead
+from planner.results.view import check_on_your_data, generated_pass_caution, model_inputs, unconfirmed_lead
 from planner.units import tokens_rate
 
 
@@ -155,6 +155,9 @@ def best_lines(results: PlanResults) -> list[str]:
     if best is not None:
         name = "Best confirmed" if lead is not None else "Best"
         lines += ["", f"{name}: {best.label} at {units.speedup(best.speedup)} — reproduce with:", f"  {best.reproduce}"]
+        caution = generated_pass_caution(to_data(best))
+        if caution:
+            lines.append(f"Note: {caution[0].upper()}{caution[1:]}.")
     if lead is not None:
         lines += ([""] if best is None else []) + [
             check_on_your_data(lead) + " (not established on real data: its outputs drifted from the original's on "

@@ -65,3 +65,24 @@ def test_a_faster_unconfirmed_candidate_is_named_after_the_best_confirmed_one() 
     # Without a faster unconfirmed candidate, the best is simply the best.
     plain = format_ranking(PlanResults(candidates=(ok,), ranking=rank_candidates((ok,))))
     assert "Best: openvino f32 latency 2t at 1.64x" in plain and "Up to" not in plain
+
+
+def test_a_best_in_int8_checked_on_generated_inputs_only_asks_for_real_data() -> None:
+    from dataclasses import replace
+
+    from planner.results.values import Fidelity
+
+    def best(precision: str, decided_by: str) -> str:
+        fid = Fidelity(cosine=0.999, max_abs_error=0.01, mean_abs_error=0.001, top1_agreement=None, samples=8,
+                       decided_by=decided_by)
+        cand = replace(_cand("onnxruntime int8 static QDQ", {1: 800.0}), precision=precision, speedup=2.5,
+                       reproduce="planner bench ...", fidelity=fid)
+        return format_ranking(PlanResults(candidates=(cand,), ranking=rank_candidates((cand,))))
+
+    generated = best("int8", "per-position class agreement 99.4% on 320 of 320 positions, on generated inputs")
+    assert generated.splitlines()[-1] == (
+        "Note: It computes in int8 and its fidelity was checked on generated inputs only, which can pass where real "
+        "inputs fail: confirm it on your data with --val-data DIR before deploying.")
+    # Checked on real samples, or an fp32 rewrite (exact on any input): nothing to add.
+    assert "Note:" not in best("int8", "per-position class agreement 99.4% on 320 of 320 positions")
+    assert "Note:" not in best("fp32", "cosine similarity 1.00000 (gate 0.9999), on generated inputs")

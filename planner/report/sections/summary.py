@@ -10,7 +10,7 @@ from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_measured
 from planner.results import fidelity_view
-from planner.results.view import check_on_your_data, unconfirmed_lead
+from planner.results.view import check_on_your_data, generated_pass_caution, unconfirmed_lead
 
 
 def _model_sentence(data: ReportData) -> str:
@@ -88,6 +88,9 @@ def _best_sentence(data: ReportData) -> str:
         sentence += ", with " + " and ".join(agreement) + " against the original"
         if "generated inputs" in text(fid.get("decided_by")):
             sentence += " on generated inputs"
+    caution = generated_pass_caution(best, code="`")
+    if caution:
+        sentence += f"; {caution}"
     return sentence + "." + _load_caveat(data, best)
 
 
