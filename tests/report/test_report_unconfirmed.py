@@ -119,7 +119,8 @@ def test_a_pass_on_generated_inputs_is_labelled_as_such(results) -> None:
 def test_a_best_in_int8_that_passed_on_generated_inputs_only_is_to_be_confirmed_on_real_data(results) -> None:
     best = next(c for c in results["candidates"] if c["label"] == "onnxruntime all 2t")
     best["precision"] = "int8"
-    best.setdefault("fidelity", {})["decided_by"] = "top-1 agreement on 64 of 64 samples (gate 90%), on generated inputs"
+    generated = "top-1 agreement on 64 of 64 samples (gate 90%), on generated inputs"
+    best.setdefault("fidelity", {})["decided_by"] = generated
     summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
     assert ("against the original on generated inputs; it computes in int8 and its fidelity was checked on generated "
             "inputs only, which can pass where real inputs fail: confirm it on your data with `--val-data DIR` "
