@@ -265,9 +265,14 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
     wall = time.perf_counter() - start
     if outcome.status is not WorkerStatus.OK:
         reason = outcome.reason
+        info: dict[str, Any] = {}
         if outcome.status is WorkerStatus.TIMEOUT:
             reason = f"{reason}; the candidate hung or is too slow here"
-        return dataclasses.replace(base, reason=reason, wall_s=wall), None
+        else:
+            reason, details = plain_failure(reason)
+            if details:
+                info["details"] = details
+        return dataclasses.replace(base, reason=reason, wall_s=wall, info=info), None
     value = outcome.value
     timing = value["timing"]
     sweep = value["sweep"]
@@ -291,6 +296,25 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         result = dataclasses.replace(result, audit=with_weights(value["audit"],
                                                                 base.size_bytes or job.weights_bytes))
     return result, value["outputs"]
+
+
+# Past this, a failure's reason is a runtime's dump rather than a sentence.
+_REASON_CHARS = 300
+
+
+def plain_failure(reason: str) -> tuple[str, str]:
+    """(one plain line, the whole text or '') for a worker's failure 'Type: message'.
+
+    A runtime's own dump (OpenVINO's conversion report runs to dozens of lines of source locations)
+    becomes its message in one line; the whole text is kept as details. A short reason is kept as it is.
+    """
+    if "\n" not in reason.strip() and len(reason) <= _REASON_CHARS:
+        return reason, ""
+    from planner.onnx.opset import runtime_error_line
+
+    kind, _, message = reason.partition(": ")
+    line = f"{kind}: {runtime_error_line(RuntimeError(message))}" if message else reason[:_REASON_CHARS]
+    return line, reason
 
 
 def _artifact_size(spec: CandidateSpec) -> int | None:

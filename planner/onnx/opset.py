@@ -105,8 +105,11 @@ def prepare_for_qdq(src: Path, dst: Path, inputs: "ModelInputs") -> QdqReady:
         # The weights stay on disk until something is known to need changing: most files need nothing.
         model = onnx.load(str(src), load_external_data=False)
     opset = opset_of(model)
+    branches = sorted({n.op_type for n in model.graph.node if n.op_type in _CONTROL_FLOW})
     with _step("fixing the input shapes"):
-        fixed = fix_input_dims(model, inputs)
+        # A fixed shape holds for the branch the measured inputs take, but ONNX Runtime checks every
+        # branch's shapes when it loads the file: Silero VAD's 8 kHz branch cannot take 512 samples.
+        fixed = [] if branches else fix_input_dims(model, inputs)
     converted = opset is not None and opset < QDQ_MIN_OPSET
     if not (fixed or converted or _float_constants(model)):
         return QdqReady(path=src, from_opset=opset, to_opset=opset)
@@ -137,6 +140,9 @@ def prepare_for_qdq(src: Path, dst: Path, inputs: "ModelInputs") -> QdqReady:
     note = "before quantizing: " + "; ".join(done)
     return QdqReady(path=dst, notes=(note,), from_opset=opset, to_opset=QDQ_OPSET if converted else opset,
                     weights_lifted=lifted, fixed_inputs=tuple(fixed))
+
+
+_CONTROL_FLOW = ("If", "Loop", "Scan")
 
 
 def opset_of(model: Any) -> int | None:

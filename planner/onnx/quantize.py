@@ -105,6 +105,11 @@ def _preprocess_in_scratch(src: str, dst: str) -> tuple[str, tuple[str, ...]]:
     large = model_bytes(Path(src)) > EXTERNAL_DATA_BYTES
     with tempfile.TemporaryDirectory(prefix="planner-preprocess-") as scratch:
         os.chdir(scratch)
+        # A failed pass prints its traceback and ONNX Runtime's C++ warnings to the terminal; the notes
+        # returned say what failed, so this worker's own output goes to a file no one reads.
+        log = os.open(os.path.join(scratch, "output.log"), os.O_WRONLY | os.O_CREAT)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
         try:
             quant_pre_process(src, dst, save_as_external_data=large)
             return dst, ()
@@ -169,6 +174,7 @@ def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
                         calibrate_method=CalibrationMethod.MinMax,
                         use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
                         extra_options=extra)
+    _require_int8_ops(Path(dst), "static QDQ quantization")
     return Path(dst)
 
 
@@ -178,9 +184,43 @@ def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False
 
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with quiet_library_output():
+        # EnableSubgraph: weights inside If/Loop branches (a recurrent model's whole decoder) are
+        # quantized too; ONNX Runtime supports this for dynamic quantization only.
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, reduce_range=reduce_range,
-                         use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES)
+                         use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
+                         extra_options={"EnableSubgraph": True})
+    _require_int8_ops(Path(dst), "dynamic quantization")
     return Path(dst)
+
+
+# Ops that only appear where a quantizer turned float work into INT8.
+_INT8_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger",
+                       "ConvInteger", "QLinearConv", "QLinearMatMul", "DynamicQuantizeMatMul",
+                       "DynamicQuantizeLSTM", "MatMulIntegerToFloat"})
+
+
+def int8_op_count(path: Path) -> int:
+    """How many quantization ops a file holds, in its main graph and every If/Loop/Scan branch."""
+    import onnx
+
+    def count(graph: Any) -> int:
+        total = 0
+        for node in graph.node:
+            total += node.op_type in _INT8_OPS
+            for attr in node.attribute:
+                total += sum(count(g) for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs))
+        return total
+
+    return count(onnx.load(str(path), load_external_data=False).graph)
+
+
+def _require_int8_ops(path: Path, what: str) -> None:
+    """Refuse a "quantized" file in which nothing was quantized: timing it would present fp32 as INT8."""
+    if int8_op_count(path) == 0:
+        raise QuantizationError(
+            f"{what} left every op in float (no quantized op in the file): ONNX Runtime quantizes only the ops it "
+            "supports, and static quantization does not enter If/Loop branches, where a recurrent model keeps its "
+            "layers", "nothing to measure in INT8 for this model with ONNX Runtime's quantizer")
 
 
 def check_ort_loads(path: Path) -> None:
