@@ -106,7 +106,11 @@ def run_job(job: MeasureJob) -> dict:
                            event_timer=timer.event_timer)
 
     fixed = None if job.spec.dynamic_batch and inputs.dynamic_batch else inputs.batch
-    outputs = [_run_in_chunks(session, f, fixed) for f in _val_or_fidelity_inputs(job, inputs)]
+    compared = _val_or_fidelity_inputs(job, inputs)
+    outputs = [_run_in_chunks(session, f, fixed) for f in compared]
+    # The first input once more: a model that keeps state between calls (a streaming voice-activity
+    # model) or draws random numbers answers it differently, and then no comparison with it means anything.
+    drift = repeat_drift(outputs[0], _run_in_chunks(session, compared[0], fixed)) if compared else 0.0
 
     # The candidate's peak memory is read here, at the model's own batch: VmHWM only grows, and
     # the sweep's larger batches would otherwise be charged to every swept candidate but not to
@@ -152,6 +156,7 @@ def run_job(job: MeasureJob) -> dict:
         "rss_before_open_bytes": rss_before,
         "cuda_peak_bytes": cuda_peak,
         "info": {**session.info(), "timer": timer.label,
+                 **({"repeat_drift": drift} if drift > REPEAT_TOLERANCE else {}),
                  **({"sweep_skipped": skipped} if skipped else {}),
                  **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {}),
                  **({"streams_skipped": streams.skipped} if streams and streams.skipped else {})},
@@ -209,6 +214,20 @@ def _sequence_sweep(session, inputs: ModelInputs, timer) -> tuple[list[SequenceP
         points.append(SequencePoint(length=n, latency_p50_ms=p50,
                                     tokens_per_s=n * inputs.batch * 1e3 / p50 if p50 > 0 else 0.0))
     return points, ""
+
+
+# Two calls on the same input agree to rounding in any deterministic runtime; past this the model itself varies.
+REPEAT_TOLERANCE = 1e-4
+
+
+def repeat_drift(first: np.ndarray, again: np.ndarray) -> float:
+    """How far a second call on the same input moved the output: ||a - b|| / ||a|| (0 when identical)."""
+    a, b = np.asarray(first, dtype=np.float64).ravel(), np.asarray(again, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        return float("inf")
+    norm = float(np.linalg.norm(a))
+    gap = float(np.linalg.norm(a - b))
+    return gap / norm if norm > 0 else (0.0 if gap == 0 else float("inf"))
 
 
 def _run_in_chunks(session: Any, feed: Feed, batch: int | None) -> np.ndarray:

@@ -77,6 +77,14 @@ class CandidateRun:
         labels = labels_of(self.val_data, inputs=self.model.inputs)
         if self.val_data is not None:
             self._record_validation(labels)
+        drift = self._baseline_drift()
+        if drift:
+            message = (f"the original model answered the same input differently on a second call (relative change "
+                       f"{drift:.2g}): it keeps state between calls or draws random numbers, so candidates' speed is "
+                       "measured but their fidelity cannot be checked against it; reset its state between calls (or "
+                       "export it without state) to have fidelity checked")
+            self.sink.warn(message)
+            self.on_event(Event("warning", message))
         specs, predictions = self._predict(specs)
         for i, spec in enumerate(specs):
             if self.cancel.cancelled:
@@ -210,6 +218,12 @@ class CandidateRun:
         kind = options.get("output_kind")
         return {"kind": kind, "kind_basis": str(options.get("output_kind_basis", ""))} if kind else {}
 
+    def _baseline_drift(self) -> float | None:
+        """How far the original's output moved between two calls on the same input; None when it did not."""
+        baseline = getattr(self, "baseline", None)
+        drift = (getattr(baseline, "info", None) or {}).get("repeat_drift")
+        return float(drift) if drift else None
+
     def _record_validation(self, labels: list[np.ndarray] | None) -> None:
         from planner.measure.fidelity import compare
 
@@ -283,6 +297,14 @@ class CandidateRun:
         if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
             gate = dataclasses.replace(gate, min_cosine=-1.0)
         why, decided_by = gate.judge(fid)
+        drift = self._baseline_drift()
+        if why and drift:
+            # The original answers the same input differently from call to call: a candidate's difference
+            # from it says nothing about the candidate.
+            return Status.UNCONFIRMED, (
+                f"{NOT_ESTABLISHED}: the original model's own outputs change from call to call on the same input "
+                f"(relative change {drift:.2g}): it keeps state between calls, as a streaming model does, or draws "
+                f"random numbers, so no candidate can be checked against it ({why})"), fid
         if generated_inputs and decided_by:
             decided_by += ", on generated inputs"
         fid = dataclasses.replace(fid, decided_by=decided_by)
