@@ -127,3 +127,19 @@ def test_a_best_in_int8_that_passed_on_generated_inputs_only_is_to_be_confirmed_
             "before deploying.") in summary
     best["fidelity"]["decided_by"] = "top-1 agreement on 64 of 64 samples (gate 90%)"
     assert "generated inputs only" not in render_markdown(results, figures=FIGURE_LINKS)
+
+
+def test_a_step_the_model_cannot_take_is_no_next_step(results) -> None:
+    results = _threads_step(results)
+    results["plan"]["steps"][0]["options"] = {"intra_op_threads": 4, "inter_op_threads": 1}
+    results["plan"]["steps"][0]["title"] = "Set intra-op threads to 4 (physical cores), inter-op to 1"
+    why = "the model is ONNX-only: cpu.torch needs a PyTorch module"
+    results["skipped_plugins"] = [{"plugin": "cpu.torch", "reasons": [why]}]
+    summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
+    assert "threads to 4" not in summary
+    assert "The biggest remaining step, not measured in this run, is Pick the batch size" in summary
+    # When only such steps remain, the Summary says every step it could take was measured, and why not that one.
+    results["plan"]["steps"] = results["plan"]["steps"][:1]
+    summary = _summary(render_markdown(results, figures=FIGURE_LINKS))
+    assert ("Every step this plan could measure on this model was measured; Set intra-op threads to 4 (physical "
+            f"cores), inter-op to 1 was not ({why}).") in summary

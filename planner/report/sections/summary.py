@@ -166,12 +166,20 @@ def _biggest_win(data: ReportData) -> str:
         return (f"The single biggest remaining win is architectural and needs retraining: "
                 f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
                 + f" (estimate: {impact}).")
-    for step in data.steps:
-        if not step_measured(data, step):
-            what = text(first(step, "title", "plugin")) or "a planned step"
-            expected = text(step.get("expected")) or "effect not estimated"
-            return (f"The biggest remaining step, not measured in this run, is {what} "
-                    f"(estimate: {expected}).")
+    remaining = [step for step in data.steps if not step_measured(data, step)]
+    # A step whose plugin cannot run on this model (channels-last for an ONNX file: a PyTorch setting)
+    # is no next step for it; it is named only when nothing else remains, with the reason.
+    runnable = [step for step in remaining if not data.skip_reason(text(step.get("plugin")))]
+    for step in runnable:
+        what = text(first(step, "title", "plugin")) or "a planned step"
+        expected = text(step.get("expected")) or "effect not estimated"
+        return (f"The biggest remaining step, not measured in this run, is {what} "
+                f"(estimate: {expected}).")
+    if remaining:
+        step = remaining[0]
+        what = text(first(step, "title", "plugin")) or "a planned step"
+        return (f"Every step this plan could measure on this model was measured; {what} was not "
+                f"({data.skip_reason(text(step.get('plugin')))}).")
     return "No remaining win beyond the measured candidates was identified."
 
 
