@@ -177,7 +177,8 @@ def fix_input_dims(model: Any, inputs: "ModelInputs") -> list[str]:
         for dim, size, axis in zip(dims, spec.shape, spec.axes):
             if dim.HasField("dim_value") or axis in _VARIED_AXES or not size or size < 1:
                 continue
-            if dim.HasField("dim_param"):
+            if dim.HasField("dim_param") and dim.dim_param.strip() not in ("", "?") and not _shared_elsewhere(
+                    dim.dim_param, values, specs, int(size)):
                 make_dim_param_fixed(graph, dim.dim_param, int(size))
             else:
                 dim.dim_value = int(size)
@@ -187,6 +188,20 @@ def fix_input_dims(model: Any, inputs: "ModelInputs") -> list[str]:
                      for d, a in zip(dims, spec.axes)]
             changed.append(f"{value.name} [{', '.join(shown)}]")
     return changed
+
+
+def _shared_elsewhere(param: str, values: list, specs: dict, size: int) -> bool:
+    """Whether another input axis with this dimension name is measured at a different size.
+
+    Fixing a name fixes every axis that carries it: PaddleOCR's classifier names both its height and
+    its width '?' (handled above), and a converter may reuse one name for axes the user sized apart.
+    """
+    for value in values:
+        spec = specs[value.name]
+        for dim, want in zip(value.type.tensor_type.shape.dim, spec.shape):
+            if dim.HasField("dim_param") and dim.dim_param == param and want and int(want) != size:
+                return True
+    return False
 
 
 def lift_constants(model: Any) -> tuple[Any, int]:
