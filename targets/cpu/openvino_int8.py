@@ -208,14 +208,29 @@ def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "Mo
 
     transformer = inputs.sequence is not None
     with quiet_library_output():
-        quantized = nncf.quantize(
-            model, nncf.Dataset(list(feeds), transform),
-            preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
-            model_type=nncf.ModelType.TRANSFORMER if transformer else None,
-            subset_size=len(feeds))
+        try:
+            quantized = nncf.quantize(
+                model, nncf.Dataset(list(feeds), transform),
+                preset=nncf.QuantizationPreset.MIXED if transformer else nncf.QuantizationPreset.PERFORMANCE,
+                model_type=nncf.ModelType.TRANSFORMER if transformer else None,
+                subset_size=len(feeds))
+        except Exception as exc:  # noqa: BLE001 - NNCF raises its own ValidationError and others
+            if "dataset must not be empty" not in str(exc) or not _has_branches(model):
+                raise
+            # NNCF calibrates each If branch on the samples that take it; with an input fixed (a sample
+            # rate of 16000), the other branch gets none and NNCF refuses the whole model.
+            raise QuantizationError(
+                "NNCF calibrates each branch of the model's If ops on the samples that take that branch, and "
+                "some branch got none (an input such as a sample rate, fixed to one value, always takes the "
+                "same branch)", "nothing to measure with NNCF for this model") from exc
     dst.parent.mkdir(parents=True, exist_ok=True)
     ov.save_model(quantized, str(dst))
     return dst
+
+
+def _has_branches(model: Any) -> bool:
+    """Whether an OpenVINO model holds If ops (calibrated branch by branch)."""
+    return any(op.get_type_name() == "If" for op in model.get_ops())
 
 
 @dataclass(frozen=True)
