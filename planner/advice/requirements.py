@@ -464,7 +464,9 @@ def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> Requireme
         # A profile describes the original model itself: it is the accuracy reference.
         return RequirementCheck("accuracy", label, "drop 0 (reference)", True, CheckStatus.MET,
                                 "the baseline is the reference model: no drop by definition", source)
-    top1 = facts.number(fidelity.get("top1_agreement"))
+    # The baseline compared with itself agrees by definition: a figure for it would say nothing (and a
+    # top-1 figure for an output that has no classes would be wrong).
+    top1 = None if fidelity.get("reference") else facts.number(fidelity.get("top1_agreement"))
     extra = f"; top-1 agreement with the original is {units.pct(top1)}" if top1 is not None else ""
     by_kind = fidelity_view.phrases(fidelity)  # a dense map, a sequence or a regression output: its own test
     if by_kind:

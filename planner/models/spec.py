@@ -136,7 +136,9 @@ class TensorSpec:
 
     def describe(self) -> str:
         """One line for errors and inspect: name, dtype and shape with axis names (and a fixed value)."""
-        dims = ", ".join(f"{a}={d}" if a else str(d) for a, d in zip(self.axes, self.shape))
+        # dim{i} stands in for an axis the file left unnamed: not a name worth showing.
+        dims = ", ".join(f"{a}={d}" if a and a != f"dim{i}" else str(d)
+                         for i, (a, d) in enumerate(zip(self.axes, self.shape)))
         fixed = f" fixed at {format_value(self.value)}" if self.value is not None else ""
         return f"{self.name} {self.dtype} [{dims}]{fixed}"
 

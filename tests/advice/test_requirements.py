@@ -213,3 +213,14 @@ def test_the_default_percentile_unmeasured_in_a_quick_run_is_judged_on_p50_and_s
     assert "Profile in full mode to judge p95" in fast.margin
     slow = next(c for c in evaluate(req, make_baseline(p50=80.0, p95=None)) if c.name == "latency")
     assert slow.met is False
+
+
+def test_the_baseline_compared_with_itself_claims_no_agreement_figure() -> None:
+    req = defaults_for("cpu_server")
+    # A voice-activity model's (batch, 1) score has no classes; the baseline's own record says top-1 1.0 anyway.
+    own = {"fidelity": {"top1_agreement": 1.0, "cosine": 1.0, "reference": True}}
+    check = next(c for c in evaluate(req, own) if c.name == "accuracy")
+    assert "top-1" not in check.margin and check.met is None
+    candidate = {"fidelity": {"top1_agreement": 0.993, "cosine": 0.999}}
+    assert "top-1 agreement with the original is 99.3%" in next(c for c in evaluate(req, candidate)
+                                                               if c.name == "accuracy").margin
