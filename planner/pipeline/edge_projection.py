@@ -2,7 +2,7 @@
 
 The FLOPs per sample are the baseline's measured count, the weight bytes each candidate's file
 size on disk, the activation bytes the baseline's measured peak; the board's ceilings are
-datasheet figures (targets/edge/profiles.py). Nothing here is a measurement on the board.
+datasheet figures (planner/hardware/boards.py). Nothing here is a measurement on the board.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ _INT8_LIKE = ("int8", "ternary")
 
 def resolve_device(device: str | None, device_class: str, board: str | None) -> Any:
     """The edge profile for --device (a clear error for an unknown name), else the detected board's, else None."""
-    from targets.edge.profiles import get_profile, profile_for_board
+    from planner.hardware.boards import get_profile, profile_for_board
 
     if device:
         return get_profile(device)
@@ -25,7 +25,7 @@ def resolve_device(device: str | None, device_class: str, board: str | None) -> 
 
 def edge_projection(results: PlanResults, profile: Any, *, detected: bool = False) -> dict:
     """The board's profile and, per measured candidate, its roofline estimate there (all labelled)."""
-    from targets.edge.profiles import project
+    from planner.hardware.boards import project
 
     base = results.baseline
     flops = base.flops_per_sample if base else None

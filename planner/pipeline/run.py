@@ -35,7 +35,7 @@ class PlanOptions:
     plugins: tuple[str, ...] = ()
     timeout_s: float = 300.0
     write_report: bool = True
-    device: str | None = None  # an edge profile name (targets/edge/profiles.py) to project candidates onto
+    device: str | None = None  # an edge board name (planner/hardware/boards.py) to project candidates onto
     finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
     output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from planner.hardware.boards import UnknownDeviceError
 from planner.pipeline.edge_projection import edge_projection, resolve_device
 from planner.pipeline.run import PlanOptions, run_plan
 from planner.results import Baseline, CandidateResult, PlanResults, Status
 from planner.results.values import LatencyStats, ModelSummary
-from targets.edge.profiles import UnknownDeviceError
 
 
 def _latency(p50: float) -> LatencyStats:

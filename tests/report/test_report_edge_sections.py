@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from planner.hardware.boards import get_profile, project
 from planner.report.data import ReportData
 from planner.report.sections import compression, device_targets
-from targets.edge.profiles import get_profile, project
 
 
 def _cand(label: str, precision: str, p50: float, size: int, status: str = "ok", reason: str = "") -> dict:

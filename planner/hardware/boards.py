@@ -1,4 +1,4 @@
-"""Edge device profiles: ISA traits, cores, memory, datasheet-derived ceilings and budgets per board.
+"""Edge boards: ISA traits, cores, memory, datasheet-derived ceilings and budgets per board.
 
 Nothing here is measured. Each ceiling is derived from the vendor's datasheet (clock x cores x
 SIMD width, memory bus width x transfer rate) and says so in its basis; budgets are the planner's

@@ -1,10 +1,10 @@
-"""Edge profiles: every board has labelled datasheet ceilings, lookups fail clearly, projections say their basis."""
+"""Edge boards: every board has labelled datasheet ceilings, lookups fail clearly, projections say their basis."""
 
 from __future__ import annotations
 
 import pytest
 
-from targets.edge.profiles import PROFILES, UnknownDeviceError, get_profile, profile_for_board, project
+from planner.hardware.boards import PROFILES, UnknownDeviceError, get_profile, profile_for_board, project
 
 
 def test_every_board_is_there_with_labelled_ceilings():
