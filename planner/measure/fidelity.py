@@ -16,26 +16,16 @@ The kind is read from the shape unless `--output-kind NAME=KIND` gives it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from planner.errors import PlannerError
 from planner.plugins import Precision
-from planner.results.values import Fidelity
+from planner.results.values import Fidelity, OutputKind
 
 if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
-
-
-class OutputKind(StrEnum):
-    """What a model's output is, which decides how a candidate's copy of it is judged."""
-
-    CLASSES = "classes"  # (batch, classes) scores
-    DENSE = "dense"  # (batch, C, H, W) a map per pixel
-    SEQUENCE = "sequence"  # (batch, positions, classes) scores per position
-    REGRESSION = "regression"  # anything else: values compared as numbers
 
 
 # How each kind's test reads in the report and the CLI, on first use.

@@ -23,9 +23,7 @@ rate gets the rate. Files are read in sorted order, once per process.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
-import sys
 import wave
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,15 +32,15 @@ from typing import Any, Callable
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.models.loaded import Feed, tensor_values
-from planner.models.spec import BATCH, FLOAT_DTYPES, ModelInputs, TensorSpec
+from planner.models.loaded import Feed, np_dtype, tensor_values
+from planner.models.spec import BATCH, FLOAT_DTYPES, ModelInputs, TensorSpec, names_sample_rate
+from planner.models.usercode import import_user_file, user_function
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 AUDIO_SUFFIXES = (".wav",)
 DYNAMIC_BATCH = 8
 """Samples per batch when the model takes any batch size."""
 _MODE_WORDS = {"L": "greyscale", "LA": "greyscale+alpha", "P": "palette", "1": "black-and-white"}
-SAMPLE_RATE_NAMES = ("sr", "sample_rate", "sampling_rate", "samplerate", "rate")
 
 
 @dataclass(frozen=True)
@@ -272,7 +270,7 @@ def _normalised(pixels: np.ndarray, target: ImageInput, preset: Preset | None) -
     else:
         mean = np.asarray(preset.mean, dtype=np.float32)
         std = np.asarray(preset.std, dtype=np.float32)
-        values = ((hwc.astype(np.float32) / 255.0 - mean) / std).astype(_np_dtype(target.spec.dtype))
+        values = ((hwc.astype(np.float32) / 255.0 - mean) / std).astype(np_dtype(target.spec.dtype))
     return values if target.channels_last else values.transpose(2, 0, 1)
 
 
@@ -291,25 +289,9 @@ def _import_transform(text: str, trust_code: bool) -> Callable[[Any], Any]:
     path = Path(file_part)
     if not path.is_file():
         raise PlannerError(f"--val-transform: {path} is not a file", fix_form)
-    if not trust_code:
-        raise PlannerError(f"--val-transform {path} is Python code, and running it could do anything",
-                           "if you trust this file, pass --trust-code to let the planner import and run it")
-    module_name = f"planner_val_transform_{abs(hash(str(path.resolve()))):x}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise PlannerError(f"cannot import {path}", "check that it is a Python source file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - user code may raise anything; we report it
-        raise PlannerError(f"importing {path} raised {type(exc).__name__}: {exc}",
-                           "fix the error in the file (run with --debug for the traceback)") from exc
-    fn = getattr(module, fn_name, None)
-    if not callable(fn):
-        raise PlannerError(f"{path} has no function {fn_name!r}",
-                           f"define def {fn_name}(image) returning an array in the input's shape without the batch")
-    return fn
+    module = import_user_file(path, trust_code=trust_code, what=f"--val-transform {path}", error=PlannerError)
+    return user_function(module, path, fn_name, error=PlannerError,
+                         define=f"def {fn_name}(image) returning an array in the input's shape without the batch")
 
 
 def _transformed(transform: Callable[[Any], Any], sample: Any, spec: TensorSpec) -> np.ndarray:
@@ -320,7 +302,7 @@ def _transformed(transform: Callable[[Any], Any], sample: Any, spec: TensorSpec)
     if tuple(out.shape) != tuple(spec.shape[1:]):
         raise ValueError(f"the transform returned shape {'x'.join(map(str, out.shape)) or 'scalar'}, "
                          f"the input takes {'x'.join(map(str, spec.shape[1:]))}")
-    return out.astype(_np_dtype(spec.dtype))
+    return out.astype(np_dtype(spec.dtype))
 
 
 def audio_input(inputs: ModelInputs) -> TensorSpec | None:
@@ -336,16 +318,15 @@ def audio_input(inputs: ModelInputs) -> TensorSpec | None:
 def sample_rate_input(inputs: ModelInputs) -> TensorSpec | None:
     """An integer scalar input named like a sample rate (`sr`, `sample_rate`), or None."""
     for spec in inputs.tensors:
-        if spec.shape in ((), (1,)) and spec.dtype not in FLOAT_DTYPES and spec.name.lower() in SAMPLE_RATE_NAMES:
+        if spec.shape in ((), (1,)) and spec.dtype not in FLOAT_DTYPES and names_sample_rate(spec.name):
             return spec
     return None
 
 
 def fixed_value(spec: TensorSpec) -> int | None:
     """The one value an input is always given, when its spec fixes one."""
-    value = getattr(spec, "value", None)
-    if value is not None:
-        return int(value)
+    if spec.value is not None:
+        return int(spec.value)
     if spec.low is not None and spec.high == spec.low + 1:
         return spec.low
     return None
@@ -399,7 +380,7 @@ def _load_audio(folder: Path, files: list[Path], classes: list[str], inputs: Mod
                     padded += 1
                 clip = np.zeros(window, dtype=np.float32)
                 clip[:min(window, len(samples))] = samples[:window]
-                row = clip.reshape(target.shape[1:]).astype(_np_dtype(target.dtype))
+                row = clip.reshape(target.shape[1:]).astype(np_dtype(target.dtype))
         except (wave.Error, EOFError, OSError, ValueError) as exc:
             skipped.append(f"{_name(path, folder)} ({_why(exc)})")
             continue
@@ -455,6 +436,11 @@ def _batched(folder: Path, kind: str, rows: list[np.ndarray], labels: list[int],
     # with its batch on axis 1, a fixed batch) batches must be exactly the model's own size.
     size = DYNAMIC_BATCH if inputs.dynamic_batch else max(1, target.shape[0])
     rate_spec = sample_rate_input(inputs)
+    # How each other input is filled: the sample rate gets the clips' rate; a float input with no fixed
+    # value starts at zeros (a recurrent state's start); the rest follow their spec.
+    others = {spec.name: "rate" if rate is not None and rate_spec is not None and spec.name == rate_spec.name
+              else "zeros" if spec.is_float and spec.fill() != "fixed" else "spec"
+              for spec in inputs.tensors if spec.name != target.name}
     rng = np.random.default_rng(0)
     pairs: list[tuple[Feed, np.ndarray | None]] = []
     for start in range(0, len(rows), size):
@@ -465,24 +451,17 @@ def _batched(folder: Path, kind: str, rows: list[np.ndarray], labels: list[int],
                 feed[spec.name] = chunk
                 continue
             shaped = replace(spec, shape=tuple(len(chunk) if a == BATCH else d for a, d in zip(spec.axes, spec.shape)))
-            if rate is not None and rate_spec is not None and spec.name == rate_spec.name:
-                feed[spec.name] = np.full(shaped.shape, rate, dtype=_np_dtype(spec.dtype))
-            elif spec.is_float and spec.fill() != "fixed":
-                feed[spec.name] = np.zeros(shaped.shape, dtype=_np_dtype(spec.dtype))
+            if others[spec.name] == "rate":
+                feed[spec.name] = np.full(shaped.shape, rate, dtype=np_dtype(spec.dtype))
+            elif others[spec.name] == "zeros":
+                feed[spec.name] = np.zeros(shaped.shape, dtype=np_dtype(spec.dtype))
             else:
                 feed[spec.name] = tensor_values(shaped, rng)
         batch_labels = np.asarray(labels[start:start + size], dtype=np.int64) if classes else None
         pairs.append((feed, batch_labels))
-    generated = []
-    for spec in inputs.tensors:
-        if spec.name == target.name:
-            continue
-        if rate is not None and rate_spec is not None and spec.name == rate_spec.name:
-            generated.append(f"{spec.name} = {rate}")
-        elif spec.is_float and spec.fill() != "fixed":
-            generated.append(f"{spec.name} zeros (a stream's starting state)")
-        else:
-            generated.append(f"{spec.name} {spec.value_rule()}")
+    words = {"rate": lambda t: f"{t.name} = {rate}", "zeros": lambda t: f"{t.name} zeros (a stream's starting state)",
+             "spec": lambda t: f"{t.name} {t.value_rule()}"}
+    generated = [words[others[t.name]](t) for t in inputs.tensors if t.name != target.name]
     return SampleSet(folder=folder, kind=kind, pairs=pairs, count=len(rows), classes=tuple(classes),
                      skipped=tuple(skipped), how=how, generated=tuple(generated))
 
@@ -506,7 +485,3 @@ def _name(path: Path, folder: Path) -> str:
 def _why(exc: BaseException) -> str:
     text = str(exc).split("\n")[0].strip()
     return text or type(exc).__name__
-
-
-def _np_dtype(dtype: str) -> Any:
-    return np.dtype("float32") if dtype == "bfloat16" else np.dtype(dtype)

@@ -147,7 +147,8 @@ def prepare_val_data(folder: Path, *, inputs: ModelInputs, options: "SampleOptio
     for old in [*out.glob("*.npz"), *out.glob("*.npy")]:
         old.unlink()
     for i, (feed, labels) in enumerate(found.pairs):
-        np.savez(out / f"batch{i:05d}.npz", **feed)  # type: ignore[arg-type]  # numpy's stub types **kwds oddly
+        arrays: dict[str, Any] = dict(feed)  # savez's stub reads **kwds as its own bool keyword's type
+        np.savez(out / f"batch{i:05d}.npz", **arrays)
         if labels is not None:
             np.save(out / f"batch{i:05d}{LABEL_SUFFIX}", labels)
     prepared = PreparedValData(folder=out, source=folder, samples=found.count, description=found.describe(),

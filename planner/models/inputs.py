@@ -290,5 +290,12 @@ def torch_arguments(arrays: Iterable[Any], scalars: dict[int, str]) -> tuple[Any
         if kind is None:
             out.append(torch.from_numpy(np.require(array, requirements="C")))
         else:
-            out.append(_SCALAR_TYPES[kind](np.asarray(array).item()))
+            out.append(scalar_value(array, kind))
     return tuple(out)
+
+
+def scalar_value(array: Any, kind: str) -> Any:
+    """A one-element array as the Python number a forward argument typed `kind` (int, float, bool) takes."""
+    import numpy as np
+
+    return _SCALAR_TYPES[kind](np.asarray(array).item())

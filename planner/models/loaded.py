@@ -93,6 +93,11 @@ def make_feeds(inputs: ModelInputs, *, count: int = 1, seed: int = 0) -> list[Fe
     return [{t.name: tensor_values(t, rng) for t in inputs.tensors} for _ in range(count)]
 
 
+def np_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype an input of this dtype is fed as (bfloat16, which numpy lacks, as float32)."""
+    return np.dtype(_NP_DTYPES.get(dtype, np.float32))
+
+
 def tensor_values(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     """One array for one input, drawn by the rule `spec.value_rule()` names."""
     dtype = _NP_DTYPES.get(spec.dtype, np.float32)

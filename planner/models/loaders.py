@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
 import os
-import sys
 import warnings
 import zipfile
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from planner.models.spec import (
     parse_shape,
     spec_from_declared,
 )
+from planner.models.usercode import import_user_file, user_function
 
 # Every torch-built model is constructed after this seed, so a worker process that rebuilds the
 # model from its source gets the same random weights as the planner that measured the baseline.
@@ -89,12 +88,16 @@ def _guess_shape(name: str, scalar: str | None = None) -> str:
     """An example `SHAPE:DTYPE[:VALUE]` for an argument, by its type and name: a scalar for an
     argument typed int or float, token ids and masks, else an image."""
     if scalar is not None:
-        dtype = "float32" if scalar == "float" else "int64"
-        return f":{dtype}:{guess_value(name)}"
+        return f":{_scalar_dtype(scalar)}:{guess_value(name)}"
     lowered = name.lower()
     if any(w in lowered for w in ("ids", "mask", "token", "position")):
         return "1x128:int64"
     return "1x3x224x224:float32"
+
+
+def _scalar_dtype(kind: str) -> str:
+    """The `--input` dtype for a forward argument typed int, float or bool."""
+    return "float32" if kind == "float" else "int64"
 
 
 def _in_argument_order(given: ModelInputs, names: list[str], scalars: dict[int, str], where: str) -> ModelInputs:
@@ -117,8 +120,7 @@ def _check_scalar_arguments(spec: ModelInputs, scalars: dict[int, str], names: l
     range the user gave): the planner cannot guess a sample rate, and a tensor there is refused."""
     for i, kind in scalars.items():
         name = names[i] if i < len(names) else f"argument {i + 1}"
-        dtype = "float32" if kind == "float" else "int64"
-        example = f"--input {name}::{dtype}:{guess_value(name)}"
+        example = f"--input {name}::{_scalar_dtype(kind)}:{guess_value(name)}"
         if i >= len(spec.tensors):
             raise InputSpecError(f"{where} takes {', '.join(names)}, and {name} (a plain {kind}) has no --input",
                                  f"give its value, e.g. {example}")
@@ -238,28 +240,9 @@ def settle_batchnorm(model: Any, shape: tuple[int, ...], *, batch: int = 4) -> b
 def _build_python(src: ModelSource, *, trust_code: bool) -> _Built:
     import torch
 
-    if not trust_code:
-        raise ModelLoadError(
-            f"{src.path} is Python code, and running it could do anything",
-            "if you trust this file, pass --trust-code to let the planner import and run it")
-    module_name = f"planner_user_{hashlib.sha1(str(src.path.resolve()).encode()).hexdigest()[:10]}"
-    spec = importlib.util.spec_from_file_location(module_name, src.path)
-    if spec is None or spec.loader is None:
-        raise ModelLoadError(f"cannot import {src.path}", "check that it is a Python source file")
-    user = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = user
-    try:
-        spec.loader.exec_module(user)
-    except SyntaxError as exc:
-        raise ModelLoadError(f"{src.path} line {exc.lineno}: syntax error: {exc.msg}",
-                             "fix the Python file and run again") from exc
-    except Exception as exc:  # noqa: BLE001 - user code may raise anything; we report it
-        raise ModelLoadError(f"importing {src.path} raised {type(exc).__name__}: {exc}",
-                             "fix the error in the file (run with --debug for the traceback)") from exc
-    factory = getattr(user, src.factory, None)
-    if not callable(factory):
-        raise ModelLoadError(f"{src.path} has no function {src.factory!r}",
-                             f"define def {src.factory}() returning a torch.nn.Module")
+    user = import_user_file(src.path, trust_code=trust_code, what=str(src.path), error=ModelLoadError)
+    factory = user_function(user, src.path, src.factory, define=f"def {src.factory}() returning a torch.nn.Module",
+                            error=ModelLoadError)
     torch.manual_seed(0)
     try:
         model = factory()
@@ -479,6 +462,8 @@ def onnx_weights(proto: Any) -> tuple[int, int]:
     import numpy as np
     import onnx
 
+    from planner.onnx.graphs import all_graphs
+
     params = size = 0
 
     def tensor(t: Any) -> tuple[int, int]:
@@ -488,25 +473,17 @@ def onnx_weights(proto: Any) -> tuple[int, int]:
             return n, (n + 1) // 2  # two 4-bit values packed per byte
         return n, n * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
 
-    def walk(graph: Any) -> None:
-        nonlocal params, size
+    for graph in all_graphs(proto.graph):
         for init in graph.initializer:
             n, b = tensor(init)
             params, size = params + n, size + b
         for node in graph.node:
             for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    walk(attr.g)
-                elif attr.type == onnx.AttributeProto.GRAPHS:
-                    for sub in attr.graphs:
-                        walk(sub)
-                elif node.op_type == "Constant" and attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+                if node.op_type == "Constant" and attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
                     kind = onnx.helper.tensor_dtype_to_string(attr.t.data_type).removeprefix("TensorProto.")
                     n, b = tensor(attr.t)
                     if n >= 2 and kind.lower().startswith(_WEIGHT_DTYPES):
                         params, size = params + n, size + b
-
-    walk(proto.graph)
     return params, size
 
 

@@ -143,13 +143,18 @@ class TensorSpec:
         return f"{self.name} {self.dtype} [{dims}]{fixed}"
 
 
-_RATE_NAMES = ("sr", "sample_rate", "sampling_rate", "samplerate", "rate", "fs")
+SAMPLE_RATE_NAMES = ("sr", "sample_rate", "sampling_rate", "samplerate", "rate", "fs")
+
+
+def names_sample_rate(name: str) -> bool:
+    """Whether an input's name says it is an audio sample rate (`sr`, `sample_rate`, ...)."""
+    return name.lower() in SAMPLE_RATE_NAMES or "sample_rate" in name.lower()
 
 
 def guess_value(name: str) -> str:
-    """A value to suggest for a scalar input, by its name: 16000 for a sample rate, else the
-    placeholder `V` (the planner cannot know what the model expects)."""
-    return "16000" if name.lower() in _RATE_NAMES or "sample_rate" in name.lower() else "V"
+    """A value to suggest for a scalar input, by its name: 16000 for a sample rate, else `V`, which the
+    fix text tells the user to replace with the value the model takes (only the user knows it)."""
+    return "16000" if names_sample_rate(name) else "V"
 
 
 def guess_dim(spec: TensorSpec, axis: int) -> int:
@@ -361,23 +366,25 @@ def _number(raw: str, dtype: str, text: str, example: str) -> int | float:
         return int(number)
 
 
-_INT_LIMITS = {"int64": (-2**63, 2**63 - 1), "int32": (-2**31, 2**31 - 1), "int8": (-128, 127),
-               "uint8": (0, 255), "bool": (0, 1)}
-_FLOAT_LIMITS = {"float16": 65504.0, "bfloat16": 3.3895e38, "float32": 3.4028235e38}
+_BFLOAT16_MAX = 3.3895313892515355e38  # numpy has no bfloat16: (2 - 2**-7) * 2**127
 
 
 def check_value(name: str, dtype: str, low: int | float, *, high: int | float | None = None) -> None:
     """Refuse a value (or values `low`..`high`, both included) that `dtype` cannot hold, e.g. 300 as int8."""
+    import numpy as np
+
     high = low if high is None else high
-    if dtype in _INT_LIMITS:
-        lo, hi = _INT_LIMITS[dtype]
+    if dtype not in FLOAT_DTYPES:
+        lo, hi = (0, 1) if dtype == "bool" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
         if low < lo or high > hi:
             shown = f"{low}" if low == high else f"{low}..{high}"
             raise InputSpecError(f"--input {name}: {shown} does not fit {dtype}, which holds {lo} to {hi}",
                                  f"give a value from {lo} to {hi}, or the dtype the model takes")
-    elif dtype in _FLOAT_LIMITS and max(abs(low), abs(high)) > _FLOAT_LIMITS[dtype]:
-        raise InputSpecError(f"--input {name}: {low} is beyond the largest {dtype} ({_FLOAT_LIMITS[dtype]:g})",
-                             f"give a value within ±{_FLOAT_LIMITS[dtype]:g}, or the dtype the model takes")
+        return
+    largest = _BFLOAT16_MAX if dtype == "bfloat16" else float(np.finfo(dtype).max)
+    if max(abs(low), abs(high)) > largest:
+        raise InputSpecError(f"--input {name}: {low} is beyond the largest {dtype} ({largest:g})",
+                             f"give a value within ±{largest:g}, or the dtype the model takes")
 
 
 def spec_from_declared(entries: Any, *, where: str) -> ModelInputs:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from planner.errors import PlannerError
 from planner.models.spec import BATCH, SEQUENCE
 from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
+from planner.onnx.graphs import all_graphs
 
 if TYPE_CHECKING:
     from planner.models.spec import ModelInputs
@@ -229,20 +230,10 @@ def _float_constants(model: Any) -> int:
 
     floats = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE}
     count = 0
-    for node in _all_nodes(model.graph):
+    for node in (n for g in all_graphs(model.graph) for n in g.node):
         if node.op_type == "Constant" and node.domain in _ONNX_DOMAINS:
             count += sum(1 for a in node.attribute if a.name == "value" and a.t.data_type in floats)
     return count
-
-
-def _all_nodes(graph: Any) -> Iterator[Any]:
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from _all_nodes(attr.g)
-            for sub in attr.graphs:
-                yield from _all_nodes(sub)
 
 
 def step_problem(ctx: "PlanContext", what: str, action: Callable[[], object]) -> str:

@@ -203,15 +203,10 @@ def int8_op_count(path: Path) -> int:
     """How many quantization ops a file holds, in its main graph and every If/Loop/Scan branch."""
     import onnx
 
-    def count(graph: Any) -> int:
-        total = 0
-        for node in graph.node:
-            total += node.op_type in _INT8_OPS
-            for attr in node.attribute:
-                total += sum(count(g) for g in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs))
-        return total
+    from planner.onnx.graphs import all_graphs
 
-    return count(onnx.load(str(path), load_external_data=False).graph)
+    graph = onnx.load(str(path), load_external_data=False).graph
+    return sum(node.op_type in _INT8_OPS for g in all_graphs(graph) for node in g.node)
 
 
 def _require_int8_ops(path: Path, what: str) -> None:

@@ -6,12 +6,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from planner.models.inputs import scalar_arguments, scalar_value
+
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-
-def _number(array: np.ndarray, kind: str) -> Any:
-    """A one-element array as the Python number a TorchScript argument of type `kind` takes."""
-    return {"int": int, "float": float, "bool": bool}[kind](np.asarray(array).item())
 
 
 class TorchSession:
@@ -36,7 +33,6 @@ class TorchSession:
                 torch.set_num_interop_threads(interop_threads)
             except RuntimeError as exc:  # only settable before the first parallel op
                 self.interop_note = f"inter-op threads not set: {exc}"
-        from planner.models.inputs import scalar_arguments
         from planner.models.loaded import set_eval
 
         # Read before torch.compile wraps the module: a TorchScript `int sr` takes a number, not a tensor.
@@ -57,7 +53,7 @@ class TorchSession:
         """Move each input to the device, dtype and memory format the module runs in (positional order);
         an argument the forward types as int, float or bool gets a Python number instead."""
         scalars = self._scalars
-        return tuple(self._tensor(a) if i not in scalars else _number(a, scalars[i])
+        return tuple(self._tensor(a) if i not in scalars else scalar_value(a, scalars[i])
                      for i, a in enumerate(feed.values()))
 
     def _tensor(self, array: np.ndarray) -> Any:

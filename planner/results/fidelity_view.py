@@ -13,15 +13,14 @@ import re
 from typing import Any
 
 from planner import units
+from planner.results.values import OutputKind
 from planner.results.view import as_dict, integer, number, text
 
-CLASSES, DENSE, SEQUENCE, REGRESSION = "classes", "dense", "sequence", "regression"
 
-
-def kind(fidelity: Any) -> str:
+def kind(fidelity: Any) -> OutputKind:
     """The output's kind the candidate was judged as: classes (also for older files), dense, sequence, regression."""
     value = text(as_dict(fidelity).get("output_kind"))
-    return value if value in (DENSE, SEQUENCE, REGRESSION) else CLASSES
+    return OutputKind(value) if value in tuple(OutputKind) else OutputKind.CLASSES
 
 
 def small(value: Any) -> str:
@@ -56,7 +55,7 @@ def agreement_phrase(fidelity: Any) -> str:
     """The kind's own agreement in words: 'map IoU 0.98 (thresholded at 0.5)', 'per-position agreement 99.6%'..."""
     fid = as_dict(fidelity)
     k = kind(fid)
-    if k == DENSE:
+    if k == OutputKind.DENSE:
         if number(fid.get("map_iou")) is not None:
             return f"map IoU {fid['map_iou']:.2f} (thresholded at {units.sig(fid.get('map_threshold'))})"
         if number(fid.get("pixel_agreement")) is not None:
@@ -64,11 +63,11 @@ def agreement_phrase(fidelity: Any) -> str:
         if number(fid.get("map_threshold")) is not None:
             return "no foreground on these inputs (the map's agreement is no test here)"
         return "no pixel's class stands clear of the error (the map's agreement is no test here)"
-    if k == SEQUENCE:
+    if k == OutputKind.SEQUENCE:
         if number(fid.get("position_agreement")) is not None:
             return f"per-position agreement {units.pct(fid['position_agreement'])}"
         return "no position's class stands clear of the error (per-position agreement is no test here)"
-    if k == REGRESSION:
+    if k == OutputKind.REGRESSION:
         return f"relative error {small(fid.get('relative_error'))}"
     if number(fid.get("top1_agreement")) is not None:
         return f"top-1 agreement {units.pct(fid['top1_agreement'])}"
@@ -79,7 +78,7 @@ def phrases(fidelity: Any) -> list[str]:
     """What a dense map, sequence or regression output's test measured, in words; [] for class scores
     (whose callers keep their cosine and top-1 wording)."""
     fid = as_dict(fidelity)
-    if kind(fid) == CLASSES or fid.get("reference") is True:
+    if kind(fid) == OutputKind.CLASSES or fid.get("reference") is True:
         return []
     return [p for p in (agreement_phrase(fid), error_phrase(fid)) if p]
 
@@ -89,7 +88,7 @@ def agreement_cell(fidelity: Any) -> str:
     'rel. error 0.002'."""
     fid = as_dict(fidelity)
     k = kind(fid)
-    if k == DENSE:
+    if k == OutputKind.DENSE:
         if number(fid.get("map_iou")) is not None:
             return f"map IoU {fid['map_iou']:.2f}"
         if number(fid.get("pixel_agreement")) is not None:
@@ -97,11 +96,11 @@ def agreement_cell(fidelity: Any) -> str:
         if number(fid.get("map_threshold")) is not None:
             return "no foreground here"
         return "no test (margins within error)"
-    if k == SEQUENCE:
+    if k == OutputKind.SEQUENCE:
         if number(fid.get("position_agreement")) is not None:
             return f"positions {units.pct(fid['position_agreement'])}"
         return "no test (margins within error)"
-    if k == REGRESSION:
+    if k == OutputKind.REGRESSION:
         return f"rel. error {small(fid.get('relative_error'))}"
     if number(fid.get("top1_agreement")) is not None:
         return f"top-1 {units.pct(fid['top1_agreement'])}"
@@ -111,7 +110,7 @@ def agreement_cell(fidelity: Any) -> str:
 def error_cell(fidelity: Any) -> str:
     """A short table cell for the error beside the agreement: '6.1e-08 (0-1 scale)', '1.2% of spread', or cosine."""
     fid = as_dict(fidelity)
-    if kind(fid) == CLASSES:
+    if kind(fid) == OutputKind.CLASSES:
         return f"cosine {units.cosine(fid.get('cosine'))}"
     if number(fid.get("spread_error")) is None:
         return units.MISSING
@@ -122,15 +121,17 @@ def error_cell(fidelity: Any) -> str:
 
 _NEEDED = re.compile(r"needed ([0-9.]+%?)")
 _AT_MOST = re.compile(r"at most ([0-9.e-]+)")
-_WORDS = {DENSE: "a dense map, a value per pixel", SEQUENCE: "a sequence of class scores, one set per position",
-          REGRESSION: "a set of values compared as numbers (regression)"}
+_WORDS = {OutputKind.DENSE: "a dense map, a value per pixel",
+          OutputKind.SEQUENCE: "a sequence of class scores, one set per position",
+          OutputKind.REGRESSION: "a set of values compared as numbers (regression)"}
 
 
 def rule(candidates: Any) -> str:
     """The fidelity check in plain words for a dense map, sequence or regression output, with the levels
     this run's candidates recorded per precision; '' when every output is class scores."""
     cands = [c for c in (candidates if isinstance(candidates, (list, tuple)) else []) if isinstance(c, dict)]
-    found = next((k for c in cands if as_dict(c.get("fidelity")) and (k := kind(c.get("fidelity"))) != CLASSES), None)
+    found = next((k for c in cands
+                  if as_dict(c.get("fidelity")) and (k := kind(c.get("fidelity"))) != OutputKind.CLASSES), None)
     if found is None:
         return ""
     basis = next((b for c in cands if kind(c.get("fidelity")) == found
@@ -138,7 +139,7 @@ def rule(candidates: Any) -> str:
     start = ("each candidate's outputs are compared with the original model's on the same fixed inputs; the output "
              f"is {_WORDS[found]}{f' ({basis})' if basis else ''}, so ")
     several = any(number(as_dict(c.get("fidelity")).get("pixel_agreement")) is not None for c in cands)
-    if found == DENSE:
+    if found == OutputKind.DENSE:
         agreement = ("the class of each pixel (its highest score) must agree with the original's on the share of "
                      "pixels needed for its precision, not counting pixels whose top two scores are within the "
                      "candidate's typical error of each other" if several else
@@ -151,7 +152,7 @@ def rule(candidates: Any) -> str:
                  "for a probability map, else relative to the output's standard deviation. Cosine similarity is not "
                  "used: on a map that is near zero everywhere it measures noise far below the threshold")
         name = "pixel agreement" if several else "IoU"
-    elif found == SEQUENCE:
+    elif found == OutputKind.SEQUENCE:
         words = (f"{start}a candidate passes when each position's class (its highest score) agrees with the "
                  "original's on the share of positions needed for its precision, not counting positions whose top "
                  "two scores are within the candidate's typical error of each other (where no position is clear of "
@@ -166,7 +167,8 @@ def rule(candidates: Any) -> str:
         decided = text(as_dict(c.get("fidelity")).get("decided_by"))
         needed, at_most = _NEEDED.search(decided), _AT_MOST.search(decided)
         parts = ([f"{name} at least {needed.group(1)}"] if needed else []) + (
-            [f"{'mean error' if found != REGRESSION else name} at most {at_most.group(1)}"] if at_most else [])
+            [f"{'mean error' if found != OutputKind.REGRESSION else name} at most {at_most.group(1)}"]
+            if at_most else [])
         precision = text(c.get("precision")) or "fp32"
         if parts and len(parts) > levels.get(precision, "").count(" and ") + (precision in levels):
             levels[precision] = " and ".join(parts)

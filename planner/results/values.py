@@ -108,6 +108,15 @@ class Fidelity:
     spread_basis: str = ""  # "probability" (a map within [0, 1]: the scale is 1) or "spread" (the reference's std)
 
 
+class OutputKind(StrEnum):
+    """What a model's output is, which decides how a candidate's copy of it is judged."""
+
+    CLASSES = "classes"  # (batch, classes) scores
+    DENSE = "dense"  # (batch, C, H, W) a map per pixel
+    SEQUENCE = "sequence"  # (batch, positions, classes) scores per position
+    REGRESSION = "regression"  # anything else: values compared as numbers
+
+
 class Status(StrEnum):
     """The outcome of one step or candidate."""
 

@@ -15,6 +15,7 @@ from planner.report.data import (
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
 from planner.results import fidelity_view
+from planner.results.values import OutputKind
 from planner.results.view import peak_rate, stream_points
 
 _NOT_RANKED = ("rejected", "unconfirmed", "failed", "skipped")
@@ -47,7 +48,7 @@ def p95_cell(cand: dict) -> str:
 def fidelity_headers(cands: list[dict]) -> tuple[str, str]:
     """The fidelity columns' titles: ("Cosine", "Top-1") where every output is class scores, else ("Error",
     "Agreement"), whose cells name their own test (a dense map has no top-1, and its cosine is no test)."""
-    if all(fidelity_view.kind(c.get("fidelity")) == fidelity_view.CLASSES for c in cands):
+    if all(fidelity_view.kind(c.get("fidelity")) == OutputKind.CLASSES for c in cands):
         return "Cosine", "Top-1"
     return "Error", "Agreement"
 
