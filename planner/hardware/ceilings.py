@@ -7,7 +7,6 @@ import json
 import math
 import os
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -17,6 +16,8 @@ from typing import Any
 
 from planner.codec import from_data, to_data
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, REFRESH_HINT, measurement_note  # noqa: F401 - re-exported
+from planner.hardware.clock import best_rate, cuda_event_timer, event_clock, host_clock
+from planner.hardware.load import LoadSampler
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
@@ -74,44 +75,6 @@ def _validate(ceilings: Ceilings) -> None:
         raise ValueError(f"implausible ceilings: {ceilings.peak_flops}, {ceilings.bandwidth_bytes_per_s} B/s")
 
 
-def _best_rate(run: Callable[[], object], work: float, repeats: int, min_sample_s: float,
-               clock: Callable[[Callable[[], object], int], float]) -> tuple[float, dict[str, Any]]:
-    """Best work/second over `repeats` samples, each long enough (≥ min_sample_s) for the clock to resolve."""
-    warm = clock(run, 1)
-    iterations = max(1, min(1000, math.ceil(min_sample_s / max(warm, 1e-9))))
-    samples = [clock(run, iterations) for _ in range(repeats)]
-    best = min(samples)
-    # Spread = (slowest - fastest) / fastest: how far the repeats disagree, shown beside the best figure.
-    spread = (max(samples) - best) / best if best > 0 else math.inf
-    return work * iterations / best, {"iterations_per_sample": iterations, "best_sample_s": best,
-                                      "repeats": repeats, "spread": round(spread, 4)}
-
-
-def _wall_clock(run: Callable[[], object], iterations: int) -> float:
-    """Seconds for `iterations` calls, timed on the host."""
-    start = time.perf_counter()
-    for _ in range(iterations):
-        run()
-    return time.perf_counter() - start
-
-
-def _cuda_clock(torch: Any) -> Callable[[Callable[[], object], int], float]:
-    """A clock that times `iterations` calls with CUDA events (launches are asynchronous)."""
-
-    def clock(run: Callable[[], object], iterations: int) -> float:
-        """Seconds between CUDA events recorded around the calls."""
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iterations):
-            run()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1000.0
-
-    return clock
-
-
 def cpu_bf16_native(cpu: CpuInfo) -> bool:
     """True when bf16 GEMM runs in hardware (AVX512-BF16, AMX-BF16 or ARM BF16) rather than emulated."""
     return cpu.has_bf16
@@ -127,72 +90,27 @@ def _copy_bytes(hw: HardwareProfile, quick: bool) -> int:
     return size
 
 
-def _proc_stat_busy() -> tuple[float, float] | None:
-    """(busy, total) CPU jiffies of the whole machine from /proc/stat's first line; None where unreadable."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            fields = f.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    values = [float(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0.0)  # idle + iowait
-    # Fields 9-10 (guest, guest_nice) are already counted inside user and nice.
-    total = sum(values[:8])
-    return total - idle, total
-
-
-def _own_cpu_s() -> float:
-    """CPU seconds this process (all its threads) has used, user + system."""
-    times = os.times()
-    return times.user + times.system
-
-
-class LoadSampler:
-    """Other processes' CPU use, in cores, over a stretch of time: machine busy time from /proc/stat minus ours.
-
-    Use as a context manager; `other_cores` is None where /proc/stat cannot be read (not Linux).
-    """
-
-    def __init__(self) -> None:
-        self.other_cores: float | None = None
-        self._start: tuple[float, float] | None = None
-        self._own = 0.0
-        self._t = 0.0
-
-    def __enter__(self) -> LoadSampler:
-        self._start = _proc_stat_busy()
-        self._own = _own_cpu_s()
-        self._t = time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        end = _proc_stat_busy()
-        elapsed = time.monotonic() - self._t
-        if self._start is None or end is None or elapsed <= 0:
-            return
-        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        machine_busy_s = (end[0] - self._start[0]) / tick
-        others_s = max(0.0, machine_busy_s - (_own_cpu_s() - self._own))
-        self.other_cores = round(others_s / elapsed, 3)
-
-
-def measure_until_idle(measure_once: Callable[[], Ceilings], sampler: Callable[[], Any] = LoadSampler,
+def measure_until_idle(measure_once: Callable[[], Ceilings], sampler: Callable[[], LoadSampler] = LoadSampler,
                        attempts: int = MAX_ATTEMPTS, busy_cores: float = BUSY_OTHER_CORES) -> Ceilings:
     """Measure; while other processes were busy during it, measure again (up to `attempts` in all).
 
+    `sampler` makes a fresh load sampler for each attempt: by default the one the measuring worker's
+    audit uses, which watches the CPUs this process may run on.
     Each figure kept is the best over all attempts (interference only ever slows a test down), and
     the details say what other processes used during each attempt and whether the last was busy.
     """
     best: Ceilings | None = None
     loads: list[float | None] = []
     for _ in range(max(1, attempts)):
-        with sampler() as load:
+        load = sampler().start()
+        try:
             current = measure_once()
-        loads.append(load.other_cores)
+        finally:
+            # Stopped on failure too: the sampler's thread must not outlive a measurement that raised.
+            other = load.stop().other_mean
+        loads.append(None if other is None else round(other, 3))
         best = current if best is None else _best_of(best, current)
-        if load.other_cores is None or load.other_cores <= busy_cores:
+        if other is None or other <= busy_cores:
             break
     assert best is not None
     last = loads[-1]
@@ -246,7 +164,7 @@ def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
             b = torch.randn(n, n, dtype=dtype)
             out = torch.empty(n, n, dtype=dtype)
             # partial binds this iteration's tensors; a lambda would close over loop names that `del` unbinds.
-            rate, info = _best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, _wall_clock)
+            rate, info = best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, host_clock)
             peaks[name] = rate
             details[f"{name}_gemm"] = info
             del a, b, out
@@ -254,8 +172,8 @@ def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
         size = _copy_bytes(hw, quick)
         src = torch.ones(size // 4, dtype=torch.float32)
         dst = torch.empty_like(src)
-        bandwidth, info = _best_rate(partial(dst.copy_, src), 2.0 * src.numel() * 4, repeats, min_sample,
-                                     _wall_clock)
+        bandwidth, info = best_rate(partial(dst.copy_, src), 2.0 * src.numel() * 4, repeats, min_sample,
+                                    host_clock)
         details["copy"] = {**info, "bytes_per_copy": src.numel() * 4, "counted": "read + write"}
         del src, dst
     finally:
@@ -277,7 +195,8 @@ def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
     n = 4096 if quick else 8192
     repeats = 3 if quick else 5
     min_sample = 0.02 if quick else 0.1
-    clock = _cuda_clock(torch)
+    # Launches return before the GPU is done: CUDA events time the device work itself.
+    clock = event_clock(cuda_event_timer(device))
     details: dict[str, Any] = {"gpu": props.name, "gpu_index": index, "matrix_size": n, "repeats": repeats,
                                "mode": _mode(quick), "sm_count": props.multi_processor_count}
     cc = (props.major, props.minor)
@@ -301,7 +220,7 @@ def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
                 a = torch.randn(n, n, dtype=dtype, device=device)
                 b = torch.randn(n, n, dtype=dtype, device=device)
                 out = torch.empty(n, n, dtype=dtype, device=device)
-                rate, info = _best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, clock)
+                rate, info = best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, clock)
                 peaks[name] = rate
                 details[f"{name}_gemm"] = info
                 del a, b, out
@@ -310,7 +229,7 @@ def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:
             size = min(256 * _MiB if quick else _GiB, free // 4)
             src = torch.ones(size, dtype=torch.uint8, device=device)
             dst = torch.empty_like(src)
-            bandwidth, info = _best_rate(partial(dst.copy_, src), 2.0 * size, repeats, min_sample, clock)
+            bandwidth, info = best_rate(partial(dst.copy_, src), 2.0 * size, repeats, min_sample, clock)
             details["copy"] = {**info, "bytes_per_copy": size, "counted": "read + write"}
             del src, dst
             torch.cuda.empty_cache()
@@ -375,13 +294,10 @@ def _python_copy_bandwidth(size: int, repeats: int) -> float:
     """Copy bandwidth from a bytearray slice copy (a plain memcpy), for when torch itself failed."""
     src = bytearray(size)
     dst = bytearray(size)
-    view = memoryview(dst)
-    best = math.inf
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
-        view[:] = src
-        best = min(best, time.perf_counter() - start)
-    return 2.0 * size / best
+    copy = partial(memoryview(dst).__setitem__, slice(None), src)
+    # No minimum sample time: one copy of tens of MiB takes milliseconds, well above the clock's resolution.
+    bandwidth, _info = best_rate(copy, 2.0 * size, repeats, 0.0, host_clock)
+    return bandwidth
 
 
 def estimate_cpu_ceilings(hw: HardwareProfile, why: str, quick: bool) -> Ceilings:

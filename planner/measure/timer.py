@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Callable, Sequence
 
+# The CUDA hooks live in planner.hardware.clock so the ceiling micro-benchmarks (planner.hardware,
+# which planner.measure imports) time with them too; `cuda_sync` is re-exported as planner.measure.cuda_sync.
+from planner.hardware.clock import EventTimer, cuda_event_timer
+from planner.hardware.clock import cuda_sync as cuda_sync
 from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats
 
 # Module-level so tests can substitute a deterministic clock.
 _now_ns: Callable[[], int] = time.perf_counter_ns
-
-EventTimer = Callable[[Callable[[], Any]], float]
-"""Runs the given thunk and returns its device time in milliseconds (e.g. between CUDA events)."""
 
 
 class StopReason(StrEnum):
@@ -171,33 +172,6 @@ def time_callable(
         wall_s=(end_ns - start_ns) / 1e9,
         warmup_calls=warmup_calls,
     )
-
-
-def cuda_sync(device: Any = None) -> Callable[[], None]:
-    """Return a hook that waits for all queued work on a CUDA device (imports torch)."""
-    import torch
-
-    def _sync() -> None:
-        torch.cuda.synchronize(device)
-
-    return _sync
-
-
-def cuda_event_timer(device: Any = None) -> EventTimer:
-    """Return an ``event_timer`` that measures a thunk's device time between two CUDA events."""
-    import torch
-
-    def _time(thunk: Callable[[], Any]) -> float:
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        stream = torch.cuda.current_stream(device)
-        start.record(stream)
-        thunk()
-        end.record(stream)
-        end.synchronize()
-        return float(start.elapsed_time(end))
-
-    return _time
 
 
 HOST_CLOCK = "host clock (perf_counter)"

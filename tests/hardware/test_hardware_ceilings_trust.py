@@ -21,6 +21,8 @@ from planner.hardware.ceilings import (
     measure_until_idle,
     raise_exceeded,
 )
+from planner.hardware.clock import best_rate, event_clock
+from planner.hardware.load import LoadReading
 
 GFLOP = 1e9
 
@@ -31,28 +33,47 @@ def _ceilings(fp32: float, bandwidth: float = 20e9, **details) -> Ceilings:
 
 
 class _FakeSampler:
-    """Reports other processes' load from a script, one figure per measurement."""
+    """Stands in for the load sampler: reports other processes' load from a script, one figure per measurement."""
 
     def __init__(self, loads: list[float | None]) -> None:
         self.loads = loads
-        self.other_cores: float | None = None
+        self.running = False
 
     def __call__(self) -> _FakeSampler:
         return self
 
-    def __enter__(self) -> _FakeSampler:
+    def start(self) -> _FakeSampler:
+        self.running = True
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.other_cores = self.loads.pop(0)
+    def stop(self) -> LoadReading:
+        self.running = False
+        other = self.loads.pop(0)
+        return LoadReading(1.0, 5, other, other, 1.0, "a script")
 
 
 def test_best_rate_keeps_the_fastest_repeat_and_its_spread() -> None:
     seconds = iter([0.01, 0.02, 0.025, 0.02])  # warm-up, then three repeats
-    rate, info = ceilings_module._best_rate(lambda: None, 1e9, 3, 0.0, lambda run, n: next(seconds))
+    rate, info = best_rate(lambda: None, 1e9, 3, 0.0, lambda run, n: next(seconds))
     assert rate == pytest.approx(1e9 / 0.02)
     assert info["repeats"] == 3
     assert info["spread"] == pytest.approx(0.25)
+
+
+def test_a_device_clock_times_every_call_in_seconds() -> None:
+    """CUDA events report milliseconds; a rate computed from them must not be 1000 times too high."""
+    calls: list[int] = []
+
+    def event_timer(thunk) -> float:
+        before = len(calls)
+        thunk()
+        return 20.0 * (len(calls) - before)  # 20 ms of device time per call
+
+    rate, info = best_rate(lambda: calls.append(1), 1e9, 2, 0.05, event_clock(event_timer))
+    # A 20 ms warm-up call, then samples of 3 calls (60 ms, at least the 50 ms asked for).
+    assert info["iterations_per_sample"] == 3 and len(calls) == 1 + 2 * 3
+    assert info["best_sample_s"] == pytest.approx(0.06)
+    assert rate == pytest.approx(1e9 / 0.02)
 
 
 def test_a_busy_measurement_is_repeated_and_the_best_kept() -> None:
@@ -120,7 +141,26 @@ def test_the_cache_is_keyed_by_isa_and_library_versions() -> None:
     assert cache_key(fewer, "cpu")["isa"] != key["isa"]
 
 
-def test_the_load_sampler_reads_other_processes_use() -> None:
-    with ceilings_module.LoadSampler() as load:
-        sum(range(10_000))
-    assert load.other_cores is None or load.other_cores >= 0.0
+def test_a_sampler_is_stopped_when_the_measurement_fails() -> None:
+    sampler = _FakeSampler([0.0])
+
+    def broken() -> Ceilings:
+        raise RuntimeError("oneDNN said no")
+
+    with pytest.raises(RuntimeError, match="oneDNN said no"):
+        measure_until_idle(broken, sampler=sampler)
+    assert not sampler.running
+
+
+def test_the_real_load_sampler_says_what_other_processes_used() -> None:
+    """Measured with the shared /proc/stat sampler: each attempt's load is a figure (or None off Linux)."""
+    results = iter([_ceilings(99.7 * GFLOP), _ceilings(99.7 * GFLOP), _ceilings(99.7 * GFLOP)])
+    got = measure_until_idle(lambda: (sum(range(200_000)), next(results))[1])
+    loads = got.details["other_cores"]
+    assert 1 <= got.details["attempts"] == len(loads) <= ceilings_module.MAX_ATTEMPTS
+    assert all(load is None or load >= 0.0 for load in loads)
+    expected = "unknown" if loads[-1] is None else ("busy" if loads[-1] > ceilings_module.BUSY_OTHER_CORES
+                                                     else "idle")
+    assert got.details["measured_while"] == expected
+    if expected != "unknown":
+        assert f"machine {expected}" in measurement_note(got.details)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.measure.audit import Auditor, LoadSampler, read_proc_stat, with_weights
+from planner.hardware.load import LoadSampler, read_proc_stat
+from planner.measure.audit import Auditor, with_weights
 
 HOUR = 3600.0  # a sampling period the background thread never reaches: the test takes every reading
 
