@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.errors import runtime_error_line
 from planner.models.footprint import Footprint, estimate_footprint, sweep_guard
 from planner.models.loaded import Feed, make_feeds
 from planner.models.spec import ModelInputs
@@ -254,7 +255,7 @@ def _run_in_chunks(session: Any, feed: Feed, batch: int | None) -> np.ndarray:
 
 def _val_or_fidelity_inputs(job: MeasureJob, inputs: ModelInputs) -> list[Feed]:
     if job.val_data:
-        from planner.measure.valdata import load_val_data
+        from planner.models.valdata import load_val_data
 
         return [feed for feed, _ in load_val_data(Path(job.val_data), inputs=inputs)]
     return fidelity_inputs(inputs, count=job.fidelity_batches)
@@ -329,8 +330,6 @@ def plain_failure(reason: str) -> tuple[str, str]:
     """
     if "\n" not in reason.strip() and len(reason) <= _REASON_CHARS:
         return reason, ""
-    from planner.onnx.opset import runtime_error_line
-
     kind, _, message = reason.partition(": ")
     line = f"{kind}: {runtime_error_line(RuntimeError(message))}" if message else reason[:_REASON_CHARS]
     return line, reason

@@ -1,4 +1,4 @@
-"""Model sources, loaders and input specs.
+"""Model sources, loaders, input specs, and the validation data fed to them (`valdata`, `samples`).
 
 Names are resolved lazily so that a measuring worker that only needs `make_feeds` (an ONNX
 Runtime or OpenVINO candidate) never imports torch: its peak memory must be the runtime's own.

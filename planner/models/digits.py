@@ -185,7 +185,7 @@ def validation_folder() -> Path:
 
     Labels are written before their batch, so a reader that sees a batch also sees its labels.
     """
-    from planner.measure.valdata import LABEL_SUFFIX
+    from planner.models.valdata import LABEL_SUFFIX
 
     folder = cache_folder() / "validation"
     split = None

@@ -462,7 +462,7 @@ def onnx_weights(proto: Any) -> tuple[int, int]:
     import numpy as np
     import onnx
 
-    from planner.onnx.graphs import all_graphs
+    from planner.models.onnx_graphs import all_graphs
 
     params = size = 0
 

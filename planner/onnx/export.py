@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, failure_reason
 from planner.models.inputs import scalar_arguments, torch_arguments
 from planner.models.loaded import set_eval
 from planner.models.spec import BATCH, SEQUENCE
@@ -38,7 +38,6 @@ _VERIFY_RTOL = 1e-3
 _VERIFY_ATOL = 1e-4
 _VERIFY_SEED = 7
 _SHARED_KEY = "onnx"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Exports are slow and write one file: two plugins asking at once must not both export.
 _EXPORT_LOCK = threading.Lock()
 
@@ -176,39 +175,6 @@ def shared_onnx(ctx: "PlanContext") -> ExportResult:
             raise
         ctx.shared[_SHARED_KEY] = result
         return result
-
-
-def failure_reason(exc: BaseException) -> str:
-    """One readable line for an exporter failure: the unsupported op when one is named."""
-    text = _ANSI.sub("", str(exc)).strip()
-    op = _unsupported_op(text)
-    if op:
-        return f"unsupported op {op}"
-    if "## Exception summary" in text:
-        # torch.export-based exporter: a boilerplate header, then the real cause.
-        text = text.split("## Exception summary", 1)[1]
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    line = lines[0] if lines else ""
-    line = re.sub(r"^<class '(?:[\w.]+\.)?(\w+)'>:\s*", r"\1: ", line)
-    if not line:
-        return type(exc).__name__
-    if not re.match(r"^\w+(Error|Exception|Node)\b", line):
-        line = f"{type(exc).__name__}: {line}"
-    return line if len(line) <= 240 else line[:237] + "..."
-
-
-def _unsupported_op(text: str) -> str | None:
-    patterns = (
-        r"No ONNX function found for <OpOverload\(op='([^']+)'",  # torch.export-based exporter
-        r"unrecognized namespace ([\w:.]+?)\.?\s",  # TorchScript exporter, custom namespace
-        r"Exporting the operator '?([\w:.]+?)'? to ONNX opset version \d+ is not supported",
-    )
-    for pattern in patterns:
-        match = re.search(pattern, text)
-        if match:
-            name = match.group(1)
-            return name if "::" in name else name.replace(".", "::", 1)
-    return None
 
 
 def _combined_error(attempts: list[tuple[str, str]]) -> ExportError:

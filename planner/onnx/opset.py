@@ -12,16 +12,15 @@ rank. The plan's own export (a recent opset, weights as initializers) is used as
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, runtime_error_line
+from planner.models.onnx_graphs import all_graphs
 from planner.models.spec import BATCH, SEQUENCE
 from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
-from planner.onnx.graphs import all_graphs
 
 if TYPE_CHECKING:
     from planner.models.spec import ModelInputs
@@ -259,42 +258,3 @@ def _step(what: str) -> Iterator[None]:
         raise
     except Exception as exc:  # noqa: BLE001 - onnx, onnx-ir and ORT's tools raise many unrelated types
         raise PreparationError(f"{what} failed: {runtime_error_line(exc)}", str(exc).strip()) from exc
-
-
-_ORT_ERROR = re.compile(r"\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*(.*)", re.S)
-# onnx's C++ checks: "/path/convert.cc:101: convert_graph: Assertion `cond` failed: <why>".
-_ONNX_ASSERTION = re.compile(r"^\S+\.(?:cc|cpp|h):\d+: \w+: Assertion `.*?` failed: (.+)", re.S)
-_OV_SOURCE_LINE = re.compile(r"^(Exception from src/|Check '.*' failed at|While validating|FrontEnd API failed"
-                             r"|Model wasn't fully converted|Summary:|-- )")
-
-
-def runtime_error_line(exc: BaseException) -> str:
-    """One plain line for a runtime's or converter's error: its message without source locations or node dumps.
-
-    ONNX Runtime's '[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model ... , Error <why>' becomes '<why>';
-    OpenVINO's conversion report becomes the ops it could not convert and the first reason given.
-    """
-    from planner.onnx.export import failure_reason
-
-    text = str(exc).strip()
-    ort = _ORT_ERROR.search(text)
-    if ort:
-        body = ort.group(1).strip()
-        why = body.rsplit(", Error ", 1)[-1] if ", Error " in body else body.split("failed:", 1)[-1]
-        return _clip(why.strip().splitlines()[0] if why.strip() else body)
-    assertion = _ONNX_ASSERTION.search(text)
-    if assertion:
-        return _clip(assertion.group(1).strip().splitlines()[0])
-    failed_ops = re.search(r"Conversion is failed for:\s*(.+)", text)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    messages = [ln for ln in lines if not _OV_SOURCE_LINE.match(ln) and not ln.endswith(":")]
-    if failed_ops:
-        first = f" (first: {messages[0]})" if messages else ""
-        return _clip(f"OpenVINO could not convert {failed_ops.group(1).strip()}{first}")
-    if text.startswith("Exception from src/") and messages:
-        return _clip(messages[0])
-    return failure_reason(exc)
-
-
-def _clip(line: str, limit: int = 240) -> str:
-    return line if len(line) <= limit else line[:limit - 3] + "..."

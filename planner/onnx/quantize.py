@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.errors import PlannerError, failure_reason
 from planner.hardware.profile import INT8_DOT_FEATURES
 from planner.onnx.files import EXTERNAL_DATA_BYTES, model_bytes
 
@@ -54,7 +54,7 @@ def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
-        from planner.measure.valdata import load_val_data, samples_note
+        from planner.models.valdata import load_val_data, samples_note
 
         feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
         if feeds:
@@ -99,8 +99,6 @@ def _preprocess_in_scratch(src: str, dst: str) -> tuple[str, tuple[str, ...]]:
     import tempfile
 
     from onnxruntime.quantization.shape_inference import quant_pre_process
-
-    from planner.onnx.export import failure_reason
 
     large = model_bytes(Path(src)) > EXTERNAL_DATA_BYTES
     with tempfile.TemporaryDirectory(prefix="planner-preprocess-") as scratch:
@@ -203,7 +201,7 @@ def int8_op_count(path: Path) -> int:
     """How many quantization ops a file holds, in its main graph and every If/Loop/Scan branch."""
     import onnx
 
-    from planner.onnx.graphs import all_graphs
+    from planner.models.onnx_graphs import all_graphs
 
     graph = onnx.load(str(path), load_external_data=False).graph
     return sum(node.op_type in _INT8_OPS for g in all_graphs(graph) for node in g.node)

@@ -72,7 +72,7 @@ class CandidateRun:
         specs = self._build(names)
         if specs is None:
             return
-        from planner.measure.valdata import labels_of
+        from planner.models.valdata import labels_of
 
         labels = labels_of(self.val_data, inputs=self.model.inputs)
         if self.val_data is not None:
@@ -118,7 +118,7 @@ class CandidateRun:
         the newcomers.
         """
         from planner.codec import from_data
-        from planner.measure.valdata import labels_of
+        from planner.models.valdata import labels_of
         from planner.plugins import CandidateSpec
 
         labels = labels_of(self.val_data, inputs=self.model.inputs)

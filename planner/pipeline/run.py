@@ -11,8 +11,8 @@ from planner.pipeline.session import PlanOutcome, PlanSession
 
 if TYPE_CHECKING:
     from planner.measure.fidelity import OutputKind
-    from planner.measure.samples import SampleOptions
     from planner.models.loaded import LoadedModel
+    from planner.models.samples import SampleOptions
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[
 
 def _sample_options(options: PlanOptions) -> "SampleOptions":
     """How a --val-data folder of images or clips becomes inputs."""
-    from planner.measure.samples import SampleOptions
+    from planner.models.samples import SampleOptions
 
     return SampleOptions(preset=options.val_preset, transform=options.val_transform,
                          sample_rate=options.val_sample_rate, trust_code=options.trust_code)
@@ -105,7 +105,7 @@ def _sample_options(options: PlanOptions) -> "SampleOptions":
 def _finetune_steps(steps: int, val_data: Path | None) -> int:
     """The step count, once it is known there are labels to fine-tune on; a clear error otherwise."""
     from planner.errors import PlannerError
-    from planner.measure.valdata import labels_of
+    from planner.models.valdata import labels_of
 
     if steps < 1:
         raise PlannerError(f"--finetune-steps must be at least 1, got {steps}", "pass a positive number of steps")

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from planner.advice import Answer, DecisionPath, Plan, Requirements
     from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
-    from planner.measure.samples import SampleOptions
-    from planner.measure.valdata import PreparedValData
     from planner.models.loaded import LoadedModel
+    from planner.models.samples import SampleOptions
+    from planner.models.valdata import PreparedValData
 
 T = TypeVar("T")
 
@@ -199,7 +199,7 @@ class PlanSession:
         """The validation data checked, images or clips converted once into the artifacts folder."""
         import tempfile
 
-        from planner.measure.valdata import prepare_val_data
+        from planner.models.valdata import prepare_val_data
 
         # Converted batches live beside the candidates' artifacts; a session with no output folder yet
         # (the TUI before saving) keeps them in a temporary folder instead of choosing one for the user.

@@ -41,7 +41,7 @@ class TrainingOutcome:
 
 
 def _val_pairs(ctx: "PlanContext") -> list:
-    from planner.measure.valdata import load_val_data
+    from planner.models.valdata import load_val_data
 
     return load_val_data(ctx.val_data, inputs=ctx.model.inputs) if ctx.val_data else []
 

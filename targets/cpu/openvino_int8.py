@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from planner.errors import runtime_error_line
 from planner.onnx.feeds import feed_for, graph_name
-from planner.onnx.opset import PreparationError, qdq_ready, runtime_error_line, step_problem
+from planner.onnx.opset import PreparationError, qdq_ready, step_problem
 from planner.onnx.quantize import (
     QuantizationError,
     calibration_inputs,
@@ -261,7 +262,7 @@ def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Pa
     import numpy as np
     import openvino as ov
 
-    from planner.measure.valdata import load_val_data
+    from planner.models.valdata import load_val_data
 
     labels = None
     if ctx.val_data:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from planner.measure.valdata import load_val_data
 from planner.models import digits
+from planner.models.valdata import load_val_data
 
 
 @pytest.fixture(scope="module")

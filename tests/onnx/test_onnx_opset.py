@@ -9,13 +9,9 @@ import pytest
 from onnx import helper, numpy_helper
 from trait_models import constant_weights_classifier, dense_map_model, sequence_model
 
+from planner.errors import runtime_error_line
 from planner.models.spec import ModelInputs, TensorSpec
-from planner.onnx.opset import (
-    QDQ_OPSET,
-    PreparationError,
-    prepare_for_qdq,
-    runtime_error_line,
-)
+from planner.onnx.opset import QDQ_OPSET, PreparationError, prepare_for_qdq
 from planner.onnx.quantize import check_ort_loads, preprocess, quantize_qdq
 
 

@@ -14,16 +14,10 @@ import torch
 from cpu_plugin_helpers import fake_hw, torch_output
 
 import planner.onnx.export as export_mod
-from planner.errors import PlannerError
+from planner.errors import PlannerError, failure_reason
 from planner.models import load_model
 from planner.models.loaded import make_feeds
-from planner.onnx.export import (
-    ExportError,
-    ExportResult,
-    export_onnx,
-    failure_reason,
-    shared_onnx,
-)
+from planner.onnx.export import ExportError, ExportResult, export_onnx, shared_onnx
 from planner.plugins import PlanContext
 
 

@@ -1,4 +1,9 @@
-"""Walking an ONNX graph with its subgraphs: the branches of If, the bodies of Loop and Scan."""
+"""Walking an ONNX graph with its subgraphs: the branches of If, the bodies of Loop and Scan.
+
+It lives with the models, not in planner.onnx: loading an ONNX file counts its weights with it
+(`loaders.onnx_weights`), and planner.onnx, which exports and quantizes loaded models, sits above
+planner.models and uses it from here.
+"""
 
 from __future__ import annotations
 

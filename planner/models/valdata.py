@@ -7,9 +7,13 @@ beside it holds that batch's integer class labels. With labels, the planner meas
 without them, agreement with the original model on these inputs.
 
 A folder with no such batches is read as samples: images or `.wav` clips, labelled by sub-folder
-(planner/measure/samples.py). A plan converts them once (`prepare_val_data`) into batches of this
+(planner/models/samples.py). A plan converts them once (`prepare_val_data`) into batches of this
 layout in its artifacts folder, with a `samples.json` saying where they came from, so the workers,
 the INT8 calibration and the fine-tunes all read the same arrays.
+
+It lives with the models, below everything that reads it: it needs only the model's input specs,
+and its readers run from the digits demo (which writes its held-out split in this layout) up to the
+measuring worker, the INT8 calibration and the plugins that fine-tune.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from planner.models.loaded import Feed
 from planner.models.spec import BATCH, ModelInputs
 
 if TYPE_CHECKING:
-    from planner.measure.samples import SampleOptions, SampleSet
+    from planner.models.samples import SampleOptions, SampleSet
 
 LABEL_SUFFIX = "_labels.npy"
 SAMPLES_NOTE = "samples.json"
@@ -177,7 +181,7 @@ def _array_files(folder: Path) -> list[Path]:
 
 
 def _samples(folder: Path, inputs: ModelInputs | None, options: "SampleOptions | None") -> "SampleSet":
-    from planner.measure.samples import load_samples
+    from planner.models.samples import load_samples
 
     if inputs is None:
         raise PlannerError(f"--val-data {folder} holds no .npy or .npz input batches, and reading it as images "

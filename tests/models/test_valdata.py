@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from planner.errors import PlannerError
-from planner.measure.valdata import labels_of, load_val_data
 from planner.models.spec import ModelInputs, parse_input
+from planner.models.valdata import labels_of, load_val_data
 
 TEXT = ModelInputs((parse_input("input_ids:1x8:int64"), parse_input("attention_mask:1x8:int64")))
 

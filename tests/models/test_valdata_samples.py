@@ -10,9 +10,9 @@ import pytest
 from PIL import Image
 
 from planner.errors import PlannerError
-from planner.measure.samples import PRESETS, SampleOptions, load_samples, read_wav
-from planner.measure.valdata import labels_of, load_val_data, prepare_val_data, samples_note
+from planner.models.samples import PRESETS, SampleOptions, load_samples, read_wav
 from planner.models.spec import ModelInputs, TensorSpec
+from planner.models.valdata import labels_of, load_val_data, prepare_val_data, samples_note
 
 RGB = ModelInputs((TensorSpec(name="x", shape=(1, 3, 8, 8), axes=("", "", "", "")),))  # fixed batch 1
 GREY = ModelInputs((TensorSpec(name="x", shape=(1, 1, 8, 8), axes=("", "", "", "")),))
