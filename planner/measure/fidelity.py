@@ -15,7 +15,7 @@ The kind is read from the shape unless `--output-kind NAME=KIND` gives it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -263,6 +263,31 @@ DEFAULT_GATES: dict[Precision, FidelityGate] = {
     Precision.TERNARY: FidelityGate(min_cosine=0.90, min_top1=0.50, min_map=0.50, max_spread_error=0.40,
                                     min_positions=0.50, max_relative_error=0.40),
 }
+
+
+def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
+                  labels: Sequence[np.ndarray] | None = None, precision: Precision | str = Precision.FP32,
+                  accuracy_budget: float | None = None, changes_function: bool = False,
+                  kind: OutputKind | str | None = None, kind_basis: str = "") -> tuple[str, str, Fidelity | None]:
+    """The plan's one fidelity rule: (why the outputs are rejected or '', the test that decided, the fidelity).
+
+    The precision's gate, with the user's accuracy budget in place of its own where one is given. A
+    candidate that changes the function by design (pruning, low rank, fine-tuned) is judged on accuracy
+    alone where there are labels: its outputs cannot match the original's to the fp32 cosine.
+    Outputs of another shape than the reference's are rejected, with no fidelity.
+    Measured candidates (the pipeline) and plugins choosing a setting (through `PlanGate`) both judge here.
+    """
+    try:
+        fid = compare(reference, outputs, labels=labels, kind=kind, kind_basis=kind_basis)
+    except ValueError as exc:
+        return f"outputs differ in shape: {exc}", "", None
+    gate = DEFAULT_GATES[Precision(precision)]
+    if accuracy_budget is not None:
+        gate = replace(gate, max_accuracy_drop=accuracy_budget)
+    if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
+        gate = replace(gate, min_cosine=-1.0)
+    why, decided_by = gate.judge(fid)
+    return why, decided_by, fid
 
 
 def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,

@@ -174,6 +174,7 @@ class CandidateRun:
 
     def _build(self, names: list[str]) -> list[CandidateSpec] | None:
         """Every spec the plugins yield; None when cancelled while building."""
+        from planner.measure.gate import PlanGate
         from planner.plugins import PlanContext, discover
 
         plugins, issues = discover()
@@ -186,6 +187,7 @@ class CandidateRun:
                           val_data=self.val_data, val_data_basis=self.val_data_basis,
                           accuracy_budget=self.accuracy_budget,
                           options=dict(self.plugin_options))
+        ctx.gate = PlanGate.for_context(ctx)  # the rule _gate applies below, for plugins that pick a setting first
         specs: list[CandidateSpec] = []
         for name in names:
             plugin = plugins.get(name)
@@ -284,19 +286,15 @@ class CandidateRun:
         inputs sit near decision boundaries real data may never reach. An fp32 candidate should be
         exact on any input, so it is still rejected.
         """
-        from planner.measure.fidelity import DEFAULT_GATES, compare
+        from planner.measure.fidelity import judge_outputs
         from planner.plugins import Precision
 
-        try:
-            fid = compare(self.reference, outputs, labels=labels, **self._output_kind())
-        except ValueError as exc:
-            return Status.REJECTED, f"outputs differ in shape: {exc}", None
-        gate = DEFAULT_GATES[Precision(precision)]
-        if self.accuracy_budget is not None:
-            gate = dataclasses.replace(gate, max_accuracy_drop=self.accuracy_budget)
-        if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
-            gate = dataclasses.replace(gate, min_cosine=-1.0)
-        why, decided_by = gate.judge(fid)
+        # The one rule, which plugins choosing a setting meet too (ctx.gate); what follows is the plan's reading.
+        why, decided_by, fid = judge_outputs(self.reference, outputs, labels=labels, precision=precision,
+                                             accuracy_budget=self.accuracy_budget,
+                                             changes_function=changes_function, **self._output_kind())
+        if fid is None:
+            return Status.REJECTED, why, None
         drift = self._baseline_drift()
         if why and drift:
             # The original answers the same input differently from call to call: a candidate's difference

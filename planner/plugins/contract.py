@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import Feed, LoadedModel
     from planner.models.spec import ModelInputs
+    from planner.plugins.gate import Gate
 
 
 class Target(StrEnum):
@@ -156,6 +157,9 @@ class PlanContext:
     val_data_basis: str = "--val-data"  # what that data is, for the notes that mention it
     accuracy_budget: float | None = None  # the largest accuracy drop the user accepts (a fraction)
     options: dict = field(default_factory=dict)  # plugin options from the command line (e.g. finetune_steps)
+    # The plan's fidelity gate (planner.plugins.gate), for a plugin that picks a setting before measuring:
+    # the engine's one rule on the measured candidates' inputs. The pipeline gives it; None elsewhere.
+    gate: "Gate | None" = None
 
 
 # Every reason a plugin cannot run, in one place: each says what is wrong and what to do about it.

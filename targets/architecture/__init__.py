@@ -17,7 +17,7 @@ from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precis
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
-    from planner.results.values import Fidelity
+    from planner.plugins.gate import Verdict
 
 EXACT, APPROXIMATE, FINETUNED, REDESIGN = "exact", "approximate", "fine-tuned", "redesign"
 """What kind of change a candidate's transform makes (its spec's config["architecture"]); "fine-tuned" is
@@ -31,6 +31,8 @@ class ArchitecturePlugin(Plugin):
     requires = ("torch",)
     needs_torch_module = True
     kind = EXACT
+    # What a failed fidelity gate means for this plugin's candidate, in the words its label and notes use.
+    rejection = "fails the fidelity gate"
 
     def rewrite(self, module: Any, config: dict, loaded: "LoadedModel") -> tuple[Any, list[str]]:
         """(the rewritten module, one line per change); raise NotApplicableError when nothing applies."""
@@ -106,32 +108,30 @@ class ArchitecturePlugin(Plugin):
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"), precision=str(spec.precision))
 
 
-def fidelity_of(ctx: PlanContext, module: Any) -> "Fidelity":
-    """How closely `module` matches the original on the planner's fixed fidelity inputs (run here)."""
+def judge_rewrite(ctx: PlanContext, module: Any) -> "Verdict":
+    """The plan's fidelity gate (`ctx.gate`) on a rewritten module, judged as its measured candidate will be.
+
+    The rewrite and the original both run here (PyTorch eager, CPU) on the gate's inputs, so their
+    outputs differ by the rewrite alone. A rewrite changes the function by design: with labels the
+    gate judges the accuracy within the plan's budget, else the fp32 gate.
+    """
     import torch
 
-    from planner.measure.evaluate import fidelity_batch_count, fidelity_inputs
-    from planner.measure.fidelity import compare
+    from planner.plugins.torch_session import TorchSession
 
-    feeds = fidelity_inputs(ctx.model.inputs, count=fidelity_batch_count(ctx.quick))
+    gate = ctx.gate
+    if gate is None:
+        raise RuntimeError("an approximate rewrite is chosen by the plan's fidelity gate, and this plan context "
+                           "has none (ctx.gate; the pipeline gives one)")
+    feeds = gate.inputs()
 
     def outputs(m: Any) -> list:
-        from planner.plugins.torch_session import TorchSession
-
         session = TorchSession(m, device="cpu")
         return [session.to_numpy(session.run(session.prepare(f))) for f in feeds]
 
     with torch.inference_mode():
+        # Every setting is compared with the same original outputs: computed once per plan.
         reference = ctx.shared.get("architecture.reference")
         if reference is None:
             reference = ctx.shared["architecture.reference"] = outputs(ctx.model.module)
-        kind = ctx.options.get("output_kind")
-        return compare(reference, outputs(module), kind=kind or None,
-                       kind_basis=str(ctx.options.get("output_kind_basis", "")) if kind else "")
-
-
-def gate_reason(fid: "Fidelity") -> str:
-    """'' when the fidelity passes the fp32 gate (the one the measured candidate must pass), else why not."""
-    from planner.measure.fidelity import DEFAULT_GATES
-
-    return DEFAULT_GATES[Precision.FP32].judge(fid)[0]
+        return gate.judge(reference, outputs(module), precision=Precision.FP32, changes_function=True)

@@ -1,9 +1,10 @@
 """Training-free approximations: SVD low-rank factorisation and L1-norm structured channel pruning.
 
-Both change the function, so each setting is checked here on the planner's fixed fidelity inputs
-against the fp32 gate before it is offered: low-rank takes the smallest rank that passes, pruning
-the largest ratio that passes. When no setting passes, the gentlest one is still measured (its
-speed is real) and the result says it needs fine-tuning, with the measured drop. With
+Both change the function, so each setting is judged before it is offered by the plan's fidelity
+gate (`ctx.gate`), the rule its measured candidate will meet: with labelled validation data, the
+accuracy within the plan's budget; else the fp32 gate. Low-rank takes the smallest rank that
+passes, pruning the largest ratio that passes. When no setting passes, the gentlest one is still
+measured (its speed is real) and the result says it needs fine-tuning, with the measured drop. With
 `--finetune-steps N` and labelled data, that setting is also trained for N steps and offered again,
 labelled "fine-tuned", with the accuracy before and after on the training data in its notes.
 """
@@ -12,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import CandidateSpec, PlanContext, Precision
-from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, fidelity_of, gate_reason
+from planner.plugins import CandidateSpec, PlanContext
+from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, judge_rewrite
 
 if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
@@ -26,68 +27,40 @@ PRUNE_RATIOS = (0.5, 0.25, 0.125)  # largest first: the most aggressive ratio th
 
 
 def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[dict, str]]) -> Iterable[CandidateSpec]:
-    """The first config (in the order given) that passes the gate; else the last, marked as needing fine-tuning."""
+    """The first config (in the order given) that passes the plan's fidelity gate; else the last, marked with
+    the plugin's `rejection` (it needs fine-tuning)."""
     from targets.architecture.transforms import NotApplicableError
 
     tried: list[str] = []
     last = None
-    judge = _accuracy_judge(ctx)
     for config, label in configs:
         try:
             module, changes = plugin.rewrite(ctx.model.module, config, ctx.model)
         except NotApplicableError as exc:
             tried.append(f"{label}: {exc}")
             continue
-        fid = fidelity_of(ctx, module)
-        if judge is not None:
-            why, seen = judge(module)
-            ctx.log(f"{label}: {why or seen + ', within budget'} (cosine {fid.cosine:.5f} on the fidelity inputs)")
-        else:
-            why = gate_reason(fid)
-            ctx.log(f"{label}: cosine {fid.cosine:.5f} on the fidelity inputs — {why or 'passes the fp32 gate'}")
-        if not why:
-            test = "keeps accuracy on the labelled data within budget" if judge else "passes the fp32 fidelity check"
+        verdict = judge_rewrite(ctx, module)
+        ctx.log(f"{label}: {verdict.line()}")
+        if verdict.passed:
+            # With labels the gate judged accuracy within the plan's budget; else closeness to the fp32 outputs.
+            test = ("keeps accuracy on the labelled data within budget" if verdict.by_accuracy
+                    else "passes the fp32 fidelity check")
             yield plugin.spec(ctx, config, label, changes,
                               (f"the gentlest setting that {test} here; tried: "
                                + ("; ".join(tried) if tried else "none before it"),))
             return
-        tried.append(f"{label}: {why}")
-        last = (config, label, changes)
+        # An accuracy names the data it was measured on, as the measured candidate's row does.
+        tried.append(f"{label}: {verdict.why}" + (f" on {verdict.data}" if verdict.by_accuracy else ""))
+        last = (config, label, changes, verdict)
     if last is not None:
-        config, label, changes = last
-        yield plugin.spec(ctx, config, label + " (needs fine-tuning)", changes,
-                          ("no setting passed the fp32 fidelity check without training: " + "; ".join(tried),))
+        config, label, changes, verdict = last
+        test = ("kept accuracy on the labelled data within budget" if verdict.by_accuracy
+                else "passed the fp32 fidelity check")
+        yield plugin.spec(ctx, config, f"{label} ({plugin.rejection})", changes,
+                          (f"no setting {test} on {verdict.data} without training: " + "; ".join(tried),))
         steps = ctx.options.get("finetune_steps")
         if steps:
             yield _finetuned(plugin, ctx, config, label, changes, int(steps))
-
-
-def _accuracy_judge(ctx: PlanContext) -> Callable[[Any], tuple[str, str]] | None:
-    """With labelled validation data, a judge of a rewritten module by its accuracy drop; else None.
-
-    An approximation changes the function by design, so closeness to the original's outputs (the
-    fp32 cosine gate) rejects every setting; with labels, what the user cares about is the accuracy,
-    held to the plan's accuracy budget, as the measured candidate will be.
-    """
-    from planner.measure.fidelity import DEFAULT_GATES
-    from targets.architecture.finetune import accuracy, held_out_data
-
-    labelled = held_out_data(ctx) if ctx.model.module is not None else None
-    if labelled is None:
-        return None
-    x, y, basis = labelled
-    budget = (ctx.accuracy_budget if ctx.accuracy_budget is not None
-              else DEFAULT_GATES[Precision.FP32].max_accuracy_drop)
-    reference = accuracy(ctx.model.module, x, y)
-
-    def judge(module: Any) -> tuple[str, str]:
-        acc = accuracy(module, x, y)
-        seen = f"accuracy {acc:.2%} against the original's {reference:.2%} on {basis}"
-        drop = reference - acc
-        return ("" if drop <= budget else f"accuracy {acc:.2%}, {drop:.2%} below the original's "
-                f"{reference:.2%} on {basis} (budget {budget:.2%})"), seen
-
-    return judge
 
 
 def _finetuned(plugin: ArchitecturePlugin, ctx: PlanContext, config: dict, label: str, changes: list[str],
@@ -123,6 +96,7 @@ class LowRankPlugin(ArchitecturePlugin):
     name = "architecture.lowrank"
     summary = "approximate: large linear and 1x1 conv layers replaced by two low-rank ones (SVD)"
     kind = APPROXIMATE
+    rejection = "needs fine-tuning"
 
     def probe_config(self, model: "LoadedModel") -> dict:
         """The smallest rank tried (the most likely to save work)."""
@@ -155,6 +129,7 @@ class PrunePlugin(ArchitecturePlugin):
     name = "architecture.prune"
     summary = "approximate: conv output channels with the smallest L1 weight norm removed (structured pruning)"
     kind = APPROXIMATE
+    rejection = "needs fine-tuning"
 
     def probe_config(self, model: "LoadedModel") -> dict:
         """The largest ratio tried (the one most likely to leave a whole multiple of 8 to remove)."""

@@ -11,6 +11,7 @@ import torch
 from cpu_plugin_helpers import fake_hw
 
 from planner.errors import PlannerError
+from planner.measure.gate import PlanGate
 from planner.models import load_model
 from planner.plugins import ModelRef, PlanContext, get_plugin
 from targets.architecture.finetune import FinetuneError, accuracy, finetune, training_data
@@ -36,6 +37,30 @@ def _labelled(model, folder: Path, *, batches: int = 4, rows: int = 64) -> Path:
     return folder
 
 
+def _gated(ctx: PlanContext) -> PlanContext:
+    """The context with the plan's fidelity gate, as the pipeline gives it."""
+    ctx.gate = PlanGate.for_context(ctx)
+    return ctx
+
+
+class _FailingGate(PlanGate):
+    """The plan's gate on the same data, made to fail every setting.
+
+    demo:tiny's random weights guess one class whatever is pruned, so no setting loses accuracy on
+    its own; the real gate's verdict on these labels has its own test.
+    """
+
+    def judge(self, reference, outputs, **kwargs):
+        """The real verdict with a failing reason."""
+        verdict = super().judge(reference, outputs, **kwargs)
+        return dataclasses.replace(verdict, why="accuracy 20.00% is 60.00% below the original's 80.00%")
+
+
+def _failing(ctx: PlanContext) -> PlanContext:
+    ctx.gate = _FailingGate.for_context(ctx)
+    return ctx
+
+
 def test_finetune_raises_accuracy_on_a_tiny_labelled_problem() -> None:
     torch.manual_seed(0)
     x = torch.randn(256, 4)
@@ -51,24 +76,18 @@ def test_with_labels_a_setting_that_keeps_accuracy_passes_without_training(tiny,
     # demo:tiny's random weights guess at chance on these labels; pruning half of conv2 guesses no worse.
     val = _labelled(tiny, tmp_path / "val")
     logs: list[str] = []
-    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
-                      log=logs.append)
+    ctx = _gated(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
+                             log=logs.append))
     specs = list(get_plugin("architecture.prune").candidates(ctx))
     assert [s.label for s in specs] == ["prune 50% channels (L1)"]
     assert any("keeps accuracy on the labelled data within budget" in n for n in specs[0].notes)
     assert any("accuracy" in line and "against the original's" in line for line in logs)
 
 
-def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, tmp_path: Path, monkeypatch) -> None:
-    from targets.architecture import approximate
-
-    # demo:tiny's random weights guess one class whatever is pruned, so no setting loses accuracy on its
-    # own: the judge is made to fail every setting here (the judge has its own test above).
-    monkeypatch.setattr(approximate, "_accuracy_judge",
-                        lambda ctx: lambda module: ("accuracy 20.00% is 60.00% lower", "accuracy 20.00%"))
+def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, tmp_path: Path) -> None:
     val = _labelled(tiny, tmp_path / "val")
-    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
-                      options={"finetune_steps": 120})
+    ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
+                               options={"finetune_steps": 120}))
     specs = list(get_plugin("architecture.prune").candidates(ctx))
     assert [s.label for s in specs] == ["prune 50% channels (L1) (needs fine-tuning)",
                                         "prune 50% channels (L1), fine-tuned 120 steps"]
@@ -90,13 +109,10 @@ def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, t
     assert accuracy(untuned.module, x, y) == pytest.approx(record["accuracy_before"])
 
 
-def test_fine_tuned_weights_that_changed_on_disk_are_refused(tiny, tmp_path: Path, monkeypatch) -> None:
-    from targets.architecture import approximate
-
-    monkeypatch.setattr(approximate, "_accuracy_judge", lambda ctx: lambda module: ("lower", "accuracy"))
+def test_fine_tuned_weights_that_changed_on_disk_are_refused(tiny, tmp_path: Path) -> None:
     val = _labelled(tiny, tmp_path / "val", batches=1)
-    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
-                      options={"finetune_steps": 2})
+    ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
+                               options={"finetune_steps": 2}))
     tuned = list(get_plugin("architecture.prune").candidates(ctx))[-1]
     Path(tuned.config["transform"]["finetuned"]["weights"]).write_bytes(b"not the weights")
     ref = dataclasses.replace(ModelRef.of(tiny), transform=tuned.config["transform"])
@@ -114,7 +130,7 @@ def test_fine_tuning_without_labels_is_a_clear_error(tiny, tmp_path: Path) -> No
         with pytest.raises(PlannerError, match="needs labelled data") as caught:
             _finetune_steps(200, folder)
         assert "ternary" not in str(caught.value) and "--val-data" in caught.value.fix
-    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True, val_data=unlabelled,
-                      options={"finetune_steps": 5})
+    ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True, val_data=unlabelled,
+                               options={"finetune_steps": 5}))
     with pytest.raises(FinetuneError, match="needs labelled data"):
         list(get_plugin("architecture.prune").candidates(ctx))

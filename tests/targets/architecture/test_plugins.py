@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from cpu_plugin_helpers import fake_hw
 
+from planner.measure.gate import PlanGate
 from planner.models import load_model
 from planner.plugins import ModelRef, PlanContext, get_plugin
 
@@ -21,8 +22,10 @@ def tiny():
 
 @pytest.fixture
 def ctx(tiny, tmp_path: Path) -> PlanContext:
-    """A quick plan context on the tiny demo."""
-    return PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True)
+    """A quick plan context on the tiny demo, with the plan's fidelity gate as the pipeline gives it."""
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True)
+    ctx.gate = PlanGate.for_context(ctx)
+    return ctx
 
 
 def _outputs(session, model) -> np.ndarray:
