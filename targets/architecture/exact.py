@@ -51,8 +51,8 @@ ALIGN_MULTIPLE = 8
 
 def misaligned_layers(loaded: "LoadedModel") -> list[str] | None:
     """The conv layers the analysis says waste vector lanes (output side changeable); None if it cannot say."""
-    from planner.analysis.lint import lint
     from planner.models.loaded import make_feeds
+    from planner.plugins.analysis import lint
 
     try:
         feed = make_feeds(loaded.inputs, count=1, seed=0)[0]
