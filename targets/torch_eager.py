@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from planner.pipeline.baseline import TORCH_BASELINE_PLUGIN
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Target
+from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target, cuda_usable
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
+    from planner.models.loaded import LoadedModel
 
 
 class TorchEagerPlugin(Plugin):
     """PyTorch eager mode with default settings: what every candidate is compared against."""
 
-    name = TORCH_BASELINE_PLUGIN
+    name = "torch.eager"
     target = Target.ANY
     summary = "PyTorch eager, fp32, default settings (the baseline)"
     requires = ("torch",)
     needs_torch_module = True
+    runtime = "pytorch"
+    is_baseline = True
+
+    def spec(self, device: str) -> CandidateSpec:
+        """The out-of-the-box configuration on a device ('cpu' or 'cuda')."""
+        return CandidateSpec(plugin=self.name, label=f"torch eager fp32 ({device})", config={"device": device},
+                             precision=Precision.FP32)
+
+    def baseline_spec(self, model: "LoadedModel", hw: "HardwareProfile") -> CandidateSpec | None:
+        """Torch eager on the GPU where torch reaches one, else on the CPU; None for a model without a module."""
+        if not model.has_torch:
+            return None
+        return self.spec("cuda" if cuda_usable(hw) else "cpu")
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """The single baseline configuration on the planned device."""
-        from planner.pipeline.baseline import torch_baseline_spec
-
-        yield torch_baseline_spec(device="cuda" if ctx.hw.gpus else "cpu")
+        yield self.spec("cuda" if ctx.hw.gpus else "cpu")
 
     def open(self, spec: CandidateSpec, model: ModelRef):
         """Rebuild the module and wrap it in a TorchSession."""

@@ -36,7 +36,7 @@ def test_plan_writes_ranked_results(tiny_plan):
     out, code, stdout = tiny_plan
     assert code == 0
     results = json.loads((out / "results.json").read_text())
-    assert results["schema_version"] == 2 and results["status"] == "ok"
+    assert results["schema_version"] == 3 and results["status"] == "ok"
     assert results["hardware"]["cpu"]["usable_cores"] >= 1
     assert results["baseline"]["latency_ms"]["p50_ms"] > 0
     assert results["checklist"] and results["plan"]["steps"]

@@ -23,13 +23,13 @@ from planner.advice.requirements import (
     evaluate,
 )
 from planner.advice.tree import (
-    FORBIDDEN_PLUGIN_PREFIXES,
     DecisionPath,
     RecommendedAction,
     StepKind,
     evaluate_tree,
 )
 from planner.codec import to_data
+from planner.plugins.declarations import ActionId, Arithmetic, Catalog
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -44,10 +44,10 @@ _SEVERITY_RANK = {"critical": 0, "high": 1, "warning": 2, "medium": 2, "low": 3,
 
 @dataclass(frozen=True)
 class PlanStep:
-    """One step: the plugin that measures it (None for advice), why (node and evidence), what the method expects."""
+    """One step: the plugins that measure it (none: advice), why (node and evidence), what the method expects."""
 
     order: int
-    plugin: str | None
+    plugins: tuple[str, ...]
     title: str
     why: str
     expected: str
@@ -77,7 +77,7 @@ class Plan:
     @property
     def plugins(self) -> tuple[str, ...]:
         """The plugins the plan measures, in step order, without repeats."""
-        return tuple(dict.fromkeys(s.plugin for s in self.steps if s.plugin))
+        return tuple(dict.fromkeys(name for s in self.steps for name in s.plugins))
 
     # Kept: the JSON adds `schema`, names answers `checklist` and path `decision_path`, flattens answers.
     def to_dict(self) -> dict[str, Any]:
@@ -111,9 +111,10 @@ def _from_action(rec: RecommendedAction, requirements: Requirements) -> PlanStep
     if rec.fidelity_gated:
         expected += " " + _gate_text(requirements)
     why = f"{rec.node_text}: {rec.evidence}" if rec.evidence else rec.node_text
-    return PlanStep(order=0, plugin=action.plugin, title=rec.title, why=why, expected=expected,
-                    fidelity_gated=rec.fidelity_gated, kind=action.kind, phase=action.phase, when=rec.when,
-                    options=MappingProxyType(dict(rec.options)), source=rec.node_id)
+    return PlanStep(order=0, plugins=rec.plugins, title=rec.title, why=why, expected=expected,
+                    fidelity_gated=rec.fidelity_gated, kind=StepKind.MEASURE if rec.plugins else StepKind.ADVICE,
+                    phase=action.phase, when=rec.when, options=MappingProxyType(dict(rec.options)),
+                    source=rec.node_id)
 
 
 def _finding_key(finding: Mapping[str, Any]) -> tuple[int, float, int]:
@@ -131,7 +132,7 @@ def _architecture_findings(baseline: Mapping[str, Any]) -> list[Mapping[str, Any
     return sorted(findings, key=_finding_key)
 
 
-def _from_finding(finding: Mapping[str, Any], target: str = "") -> PlanStep:
+def _from_finding(finding: Mapping[str, Any], catalog: Catalog, target: str = "") -> PlanStep:
     impact = finding.get("impact")
     impact_text = f"; impact {impact}" if impact not in (None, "") else ""
     basis = f" ({finding['impact_basis']})" if finding.get("impact_basis") else ""
@@ -143,36 +144,44 @@ def _from_finding(finding: Mapping[str, Any], target: str = "") -> PlanStep:
     by_target = finding.get("advice_by_target")
     chosen = by_target.get(target) if isinstance(by_target, Mapping) else None
     advice = str(chosen or finding.get("advice") or "").rstrip(".")
-    plugin = FINDING_PLUGINS.get(str(finding.get("id", "")))
+    plugins = _finding_plugins(finding, catalog, target)
     expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
-                + ("" if plugin in EXACT_PLUGINS
+                + ("" if _all_exact(plugins, catalog)
                    else "Phase 3: needs retraining, and accuracy must be re-measured afterwards."))
-    if plugin:
-        expected += f" {FINDING_MEASURES[plugin]}"
-    return PlanStep(order=0, plugin=plugin, title=str(finding["title"]), why=why, expected=expected,
-                    fidelity_gated=False, kind=StepKind.MEASURE if plugin else StepKind.ADVICE,
+    notes = [d.plan_note for d in (catalog.get(p) for p in plugins) if d is not None and d.plan_note]
+    if notes:
+        expected += " " + " ".join(dict.fromkeys(notes))
+    return PlanStep(order=0, plugins=plugins, title=str(finding["title"]), why=why, expected=expected,
+                    fidelity_gated=False, kind=StepKind.MEASURE if plugins else StepKind.ADVICE,
                     phase=RETRAINING_PHASE, source=f"finding:{finding.get('id', '?')}")
 
 
-# The architecture plugin that measures what a profile finding proposes (the rest stay advice).
-FINDING_PLUGINS: Mapping[str, str] = MappingProxyType({
-    "channel-alignment": "architecture.align",
-    "unfused-conv-bn": "architecture.fold",
-    "dense-classifier": "architecture.lowrank",
-    "large-kernels": "architecture.redesign",
-    "late-downsampling": "architecture.redesign",
-    "input-upsampling": "architecture.redesign",
+# The action that answers a profile finding; the plugins declaring it measure it (the rest stay advice).
+FINDING_ACTIONS: Mapping[str, str] = MappingProxyType({
+    "channel-alignment": ActionId.ALIGN_CHANNELS,
+    "unfused-conv-bn": ActionId.FOLD_NORMS,
+    "dense-classifier": ActionId.FACTOR_DENSE,
+    "large-kernels": ActionId.SMALLER_ARCHITECTURE,
+    "late-downsampling": ActionId.SMALLER_ARCHITECTURE,
+    "input-upsampling": ActionId.SMALLER_ARCHITECTURE,
 })
-# Rewrites that compute the same function (no retraining): cheap enough to plan for every finding.
-EXACT_PLUGINS = frozenset({"architecture.align", "architecture.fold"})
-FINDING_MEASURES: Mapping[str, str] = MappingProxyType({
-    "architecture.align": "Measured here: zero channel padding (exact, no retraining) shows what alignment gains.",
-    "architecture.fold": "Measured here: BatchNorm folded into the layer before it (exact, no retraining).",
-    "architecture.lowrank": ("Measured here: an SVD low-rank factorisation, the smallest rank whose outputs "
-                             "still agree with the original model's (the fidelity check)."),
-    "architecture.redesign": ("Measured here where the planner can build the redesign: its speed, not its "
-                              "accuracy (it needs retraining)."),
-})
+
+
+def _finding_plugins(finding: Mapping[str, Any], catalog: Catalog, target: str) -> tuple[str, ...]:
+    action = FINDING_ACTIONS.get(str(finding.get("id", "")))
+    return catalog.serving(action, target) if action else ()
+
+
+def _all_exact(plugins: Sequence[str], catalog: Catalog) -> bool:
+    """Whether every plugin computes the same function (no retraining): cheap enough to plan for every finding."""
+    found = [catalog.get(p) for p in plugins]
+    return bool(found) and all(d is not None and d.arithmetic is Arithmetic.NONE for d in found)
+
+
+def _arithmetic_at_most(step: PlanStep, catalog: Catalog, allowed: Sequence[Arithmetic]) -> bool:
+    """Whether every plugin of the step declares one of the `allowed` changes to the arithmetic."""
+    found = [catalog.get(p) for p in step.plugins]
+    return all(d is not None and d.arithmetic in allowed for d in found)
 
 
 def _is_quick_check(step: PlanStep) -> bool:
@@ -180,28 +189,26 @@ def _is_quick_check(step: PlanStep) -> bool:
     return step.kind == StepKind.MEASURE and not step.fidelity_gated and not step.when and step.phase == 1
 
 
-# Runtimes whose step is fidelity-gated only for an extra reduced-precision candidate beside an fp32
-# one (OpenVINO adds bf16 where the CPU computes it natively): still a runtime switch, not a precision step.
-_FP32_RUNTIME_PLUGINS = frozenset({"cpu.openvino"})
+def _is_runtime_switch(step: PlanStep, catalog: Catalog) -> bool:
+    """A cheap runtime switch (threads, layout, ONNX Runtime, OpenVINO): measured even when defaults are met.
 
-
-def _is_runtime_switch(step: PlanStep) -> bool:
-    """A cheap runtime switch (threads, layout, ONNX Runtime, OpenVINO): measured even when defaults are met."""
+    A step whose plugins keep the arithmetic is a switch even when it is fidelity-gated for an extra
+    reduced-precision candidate beside the fp32 ones (bf16 where the CPU computes it natively)."""
     return (step.kind == StepKind.MEASURE and not step.when and step.phase == 1
-            and (not step.fidelity_gated or step.plugin in _FP32_RUNTIME_PLUGINS))
+            and (not step.fidelity_gated or _arithmetic_at_most(step, catalog, (Arithmetic.NONE,))))
 
 
-def _is_post_training_precision(step: PlanStep) -> bool:
+def _is_post_training_precision(step: PlanStep, catalog: Catalog) -> bool:
     """A measured precision step that needs no retraining (post-training INT8): gated on fidelity, so it is
     safe to measure when only the planner's defaults are met."""
     return (step.kind == StepKind.MEASURE and step.fidelity_gated and step.phase <= 2
-            and not str(step.plugin or "").startswith("architecture."))
+            and _arithmetic_at_most(step, catalog, (Arithmetic.NONE, Arithmetic.REDUCED_PRECISION)))
 
 
-def _check_plugins(steps: Sequence[PlanStep], target: str) -> None:
+def _check_plugins(steps: Sequence[PlanStep], target: str, catalog: Catalog) -> None:
     """An invariant: a plan never names a plugin for the wrong hardware."""
-    forbidden = FORBIDDEN_PLUGIN_PREFIXES.get(target, ())
-    wrong = [s.plugin for s in steps if s.plugin and s.plugin.startswith(forbidden)]
+    wrong = [name for s in steps for name in s.plugins
+             if (found := catalog.get(name)) is not None and not found.runs_on(target)]
     if wrong:
         raise ValueError(f"{target} plan names {', '.join(wrong)}: the {target} tree must not plan them")
 
@@ -279,10 +286,12 @@ def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requir
 
 
 def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
-              answers: Sequence[Answer] | None = None) -> Plan:
+              answers: Sequence[Answer] | None = None, catalog: Catalog) -> Plan:
     """Build the plan for a target from the hardware, the baseline profile dict and the requirements.
 
     `answers` are the checklist answers (computed here when None), including any user replies.
+    `catalog` holds the plugins' declarations (planner.plugins.catalog()): a step is measured by the
+    plugins that declare its action.
     """
     target = str(target)
     group_for(target)  # rejects an unknown target with the accepted names
@@ -290,7 +299,7 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
     if answers is None:
         answers = answer_checklist(target, hw, baseline, requirements=requirements)
     answers = tuple(answers)
-    path = evaluate_tree(target, hw, baseline, requirements, answers)
+    path = evaluate_tree(target, hw, baseline, requirements, answers, catalog=catalog)
     checks = tuple(evaluate(requirements, baseline))
     met = all_met(checks)
 
@@ -300,17 +309,17 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
         # Defaults the user never stated must not cut the search short: the cheap runtime switches
         # are measured anyway. Only the user's own met requirements stop precision lowering.
         keep = (_is_quick_check if requirements.stated
-                else lambda step: _is_runtime_switch(step) or _is_post_training_precision(step))
+                else lambda step: _is_runtime_switch(step, catalog) or _is_post_training_precision(step, catalog))
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)
     else:
         # An exact rewrite needs no retraining and costs one measurement: planned whatever its rank.
         planned = findings[:MAX_FINDINGS] + [f for f in findings[MAX_FINDINGS:]
-                                             if FINDING_PLUGINS.get(str(f.get("id", ""))) in EXACT_PLUGINS]
-        drafts += [_from_finding(f, target) for f in planned]
+                                             if _all_exact(_finding_plugins(f, catalog, target), catalog)]
+        drafts += [_from_finding(f, catalog, target) for f in planned]
         findings_left_out = len(findings) - len(planned)
     steps = tuple(replace(step, order=i) for i, step in enumerate(drafts, start=1))
-    _check_plugins(steps, target)
+    _check_plugins(steps, target, catalog)
     return Plan(target=target, steps=steps, requirements_met=met,
                 summary=_summary(met, checks, steps, baseline, requirements),
                 notes=tuple(_notes(target, hw, baseline, requirements, answers, findings_left_out, met)),

@@ -18,6 +18,7 @@ from planner.advice.checklist import Answer
 from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
 from planner.codec import to_data
+from planner.plugins.declarations import ActionId, Catalog
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -41,12 +42,14 @@ class StepKind(StrEnum):
 
 @dataclass(frozen=True)
 class Action:
-    """A leaf recommendation: the plugin that measures it (None for advice), and what the method expects."""
+    """A leaf recommendation and what the method expects of it.
+
+    The plugins that measure it are those declaring its id (planner.plugins.ActionId); an action no
+    plugin declares is advice for people.
+    """
 
     id: str
     title: str
-    plugin: str | None
-    kind: StepKind
     expected: str
     fidelity_gated: bool = False
     phase: int = 1  # 1 runtime/config, 2 precision or heavier runtimes, 3 needs retraining
@@ -94,7 +97,8 @@ class VisitedNode:
 
 @dataclass(frozen=True)
 class RecommendedAction:
-    """An action the walk recommends, with the node and evidence that led to it."""
+    """An action the walk recommends, with the node and evidence that led to it, and the plugins that
+    measure it on this target (none: advice)."""
 
     action: Action
     node_id: str
@@ -103,6 +107,7 @@ class RecommendedAction:
     options: Mapping[str, Any]
     fidelity_gated: bool
     when: str
+    plugins: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -112,7 +117,7 @@ class RecommendedAction:
     # Kept: the JSON flattens the action (id, plugin) and adds the derived, filled-in `title`.
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"action": self.action.id, "title": self.title, "plugin": self.action.plugin,
+        return {"action": self.action.id, "title": self.title, "plugins": list(self.plugins),
                 "node": self.node_id, "node_text": self.node_text, "evidence": self.evidence,
                 "options": dict(self.options), "fidelity_gated": self.fidelity_gated, "when": self.when}
 
@@ -141,65 +146,63 @@ class _Fill(dict):
 
 # ---- actions -----------------------------------------------------------------------------------
 
-_M, _A = StepKind.MEASURE, StepKind.ADVICE
+_A = ActionId
 
 ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
-    Action("gpu.batch", "Increase batch size up to batch {max_batch}, within the latency target", "nvidia.batching",
-           _M, "higher throughput per GPU, while each request waits longer for its batch "
+    Action(_A.GPU_BATCH, "Increase batch size up to batch {max_batch}, within the latency target",
+           "higher throughput per GPU, while each request waits longer for its batch "
            "(measure the latency/throughput trade-off)"),
-    Action("gpu.preprocessing", "Move preprocessing to the GPU or parallelise it", None, _A,
+    Action("gpu.preprocessing", "Move preprocessing to the GPU or parallelise it",
            "removes a CPU-side stall that timing the model alone cannot see"),
-    Action("gpu.transfers", "Minimise host-GPU copies per request", None, _A,
+    Action("gpu.transfers", "Minimise host-GPU copies per request",
            "less of each request spent copying between host and GPU"),
-    Action("gpu.fp16", "Mixed precision FP16 on Tensor Cores", "nvidia.fp16", _M,
+    Action(_A.GPU_FP16, "Mixed precision FP16 on Tensor Cores",
            "about 2x speed (typical published figure) and half the weight memory where Tensor Cores exist", True, 2),
-    Action("gpu.torch_compile", "Compile the model with torch.compile", "nvidia.torch_compile", _M,
+    Action(_A.GPU_COMPILE, "Compile the model with torch.compile",
            "1.5-2x from operator fusion and less Python overhead (typical published figure)"),
-    Action("gpu.tensorrt", "TensorRT engine", "nvidia.tensorrt", _M,
+    Action(_A.GPU_ENGINE, "TensorRT engine",
            "2-5x for CNNs and Transformers (typical published figure); TensorRT may pick TF32/FP16 kernels", True, 2),
-    Action("gpu.cuda_graphs", "CUDA graphs (fixed input shape)", "nvidia.cuda_graphs", _M,
+    Action(_A.GPU_GRAPHS, "CUDA graphs (fixed input shape)",
            "20-30% for small models (typical published figure) by replaying kernels without launch overhead"),
-    Action("gpu.int8", "INT8 quantization (TensorRT with Q/DQ ONNX)", None, _A,
+    Action("gpu.int8", "INT8 quantization (TensorRT with Q/DQ ONNX)",
            "further speed and 4x smaller weights than FP32 (how to quantize is a separate method, "
            "not detailed here)", True, 2),
-    Action("compression", "Model compression (pruning, distillation)", "architecture.prune", _M,
+    Action(_A.COMPRESSION, "Model compression (pruning, distillation)",
            "a smaller, faster model; training-free pruning is measured and fidelity-gated, a larger cut "
            "needs fine-tuning", False, 3),
-    Action("scale_out", "Scale horizontally (more instances behind a load balancer)", None, _A,
+    Action("scale_out", "Scale horizontally (more instances behind a load balancer)",
            "throughput grows with instances; per-request latency does not improve"),
-    Action("threads", "Set intra-op threads to {intra_op_threads} (physical cores), inter-op to 1", "cpu.torch", _M,
+    Action(_A.THREADS, "Set intra-op threads to {intra_op_threads} (physical cores), inter-op to 1",
            "every physical core works on each operator, without more threads than cores"),
-    Action("cpu.mkldnn", "Enable oneDNN (MKLDNN): torch.backends.mkldnn.enabled = True", None, _A,
+    Action("cpu.mkldnn", "Enable oneDNN (MKLDNN): torch.backends.mkldnn.enabled = True",
            "oneDNN kernels for convolutions and linear layers (advised for Intel CPUs)"),
-    Action("cpu.channels_last", "Channels-last memory format", "cpu.torch", _M,
+    Action(_A.CHANNELS_LAST, "Channels-last memory format",
            "faster convolutions through NHWC kernels"),
-    Action("cpu.onnxruntime", "ONNX Runtime with all graph optimizations", "cpu.onnxruntime", _M,
+    Action(_A.GRAPH_RUNTIME, "ONNX Runtime with all graph optimizations",
            "graph-level fusion and constant folding"),
-    Action("cpu.openvino", "OpenVINO", "cpu.openvino", _M,
+    Action(_A.VENDOR_RUNTIME, "OpenVINO",
            "the best CPU performance on Intel (typical published claim); elsewhere, measured to find out"),
-    Action("cpu.batch", "Pick the batch size against the latency target (batch {batch})", None, _A,
+    Action("cpu.batch", "Pick the batch size against the latency target (batch {batch})",
            "per-request latency inside the target; on CPU a smaller batch is often better"),
-    Action("cpu.int8", "Quantize to INT8 (ONNX Runtime QDQ, static and dynamic)", "edge.int8", _M,
+    Action(_A.INT8_STATIC, "Quantize to INT8 (ONNX Runtime QDQ, static and dynamic)",
            "2-3x on CPU (typical published figure) and 4x smaller weights than FP32", True, 2),
-    Action("cpu.openvino_int8", "Quantize to INT8 on OpenVINO (NNCF post-training, and the QDQ file)",
-           "cpu.openvino_int8", _M, "2-3x on CPU with VNNI or AMX (typical published figure) and 4x smaller weights "
-           "than FP32", True, 2),
-    Action("edge.smaller_arch", "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)",
-           "architecture.redesign", _M,
+    Action(_A.VENDOR_INT8, "Quantize to INT8 on OpenVINO (NNCF post-training, and the QDQ file)",
+           "2-3x on CPU with VNNI or AMX (typical published figure) and 4x smaller weights than FP32", True, 2),
+    Action(_A.SMALLER_ARCHITECTURE, "Smaller architecture (MobileNetV3-Small, EfficientNet-Lite)",
            "a model sized for the device; its speed is measured where the planner can build the redesign, "
            "its accuracy must be re-measured after training", False, 3),
-    Action("edge.int8", "Quantize to INT8", "edge.int8", _M,
+    Action(_A.EDGE_INT8, "Quantize to INT8",
            "2-4x on ARM (typical published figure) and 4x smaller weights than FP32; critical on ARM", True, 2),
-    Action("edge.ternary", "Ternary weights", "edge.ternary", _M,
+    Action(_A.TERNARY, "Ternary weights",
            "about 16x smaller weights than FP32 (the device performance targets suggest ternary for desktop "
-           "and edge); "
-           "accuracy cost to measure", True, 2),
-    Action("edge.pruning", "Model pruning", "architecture.prune", _M,
+           "and edge); accuracy cost to measure", True, 2),
+    Action(_A.PRUNING, "Model pruning",
            "fewer weights and operations; measured training-free and fidelity-gated, a larger cut needs "
            "fine-tuning", False, 3),
-    Action("edge.accelerator", "Hardware accelerator (Coral TPU, Jetson GPU)", None, _A,
+    Action("edge.accelerator", "Hardware accelerator (Coral TPU, Jetson GPU)",
            "offloads the model from the CPU"),
 )})
+"""Every action a tree names, by id: the measured ones are planner.plugins.ActionId values."""
 
 
 # ---- the hardware decision trees -----------------------------------------------------------------
@@ -217,7 +220,7 @@ GPU_TREE = _tree("nvidia", "gpu", (
     Node("gpu.1", "1. Profile with PyTorch profiler or nvidia-smi", _N, "profiled"),
     Node("gpu.2", "2. Is GPU utilization low (<50%)?", _D, "gpu_util_low",
          yes=("gpu.2.batch", "gpu.2.preprocessing", "gpu.2.transfers"), no=("gpu.2.busy",)),
-    Node("gpu.2.batch", "Batch size too small: increase batch size", _ACT, "batch_helps", action="gpu.batch"),
+    Node("gpu.2.batch", "Batch size too small: increase batch size", _ACT, "batch_helps", action=_A.GPU_BATCH),
     Node("gpu.2.preprocessing", "CPU preprocessing bottleneck: move preprocessing to GPU or parallelise", _ACT,
          "preprocessing_open", action="gpu.preprocessing"),
     Node("gpu.2.transfers", "CPU-GPU transfers: minimise the copies between host and GPU", _ACT, "transfers_open",
@@ -226,17 +229,17 @@ GPU_TREE = _tree("nvidia", "gpu", (
     Node("gpu.3", "3. Apply optimizations in order", _S,
          children=("gpu.3a", "gpu.3b", "gpu.3c", "gpu.3d", "gpu.3e")),
     Node("gpu.3a", "a. Increase batch size (measure latency/throughput trade-off)", _ACT, "batch_helps",
-         action="gpu.batch"),
+         action=_A.GPU_BATCH),
     Node("gpu.3b", "b. Mixed precision FP16 (if Tensor Cores available)", _ACT, "has_tensor_cores",
-         action="gpu.fp16"),
-    Node("gpu.3c", "c. Compile the model (torch.compile)", _ACT, "gpu_present", action="gpu.torch_compile"),
-    Node("gpu.3d", "d. TensorRT", _ACT, "gpu_present", action="gpu.tensorrt"),
-    Node("gpu.3e", "e. CUDA graphs (small models)", _ACT, "small_model", action="gpu.cuda_graphs"),
+         action=_A.GPU_FP16),
+    Node("gpu.3c", "c. Compile the model (torch.compile)", _ACT, "gpu_present", action=_A.GPU_COMPILE),
+    Node("gpu.3d", "d. TensorRT", _ACT, "gpu_present", action=_A.GPU_ENGINE),
+    Node("gpu.3e", "e. CUDA graphs (small models)", _ACT, "small_model", action=_A.GPU_GRAPHS),
     Node("gpu.4", "4. Measure after each optimization", _N, "measure_each"),
     Node("gpu.5", "5. If still not meeting requirements", _S, "still_missing",
          children=("gpu.5a", "gpu.5b", "gpu.5c"), when=_STILL),
     Node("gpu.5a", "Consider quantization (INT8)", _ACT, action="gpu.int8"),
-    Node("gpu.5b", "Consider model compression", _ACT, action="compression"),
+    Node("gpu.5b", "Consider model compression", _ACT, action=_A.COMPRESSION),
     Node("gpu.5c", "Scale horizontally: add GPU instances", _ACT, action="scale_out"),
 ))
 
@@ -247,21 +250,21 @@ CPU_TREE = _tree("cpu", "cpu", (
          yes=("cpu.2.ok",), no=("cpu.2.set",), unknown="no"),
     Node("cpu.2.ok", "Threading already matches the cores", _N),
     Node("cpu.2.set", "If not, set the intra-op threads to the number of physical cores", _ACT, "threads_wrong",
-         action="threads"),
+         action=_A.THREADS),
     Node("cpu.3", "3. Apply optimizations in order", _S,
          children=("cpu.3a", "cpu.3b", "cpu.3c", "cpu.3d", "cpu.3e")),
-    Node("cpu.3a", "a. Set intra-op threads to number of physical cores", _ACT, "threads_wrong", action="threads"),
+    Node("cpu.3a", "a. Set intra-op threads to number of physical cores", _ACT, "threads_wrong", action=_A.THREADS),
     Node("cpu.3b", "b. Enable MKLDNN (Intel CPUs)", _ACT, "mkldnn_off", action="cpu.mkldnn"),
-    Node("cpu.3c", "c. Use channels-last memory format", _ACT, "image_input", action="cpu.channels_last"),
-    Node("cpu.3d", "d. Try ONNX Runtime with graph optimizations", _ACT, "cpu_runtime", action="cpu.onnxruntime"),
-    Node("cpu.3e", "e. If Intel CPU: try OpenVINO (best performance)", _ACT, "openvino", action="cpu.openvino"),
+    Node("cpu.3c", "c. Use channels-last memory format", _ACT, "image_input", action=_A.CHANNELS_LAST),
+    Node("cpu.3d", "d. Try ONNX Runtime with graph optimizations", _ACT, "cpu_runtime", action=_A.GRAPH_RUNTIME),
+    Node("cpu.3e", "e. If Intel CPU: try OpenVINO (best performance)", _ACT, "openvino", action=_A.VENDOR_RUNTIME),
     Node("cpu.4", "4. Measure batch size trade-off (smaller may be better for CPU)", _ACT, "cpu_batch",
          action="cpu.batch"),
     Node("cpu.5", "5. If still not meeting requirements", _S, "still_missing",
          children=("cpu.5a", "cpu.5a.openvino", "cpu.5b", "cpu.5c"), when=_STILL),
-    Node("cpu.5a", "Quantize to INT8 (2-3x speedup on CPU)", _ACT, action="cpu.int8"),
-    Node("cpu.5a.openvino", "Quantize to INT8 on OpenVINO", _ACT, action="cpu.openvino_int8"),
-    Node("cpu.5b", "Consider model compression", _ACT, action="compression"),
+    Node("cpu.5a", "Quantize to INT8 (2-3x speedup on CPU)", _ACT, action=_A.INT8_STATIC),
+    Node("cpu.5a.openvino", "Quantize to INT8 on OpenVINO", _ACT, action=_A.VENDOR_INT8),
+    Node("cpu.5b", "Consider model compression", _ACT, action=_A.COMPRESSION),
     Node("cpu.5c", "Scale horizontally", _ACT, action="scale_out"),
 ))
 
@@ -271,36 +274,28 @@ EDGE_TREE = _tree("edge", "edge", (
     Node("edge.2", "2. Is inference >100 ms per sample?", _D, "slow_per_sample",
          yes=("edge.2.smaller",), no=("edge.2.optimize",), unknown="no"),
     Node("edge.2.smaller", "Model too large for device: try a smaller architecture", _ACT,
-         action="edge.smaller_arch"),
+         action=_A.SMALLER_ARCHITECTURE),
     Node("edge.2.optimize", "Optimize the current model", _N),
     Node("edge.3", "3. Apply optimizations in order", _S, children=("edge.3a", "edge.3b", "edge.3c")),
     Node("edge.3a", "a. Quantize to INT8 (2-4x speedup on ARM, critical)", _ACT, "int8_hardware",
-         action="edge.int8"),
-    Node("edge.3b", "b. Set num_threads to the device's CPU cores", _ACT, "threads_wrong", action="threads"),
+         action=_A.EDGE_INT8),
+    Node("edge.3b", "b. Set num_threads to the device's CPU cores", _ACT, "threads_wrong", action=_A.THREADS),
     Node("edge.3c", "c. TensorFlow Lite with XNNPACK, or ONNX Runtime with INT8", _N, "edge_runtime"),
     Node("edge.4", "4. Measure memory usage: does the model fit in RAM?", _D, "fits_in_ram",
          yes=("edge.4.fits",), no=("edge.4.smaller",)),
     Node("edge.4.fits", "Fits in RAM", _N),
-    Node("edge.4.smaller", "Does not fit: must use a smaller model", _ACT, action="edge.smaller_arch"),
+    Node("edge.4.smaller", "Does not fit: must use a smaller model", _ACT, action=_A.SMALLER_ARCHITECTURE),
     Node("edge.5", "5. If still not meeting requirements", _S, "still_missing",
          children=("edge.5a", "edge.5b", "edge.5c", "edge.5d"), when=_STILL),
-    Node("edge.5a", "Use a smaller model architecture", _ACT, action="edge.smaller_arch"),
+    Node("edge.5a", "Use a smaller model architecture", _ACT, action=_A.SMALLER_ARCHITECTURE),
     Node("edge.5b", "Lower precision further, as the device performance targets suggest", _ACT, "ternary_wanted",
-         action="edge.ternary"),
-    Node("edge.5c", "Consider model pruning", _ACT, action="edge.pruning"),
+         action=_A.TERNARY),
+    Node("edge.5c", "Consider model pruning", _ACT, action=_A.PRUNING),
     Node("edge.5d", "Hardware accelerator (Coral TPU, Jetson GPU)", _ACT, "accelerator",
          action="edge.accelerator"),
 ))
 
 TREES: Mapping[str, Tree] = MappingProxyType({t.target: t for t in (GPU_TREE, CPU_TREE, EDGE_TREE)})
-
-# Plugins for the wrong hardware: prefixes a target's plan must never contain.
-FORBIDDEN_PLUGIN_PREFIXES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "cpu": ("nvidia.",),
-    "edge": ("nvidia.",),
-    "nvidia": ("cpu.", "edge."),
-})
-
 
 def tree_for(target: str) -> Tree:
     """The decision tree for a target ('nvidia', 'cpu' or 'edge')."""
@@ -311,7 +306,7 @@ def tree_for(target: str) -> Tree:
 
 
 def validate_tree(tree: Tree) -> list[str]:
-    """Every structural problem in a tree: dangling ids, unknown conditions/actions, forbidden plugins."""
+    """Every structural problem in a tree: dangling ids, unknown conditions and actions."""
     problems = []
     if tree.root not in tree.nodes:
         problems.append(f"{tree.target}: root {tree.root!r} is not a node")
@@ -322,11 +317,8 @@ def validate_tree(tree: Tree) -> list[str]:
         if node.condition is not None and node.condition not in CONDITIONS:
             problems.append(f"{node.id}: unknown condition {node.condition!r}")
         if node.kind == NodeKind.ACTION:
-            action = ACTIONS.get(node.action or "")
-            if action is None:
+            if ACTIONS.get(node.action or "") is None:
                 problems.append(f"{node.id}: unknown action {node.action!r}")
-            elif action.plugin and action.plugin.startswith(FORBIDDEN_PLUGIN_PREFIXES.get(tree.target, ())):
-                problems.append(f"{node.id}: plugin {action.plugin} must not be planned for {tree.target}")
         if node.kind == NodeKind.DECISION and node.unknown not in ("yes", "no"):
             problems.append(f"{node.id}: unknown-branch must be 'yes' or 'no'")
     return problems
@@ -335,8 +327,9 @@ def validate_tree(tree: Tree) -> list[str]:
 # ---- walking -------------------------------------------------------------------------------------
 
 def evaluate_tree(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
-                  checklist_answers: Sequence[Answer] | None = None) -> DecisionPath:
-    """Walk the target's tree against the measurements: visited nodes with evidence, and actions in order."""
+                  checklist_answers: Sequence[Answer] | None = None, *, catalog: Catalog) -> DecisionPath:
+    """Walk the target's tree against the measurements: visited nodes with evidence, and actions in order,
+    each with the plugins that declare it for this target (`catalog`: planner.plugins.catalog())."""
     tree = tree_for(target)
     ctx = make_context(target, hw, baseline, requirements, checklist_answers)
     visited: list[VisitedNode] = []
@@ -378,7 +371,8 @@ def evaluate_tree(target: str, hw: HardwareProfile, baseline: Mapping[str, Any],
                 gated = action.fidelity_gated if outcome.fidelity_gated is None else outcome.fidelity_gated
                 visited.append(VisitedNode(node.id, node.text, node.kind, "recommended", outcome.evidence))
                 actions.append(RecommendedAction(action, node.id, node.text, outcome.evidence,
-                                                 MappingProxyType(dict(outcome.options)), gated, when))
+                                                 MappingProxyType(dict(outcome.options)), gated, when,
+                                                 catalog.serving(action.id, target)))
 
     run(tree.root, "", "")
     return DecisionPath(str(target), tuple(visited), tuple(actions))
@@ -388,18 +382,20 @@ def evaluate_tree(target: str, hw: HardwareProfile, baseline: Mapping[str, Any],
 
 @dataclass(frozen=True)
 class TreeView:
-    """A node for display (e.g. a TUI Tree widget): id, text, kind, the branch it hangs on, plugin, children."""
+    """A node for display (e.g. a TUI Tree widget): id, text, kind, the branch it hangs on, the plugins that
+    measure its action, children."""
 
     id: str
     text: str
     kind: NodeKind
     branch: str | None
-    plugin: str | None
+    plugins: tuple[str, ...]
     children: tuple[TreeView, ...]
 
 
-def tree_nodes(target: str) -> TreeView:
-    """The whole tree for a target as nested views, every branch included."""
+def tree_nodes(target: str, catalog: Catalog) -> TreeView:
+    """The whole tree for a target as nested views, every branch included, each action with the plugins that
+    declare it (`catalog`: planner.plugins.catalog())."""
     tree = tree_for(target)
 
     def view(node_id: str, branch: str | None) -> TreeView:
@@ -407,6 +403,7 @@ def tree_nodes(target: str) -> TreeView:
         action = ACTIONS.get(node.action or "")
         children = ([view(c, None) for c in node.children]
                     + [view(c, "yes") for c in node.yes] + [view(c, "no") for c in node.no])
-        return TreeView(node.id, node.text, node.kind, branch, action.plugin if action else None, tuple(children))
+        plugins = catalog.serving(action.id, str(target)) if action else ()
+        return TreeView(node.id, node.text, node.kind, branch, plugins, tuple(children))
 
     return view(tree.root, None)

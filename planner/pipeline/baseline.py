@@ -12,7 +12,7 @@ from planner import units
 from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, measurement_note
-from planner.plugins import CandidateSpec, ModelRef, Precision
+from planner.plugins import CandidateSpec, ModelRef, cuda_usable
 from planner.results import Baseline, Status, from_data, to_data
 
 if TYPE_CHECKING:
@@ -23,35 +23,21 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
 
 
-TORCH_BASELINE_PLUGIN = "torch.eager"
-"""The plugin that runs a torch model as it comes (targets/torch_eager.py registers it)."""
-
-
-def torch_baseline_spec(*, device: str = "cpu") -> CandidateSpec:
-    """The spec of the out-of-the-box torch baseline on a device."""
-    return CandidateSpec(plugin=TORCH_BASELINE_PLUGIN, label=f"torch eager fp32 ({device})",
-                         config={"device": device}, precision=Precision.FP32)
-
-
 def baseline_spec_for(model: "LoadedModel", hw: "HardwareProfile") -> CandidateSpec:
-    """What 'out of the box' means for this model: torch eager, or ORT defaults for ONNX files."""
-    if model.has_torch:
-        return torch_baseline_spec(device="cuda" if cuda_usable(hw) else "cpu")
-    return CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime defaults (ONNX model)",
-                         config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)},
-                         dynamic_batch=model.inputs.dynamic_batch)
+    """What 'out of the box' means for this model: the first plugin that offers a baseline for it.
 
+    The plugins declared as the baseline are asked first (PyTorch eager for a model with a module),
+    then the rest (an ONNX-only model's runtime defaults).
+    """
+    from planner.plugins import discover
 
-def cuda_usable(hw: "HardwareProfile") -> bool:
-    """Whether the machine has a GPU that torch can run on."""
-    if not hw.gpus:
-        return False
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except ImportError:
-        return False
+    plugins, _ = discover()
+    for plugin in sorted(plugins.values(), key=lambda p: (not p.is_baseline, p.name)):
+        spec = plugin.baseline_spec(model, hw)
+        if spec is not None:
+            return spec
+    raise PlannerError(f"no installed plugin runs {model.name} out of the box, so there is no baseline to "
+                       "compare against", "reinstall the planner with its built-in plugins (pip install -e .)")
 
 
 def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "HardwareProfile | None" = None,

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Protocol
 
 from planner import units
 from planner.events import CancelToken, Event, EventSink
+from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
-from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Fidelity, Prediction
+from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction
 
 if TYPE_CHECKING:
     import numpy as np
 
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
-    from planner.plugins import CandidateSpec
+    from planner.plugins import CandidateSpec, Plugin
 
 
 # How many of a quick run's leaders are measured again with the full method before ranking (the default).
@@ -65,6 +66,7 @@ class CandidateRun:
     plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
     confirm_top: int = CONFIRM_TOP  # how many leaders confirm() measures again
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
+    _plugins: dict[str, Plugin] = dataclasses.field(default_factory=dict, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
@@ -102,7 +104,8 @@ class CandidateRun:
                            f"{prediction.basis})")
             else:
                 result = self._measure(spec, labels, timeout_s=timeout_s)
-            result = dataclasses.replace(result, prediction=prediction)
+            result = dataclasses.replace(result, prediction=prediction,
+                                         declared=self.declared(spec.plugin, str(spec.precision)))
             self.sink.add_candidate(result)
             self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
                                 total=len(specs), data=to_data(result)))
@@ -138,17 +141,19 @@ class CandidateRun:
                 self.on_event(Event("warning", f"{old.label}: the full re-measure gave {new.status}"
                                                f"{': ' + new.reason if new.reason else ''}; the screen's figure stays"))
                 continue
-            confirmed[i] = dataclasses.replace(new, prediction=old.prediction,
+            confirmed[i] = dataclasses.replace(new, prediction=old.prediction, declared=old.declared,
                                                confirmation=confirmation(old.p50, new))
             self.on_event(Event("log", confirm_line(confirmed[i])))
         return confirmed
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
-        """Each spec's predicted speedup band; the specs reordered most promising first (stable)."""
-        from planner.advice.predict import predict
-
+        """Each spec's predicted speedup band (its plugin's `expect`); the specs reordered most promising first
+        (stable)."""
         facts = to_data(self.baseline)
-        predictions = {id(s): predict(s.plugin, str(s.precision), s.config, self.hw, facts) for s in specs}
+        base = self._plugins.get(str(self.baseline.spec.get("plugin", "")))
+        baseline_fuses = bool(base is not None and base.fuses_graph)
+        predictions = {id(s): self._plugins[s.plugin].expect(s, self.hw, facts, baseline_fuses=baseline_fuses)
+                       for s in specs}
 
         def promise(spec: CandidateSpec) -> float:
             p = predictions[id(spec)]
@@ -158,6 +163,15 @@ class CandidateRun:
             p = predictions[id(spec)]
             self.on_event(Event("log", f"predicted {spec.label}: {p.band() or 'no band'} — {p.basis}"))
         return sorted(specs, key=promise), predictions
+
+    def declared(self, plugin: str, precision: str) -> Declared | None:
+        """What a candidate's plugin declares about it (None for a plugin that is not loaded)."""
+        found = self._plugins.get(plugin)
+        if found is None:
+            return None
+        decl = found.declaration()
+        return Declared(phase=int(decl.phase), arithmetic=str(candidate_arithmetic(decl.arithmetic, precision)),
+                        runtime=decl.runtime, transforms_model=decl.transforms_model, is_baseline=decl.is_baseline)
 
     def _is_baseline(self, spec: CandidateSpec) -> bool:
         """Whether a spec runs exactly what the baseline ran (ORT defaults on an ONNX model's own file).
@@ -178,6 +192,7 @@ class CandidateRun:
         from planner.plugins import PlanContext, discover
 
         plugins, issues = discover()
+        self._plugins = plugins
         for issue in issues:
             self.sink.warn(f"plugin {issue.name}: {issue.reason}")
             self.on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
@@ -207,7 +222,8 @@ class CandidateRun:
                 reason = f"{type(exc).__name__}: {exc}"
                 self.sink.add_candidate(CandidateResult(
                     plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
-                    status=Status.FAILED, reason=f"building candidates failed: {reason}"))
+                    status=Status.FAILED, reason=f"building candidates failed: {reason}",
+                    declared=self.declared(name, "fp32")))
                 self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
             if self.cancel.cancelled:
                 return None
@@ -257,17 +273,17 @@ class CandidateRun:
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is not Status.OK or outputs is None:
             return result
-        kind = spec.config.get("architecture")
+        declared = self.declared(spec.plugin, str(spec.precision))
+        arithmetic = declared.arithmetic if declared is not None else str(Arithmetic.NONE)
         status, reason, fidelity = self._gate(result.precision, outputs, labels,
-                                              changes_function=kind in ("approximate", "fine-tuned"),
+                                              changes_function=arithmetic == Arithmetic.APPROXIMATE,
                                               generated_inputs=self.val_data is None)
-        if status is Status.REJECTED and kind == "approximate":
-            reason = f"needs fine-tuning: {reason.removeprefix('fidelity check: ')} (speed measured, accuracy drops)"
-        elif status is Status.UNCONFIRMED and kind == "approximate":
-            reason += " (if it drifts on your data too, it needs fine-tuning)"
-        elif kind == "redesign":
-            # A redesign has new (random) weights: its outputs cannot match until it is trained.
+        plugin = self._plugins.get(spec.plugin)
+        if arithmetic == Arithmetic.STRUCTURAL:
+            # A new architecture has new (random) weights: its outputs cannot match until it is trained.
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
+        elif status in (Status.REJECTED, Status.UNCONFIRMED) and plugin is not None:
+            reason = plugin.explain_gate(spec, str(status), reason)
         base_p50 = self.baseline.latency_ms.p50_ms
         return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
                                    speedup=base_p50 / result.p50 if result.p50 else None)

@@ -22,11 +22,14 @@ if TYPE_CHECKING:
     from planner.pipeline.candidates import CandidateRun
     from planner.plugins import CandidateSpec, ModelRef
 
-ARCHITECTURE_PREFIX = "architecture."
-
-
 def _is_architecture(c: CandidateResult) -> bool:
-    return c.plugin.startswith(ARCHITECTURE_PREFIX)
+    """Whether the candidate changes the model itself (its plugin declared a transform)."""
+    return bool(c.declared and c.declared.transforms_model)
+
+
+def _needs_retraining(c: CandidateResult) -> bool:
+    """A new architecture (new weights): its speed is measured, its accuracy needs training first."""
+    return bool(c.declared and c.declared.arithmetic == "structural")
 
 
 def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[tuple[CandidateResult, CandidateResult]]:
@@ -39,7 +42,7 @@ def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[t
         return []
     measured = [c for c in candidates if _is_architecture(c) and c.spec and c.speedup]
     passing = [c for c in measured if c.status is Status.OK]
-    redesigns = [c for c in measured if (c.config or {}).get("architecture") == "redesign"]
+    redesigns = [c for c in measured if _needs_retraining(c)]
     chosen = ([max(passing, key=lambda c: c.speedup or 0.0)] if passing else []) + redesigns[:1]
     found = [(arch, hardware) for arch in chosen]
     # A change made for one precision (channels padded to INT8's multiple) is paired with that precision's
@@ -69,15 +72,12 @@ def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResu
 def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResult, *,
                   timeout_s: float) -> Interaction:
     from planner.codec import from_data
-    from planner.pipeline.baseline import TORCH_BASELINE_PLUGIN, torch_baseline_spec
     from planner.plugins import CandidateSpec, ModelRef
 
     base_ref = ModelRef.of(run.model)
     transform = dict(arch.config["transform"])
     arch_ref = dataclasses.replace(base_ref, transform=transform)
-    base_spec = torch_baseline_spec(device="cuda" if run.hw.gpus else "cpu")
-    if run.baseline.spec.get("plugin") != TORCH_BASELINE_PLUGIN:
-        base_spec = from_data(run.baseline.spec, CandidateSpec)
+    base_spec = from_data(run.baseline.spec, CandidateSpec)
     hw_spec = from_data(hw.spec, CandidateSpec)
     combined_spec, why = _rebuild_on(run, hw_spec, arch_ref)
     jobs: list[tuple[str, str, CandidateSpec | None, ModelRef, str]] = [
@@ -113,7 +113,7 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
               "the baseline cell's p50 over the cell's p50")
     return Interaction(architecture=arch.label, hardware=hw.label, cells=tuple(cells), factor=factor,
                        verdict=result or "", method=method,
-                       needs_retraining=(arch.config or {}).get("architecture") == "redesign")
+                       needs_retraining=_needs_retraining(arch))
 
 
 def _best(readings: list[InteractionCell]) -> InteractionCell:

@@ -56,7 +56,7 @@ def resolve_target(requested: str, hw: "HardwareProfile") -> str:
     """`auto` → nvidia where CUDA runs, edge on ARM boards, else cpu."""
     if requested != "auto":
         return requested
-    from planner.pipeline.baseline import cuda_usable
+    from planner.plugins import cuda_usable
 
     if cuda_usable(hw):
         return "nvidia"
@@ -249,20 +249,20 @@ class PlanSession:
             answers = [a.with_reply(replies[a.question.id], value=_reply_value(replies[a.question.id]))
                        if replies.get(a.question.id) else a for a in answers]
         self.answers = answers
-        self.path = evaluate_tree(target, hw, facts, requirements, answers)
-        self.plan = make_plan(target=target, hw=hw, baseline=facts, requirements=requirements, answers=answers)
+        from planner.plugins import catalog
+
+        declared = catalog()
+        self.path = evaluate_tree(target, hw, facts, requirements, answers, catalog=declared)
+        self.plan = make_plan(target=target, hw=hw, baseline=facts, requirements=requirements, answers=answers,
+                              catalog=declared)
         self.update(checklist=tuple(a.to_dict() for a in answers), decision_path=self.path.to_dict(),
                     plan=self.plan.to_dict())
         self.save()
         return self.plan
 
     def planned_plugins(self) -> list[str]:
-        """The plugins the plan's steps name, in plan order (the baseline excluded)."""
-        from planner.pipeline.baseline import TORCH_BASELINE_PLUGIN
-
-        plan = self._need(self.plan, "plan")
-        names = [s.plugin for s in plan.steps if s.plugin]
-        return [n for n in dict.fromkeys(names) if n != TORCH_BASELINE_PLUGIN]
+        """The plugins the plan's steps name, in plan order."""
+        return list(self._need(self.plan, "plan").plugins)
 
     def plugin_status(self) -> list[dict]:
         """Every registered plugin with whether it can run here, and why not."""

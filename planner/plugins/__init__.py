@@ -42,16 +42,21 @@ from planner.plugins.contract import (
                                       Precision,
                                       Session,
                                       Target,
+                                      cuda_usable,
                                       missing_package_reason,
 )
+from planner.plugins.declarations import ActionId, Arithmetic, Catalog, Declaration, Phase
 from planner.plugins.registry import (
                                       ENTRY_POINT_GROUP,
                                       EXTRA_PLUGINS_ENV,
                                       PluginIssue,
+                                      catalog,
                                       discover,
                                       get_plugin,
 )
 
-__all__ = ["CandidateSpec", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "MESSAGES", "ModelRef", "PlanContext",
-           "Plugin", "PluginIssue", "Precision", "Session", "Target", "discover", "get_plugin",
+__all__ = ["ActionId", "Arithmetic", "Catalog", "Declaration", "Phase",
+           "CandidateSpec", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "MESSAGES", "ModelRef", "PlanContext",
+           "Plugin", "PluginIssue", "Precision", "Session", "Target", "catalog", "cuda_usable", "discover",
+           "get_plugin",
            "missing_package_reason"]

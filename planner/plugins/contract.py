@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, runtime_checkable
 
 from planner.codec import from_data, to_data
+from planner.plugins.declarations import Arithmetic, Declaration, Phase
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from planner.models.loaded import Feed, LoadedModel
     from planner.models.spec import ModelInputs
     from planner.plugins.gate import Gate
+    from planner.results.values import Prediction
 
 
 class Target(StrEnum):
@@ -205,6 +207,15 @@ def torch_cuda_problem() -> str | None:
     return None
 
 
+def cuda_usable(hw: "HardwareProfile") -> bool:
+    """Whether the machine has a GPU that torch can run on: the profile lists one and torch reaches it."""
+    if not hw.gpus or importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 class Plugin:
     """Base class for optimization plugins: subclass and declare what the plugin needs as data.
 
@@ -220,6 +231,53 @@ class Plugin:
     needs_cuda: bool = False  # runs on a CUDA device through torch (so torch is required too)
     needs_onnx: bool = False  # runs an ONNX graph: the model's own file, or one exported with onnx
     needs_eager_module: bool = False  # compiles the module (torch.compile), which TorchScript cannot take
+
+    # What the core reads instead of this plugin's name (planner.plugins.declarations); a third-party
+    # plugin declares the same and needs no change in the core.
+    actions: tuple[str, ...] = ()  # the decision-tree actions it measures (ActionId values)
+    arithmetic: Arithmetic = Arithmetic.NONE  # what its change does to the numbers (fp32 candidates)
+    runtime: str = ""  # the runtime its candidates run on: with the precision, the family the report folds
+    phase: Phase = Phase.QUICK_WINS  # the roadmap phase of its candidates
+    is_baseline: bool = False  # runs the model as it comes: what every candidate is compared against
+    fuses_graph: bool = False  # its runtime fuses the graph, replacing PyTorch's per-op dispatch
+    plan_note: str = ""  # what the plan says is measured when this plugin answers a profile finding
+
+    def declaration(self) -> Declaration:
+        """This plugin's declarations as plain data."""
+        return Declaration(name=self.name, target=str(self.target), summary=self.summary,
+                           actions=tuple(self.actions), arithmetic=Arithmetic(self.arithmetic),
+                           runtime=self.runtime or self.name, phase=Phase(self.phase),
+                           is_baseline=self.is_baseline, transforms_model=callable(getattr(self, "transform", None)),
+                           plan_note=self.plan_note)
+
+    def prediction_family(self, spec: "CandidateSpec") -> str:
+        """The prediction family of one candidate (int8, bf16, fp16, ternary, runtime...): by default its
+        precision decides; a plugin whose settings form a family of their own overrides this."""
+        from planner.plugins.expectation import precision_family
+
+        return precision_family(str(spec.precision))
+
+    def expect(self, spec: "CandidateSpec", hw: "HardwareProfile", baseline: Any, *,
+               baseline_fuses: bool = False) -> "Prediction":
+        """The speedup band expected over the baseline before measuring, and why (from the hardware and the
+        baseline's profile). `baseline_fuses`: the baseline's runtime already fuses the graph."""
+        from planner.plugins.expectation import band
+
+        return band(self.prediction_family(spec), hw, baseline, gpu=self.target is Target.NVIDIA,
+                    fuses_graph=self.fuses_graph, baseline_fuses=baseline_fuses)
+
+    def explain_gate(self, spec: "CandidateSpec", status: str, reason: str) -> str:
+        """The fidelity gate's reason for one of this plugin's candidates ('rejected' or 'unconfirmed'), in the
+        plugin's own words; by default the gate's reason as it is."""
+        return reason
+
+    def baseline_spec(self, model: "LoadedModel", hw: "HardwareProfile") -> "CandidateSpec | None":
+        """The out-of-the-box configuration this plugin runs as the baseline for this model, or None.
+
+        The core asks the baseline plugins first, then the others: an ONNX-only model has no PyTorch
+        baseline, so a runtime that opens ONNX files offers its defaults.
+        """
+        return None
 
     def required_packages(self, model: "LoadedModel | None" = None) -> tuple[str, ...]:
         """`requires` plus what the declarations imply: torch for CUDA, onnx to export a torch model."""

@@ -10,6 +10,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from planner.plugins.contract import Plugin
+from planner.plugins.declarations import Catalog, declaration_problems
 
 ENTRY_POINT_GROUP = "planner.targets"
 
@@ -45,12 +46,23 @@ def _env_entry_points() -> list[_EnvEntryPoint]:
     return [_EnvEntryPoint(item.strip(), item.strip()) for item in raw.split(",") if item.strip()]
 
 
+def _origin(ep: EntryPoint | _EnvEntryPoint) -> str:
+    """Where an entry point comes from, as people name it: its distribution, or the environment variable."""
+    dist = getattr(ep, "dist", None)
+    if dist is not None:
+        return f"distribution {dist.metadata['Name']} {dist.version}"
+    return f"{EXTRA_PLUGINS_ENV} ({ep.value})"
+
+
 def discover() -> tuple[dict[str, Plugin], list[PluginIssue]]:
     """Load every plugin registered under `planner.targets` (and in PLANNER_PLUGINS).
 
-    A plugin that fails to load becomes an issue with its reason; the others still load.
+    A plugin that fails to load, or whose declarations are malformed, becomes an issue with its
+    reason; the others still load. Two plugins that claim one name: the first found keeps it and
+    the other becomes an issue naming both origins.
     """
     plugins: dict[str, Plugin] = {}
+    origins: dict[str, str] = {}
     issues: list[PluginIssue] = []
     found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
     named: list[EntryPoint | _EnvEntryPoint] = [*found, *_env_entry_points()]
@@ -64,8 +76,25 @@ def discover() -> tuple[dict[str, Plugin], list[PluginIssue]]:
         if not isinstance(plugin, Plugin) or not plugin.name:
             issues.append(PluginIssue(ep.name, "entry point is not a planner Plugin"))
             continue
+        problems = declaration_problems(plugin)
+        if problems:
+            issues.append(PluginIssue(plugin.name, "skipped, malformed declaration: " + "; ".join(problems)))
+            continue
+        if plugin.name in plugins:
+            if origins[plugin.name] != _origin(ep):
+                issues.append(PluginIssue(plugin.name, f"two plugins claim the name {plugin.name!r}: "
+                                          f"{origins[plugin.name]} and {_origin(ep)}; the first is used "
+                                          "(uninstall or rename the other)"))
+            continue
         plugins[plugin.name] = plugin
+        origins[plugin.name] = _origin(ep)
     return plugins, issues
+
+
+def catalog() -> Catalog:
+    """The declarations of every plugin the registry finds (broken ones left out): what the advice reads."""
+    plugins, _ = discover()
+    return Catalog.of(plugins)
 
 
 def get_plugin(name: str) -> Plugin:

@@ -1,7 +1,7 @@
 """Typed results on the bus (baseline, candidate results, plan results), their one serialiser,
 ranking, and the one reader of results.json."""
 
-from planner.results.codec import SchemaError, from_data, to_data
+from planner.codec import SchemaError, from_data, to_data
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
@@ -15,6 +15,7 @@ from planner.results.values import (
     SCHEMA_VERSION,
     Baseline,
     CandidateResult,
+    Declared,
     ModelSummary,
     PlanResults,
     Prediction,
@@ -27,7 +28,8 @@ from planner.results.values import (
 )
 
 __all__ = [
-    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "ModelSummary", "PlanResults", "Prediction",
+    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "Declared", "ModelSummary", "PlanResults",
+    "Prediction",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data",
     "write_results",

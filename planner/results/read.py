@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from planner.codec import SchemaError, from_data, to_data
 from planner.errors import PlannerError
 from planner.io import write_json_atomic
-from planner.results.codec import SchemaError, from_data, to_data, upgrade
+from planner.results.schema import upgrade
 from planner.results.values import PlanResults
 
 RESULTS_NAME = "results.json"

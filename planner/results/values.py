@@ -1,6 +1,6 @@
 """Typed results on the bus: the baseline, each candidate's result and the plan's results.
 
-Frozen dataclasses, serialised by one mechanism (`planner.results.codec`). Parts that other
+Frozen dataclasses, serialised by one mechanism (`planner.codec`). Parts that other
 stages already describe as JSON objects (the hardware profile, the checklist, the plan, the
 per-layer analysis) travel as plain JSON objects inside these values.
 """
@@ -14,8 +14,9 @@ from typing import Any
 from planner.results.audit import MeasurementAudit
 from planner.results.interaction import Interaction
 
-SCHEMA_VERSION = 2
-"""results.json's format; 2 moved ranks off the candidates into `ranking`. 1 is still read."""
+SCHEMA_VERSION = 3
+"""results.json's format; 2 moved ranks off the candidates into `ranking`; 3 lists each plan step's
+plugins. 1 and 2 are still read."""
 
 JSON = dict[str, Any]
 
@@ -183,6 +184,18 @@ REPRODUCE_TOLERANCE = 0.10
 
 
 @dataclass(frozen=True)
+class Declared:
+    """What a candidate's plugin declared about it, recorded when it was measured, so that the report,
+    the ranking and the interaction step read it from the results (no plugin need be installed)."""
+
+    phase: int = 1  # the roadmap phase: 1 quick wins, 2 extra impact, 3 architecture
+    arithmetic: str = "none"  # none, reduced-precision, approximate or structural (planner.plugins.Arithmetic)
+    runtime: str = ""  # the runtime it runs on; with the precision, the family near-duplicates fold into
+    transforms_model: bool = False  # it changes the model itself (an architecture transform)
+    is_baseline: bool = False  # its plugin runs the model as it comes
+
+
+@dataclass(frozen=True)
 class CandidateResult:
     """One measured (or failed) candidate, as results.json and the report carry it."""
 
@@ -211,6 +224,13 @@ class CandidateResult:
     wall_s: float | None = None
     spec: JSON = field(default_factory=dict)
     audit: MeasurementAudit | None = None  # what the machine was doing while this was timed
+    declared: Declared | None = None  # its plugin's declarations (None in files written before they existed)
+
+    @property
+    def family(self) -> str:
+        """The runtime and precision, e.g. 'openvino int8': settings of one family are near-duplicates."""
+        runtime = self.declared.runtime if self.declared and self.declared.runtime else self.plugin
+        return f"{runtime} {self.precision}"
 
     @property
     def p50(self) -> float | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target
+from planner.plugins import CandidateSpec, ModelRef, Phase, PlanContext, Plugin, Precision, Target
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -33,6 +33,20 @@ class ArchitecturePlugin(Plugin):
     kind = EXACT
     # What a failed fidelity gate means for this plugin's candidate, in the words its label and notes use.
     rejection = "fails the fidelity gate"
+    runtime = "pytorch"  # the rewritten model runs the baseline's way, so its speedup is the architecture's
+    phase = Phase.REDESIGN
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """architecture-exact, -approximate, -fine-tuned or -redesign: what kind of rewrite the candidate is."""
+        return f"architecture-{spec.config.get('architecture', self.kind)}"
+
+    def explain_gate(self, spec: CandidateSpec, status: str, reason: str) -> str:
+        """An approximation that fails (or cannot confirm) the gate says what it needs, in its `rejection` words."""
+        if spec.config.get("architecture") != APPROXIMATE:
+            return reason
+        if status == "rejected":
+            return f"{self.rejection}: {reason.removeprefix('fidelity check: ')} (speed measured, accuracy drops)"
+        return f"{reason} (if it drifts on your data too, it {self.rejection})"
 
     def rewrite(self, module: Any, config: dict, loaded: "LoadedModel") -> tuple[Any, list[str]]:
         """(the rewritten module, one line per change); raise NotApplicableError when nothing applies."""

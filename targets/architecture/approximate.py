@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import CandidateSpec, PlanContext
+from planner.plugins import ActionId, Arithmetic, CandidateSpec, Phase, PlanContext
 from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, judge_rewrite
 
 if TYPE_CHECKING:
@@ -94,6 +94,11 @@ class LowRankPlugin(ArchitecturePlugin):
     """SVD low-rank factorisation of the large linear and 1x1 conv layers, rank picked by fidelity."""
 
     name = "architecture.lowrank"
+    actions = (ActionId.FACTOR_DENSE,)
+    arithmetic = Arithmetic.APPROXIMATE
+    phase = Phase.EXTRA_IMPACT
+    plan_note = ("Measured here: an SVD low-rank factorisation, the smallest rank whose outputs still agree "
+                 "with the original model's (the fidelity check).")
     summary = "approximate: large linear and 1x1 conv layers replaced by two low-rank ones (SVD)"
     kind = APPROXIMATE
     rejection = "needs fine-tuning"
@@ -127,6 +132,9 @@ class PrunePlugin(ArchitecturePlugin):
     """L1-norm structured channel pruning at a few ratios, the largest that passes the fidelity gate."""
 
     name = "architecture.prune"
+    actions = (ActionId.COMPRESSION, ActionId.PRUNING)
+    arithmetic = Arithmetic.APPROXIMATE
+    phase = Phase.EXTRA_IMPACT
     summary = "approximate: conv output channels with the smallest L1 weight norm removed (structured pruning)"
     kind = APPROXIMATE
     rejection = "needs fine-tuning"

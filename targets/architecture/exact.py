@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import CandidateSpec, PlanContext, Precision
+from planner.plugins import ActionId, CandidateSpec, PlanContext, Precision
 from targets.architecture import EXACT, ArchitecturePlugin
 
 if TYPE_CHECKING:
@@ -23,6 +23,8 @@ class FoldPlugin(ArchitecturePlugin):
     """Fold each BatchNorm into the conv or linear layer before it; remove identity and dropout layers."""
 
     name = "architecture.fold"
+    actions = (ActionId.FOLD_NORMS,)
+    plan_note = "Measured here: BatchNorm folded into the layer before it (exact, no retraining)."
     summary = "exact: BatchNorm folded into the preceding conv/linear, identity and dropout layers removed"
     kind = EXACT
 
@@ -92,6 +94,8 @@ class AlignPlugin(ArchitecturePlugin):
     """Pad conv output channels with zero weights where the analysis finds idle lanes: to 8, and to INT8's multiple."""
 
     name = "architecture.align"
+    actions = (ActionId.ALIGN_CHANNELS,)
+    plan_note = "Measured here: zero channel padding (exact, no retraining) shows what alignment gains."
     summary = "exact: conv output channels padded with zeros to the multiple the vector units want"
     kind = EXACT
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import PlanContext
+from planner.plugins import ActionId, Arithmetic, PlanContext
 from targets.architecture import REDESIGN, ArchitecturePlugin
 
 if TYPE_CHECKING:
@@ -50,6 +50,10 @@ class RedesignPlugin(ArchitecturePlugin):
     """The proposed redesign of a known model, timed through the same plugins; accuracy needs retraining."""
 
     name = "architecture.redesign"
+    actions = (ActionId.SMALLER_ARCHITECTURE,)
+    arithmetic = Arithmetic.STRUCTURAL
+    plan_note = ("Measured here where the planner can build the redesign: its speed, not its accuracy "
+                 "(it needs retraining).")
     summary = "redesign (needs retraining): the layout the analysis proposes, speed measured, accuracy not"
     kind = REDESIGN
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from planner.onnx.session import OrtSession
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -14,6 +15,10 @@ from planner.plugins import (
     Target,
 )
 from targets.cpu import compute_threads
+
+if TYPE_CHECKING:
+    from planner.hardware.profile import HardwareProfile
+    from planner.models.loaded import LoadedModel
 
 QUICK_LIMIT = 3
 LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
@@ -26,9 +31,20 @@ class OnnxRuntimePlugin(Plugin):
 
     name = "cpu.onnxruntime"
     target = Target.CPU
+    actions = (ActionId.GRAPH_RUNTIME,)
+    runtime = "onnxruntime"
+    fuses_graph = True
     summary = "ONNX Runtime CPU provider: optimization level, intra/inter-op threads, execution mode"
     requires = ("onnxruntime",)
     needs_onnx = True  # export failures surface from candidates(), with the exporter's reason
+
+    def baseline_spec(self, model: "LoadedModel", hw: "HardwareProfile") -> CandidateSpec | None:
+        """An ONNX-only model's baseline: ONNX Runtime's defaults on the model's own file."""
+        if model.has_torch or model.onnx_path is None:
+            return None
+        return CandidateSpec(plugin=self.name, label="onnxruntime defaults (ONNX model)",
+                             config={"defaults": True}, artifacts={"onnx": str(model.onnx_path)},
+                             dynamic_batch=model.inputs.dynamic_batch)
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Export once (shared), then the optimization-level / thread / execution-mode grid."""

@@ -9,6 +9,7 @@ import numpy as np
 
 from planner.onnx.feeds import graph_name, match_inputs, ordered_arrays
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -32,9 +33,18 @@ class OpenVinoPlugin(Plugin):
 
     name = "cpu.openvino"
     target = Target.CPU
+    actions = (ActionId.VENDOR_RUNTIME,)
+    runtime = "openvino"
+    fuses_graph = True
     summary = "OpenVINO CPU: LATENCY/THROUGHPUT hints, explicit f32 and (where native) bf16"
     requires = ("openvino",)
     needs_onnx = True  # export failures surface from candidates(), with the exporter's reason
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """An fp32 candidate with the THROUGHPUT hint is a family of its own: streams trade latency for rate."""
+        family = super().prediction_family(spec)
+        return "throughput-hint" if family == "runtime" and spec.config.get("hint") == "THROUGHPUT" else family
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One shared export; f32 always pinned explicitly, bf16 only on CPUs with native bf16."""

@@ -27,8 +27,11 @@ from planner.onnx.quantize import (
     quiet_library_output,
 )
 from planner.plugins import (
+    ActionId,
+    Arithmetic,
     CandidateSpec,
     ModelRef,
+    Phase,
     PlanContext,
     Plugin,
     Precision,
@@ -65,6 +68,11 @@ class OpenVinoInt8Plugin(Plugin):
 
     name = "cpu.openvino_int8"
     target = Target.CPU
+    actions = (ActionId.VENDOR_INT8,)
+    arithmetic = Arithmetic.REDUCED_PRECISION
+    runtime = "openvino"
+    phase = Phase.EXTRA_IMPACT
+    fuses_graph = True
     summary = "OpenVINO CPU INT8: NNCF post-training quantization and ORT's QDQ file, f32 and (native) bf16 rest"
     # nncf is optional: without it the QDQ candidates still run (a note says what is missing).
     requires = ("openvino", "onnx", "onnxruntime")

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from planner.plugins import (
     MESSAGES,
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -24,9 +25,17 @@ class TorchCpuPlugin(Plugin):
 
     name = "cpu.torch"
     target = Target.CPU
+    actions = (ActionId.THREADS, ActionId.CHANNELS_LAST)
+    runtime = "pytorch"
     summary = "PyTorch on CPU: thread pinning, channels_last, torch.compile (inductor), bf16"
     requires = ("torch",)
     needs_torch_module = True
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """torch.compile candidates are the compile family, unless their precision decides."""
+        family = super().prediction_family(spec)
+        return "compile" if family == "runtime" and spec.config.get("compile") else family
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Each real configuration worth timing here; compile failures surface when measured."""

@@ -24,8 +24,11 @@ from planner.onnx.quantize import (
 )
 from planner.onnx.session import OrtSession
 from planner.plugins import (
+    ActionId,
+    Arithmetic,
     CandidateSpec,
     ModelRef,
+    Phase,
     PlanContext,
     Plugin,
     Precision,
@@ -40,9 +43,19 @@ class Int8Plugin(Plugin):
 
     name = "edge.int8"
     target = Target.EDGE
+    actions = (ActionId.INT8_STATIC, ActionId.EDGE_INT8)
+    arithmetic = Arithmetic.REDUCED_PRECISION
+    runtime = "onnxruntime"
+    phase = Phase.EXTRA_IMPACT
+    fuses_graph = True
     summary = "ONNX Runtime INT8 on CPU: static QDQ (calibrated, per-channel) and dynamic"
     requires = ("onnx", "onnxruntime")  # onnx for the quantizer even when the model is ONNX
     needs_onnx = True
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """Dynamic INT8 quantizes activations on every call: a family of its own."""
+        return "int8-dynamic" if "dynamic" in str(spec.config.get("mode", "")).lower() else "int8"
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Quantize the shared export both ways under ctx.workdir/int8; each failure is reported.

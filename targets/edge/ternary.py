@@ -22,8 +22,11 @@ from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.onnx.files import model_bytes
 from planner.onnx.session import OrtSession
 from planner.plugins import (
+    ActionId,
+    Arithmetic,
     CandidateSpec,
     ModelRef,
+    Phase,
     PlanContext,
     Plugin,
     Precision,
@@ -122,6 +125,11 @@ class TernaryPlugin(Plugin):
 
     name = "edge.ternary"
     target = Target.EDGE
+    actions = (ActionId.TERNARY,)
+    arithmetic = Arithmetic.REDUCED_PRECISION
+    runtime = "onnxruntime"
+    phase = Phase.EXTRA_IMPACT
+    fuses_graph = True
     summary = ("ternary weights {-a, 0, +a} per output channel in a 2-bit ONNX file, Linear layers on "
                "ONNX Runtime's 2-bit kernel (no retraining unless asked)")
     requires = ("onnx", "onnxruntime")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import numpy as np
 
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -33,6 +34,8 @@ class BatchingPlugin(Plugin):
 
     name = "nvidia.batching"
     target = Target.NVIDIA
+    actions = (ActionId.GPU_BATCH,)
+    runtime = "pytorch-cuda"
     summary = "PyTorch eager fp32 on CUDA at fixed batches of 8 and 32 samples per call"
     requires = ("torch",)
     needs_torch_module = True

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import numpy as np
 
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -29,10 +30,18 @@ class CudaGraphsPlugin(Plugin):
 
     name = "nvidia.cuda_graphs"
     target = Target.NVIDIA
+    actions = (ActionId.GPU_GRAPHS,)
+    runtime = "cuda-graphs"
     summary = "PyTorch fp16 forward captured in a CUDA graph at a static shape (no launch overhead)"
     requires = ("torch",)
     needs_torch_module = True
     needs_cuda = True
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """The CUDA-graphs family (launch overhead removed), unless the precision decides."""
+        family = super().prediction_family(spec)
+        return "cuda-graphs" if family == "runtime" else family
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """One fp16 capture at the model's own input shapes (every input's)."""

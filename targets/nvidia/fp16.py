@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from planner.plugins import (
+    ActionId,
+    Arithmetic,
     CandidateSpec,
     ModelRef,
+    Phase,
     PlanContext,
     Plugin,
     Precision,
@@ -20,6 +23,10 @@ class Fp16Plugin(Plugin):
 
     name = "nvidia.fp16"
     target = Target.NVIDIA
+    actions = (ActionId.GPU_FP16,)
+    arithmetic = Arithmetic.REDUCED_PRECISION
+    runtime = "pytorch-cuda"
+    phase = Phase.EXTRA_IMPACT
     summary = "PyTorch eager on CUDA in fp16 / bf16, NCHW and channels_last"
     requires = ("torch",)
     needs_torch_module = True

@@ -20,8 +20,10 @@ from planner.io import write_atomic
 from planner.onnx.feeds import match_inputs, ordered_arrays
 from planner.onnx.fp16 import fp16_onnx
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
+    Phase,
     PlanContext,
     Plugin,
     Precision,
@@ -62,11 +64,20 @@ class TensorRTPlugin(Plugin):
 
     name = "nvidia.tensorrt"
     target = Target.NVIDIA
+    actions = (ActionId.GPU_ENGINE,)
+    runtime = "tensorrt"
+    phase = Phase.EXTRA_IMPACT
     summary = "TensorRT engines (FP32, FP16 strongly typed, INT8 Q/DQ) from the ONNX export"
     # onnx is needed even for an ONNX model: the FP16 and INT8 variants rewrite the graph.
     requires = ("tensorrt", "onnx", "torch")
     needs_onnx = True
     needs_cuda = True
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """The TensorRT family (fused layers, kernels picked for this GPU), unless the precision decides."""
+        family = super().prediction_family(spec)
+        return "tensorrt" if family == "runtime" else family
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Build (or reuse) the FP32, FP16 and, outside quick runs, INT8 engines."""

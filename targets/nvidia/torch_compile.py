@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import (
+    ActionId,
     CandidateSpec,
     ModelRef,
     PlanContext,
@@ -38,12 +39,20 @@ class TorchCompilePlugin(Plugin):
 
     name = "nvidia.torch_compile"
     target = Target.NVIDIA
+    actions = (ActionId.GPU_COMPILE,)
+    runtime = "torch-compile"
     summary = "torch.compile on CUDA: default / reduce-overhead / max-autotune, fp32 and fp16"
     # Inductor's CUDA backend generates Triton kernels, so triton is needed as much as torch.
     requires = ("torch", "triton")
     needs_torch_module = True
     needs_eager_module = True
     needs_cuda = True
+
+
+    def prediction_family(self, spec: CandidateSpec) -> str:
+        """The compile family, unless the candidate's precision decides."""
+        family = super().prediction_family(spec)
+        return "compile" if family == "runtime" else family
 
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """Every mode x precision; max-autotune only outside quick runs (it compiles for minutes)."""

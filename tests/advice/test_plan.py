@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from hardware_profiles import with_gpu
+from plugin_catalog import CATALOG
 
 from planner.advice import (
     StepKind,
@@ -31,18 +32,18 @@ FINDINGS = [
 
 def _slow_cpu_plan(hw, make_baseline, **kwargs):
     base = make_baseline(p50=120.0, p95=130.0, intra=1, inter=1, **kwargs)
-    return make_plan(target="cpu", hw=hw, baseline=base, requirements=defaults_for("cpu_server"))
+    return make_plan(target="cpu", hw=hw, baseline=base, requirements=defaults_for("cpu_server"), catalog=CATALOG)
 
 
 def test_cpu_plan_follows_the_method_order_and_never_plans_gpu_steps(big_cpu_server, make_baseline) -> None:
     plan = _slow_cpu_plan(big_cpu_server, make_baseline)
     assert not [p for p in plan.plugins if p.startswith("nvidia.")]
     titles = [s.title for s in plan.steps]
-    assert plan.steps[0].plugin == "cpu.torch" and titles[0].startswith("Set intra-op threads to 8")
-    assert plan.steps[1].plugin == "cpu.torch" and titles[1] == "Channels-last memory format"
-    assert [s.plugin for s in plan.steps[2:4]] == ["cpu.onnxruntime", "cpu.openvino"]
+    assert plan.steps[0].plugins == ("cpu.torch",) and titles[0].startswith("Set intra-op threads to 8")
+    assert plan.steps[1].plugins == ("cpu.torch",) and titles[1] == "Channels-last memory format"
+    assert [s.plugins for s in plan.steps[2:4]] == [("cpu.onnxruntime",), ("cpu.openvino",)]
     int8 = next(s for s in plan.steps if "INT8" in s.title)
-    assert int8.order > 4 and int8.kind == StepKind.MEASURE and int8.plugin == "edge.int8"
+    assert int8.order > 4 and int8.kind == StepKind.MEASURE and int8.plugins == ("edge.int8",)
     assert int8.fidelity_gated
     assert int8.when == "if requirements are still missed after the steps above"
     assert plan.requirements_met is False and plan.summary.startswith("Requirements missed: latency")
@@ -50,18 +51,18 @@ def test_cpu_plan_follows_the_method_order_and_never_plans_gpu_steps(big_cpu_ser
 
 
 def test_openvino_is_fidelity_gated_where_it_defaults_to_bf16(big_cpu_server, cpu_server, make_baseline) -> None:
-    amx = next(s for s in _slow_cpu_plan(big_cpu_server, make_baseline).steps if s.plugin == "cpu.openvino")
+    amx = next(s for s in _slow_cpu_plan(big_cpu_server, make_baseline).steps if s.plugins == ("cpu.openvino",))
     assert amx.fidelity_gated and "bf16" in amx.why and "Fidelity-gated" in amx.expected
-    plain = next(s for s in _slow_cpu_plan(cpu_server, make_baseline).steps if s.plugin == "cpu.openvino")
+    plain = next(s for s in _slow_cpu_plan(cpu_server, make_baseline).steps if s.plugins == ("cpu.openvino",))
     assert not plain.fidelity_gated
 
 
 def test_every_precision_lowering_step_says_it_is_fidelity_gated(a100_server, pi4, make_baseline) -> None:
     gpu = make_plan(target="nvidia", hw=a100_server,
                     baseline=make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0),
-                    requirements=defaults_for("datacenter_gpu"))
+                    requirements=defaults_for("datacenter_gpu"), catalog=CATALOG)
     edge = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=4),
-                     requirements=defaults_for("raspberry_pi"))
+                     requirements=defaults_for("raspberry_pi"), catalog=CATALOG)
     for plan in (gpu, edge):
         lowering = [s for s in plan.steps if any(w in s.title for w in ("FP16", "INT8", "Ternary"))]
         assert lowering and all(s.fidelity_gated and "accuracy drops by at most 1.00%" in s.expected
@@ -74,9 +75,9 @@ def test_gpu_plan_with_low_utilization_starts_from_batch_size(a100_server, make_
     base = make_baseline(device="cuda", target="nvidia", gpu_utilization=23, throughput=sweep, p50=2.4, p95=2.6,
                          bound="overhead")
     req = load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 20, "min_throughput": 3000})
-    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req)
+    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, catalog=CATALOG)
     first = plan.steps[0]
-    assert first.plugin == "nvidia.batching" and "GPU busy 23% < 50%" in first.why
+    assert first.plugins == ("nvidia.batching",) and "GPU busy 23% < 50%" in first.why
     # A bigger batch adds latency: the best batch inside the 20 ms target, not the biggest measured (128).
     assert first.options["max_batch"] == 32 and first.options["latency_budget_ms"] == 20.0
     assert plan.plugins[:5] == ("nvidia.batching", "nvidia.fp16", "nvidia.torch_compile", "nvidia.tensorrt",
@@ -88,31 +89,33 @@ def test_gpu_without_tensor_cores_skips_fp16_and_compute_bound_skips_cuda_graphs
                                                                                   make_baseline) -> None:
     a100_server = with_gpu(a100_server, compute_capability=(6, 0))  # pre-Volta: no tensor cores
     base = make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0, bound="compute")
-    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=defaults_for("datacenter_gpu"))
+    plan = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=defaults_for("datacenter_gpu"),
+                     catalog=CATALOG)
     assert "nvidia.fp16" not in plan.plugins and "nvidia.cuda_graphs" not in plan.plugins
     assert "nvidia.tensorrt" in plan.plugins
 
 
 def test_nvidia_plan_on_a_machine_without_gpu_says_so(cpu_server, make_baseline) -> None:
     plan = make_plan(target="nvidia", hw=cpu_server, baseline=make_baseline(p50=80.0, p95=90.0),
-                     requirements=defaults_for("cpu_server"))
+                     requirements=defaults_for("cpu_server"), catalog=CATALOG)
     assert any("No NVIDIA GPU was detected" in n for n in plan.notes)
 
 
 def test_edge_plan_for_a_slow_model_starts_with_a_smaller_architecture(pi4, make_baseline) -> None:
     plan = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=2),
-                     requirements=defaults_for("raspberry_pi"))
+                     requirements=defaults_for("raspberry_pi"), catalog=CATALOG)
     first = plan.steps[0]
-    assert first.title.startswith("Smaller architecture") and first.plugin == "architecture.redesign"
+    assert first.title.startswith("Smaller architecture") and first.plugins == ("architecture.redesign",)
     assert "p50 412 ms > 100 ms" in first.why
-    assert [s.plugin for s in plan.steps[1:3]] == ["edge.int8", "cpu.torch"]
+    assert [s.plugins for s in plan.steps[1:3]] == [("edge.int8",), ("cpu.torch",)]
     assert "Set intra-op threads to 4" in plan.steps[2].title
     assert not [p for p in plan.plugins if p.startswith("nvidia.")]
 
 
 def test_edge_plan_on_a_jetson_points_at_its_gpu(jetson, make_baseline) -> None:
     plan = make_plan(target="edge", hw=jetson, baseline=make_baseline(p50=150.0, p95=160.0, intra=6),
-                     requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50}))
+                     requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50}),
+                     catalog=CATALOG)
     accelerator = next(s for s in plan.steps if s.title.startswith("Hardware accelerator"))
     assert "--target nvidia" in accelerator.why
     assert not [p for p in plan.plugins if p.startswith("nvidia.")]
@@ -121,7 +124,7 @@ def test_edge_plan_on_a_jetson_points_at_its_gpu(jetson, make_baseline) -> None:
 def test_requirements_already_met_says_so_and_what_more_would_buy(cpu_server, make_baseline) -> None:
     stated = load_requirements(device_class="cpu_server", overrides={"latency_ms": 50})
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
-                     requirements=stated)
+                     requirements=stated, catalog=CATALOG)
     assert plan.requirements_met is True
     assert plan.summary.startswith("Requirements already met: latency: 22 ms vs < 50 ms: met with 56% headroom")
     assert "What more work would buy" in plan.summary and "don't over-optimize" in plan.summary
@@ -133,7 +136,7 @@ def test_requirements_already_met_says_so_and_what_more_would_buy(cpu_server, ma
 def test_met_defaults_still_measure_the_runtime_switches(cpu_server, make_baseline) -> None:
     """Defaults the user never stated do not stop OpenVINO, ONNX Runtime or post-training INT8; retraining waits."""
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
-                     requirements=defaults_for("cpu_server"))
+                     requirements=defaults_for("cpu_server"), catalog=CATALOG)
     assert plan.requirements_met is True
     assert plan.summary.startswith("The planner's default requirements are already met")
     assert "runtime switches" in plan.summary and "post-training INT8" in plan.summary
@@ -141,7 +144,7 @@ def test_met_defaults_still_measure_the_runtime_switches(cpu_server, make_baseli
     assert {"cpu.onnxruntime", "cpu.openvino", "cpu.openvino_int8"} <= set(plan.plugins)
     # INT8 after training is guarded by the fidelity check; nothing that needs retraining is planned.
     assert all(s.fidelity_gated for s in plan.steps if s.phase > 1)
-    assert not any(s.phase == 3 or (s.plugin or "").startswith("architecture.") for s in plan.steps)
+    assert not any(s.phase == 3 or any(p.startswith("architecture.") for p in s.plugins) for s in plan.steps)
     assert all(s.optional for s in plan.steps)
 
 
@@ -149,7 +152,7 @@ def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_
     plan = _slow_cpu_plan(cpu_server, make_baseline, findings=FINDINGS)
     phase3 = [s for s in plan.steps if s.source.startswith("finding:")]
     assert [s.title for s in phase3] == ["Replace the 7x7 stem", "Depthwise-separable convs", "Tiny head"]
-    assert all(s.phase == 3 and s.plugin is None and "needs retraining" in s.expected for s in phase3)
+    assert all(s.phase == 3 and not s.plugins and "needs retraining" in s.expected for s in phase3)
     assert "impact 0.41 (share of time)" in phase3[0].why
     assert phase3[0].order > max(s.order for s in plan.steps if not s.source.startswith("finding:"))
     assert any("1 more architecture finding(s)" in n for n in plan.notes)
@@ -163,7 +166,7 @@ def test_an_exact_rewrite_is_planned_beyond_the_top_three(cpu_server, make_basel
     phase3 = [s for s in plan.steps if s.source.startswith("finding:")]
     assert [s.title for s in phase3][-1] == "Channels not divisible by 8"
     step = phase3[-1]
-    assert step.plugin == "architecture.align" and "needs retraining" not in step.expected
+    assert step.plugins == ("architecture.align",) and "needs retraining" not in step.expected
     assert "exact, no retraining" in step.expected
     assert any("1 more architecture finding(s)" in n and "every exact rewrite" in n for n in plan.notes)
 
@@ -180,7 +183,7 @@ def test_a_finding_gives_the_plan_its_target_advice(cpu_server, a100_server, mak
     gpu = make_plan(target="nvidia", hw=a100_server,
                     baseline=make_baseline(device="cuda", target="nvidia", p50=80.0, p95=90.0,
                                            findings=[depthwise, overhead]),
-                    requirements=defaults_for("datacenter_gpu"))
+                    requirements=defaults_for("datacenter_gpu"), catalog=CATALOG)
     step = next(s for s in gpu.steps if s.source == "finding:depthwise-candidates")
     assert "Measure before retraining" in step.expected and "dense 3x3 convs often run faster" in step.expected
     # What removes overhead is a runtime matter, planned by the runtime steps: not a retraining step.
@@ -192,7 +195,7 @@ def test_a_finding_gives_the_plan_its_target_advice(cpu_server, a100_server, mak
 
 def test_impossible_requirement_leads_the_summary(cpu_server, make_baseline) -> None:
     req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 0.001})
-    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(), requirements=req)
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(), requirements=req, catalog=CATALOG)
     assert plan.requirements_met is False
     assert plan.summary.startswith("Cannot be met as specified: latency: < 0.001 ms p95 cannot be met")
 
@@ -201,7 +204,7 @@ def test_unjudged_requirements_give_the_full_method(cpu_server, make_baseline) -
     # A p95 the user asked for cannot be judged from 12 samples (the planner's default p95 is judged on p50).
     chosen = load_requirements(device_class="cpu_server", overrides={"latency_percentile": "p95"})
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=None, samples=12),
-                     requirements=chosen)
+                     requirements=chosen, catalog=CATALOG)
     assert plan.requirements_met is None and "not fully judged" in plan.summary
     assert any(s.when for s in plan.steps)
 
@@ -212,15 +215,17 @@ def test_user_reply_rules_out_preprocessing_advice(a100_server, make_baseline) -
     answers = answer_checklist("nvidia", a100_server, base, requirements=req)
     replied = [a.with_reply("the model is 95% of each request", value=False) if a.id == "gpu.preprocessing" else a
                for a in answers]
-    before = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=answers)
-    after = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=replied)
+    before = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=answers,
+                       catalog=CATALOG)
+    after = make_plan(target="nvidia", hw=a100_server, baseline=base, requirements=req, answers=replied,
+                      catalog=CATALOG)
     assert any("preprocessing" in s.title for s in before.steps)
     assert not any("preprocessing" in s.title for s in after.steps)
 
 
 def test_plan_serialises_for_results_json(pi4, make_baseline) -> None:
     plan = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, findings=FINDINGS),
-                     requirements=defaults_for("raspberry_pi"))
+                     requirements=defaults_for("raspberry_pi"), catalog=CATALOG)
     data = json.loads(json.dumps(plan.to_dict()))
     assert data["schema"] == 1 and data["target"] == "edge"
     assert [s["order"] for s in data["steps"]] == list(range(1, len(data["steps"]) + 1))
@@ -230,7 +235,8 @@ def test_plan_serialises_for_results_json(pi4, make_baseline) -> None:
 
 def test_unknown_target_is_rejected(cpu_server, make_baseline) -> None:
     with pytest.raises(ValueError, match="nvidia, cpu, edge"):
-        make_plan(target="tpu", hw=cpu_server, baseline=make_baseline(), requirements=defaults_for("cpu_server"))
+        make_plan(target="tpu", hw=cpu_server, baseline=make_baseline(), requirements=defaults_for("cpu_server"),
+                  catalog=CATALOG)
 
 
 def test_advice_imports_without_torch_or_textual() -> None:

@@ -1,11 +1,20 @@
-"""Predictions before measuring: the speedup band a candidate family should reach on this hardware."""
+"""Predictions before measuring: the speedup band each plugin expects of a candidate on this hardware."""
 
 from __future__ import annotations
 
 from hardware_profiles import without_features
 
-from planner.advice.predict import grouped_conv_share, predict, summary, verdict
+from planner.advice.predict import summary, verdict
+from planner.plugins import CandidateSpec, Precision, get_plugin
+from planner.plugins.expectation import grouped_conv_share
 from planner.results.values import Prediction
+
+
+def predict(plugin: str, precision: str, config: dict, hw, baseline: dict, *,
+            baseline_fuses: bool = False) -> Prediction:
+    """What the named plugin expects of one of its candidates (its declared `expect`)."""
+    spec = CandidateSpec(plugin=plugin, config=config, precision=Precision(precision))
+    return get_plugin(plugin).expect(spec, hw, baseline, baseline_fuses=baseline_fuses)
 
 
 def _depthwise(baseline: dict) -> dict:
@@ -95,8 +104,7 @@ def test_a_precision_change_on_a_fusing_runtime_compounds_with_the_switch(cpu_se
     assert int8.low == alone.low * 1.0 and int8.high == round(alone.high * 8.3, 1)
     assert "AVX-512 VNNI" in int8.basis and "on top of the runtime switch" in int8.basis
     # An ONNX model's baseline already runs in ONNX Runtime: no switch to compound.
-    baseline["spec"] = {"plugin": "cpu.onnxruntime"}
-    assert predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline).high == alone.high
+    assert predict("cpu.openvino_int8", "int8", {}, cpu_server, baseline, baseline_fuses=True).high == alone.high
 
 
 def test_architecture_transforms_have_their_own_bands(cpu_server, make_baseline) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 from hardware_profiles import with_cpu
+from plugin_catalog import CATALOG
 
 from planner.advice import defaults_for, load_requirements, make_plan
 from planner.advice.checklist import QUESTIONS
@@ -73,38 +74,42 @@ def _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline) 
     return {
         "cpu missed, threads off": make_plan(
             target="cpu", hw=big_cpu_server, baseline=make_baseline(p50=120.0, p95=130.0, intra=1, inter=4, omp="3"),
-            requirements=defaults_for("cpu_server")),
+            requirements=defaults_for("cpu_server"), catalog=CATALOG),
         "cpu oversubscribed": make_plan(
             target="cpu", hw=oversubscribed, baseline=make_baseline(p50=120.0, p95=130.0, intra=2),
-            requirements=defaults_for("cpu_server")),
+            requirements=defaults_for("cpu_server"), catalog=CATALOG),
         "cpu hyperthreads": make_plan(
             target="cpu", hw=big_cpu_server, baseline=make_baseline(p50=120.0, p95=130.0, intra=16),
-            requirements=defaults_for("cpu_server")),
+            requirements=defaults_for("cpu_server"), catalog=CATALOG),
         "cpu met": make_plan(
             target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0),
-            requirements=defaults_for("cpu_server")),
+            requirements=defaults_for("cpu_server"), catalog=CATALOG),
         "cpu no latency target": make_plan(
-            target="cpu", hw=cpu_server, baseline=make_baseline(p50=120.0, p95=130.0), requirements=no_target),
+            target="cpu", hw=cpu_server, baseline=make_baseline(p50=120.0, p95=130.0), requirements=no_target,
+                                           catalog=CATALOG),
         "gpu low utilization": make_plan(
             target="nvidia", hw=a100_server,
             baseline=make_baseline(device="cuda", target="nvidia", gpu_utilization=23, throughput=sweep, p50=2.4,
                                    p95=2.6, bound="overhead"),
-            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 20})),
+            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 20}),
+                                         catalog=CATALOG),
         "gpu batch breaks target": make_plan(
             target="nvidia", hw=a100_server,
             baseline=make_baseline(device="cuda", target="nvidia", gpu_utilization=80, throughput=sweep, p50=2.4,
                                    p95=2.6, bound="compute"),
-            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 2.5})),
+            requirements=load_requirements(device_class="datacenter_gpu", overrides={"latency_ms": 2.5}),
+                                             catalog=CATALOG),
         "edge on a Pi": make_plan(
             target="edge", hw=pi4, baseline=make_baseline(p50=412.0, p95=430.0, intra=2),
-            requirements=defaults_for("raspberry_pi")),
+            requirements=defaults_for("raspberry_pi"), catalog=CATALOG),
         "edge on a Jetson": make_plan(
             target="edge", hw=jetson, baseline=make_baseline(p50=150.0, p95=160.0, intra=6),
-            requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50})),
+            requirements=load_requirements(device_class="jetson", overrides={"latency_ms": 50}), catalog=CATALOG),
         "edge planned on a server": make_plan(
             target="edge", hw=cpu_server, baseline=make_baseline(p50=150.0, p95=160.0),
-            requirements=defaults_for("raspberry_pi")),
-        "no baseline": make_plan(target="cpu", hw=cpu_server, baseline={}, requirements=defaults_for("cpu_server")),
+            requirements=defaults_for("raspberry_pi"), catalog=CATALOG),
+        "no baseline": make_plan(target="cpu", hw=cpu_server, baseline={}, requirements=defaults_for("cpu_server"),
+                                 catalog=CATALOG),
     }
 
 

@@ -124,8 +124,7 @@ BURN = "import time\nend = time.time() + 120\nprint('burning', flush=True)\nwhil
 def test_a_busy_worker_during_a_real_measurement_is_flagged() -> None:
     from planner.measure.evaluate import MeasureJob, run_job
     from planner.models import load_model
-    from planner.pipeline.baseline import torch_baseline_spec
-    from planner.plugins import ModelRef
+    from planner.plugins import ModelRef, get_plugin
 
     model = load_model("demo:tiny")
     # Started through a shell that exits at once, so the busy loop is another process, not a child of
@@ -135,7 +134,7 @@ def test_a_busy_worker_during_a_real_measurement_is_flagged() -> None:
     pid = int(started.stdout.strip())
     try:
         time.sleep(0.5)  # the interpreter has started and is spinning
-        value = run_job(MeasureJob(model=ModelRef.of(model), spec=torch_baseline_spec(), quick=True,
+        value = run_job(MeasureJob(model=ModelRef.of(model), spec=get_plugin("torch.eager").spec("cpu"), quick=True,
                                    fidelity_batches=1))
     finally:
         os.kill(pid, signal.SIGKILL)

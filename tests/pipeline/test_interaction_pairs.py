@@ -6,8 +6,13 @@ from __future__ import annotations
 import dataclasses
 
 from planner.pipeline.interaction import pairs
-from planner.results import CandidateResult, Status
+from planner.results import CandidateResult, Declared, Status
 from planner.results.values import Fidelity
+
+# What each architecture kind's plugin declares (recorded with its candidates when measured).
+_DECLARED = {"exact": Declared(phase=3, transforms_model=True),
+             "approximate": Declared(phase=2, arithmetic="approximate", transforms_model=True),
+             "redesign": Declared(phase=3, arithmetic="structural", transforms_model=True)}
 
 _BASELINE = CandidateResult(plugin="torch.eager", label="torch eager fp32 (cpu)", config={}, precision="fp32",
                             status=Status.OK, speedup=1.0, spec={"plugin": "torch.eager"},
@@ -17,7 +22,8 @@ _BASELINE = CandidateResult(plugin="torch.eager", label="torch eager fp32 (cpu)"
 def _cand(plugin: str, label: str, status: Status, speedup: float, kind: str = "") -> CandidateResult:
     config = {"architecture": kind, "transform": {"plugin": plugin}} if kind else {}
     return CandidateResult(plugin=plugin, label=label, config=config, precision="fp32", status=status,
-                           speedup=speedup, spec={"plugin": plugin, "label": label, "config": config})
+                           speedup=speedup, spec={"plugin": plugin, "label": label, "config": config},
+                           declared=_DECLARED.get(kind, Declared()))
 
 
 def test_pairs_take_the_fastest_gated_transform_and_the_redesign_with_the_best_hardware() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from report_fixtures import FIGURE_LINKS
 from report_numbers import literal_numbers, perturb
 
+from planner.codec import to_data
 from planner.report import render_markdown
 from planner.results.audit import AuditFact, MeasurementAudit, judged
-from planner.results.codec import to_data
 
 
 def _audit(load: float) -> dict:

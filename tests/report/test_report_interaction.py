@@ -43,7 +43,8 @@ def test_a_measured_redesign_is_one_line_in_phase_3_with_its_interaction_gains(r
         "plugin": "architecture.redesign", "label": "redesign (needs retraining)", "precision": "fp32",
         "status": "rejected", "reason": "needs retraining: speed measured, accuracy not",
         "config": {"architecture": "redesign", "transform": {"plugin": "architecture.redesign"}},
-        "latency_ms": {"p50_ms": 40.0}, "speedup": 5.0, "fidelity": {"cosine": -0.02}}]
+        "latency_ms": {"p50_ms": 40.0}, "speedup": 5.0, "fidelity": {"cosine": -0.02},
+        "declared": {"phase": 3, "arithmetic": "structural", "runtime": "pytorch", "transforms_model": True}}]
     md = render_markdown(results)
     phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
     lines = [line for line in phase3.splitlines() if "redesign (needs retraining)" in line]

@@ -83,11 +83,13 @@ def _threads_step(results: dict) -> dict:
     """The fixture with no findings and a threads step first, whose plugin (PyTorch) recorded no candidate."""
     results["baseline"]["findings"] = []
     results["candidates"] = [c for c in results["candidates"] if c["plugin"] != "cpu.torch"]
-    step = {"order": 0, "plugin": "cpu.torch", "title": "Set intra-op threads to 2 (physical cores), inter-op to 1",
+    step = {"order": 0, "plugins": ["cpu.torch"], "title": "Set intra-op threads to 2 (physical cores), inter-op to 1",
             "why": "cpu.3a", "expected": "Method expectation, not a measurement: every physical core works.",
             "fidelity_gated": False, "kind": "measure", "phase": 1,
             "options": {"intra_op_threads": 2, "inter_op_threads": 1}}
-    results["plan"]["steps"] = [step] + [s for s in results["plan"]["steps"] if s.get("plugin") != "cpu.torch"]
+    results["plan"]["steps"] = [step] + [s for s in results["plan"]["steps"]
+                                      # the fixture is a schema-1 file: one `plugin` per step
+                                      if "cpu.torch" not in s.get("plugins", [s.get("plugin")])]
     return results
 
 

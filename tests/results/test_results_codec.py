@@ -67,7 +67,7 @@ def test_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
 
 
 def test_mistyped_file_is_a_clear_error_but_still_renderable(tmp_path: Path) -> None:
-    data = {"schema_version": 2, "candidates": [{"label": "x", "status": "fast"}]}
+    data = {"schema_version": SCHEMA_VERSION, "candidates": [{"label": "x", "status": "fast"}]}
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     with pytest.raises(PlannerError, match="not a planner results file"):

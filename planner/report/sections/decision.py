@@ -33,9 +33,10 @@ def _evidence(value: object) -> str:
 def _action(action: object) -> str:
     if not isinstance(action, dict):
         return text(action)
-    line = text(first(action, "title", "text", "action", "plugin", "id")) or "action"
-    plugin = text(action.get("plugin"))
-    line += f" (measured by `{plugin}`)" if plugin else " (advice: no plugin measures it)"
+    line = text(first(action, "title", "text", "action", "id")) or "action"
+    plugins = [text(p) for p in as_list(action.get("plugins")) if text(p)]
+    line += (f" (measured by {', '.join(f'`{p}`' for p in plugins)})" if plugins
+             else " (advice: no plugin measures it)")
     if action.get("when"):
         line += f", {text(action['when'])}"
     evidence = _evidence(first(action, "evidence", "why", "reason"))

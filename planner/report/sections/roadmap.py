@@ -4,46 +4,41 @@ measured effect (or labelled estimate) and accuracy risk, then the combined effe
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, as_list, first, p50, text
+from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
 from planner.results import fidelity_view
 
-# Words that put a candidate or plan step in Phase 2 (changes the numbers, needs calibration or
-# validation data) or Phase 3 (changes the architecture, needs retraining).
-_PHASE2 = ("int8", "int4", "ternary", "quant", "calib", "compress", "prun", "low-rank", "lowrank",
-           "distil", "sparsi")
-_PHASE3 = ("architecture", "redesign", "retrain")
 PHASES = (1, 2, 3)
 """The roadmap phases: quick wins, extra impact, architecture redesign."""
 
 
-def _haystack(*values: object) -> str:
-    return " ".join(text(v).lower() for v in values)
-
-
 def step_phase(step: dict) -> int:
-    """The plan's phase for a step, else one read from its kind, plugin and title."""
+    """The plan's phase for a step (1 where a hand-edited file lacks a valid one)."""
     phase = step.get("phase")
-    if isinstance(phase, int) and not isinstance(phase, bool) and phase in PHASES:
-        return phase
-    hay = _haystack(step.get("kind"), step.get("plugin"), step.get("title"))
-    if any(w in hay for w in _PHASE3) and not any(w in hay for w in _PHASE2):
-        return 3
-    return 2 if any(w in hay for w in _PHASE2) else 1
+    return phase if isinstance(phase, int) and not isinstance(phase, bool) and phase in PHASES else 1
+
+
+def step_plugins(step: dict) -> list[str]:
+    """The plugins that measure a plan step ([] for advice)."""
+    return [text(p) for p in as_list(step.get("plugins")) if text(p)]
 
 
 def candidate_phase(data: ReportData, cand: dict) -> int:
-    """2 for quantization or compression, 3 for a redesign; else the phase the plan gave its plugin (by
-    default 3 for a model change, 1 for the rest)."""
-    hay = _haystack(cand.get("precision"), cand.get("plugin"), cand.get("label"))
-    if any(w in hay for w in _PHASE2):
-        return 2
-    if as_dict(cand.get("config")).get("architecture") == "redesign":
-        return 3
-    phases = [step_phase(s) for s in data.steps if s.get("plugin") and s.get("plugin") == cand.get("plugin")]
-    # A model change named with --plugins has no plan step: it is architecture work all the same.
-    return min(phases) if phases else (3 if text(cand.get("plugin")).startswith("architecture.") else 1)
+    """The phase its plugin declared (recorded with the candidate); for a file written before plugins declared
+    one, the phase of the plan step its plugin measured, else 1."""
+    phase = as_dict(cand.get("declared")).get("phase")
+    if isinstance(phase, int) and not isinstance(phase, bool) and phase in PHASES:
+        return phase
+    phases = [step_phase(s) for s in data.steps if text(cand.get("plugin")) in step_plugins(s)]
+    return min(phases) if phases else 1
+
+
+def family(cand: dict) -> str:
+    """The runtime and precision a candidate deploys (its plugin's declared runtime, else its plugin): settings
+    of one family are near-duplicates, folded to the fastest in the roadmap."""
+    runtime = text(as_dict(cand.get("declared")).get("runtime")) or text(cand.get("plugin"))
+    return f"{runtime} {text(cand.get('precision'))}"
 
 
 def accuracy_risk(cand: dict) -> str:
@@ -79,7 +74,7 @@ def _measured(data: ReportData, cand: dict) -> str:
                 f"{fmt.plain_reason(text(cand.get('reason'))) or 'no reason recorded'}")
     effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.speedup(data.speedup(cand))} the baseline's "
               "speed")
-    if as_dict(cand.get("config")).get("architecture") == "redesign":
+    if as_dict(cand.get("declared")).get("arithmetic") == "structural":
         # New, untrained weights: comparing its outputs with the original's says nothing about accuracy.
         return f"**{label(cand)}** — {effect}; needs retraining: speed measured, accuracy not."
     if status == "unconfirmed":
@@ -118,8 +113,8 @@ def step_measured(data: ReportData, step: dict) -> bool:
     """Whether this run measured the plan step: its plugin recorded a candidate, or a measured candidate of
     any runtime ran with every setting the step names (a thread-count step is measured by an ONNX Runtime
     candidate at that thread count even where the PyTorch plugin could not run)."""
-    plugin = step.get("plugin")
-    if plugin and any(c.get("plugin") == plugin for c in data.candidates):
+    plugins = step_plugins(step)
+    if plugins and any(c.get("plugin") in plugins for c in data.candidates):
         return True
     options = as_dict(step.get("options"))
     if not options:
@@ -130,11 +125,11 @@ def step_measured(data: ReportData, step: dict) -> bool:
 
 
 def _unmeasured_step(data: ReportData, step: dict) -> str:
-    what = text(first(step, "title", "plugin")) or "planned step"
-    plugin = text(step.get("plugin"))
-    reason = data.skip_reason(plugin) if plugin else ""
+    what = text(step.get("title")) or "planned step"
+    plugins = step_plugins(step)
+    reason = "; ".join(r for r in (data.skip_reason(p) for p in plugins) if r)
     if not reason:
-        reason = ("no candidate of this step ran" if plugin else
+        reason = ("no candidate of this step ran" if plugins else
                   "no plugin implements it, so it is advice only")
     expected = text(step.get("expected")).rstrip(".")
     line = f"**{what}** — not measured in this run ({reason})"
@@ -161,7 +156,15 @@ def _phase_items(data: ReportData, phase: int, extra: dict[str, str] | None = No
     # that the setting does not pay here.
     gains = [c for c in measured if (data.speedup(c) or 0) > 1]
     slower = [c for c in measured if c not in gains and p50(c) is not None]
-    items = [_measured(data, c) + (f" {extra[label(c)]}" if label(c) in extra else "") for c in gains]
+    # One line per family (runtime and precision): the others are settings of the same deployment.
+    leaders = {family(c): c for c in reversed(gains)}
+    shown = [c for c in gains if leaders[family(c)] is c]
+    items = [_measured(data, c) + (f" {extra[label(c)]}" if label(c) in extra else "") for c in shown]
+    folded = [c for c in gains if c not in shown]
+    if folded:
+        items.append("Other settings of the same runtime and precision, also faster than the baseline but slower than "
+                     "the setting above them: " + ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})"
+                                                           for c in folded))
     items += [_measured(data, c) for c in measured if p50(c) is None]  # failed: say why
     if slower:
         items.append("Measured and not faster than the baseline, so not worth deploying here: "

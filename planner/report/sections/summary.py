@@ -4,11 +4,11 @@ remaining win (labelled as an estimate)."""
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, as_list, dig, first, latency, p50, text
+from planner.report.data import ReportData, as_dict, as_list, dig, latency, p50, text
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
-from planner.report.sections.roadmap import step_measured
+from planner.report.sections.roadmap import step_measured, step_plugins
 from planner.results import fidelity_view
 from planner.results.view import check_on_your_data, generated_pass_caution, unconfirmed_lead
 
@@ -169,17 +169,18 @@ def _biggest_win(data: ReportData) -> str:
     remaining = [step for step in data.steps if not step_measured(data, step)]
     # A step whose plugin cannot run on this model (channels-last for an ONNX file: a PyTorch setting)
     # is no next step for it; it is named only when nothing else remains, with the reason.
-    runnable = [step for step in remaining if not data.skip_reason(text(step.get("plugin")))]
+    runnable = [step for step in remaining
+                if not any(data.skip_reason(p) for p in step_plugins(step))]
     for step in runnable:
-        what = text(first(step, "title", "plugin")) or "a planned step"
+        what = text(step.get("title")) or "a planned step"
         expected = text(step.get("expected")) or "effect not estimated"
         return (f"The biggest remaining step, not measured in this run, is {what} "
                 f"(estimate: {expected}).")
     if remaining:
         step = remaining[0]
-        what = text(first(step, "title", "plugin")) or "a planned step"
+        what = text(step.get("title")) or "a planned step"
         return (f"Every step this plan could measure on this model was measured; {what} was not "
-                f"({data.skip_reason(text(step.get('plugin')))}).")
+                f"({'; '.join(r for r in (data.skip_reason(p) for p in step_plugins(step)) if r)}).")
     return "No remaining win beyond the measured candidates was identified."
 
 

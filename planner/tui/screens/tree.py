@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Static, Tree
 
 from planner.advice import tree_nodes
+from planner.plugins import catalog
 from planner.tui.screens.base import StepPane
 
 _UNSET = object()
@@ -36,7 +37,7 @@ def node_detail(view: Any, visit: dict | None, actions: list[dict]) -> Text:
     """The detail panel for a node: what it is, what the walk decided, and the evidence."""
     text = Text()
     text.append(view.text, style="bold")
-    facts = [str(view.kind)] + ([f"plugin {view.plugin}"] if view.plugin else []) + (
+    facts = [str(view.kind)] + ([f"plugin {', '.join(view.plugins)}"] if view.plugins else []) + (
         [f"{view.branch} branch"] if view.branch else [])
     if visit is None:
         text.append(f"\n{' · '.join(facts)} · not visited: the measured path does not pass here")
@@ -62,7 +63,7 @@ def plan_text(plan: Any) -> Text:
         if step.fidelity_gated:
             tags.append("kept only if its outputs match the original's")
         text.append(f"\n{step.order}. {step.title}", style="bold")
-        text.append(f"  [{step.plugin or 'advice'}; {', '.join(tags)}]")
+        text.append(f"  [{', '.join(step.plugins) or 'advice'}; {', '.join(tags)}]")
         text.append(f"\n   why: {step.why}")
         if step.expected:
             text.append(f"\n   expected: {step.expected}", style="italic")
@@ -118,7 +119,7 @@ class TreePane(StepPane):
         self._actions = {}
         for action in data["actions"]:
             self._actions.setdefault(action["node"], []).append(action)
-        root_view = tree_nodes(self.session.target or path.target)
+        root_view = tree_nodes(self.session.target or path.target, catalog())
         tree.reset(node_label(root_view, self._visits.get(root_view.id)), data=root_view)
         self._add_branch(tree.root, root_view)
         tree.root.expand_all()

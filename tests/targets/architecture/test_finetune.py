@@ -96,9 +96,9 @@ def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, t
     assert record["steps"] == 120 and record["accuracy_after"] > record["accuracy_before"]
     assert tuned.config["finetune_steps"] == 120 and tuned.config["architecture"] == "fine-tuned"
     assert any(n.startswith("fine-tuned: 120 steps") for n in tuned.notes)
-    from planner.advice.predict import _FIXED_BANDS, family
+    from planner.plugins.expectation import _FIXED_BANDS
 
-    assert family(tuned.plugin, str(tuned.precision), tuned.config) in _FIXED_BANDS  # a band that fits pruning
+    assert get_plugin("architecture.prune").prediction_family(tuned) in _FIXED_BANDS  # a band that fits pruning
     assert Path(record["weights"]).is_file()
 
     # A worker re-applies the rewrite and loads the trained weights: its accuracy is the one recorded.

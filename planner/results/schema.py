@@ -1,23 +1,58 @@
-"""results.json's schema: the upgrade of older files to the current schema. The serialiser itself is
-`planner.codec` (re-exported here for the results package's readers)."""
+"""results.json's schema versions: the upgrade of an older file to the current schema, before it is
+decoded. The serialiser itself is `planner.codec`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from planner.codec import SchemaError, from_data, to_data
+from planner.codec import SchemaError
 from planner.results.values import SCHEMA_VERSION
 
-__all__ = ["SchemaError", "from_data", "to_data", "upgrade"]
+__all__ = ["upgrade"]
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """The results object in the current schema (schema 1 kept a rank on each candidate)."""
+    """The results object in the current schema (schema 1 kept a rank on each candidate; schema 2 named one
+    plugin per plan step and decision-path action)."""
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise SchemaError(f"schema version {version!r} is newer than this planner reads ({SCHEMA_VERSION})")
     if version == 1:
         data = _from_schema_1(data)
+    if version <= 2:
+        data = _from_schema_2(data)
+    return data
+
+
+def _plugins_listed(rows: Any) -> Any:
+    """Rows with schema 2's one `plugin` (or None) as a `plugins` list."""
+    if not isinstance(rows, list):
+        return rows
+    out = []
+    for row in rows:
+        if isinstance(row, dict) and "plugin" in row and "plugins" not in row:
+            row = {**{k: v for k, v in row.items() if k != "plugin"},
+                   "plugins": [row["plugin"]] if row["plugin"] else []}
+        out.append(row)
+    return out
+
+
+def _with_path_plugins(holder: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `holder` whose decision path's actions list their plugins."""
+    holder = dict(holder)
+    if isinstance(holder.get("decision_path"), dict):
+        holder["decision_path"] = {**holder["decision_path"],
+                                   "actions": _plugins_listed(holder["decision_path"].get("actions"))}
+    return holder
+
+
+def _from_schema_2(data: dict[str, Any]) -> dict[str, Any]:
+    data = _with_path_plugins(data)
+    if isinstance(data.get("plan"), dict):
+        plan = _with_path_plugins(data["plan"])
+        plan["steps"] = _plugins_listed(plan.get("steps"))
+        data["plan"] = plan
+    data["schema_version"] = SCHEMA_VERSION
     return data
 
 
