@@ -50,3 +50,40 @@ def test_profile_readable_output(cli):
     findings = out.split("Architecture findings")[1].splitlines()
     first = next(line for line in findings if line.strip().startswith("1."))
     assert "[high]" in first and "upsampled" in first.lower() and "12.25x" in first
+
+
+def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, profile_json, monkeypatch):
+    """`planner profile` goes through the session, so demo:digits' built-in validation data is wired in
+    and reported in the same words as `planner plan` (the measurement itself is the recorded one above)."""
+    from planner.codec import from_data
+    from planner.events import Event
+    from planner.models.demo import builtin_validation
+    from planner.pipeline import PlanOptions, PlanSession, baseline
+    from planner.pipeline.run import _sample_options
+    from planner.results import Baseline
+
+    given: list = []
+
+    def recorded_profile(model, **kwargs):
+        given.append(kwargs.get("val_data"))
+        return from_data(profile_json, Baseline), None
+
+    monkeypatch.setattr(baseline, "profile_baseline", recorded_profile)
+    # What `planner plan` logs about its validation data: its session's profile step, as run_plan calls it.
+    plan_logs: list[Event] = []
+    plan = PlanSession(on_event=plan_logs.append)
+    plan.load("demo:digits")
+    plan.profile(quick=True, val_data=None, samples=_sample_options(PlanOptions(model="demo:digits")))
+    logs = [e.message for e in plan_logs if e.kind == "log"]
+    held_out = builtin_validation("digits")
+    assert held_out is not None
+    folder, basis = held_out
+    assert logs and any(basis in line and str(folder) in line for line in logs)
+
+    code, out, err = cli("profile", "--model", "demo:digits", "--quick")
+    assert code == 0, err
+    assert given == [folder, folder]  # the baseline's outputs are taken on the held-out set, as in the plan
+    shown = " ".join(err.split())  # the progress wraps lines to the terminal's width
+    for line in logs:
+        assert " ".join(line.split()) in shown
+    assert "Latency      p50" in out

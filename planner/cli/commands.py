@@ -144,14 +144,20 @@ def format_inputs(data: dict) -> str:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    """Measure the baseline and print the profile (or its JSON)."""
+    """Measure the baseline and print the profile (or its JSON).
+
+    It runs the session's profile step, as `planner plan` does: a demo that ships validation data
+    (demo:digits) takes its baseline's outputs on it, and the progress says so.
+    """
     from planner.cli.output import format_baseline
     from planner.cli.progress import CliProgress
-    from planner.pipeline.baseline import profile_baseline
+    from planner.pipeline import PlanSession
 
-    model = _load(args)
+    session = PlanSession()
+    session.load(args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
     with CliProgress(enabled=not args.json) as progress:
-        baseline, _ = profile_baseline(model, quick=args.quick, on_event=progress)
+        session.on_event = progress
+        baseline = session.profile(quick=args.quick)
     if args.json:
         print_json(to_data(baseline))
     else:

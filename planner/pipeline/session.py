@@ -16,6 +16,7 @@ from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.pipeline.candidates import CONFIRM_TOP
 from planner.pipeline.environment import environment
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
+from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
 from planner.results import (
     RESULTS_NAME,
     Baseline,
@@ -71,6 +72,10 @@ class PlanSession:
     Each step keeps its typed result on the session and in `results` (the object behind
     results.json), which is written to `out_dir` after every measured candidate once an output
     folder is set. The baseline's reference outputs travel beside it in `reference`.
+
+    The session also keeps which steps are done, by the step graph (planner/pipeline/steps.py):
+    every setter and step goes through `invalidate`, `done` or `discard`, so what a change makes
+    out of date is decided there once; callers ask `done_steps()` and `stale_steps()`.
     """
 
     def __init__(self, *, on_event: EventSink = null_sink, cancel: CancelToken | None = None) -> None:
@@ -91,12 +96,92 @@ class PlanSession:
         self.val_data: Path | None = None  # batches every reader reads (images and clips converted once)
         self.val_prepared: PreparedValData | None = None  # what they were made from, for the log and report
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
+        self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
         self.results = PlanResults(planner_version=__version__, environment=environment())
+        self._done: frozenset[Step] = frozenset()
+        self._stale: frozenset[Step] = frozenset()
+        self._warnings_from: dict[Step, int] = {}  # where a step's own warnings start, from its discard
+        self._warnings_of: dict[Step, tuple[int, int]] = {}  # a step's own warnings, to forget with it
 
     def update(self, **changes: Any) -> PlanResults:
         """Replace fields of the results (they are frozen) and return the new results."""
         self.results = dataclasses.replace(self.results, **changes)
         return self.results
+
+    # -- the step graph ----------------------------------------------------------------------
+    def invalidate(self, change: Change | str) -> dict[Step, Fate]:
+        """Record a change (another model, other inputs, target or requirements) that a setter has applied.
+
+        The step the change sets is done with its new value; every step made from it goes stale or is
+        discarded, as the step graph says. Returns what the change does to each step downstream.
+        """
+        self.done(CHANGES[Change(change)])
+        return invalidated_by(change)
+
+    def done(self, step: Step) -> None:
+        """Record that `step` has just produced its result: it is done, and what is made from it goes out of date.
+
+        A step made from it goes stale (kept, to be redone) or is discarded (forgotten), as the step
+        graph says; a step that holds no result stays without one.
+        """
+        if step in self._warnings_from:
+            self._warnings_of[step] = (self._warnings_from.pop(step), len(self.results.warnings))
+        self._done, self._stale = self._done | {step}, self._stale - {step}
+        for later, fate in consequences(step).items():
+            if fate is Fate.DISCARDED:
+                self._forget(later)
+            elif later in self._done:
+                self._done, self._stale = self._done - {later}, self._stale | {later}
+
+    def discard(self, step: Step) -> None:
+        """Forget `step`'s result and everything made from it, before the step runs again.
+
+        A new optimize run replaces the last run's candidates (and its own warnings and skipped
+        plugins) instead of adding to them; the baseline and what came before it stay.
+        """
+        self._forget(step)
+        for later in consequences(step):
+            self._forget(later)
+        self._warnings_from[step] = len(self.results.warnings)
+
+    def done_steps(self) -> frozenset[Step]:
+        """The steps whose result is there and up to date."""
+        return self._done
+
+    def stale_steps(self) -> frozenset[Step]:
+        """The steps whose result is kept but out of date: something it was made from has changed since."""
+        return self._stale
+
+    def is_done(self, step: Step) -> bool:
+        """Whether `step`'s result is there and up to date."""
+        return step in self._done
+
+    def _forget(self, step: Step) -> None:
+        """Drop a step's result from the session and the results, with the warnings it recorded itself."""
+        self._done, self._stale = self._done - {step}, self._stale - {step}
+        span = self._warnings_of.pop(step, None)
+        if span is not None:
+            start, end = span
+            warnings = self.results.warnings
+            self.update(warnings=warnings[:start] + warnings[end:])
+            gone = end - start
+            self._warnings_of = {s: (a - gone, b - gone) if a >= end else (a, b)
+                                 for s, (a, b) in self._warnings_of.items()}
+        if step is Step.PROFILE:
+            self.baseline = self.reference = None
+            self.val_data = self.val_prepared = None
+            self.val_data_basis = "--val-data"
+            self.update(baseline=None, candidates=())
+        elif step is Step.CHECKLIST:
+            self.replies = {}
+        elif step is Step.PLAN:
+            self.answers, self.path, self.plan = [], None, None
+            self.update(checklist=(), decision_path={}, plan={})
+        elif step is Step.OPTIMIZE:
+            # The baseline (the first candidate) is the profile's: it stays.
+            self.update(candidates=self.results.candidates[:1], ranking=None, skipped_plugins=(), interactions=(),
+                        validation=None, edge_device={}, requirement_checks=(), requirement_checks_baseline=(),
+                        requirement_checks_subject="", predictions_held="")
 
     # -- steps -------------------------------------------------------------------------------
     def detect(self) -> "HardwareProfile":
@@ -115,28 +200,36 @@ class PlanSession:
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = measure_ceilings(self.detect(), quick=quick, refresh=refresh)
         self.update(ceilings=to_data(self.ceilings))
+        self.done(Step.HARDWARE)
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
              trust_code: bool = False) -> "LoadedModel":
-        """Load and validate the model; resets everything measured for a previous model.
+        """Load and validate the model; everything measured for a previous model is discarded.
 
-        `inputs` are `--input` specs; `input_shape` is the one-float-input short form.
+        `inputs` are `--input` specs; `input_shape` is the one-float-input short form. The same source
+        loaded again is a change of inputs, any other a change of model (the step graph says what each
+        discards). The output folder is chosen again for the new model: a default one is named after it.
         """
         from planner.models import load_model
 
-        self.model = load_model(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
-        self.baseline = self.reference = self.plan = self.path = None
-        self.answers = []
-        self.update(model=self.model.describe(), candidates=(), baseline=None, checklist=(), decision_path={},
-                    plan={}, ranking=None)
-        return self.model
+        model = load_model(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
+        same = self.model is not None and self.model.source.text == model.source.text
+        self.model = model
+        self.out_dir = None
+        self.update(model=model.describe())
+        self.invalidate(Change.INPUTS if same else Change.MODEL)
+        return model
 
     def set_target(self, target: str = "auto") -> str:
-        """Resolve and record the deployment target."""
-        self.target = resolve_target(target, self.detect())
-        self.update(target=self.target)
-        return self.target
+        """Resolve and record the deployment target; a new one makes the plan and what follows it stale."""
+        resolved = resolve_target(target, self.detect())
+        changed = resolved != self.target
+        self.target = resolved
+        self.update(target=resolved)
+        if changed:
+            self.invalidate(Change.TARGET)
+        return resolved
 
     def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None,
                          device_class: str | None = None) -> "Requirements":
@@ -148,10 +241,13 @@ class PlanSession:
         from planner.advice import load_requirements
 
         deployed_on = device_class or str(self.detect().device_class)
-        self.requirements = load_requirements(device_class=deployed_on, toml_path=toml_path,
-                                              overrides=overrides or {})
-        self.update(requirements=to_data(self.requirements))
-        return self.requirements
+        requirements = load_requirements(device_class=deployed_on, toml_path=toml_path, overrides=overrides or {})
+        changed = requirements != self.requirements
+        self.requirements = requirements
+        self.update(requirements=to_data(requirements))
+        if changed:  # the same requirements applied again leave the plan as it is
+            self.invalidate(Change.REQUIREMENTS)
+        return requirements
 
     def set_out_dir(self, out: Path | None) -> Path:
         """Choose and check the output folder (before measuring, so a bad one fails early)."""
@@ -183,6 +279,7 @@ class PlanSession:
         baseline, reference = profile_baseline(model, quick=quick, hw=self.detect(), ceilings=self.ceilings,
                                                on_event=self.on_event, timeout_s=timeout_s, val_data=val_data)
         self.baseline, self.reference = baseline, reference
+        self.done(Step.PROFILE)  # earlier candidates are discarded: their speedups are over the old baseline
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
         if baseline.ceilings and baseline.ceilings != self.results.ceilings:
             # The baseline beat a ceiling measured while busy: the raised ceilings are the machine's now.
@@ -235,7 +332,8 @@ class PlanSession:
         """Answer the checklist, walk the decision tree and make the plan.
 
         `replies` maps a checklist question's id to the user's answer ("yes"/"no" become booleans
-        the decision tree can read).
+        the decision tree can read); they are kept (`self.replies`) for later re-plans, which pass
+        none. Replies given here are the user's answers to the checklist: that step is done too.
         """
         from planner.advice import answer_checklist, evaluate_tree, make_plan
 
@@ -245,6 +343,8 @@ class PlanSession:
         hw = self.detect()
         facts = self.baseline_facts()
         answers = answer_checklist(target, hw, facts, requirements=requirements)
+        given = replies is not None
+        replies = dict(replies) if replies is not None else self.replies
         if replies:
             answers = [a.with_reply(replies[a.question.id], value=_reply_value(replies[a.question.id]))
                        if replies.get(a.question.id) else a for a in answers]
@@ -257,6 +357,10 @@ class PlanSession:
                               catalog=declared)
         self.update(checklist=tuple(a.to_dict() for a in answers), decision_path=self.path.to_dict(),
                     plan=self.plan.to_dict())
+        if given:  # the user's answers: the checklist step is done (and the plan made from them)
+            self.replies = replies
+            self.done(Step.CHECKLIST)
+        self.done(Step.PLAN)
         self.save()
         return self.plan
 
@@ -265,7 +369,10 @@ class PlanSession:
         return list(self._need(self.plan, "plan").plugins)
 
     def plugin_status(self) -> list[dict]:
-        """Every registered plugin with whether it can run here, and why not."""
+        """Every registered plugin with whether it can run here, and why not.
+
+        `baseline` marks the plugin whose candidate is the baseline (measured by the profile step).
+        """
         from planner.plugins import discover
 
         plugins, issues = discover()
@@ -274,9 +381,10 @@ class PlanSession:
         for name, plugin in plugins.items():
             reasons = plugin.check(self.detect(), self.model) if self.model else []
             rows.append({"plugin": name, "target": str(plugin.target), "summary": plugin.summary,
-                         "reasons": reasons, "planned": name in planned})
+                         "reasons": reasons, "planned": name in planned,
+                         "baseline": bool(getattr(plugin, "is_baseline", False))})
         rows += [{"plugin": i.name, "target": "?", "summary": "", "reasons": [i.reason],
-                  "planned": i.name in planned} for i in issues]
+                  "planned": i.name in planned, "baseline": False} for i in issues]
         return rows
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None,
@@ -285,6 +393,7 @@ class PlanSession:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank.
 
         In a quick run the `confirm` leaders are measured again with the full method before ranking.
+        A run replaces the previous run's candidates, warnings and skipped plugins (the baseline stays).
         """
         from planner.pipeline.candidates import CandidateRun
 
@@ -293,6 +402,7 @@ class PlanSession:
         reference = self._need(self.reference, "profile")
         out_dir = self.out_dir or self.set_out_dir(None)
         names = list(plugins) if plugins else self.planned_plugins()
+        self.discard(Step.OPTIMIZE)
         run = CandidateRun(hw=hw, model=model, baseline=baseline, reference=reference,
                            workdir=out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
                            val_data_basis=self.val_data_basis,
@@ -319,6 +429,7 @@ class PlanSession:
 
             self.update(interactions=measure_interactions(run, self.results.candidates, ranking.order,
                                                           timeout_s=timeout_s))
+        self.done(Step.OPTIMIZE)
         self.save()
         return self.results.candidates
 
@@ -387,6 +498,7 @@ class PlanSession:
                 self.save()
                 self.on_event(Event("warning", f"report not written: {exc}"))
             outcome.results = self.results
+        self.done(Step.REPORT)
         return outcome
 
     def save(self) -> None:

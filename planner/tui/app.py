@@ -24,7 +24,9 @@ from textual.widgets import (
 )
 from textual.worker import Worker
 
+from planner.errors import PlannerError
 from planner.pipeline import PlanSession
+from planner.pipeline.steps import Step as SessionStep
 from planner.tui.bridge import EventBridge
 from planner.tui.host import Job
 from planner.tui.screens.base import StepPane
@@ -143,14 +145,9 @@ class PlannerApp(App[int]):
         # Queries go to this screen, not `self.screen`: a job may finish while a modal is on top.
         self.main = MainScreen()
         self.job: Job | None = None
-        self.replies: dict[str, str] = {}
-        self.checklist_confirmed = False
-        self.optimized = False
-        self.saved_to: Path | None = None
         self.current = STEPS[0].id
         self.visited: set[str] = {self.current}
         self._initial_load_done = False
-        self._plan_stale = False
 
     def get_default_screen(self) -> Screen:
         """The main screen: the step list and panes (help, palette and dialogs open over it)."""
@@ -210,20 +207,20 @@ class PlannerApp(App[int]):
             self.main.query_one(StepList).focus()
 
     def done_steps(self) -> set[str]:
-        """The steps whose result exists (and that the user has seen, for steps that only show)."""
-        s = self.session
-        done = {
-            "hardware": s.hw is not None and s.ceilings is not None,
-            "model": s.model is not None,
-            "requirements": s.requirements is not None and "requirements" in self.visited,
-            "profile": s.baseline is not None,
-            "checklist": s.plan is not None and self.checklist_confirmed,
-            "tree": s.plan is not None and self.checklist_confirmed and "tree" in self.visited,
-            "optimize": self.optimized,
-            "results": self.optimized and "results" in self.visited,
-            "report": self.saved_to is not None,
-        }
-        return {step for step, ok in done.items() if ok}
+        """The steps the session says are done (and that the user has seen, for steps that only show)."""
+        done = self.session.done_steps()
+        return {step.id for step in STEPS
+                if done.issuperset(step.shows) and (not step.seen or step.id in self.visited)}
+
+    @property
+    def optimized(self) -> bool:
+        """Whether the session holds an up-to-date optimize run."""
+        return self.session.is_done(SessionStep.OPTIMIZE)
+
+    @property
+    def saved_to(self) -> Path | None:
+        """The folder of the last save, while the session says the saved report is up to date."""
+        return self.session.out_dir if self.session.is_done(SessionStep.REPORT) else None
 
     def _show_steps(self) -> None:
         self.main.query_one(StepList).show_state(current=self.current, done=self.done_steps())
@@ -254,8 +251,6 @@ class PlannerApp(App[int]):
             self.notify(f"{self.job.title} is still running: wait for it{how}.",
                         title="Busy", severity="warning", timeout=4)
             return False
-        if name in CANCELLABLE:
-            self.results_changed()
         self.job = Job(name, self.job_title(name), pane)
         self.bridge.attach(pane)
         self.refresh_bindings()
@@ -273,9 +268,8 @@ class PlannerApp(App[int]):
         self.job = None
         self.bridge.attach(None)
         self.refresh_bindings()
-        if self._plan_stale:
-            self._plan_stale = False
-            self.requirements_changed()
+        if SessionStep.PLAN in self.session.stale_steps():
+            self.requirements_changed()  # they changed while the job ran
 
     def startup_continue(self, finished: str) -> None:
         """On start: detect, then load the model, then measure the ceilings (quick, cached per machine).
@@ -297,31 +291,19 @@ class PlannerApp(App[int]):
         if finished == "load" and self.session.ceilings is None and self.job is None:
             self.pane("hardware", HardwarePane).measure(quick=True)
 
-    def results_changed(self) -> None:
-        """A new measurement or plan makes the saved report out of date: Save shows again as to do."""
-        self.saved_to = None
-
-    def model_loaded(self) -> None:
-        """A new model resets everything measured for the previous one."""
-        self.replies = {}
-        self.checklist_confirmed = False
-        self.optimized = False
-        self.saved_to = None
-        if self.out_dir is None:
-            # The default folder is named after the model: let the next run pick a new one.
-            self.session.out_dir = None
-
     def requirements_changed(self) -> None:
-        """New requirements or target: re-plan from the existing baseline (after any running job)."""
-        if self.session.baseline is None:
+        """New requirements or target: re-plan if the session says the plan is out of date.
+
+        While a job runs the plan waits for it (`end_job` comes back here): deciding reads the baseline.
+        """
+        if SessionStep.PLAN not in self.session.stale_steps() or self.job is not None:
             self._show_steps()
             return
-        if self.job is not None:
-            self._plan_stale = True
-            return
-        # Deciding is pure computation over the baseline (milliseconds): no worker needed.
-        self.session.decide(replies=self.replies)
-        self.results_changed()
+        try:
+            # Deciding is pure computation over the baseline (milliseconds): no worker needed.
+            self.session.decide()
+        except PlannerError as exc:
+            self.notify(exc.problem, title="Re-planning failed", severity="error", timeout=8)
         self.session_changed()
 
     def stop_running_job(self) -> None:

@@ -32,15 +32,11 @@ class Job:
 
 
 class PlannerHost(Protocol):
-    """The app as the panes see it: the session, the job in progress and the step bookkeeping."""
+    """The app as the panes see it: the session (which keeps what is done), and the job in progress."""
 
     session: PlanSession
     out_dir: Path | None
     job: Job | None
-    replies: dict[str, str]
-    saved_to: Path | None
-    checklist_confirmed: bool
-    optimized: bool
 
     def goto(self, step_id: str) -> None:
         """Show a step."""
@@ -63,11 +59,8 @@ class PlannerHost(Protocol):
     def startup_continue(self, finished: str) -> None:
         """Go on with the start-up sequence after a step finished."""
 
-    def model_loaded(self) -> None:
-        """Forget what was measured for the previous model."""
-
     def requirements_changed(self) -> None:
-        """Re-decide with the new requirements."""
+        """Re-plan if the session says the plan is out of date (the requirements or target changed)."""
 
     def stop_running_job(self) -> None:
         """Stop the job in progress: cancel between candidates and end the measuring processes."""

@@ -448,6 +448,7 @@ def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(t
     async def body(pilot):
         await drive(pilot, "report")
         assert "report" in app.main.query_one("StepList").done
+        session.set_requirements(overrides={"latency_ms": "5"})
         app.requirements_changed()
         await pilot.pause(0.2)
         assert app.saved_to is None and "report" not in app.main.query_one("StepList").done

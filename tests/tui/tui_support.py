@@ -18,6 +18,7 @@ from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
+from planner.pipeline.steps import Change, Step
 from planner.results import RunStatus, SequencePoint, rank_candidates, results_from_data, write_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -48,7 +49,8 @@ class RecordedSession(PlanSession):
 
     The checklist, decision path and plan are the real engine's, computed from the recorded
     baseline, so the TUI's views of them are exercised for real. `gate` (when set) holds the
-    profile and each candidate until the test releases it, to test runs in progress.
+    profile and each candidate until the test releases it, to test runs in progress. Each step
+    records itself in the session's step graph as the real one does.
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -74,6 +76,7 @@ class RecordedSession(PlanSession):
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = from_data(self.fixture["ceilings"], Ceilings)
         self.update(ceilings=to_data(self.ceilings))
+        self.done(Step.HARDWARE)
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
@@ -84,15 +87,12 @@ class RecordedSession(PlanSession):
             raise ModelLoadError(f"unknown model {source!r} in the recorded session",
                                  f"use {self.fixture['model']['source']}")
         self.model = RecordedModel(self.fixture["model"])
-        self.baseline = self.reference = self.plan = self.path = None
-        self.answers = []
-        self.update(model=self.model.describe(), candidates=(), ranking=None)
+        self.update(model=self.model.describe())
+        self.invalidate(Change.MODEL)
         return self.model
 
     def set_target(self, target: str = "auto") -> str:
-        self.target = self.fixture["target"] if target == "auto" else target
-        self.update(target=self.target)
-        return self.target
+        return super().set_target(self.fixture["target"] if target == "auto" else target)
 
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0):
         self._need(self.model, "model")
@@ -110,6 +110,7 @@ class RecordedSession(PlanSession):
         baseline = self.recorded.baseline
         self.on_event(Event("stage_done", "baseline measured", stage="baseline"))
         self.baseline, self.reference = baseline, []
+        self.done(Step.PROFILE)
         self.update(baseline=baseline, candidates=self.recorded.candidates[:1], ranking=None)
         return baseline
 
@@ -124,6 +125,7 @@ class RecordedSession(PlanSession):
         self._need(self.plan, "plan")
         if self.out_dir is None:
             self.set_out_dir(None)
+        self.discard(Step.OPTIMIZE)
         recorded = self.recorded.candidates[1:]
         for i, cand in enumerate(recorded):
             if self.cancel.cancelled:
@@ -136,6 +138,7 @@ class RecordedSession(PlanSession):
             self.on_event(Event("candidate_done", f"  ok: {cand.label}", stage="measure", index=i + 1,
                                 total=len(recorded)))
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        self.done(Step.OPTIMIZE)
         return self.results.candidates
 
     def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
@@ -146,6 +149,7 @@ class RecordedSession(PlanSession):
         write_results(self.out_dir / "results.json", self.results)
         report = self.out_dir / "report.md"
         shutil.copyfile(FIXTURES / "report.md", report)
+        self.done(Step.REPORT)
         return PlanOutcome(self.results, self.out_dir, report)
 
     def set_out_dir(self, out: Path | None) -> Path:

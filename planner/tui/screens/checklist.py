@@ -92,7 +92,7 @@ class ChecklistPane(StepPane):
             children: list = [Static(answer_text(answer))]
             if status in ("ask-user", "user"):
                 options = reply_options(answer.question)
-                previous = self.planner.replies.get(answer.question.id, "").strip().lower()
+                previous = self.session.replies.get(answer.question.id, "").strip().lower()
                 value = previous if previous in {v for _, v in options} else Select.NULL
                 prompt = "your answer: " + " or ".join(shown for shown, _ in options)
                 children.append(Select(options, prompt=prompt, value=value,
@@ -122,13 +122,12 @@ class ChecklistPane(StepPane):
         replies = self.replies()
         try:
             # Deciding is pure computation over the baseline (milliseconds), so no worker is needed.
+            # The session keeps the replies, and records the checklist as answered.
             self.session.decide(replies=replies)
         except PlannerError as exc:
             self.query_one(Notice).show_exception(exc)
             return
         self.query_one(Notice).clear()
-        self.planner.replies = replies
-        self.planner.checklist_confirmed = True
         self.query_one("#status", Label).update(f"planned with {len(replies)} of your answers")
         self.planner.session_changed()
         self.planner.goto("tree")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -17,21 +17,19 @@ from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
 
-if TYPE_CHECKING:
-    from planner.pipeline import PlanSession
-
 _UNSET = object()
-# The baseline plugin: its candidate is the profile step's baseline, measured already.
-BASELINE_PLUGIN = "torch.eager"
 PROMPT_WIDTH = 56
 
 
 def plugin_prompt(row: dict) -> Text:
-    """One plugin line: name, target, and either 'planned' or why it cannot run here."""
+    """One plugin line: name, target, and either 'planned' or why it cannot run here.
+
+    The baseline's plugin (the session marks its row) is not offered: the profile measured it.
+    """
     text = Text()
     text.append(row["plugin"], style="bold")
     text.append(f" ({row['target']})")
-    if row["plugin"] == BASELINE_PLUGIN:
+    if row.get("baseline"):
         text.append(" — the baseline, measured in step 4", style="dim")
     elif row["reasons"]:
         text.append(f" — unavailable: {row['reasons'][0]}", style="dim")
@@ -52,20 +50,6 @@ def plugin_detail(row: dict) -> Text:
     return text
 
 
-def fresh_run(session: PlanSession, warnings: tuple[str, ...]) -> None:
-    """Forget an earlier optimize run's candidates, so a re-run replaces them instead of adding to them.
-
-    The baseline (the first candidate) stays; so do the warnings recorded before the first run
-    (`warnings`), while a previous run's own warnings and skipped plugins go with its candidates.
-    """
-    results = session.results
-    # Fields of a previous run's outcome; `interactions` is newer than some sessions' results.
-    stale = {"ranking": None, "skipped_plugins": (), "interactions": (), "requirement_checks": (),
-             "requirement_checks_baseline": (), "requirement_checks_subject": "", "predictions_held": ""}
-    session.update(candidates=results.candidates[:1], warnings=warnings,
-                   **{k: v for k, v in stale.items() if hasattr(results, k)})
-
-
 class OptimizePane(StepPane):
     """Runs `PlanSession.optimize` on the chosen plugins; the Cancel button stops after the current candidate."""
 
@@ -76,8 +60,6 @@ class OptimizePane(StepPane):
         super().__init__(id=id)
         self._shown: object = _UNSET
         self._rows: dict[str, dict] = {}
-        # The baseline the runs started from and the warnings recorded before its first run.
-        self._before_runs: tuple[object, tuple[str, ...]] | None = None
 
     def compose(self) -> ComposeResult:
         """Plugin list, its detail, run controls, progress and log."""
@@ -117,11 +99,10 @@ class OptimizePane(StepPane):
         options = []
         # Planned first (in plan order), then the rest that can run, then the unavailable.
         order = {name: i for i, name in enumerate(self.session.planned_plugins())}
-        rows = sorted(rows, key=lambda r: (r["plugin"] not in order, bool(r["reasons"]) or
-                                           r["plugin"] == BASELINE_PLUGIN, order.get(r["plugin"], 0),
-                                           r["plugin"]))
+        rows = sorted(rows, key=lambda r: (r["plugin"] not in order, bool(r["reasons"]) or bool(r.get("baseline")),
+                                           order.get(r["plugin"], 0), r["plugin"]))
         for row in rows:
-            unavailable = bool(row["reasons"]) or row["plugin"] == BASELINE_PLUGIN
+            unavailable = bool(row["reasons"]) or bool(row.get("baseline"))
             options.append(Selection(plugin_prompt(row), row["plugin"], initial_state=row["planned"]
                                      and not unavailable, disabled=unavailable))
         plugins = self.query_one(SelectionList)
@@ -191,9 +172,7 @@ class OptimizePane(StepPane):
         if self.session.out_dir is None:
             # Candidates write artifacts (ONNX files, engines) into the output folder.
             self.session.set_out_dir(self.planner.out_dir)
-        if self._before_runs is None or self._before_runs[0] is not self.session.baseline:
-            self._before_runs = (self.session.baseline, self.session.results.warnings)
-        fresh_run(self.session, self._before_runs[1])
+        # The session replaces an earlier run's candidates (and its warnings) with this run's.
         candidates = self.session.optimize(plugins=plugins)
         self.report("optimize", {"measured": len(candidates) - 1, "cancelled": self.session.cancel.cancelled,
                                  "out_dir": str(self.session.out_dir)})
@@ -215,7 +194,6 @@ class OptimizePane(StepPane):
         self.query_one(RunProgress).end(message, ok=not result["cancelled"])
         self.query_one("#status", Label).update(how)
         self.query_one(RichLog).write(Text(f"✓ {message}", style="bold"))
-        self.planner.optimized = True
 
     def job_failed(self, job: str, error: BaseException) -> None:
         """Say the run stopped, in place and in the log."""

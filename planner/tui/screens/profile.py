@@ -228,7 +228,7 @@ class ProfilePane(StepPane):
         # A fresh token: a cancelled earlier run must not stop this one.
         self.session.cancel = CancelToken()
         self._cancelled = False
-        if self.start("profile", self._profile, quick, dict(self.planner.replies)):
+        if self.start("profile", self._profile, quick):
             self.query_one(Notice).clear()
             self.query_one(RunProgress).begin("starting the baseline…", total=4)
             self.query_one("#status", Label).update("running…")
@@ -257,10 +257,11 @@ class ProfilePane(StepPane):
             self.query_one("#layer-detail", Static).update(layer_detail(self._layers[index], self._verdicts))
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="profile", group="profile")
-    def _profile(self, quick: bool, replies: dict[str, str]) -> None:
+    def _profile(self, quick: bool) -> None:
         baseline = self.session.profile(quick=quick)
-        # The checklist's automatic answers come from the baseline, so answer it now.
-        self.session.decide(replies=replies)
+        # The checklist's automatic answers come from the baseline, so answer it now (with the
+        # user's replies so far, which the session keeps).
+        self.session.decide()
         self.report("profile", baseline)
 
     # -- results -----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from textual.widgets import Button, Input, Label, Markdown
 
 from planner.errors import PlannerError
 from planner.pipeline import default_out_dir
+from planner.pipeline.steps import Step as SessionStep
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 
@@ -43,8 +44,8 @@ class ReportPane(StepPane):
 
     def sync(self) -> None:
         """Show the folder the report will go to (unless the user has typed one)."""
-        if self.planner.saved_to is None and self._previewing:
-            # A new model (or a new run) makes the previewed report stale.
+        if self._previewing and not self.session.is_done(SessionStep.REPORT):
+            # The session says the saved report is out of date (a new model, run or plan).
             self._previewing = False
             self.query_one("#report-md", Markdown).update(PLACEHOLDER).call_next(self)
             self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
@@ -115,7 +116,6 @@ class ReportPane(StepPane):
             # Markdown.update returns an awaitable that does the rendering: schedule it.
             self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
             self._previewing = True
-        self.planner.saved_to = out_dir
         self._edited = False
 
     def job_failed(self, job: str, error: BaseException) -> None:

@@ -1,0 +1,103 @@
+"""The sidebar and panes follow the session's step graph: what a change makes out of date is the
+engine's answer (planner/pipeline/steps.py), never the TUI's own."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Label, Select
+from tui_support import RecordedSession, drive, run_app, wait_for, wait_idle
+
+from planner.pipeline.steps import Step
+from planner.tui.app import PlannerApp
+from planner.tui.screens.optimize import plugin_prompt
+from planner.tui.widgets.step_list import StepList
+from planner.tui.widgets.toggles import TickList
+
+LATER = {"optimize", "results", "report"}
+
+
+class TwoModels(RecordedSession):
+    """The recorded session, which also loads `demo:other` (the same recording under another name)."""
+
+    def load(self, source: str, **kwargs):
+        if source == "demo:other":
+            self.fixture["model"] = {**self.fixture["model"], "source": source, "name": "other"}
+        return super().load(source, **kwargs)
+
+
+def test_a_new_target_after_optimizing_makes_optimize_and_report_stale_but_keeps_the_baseline(tmp_path):
+    session = RecordedSession()
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "report")
+        steps = app.main.query_one(StepList)
+        assert {"optimize", "report"} <= steps.done
+        baseline, measured = session.baseline, len(session.results.candidates)
+        await pilot.press("3")
+        app.query_one("#target", Select).value = "edge"
+        await pilot.pause(0.3)
+        await wait_idle(pilot)
+        # Re-planned for the new target from the same baseline; the measured candidates stay, to be redone.
+        assert session.target == "edge" and session.plan is not None and session.plan.target == "edge"
+        assert session.baseline is baseline and len(session.results.candidates) == measured
+        assert session.stale_steps() == {Step.OPTIMIZE, Step.REPORT}
+        assert {"profile", "checklist", "tree"} <= steps.done and not LATER & steps.done
+        assert "changed since the last save" in str(app.query_one("#report #saved", Label).render())
+        # Optimizing again replaces the candidates (not added to the old ones) and is done again.
+        await pilot.press("7")
+        plugins = app.query_one(TickList)
+        await wait_for(pilot, lambda: plugins.option_count > 0, 30, "the plugin list")
+        await wait_idle(pilot)
+        plugins.deselect_all()
+        plugins.select("cpu.onnxruntime")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.optimized, 30, "the optimize run")
+        await wait_idle(pilot)
+        assert len(session.results.candidates) == measured
+        assert "optimize" in steps.done and "report" not in steps.done
+
+    run_app(app, body)
+
+
+def test_another_model_clears_everything_measured_for_the_last_one(tmp_path):
+    session = TwoModels()
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "report")
+        assert session.replies and session.results.candidates
+        await pilot.press("2")
+        app.query_one("#source", Input).value = "demo:other"
+        await pilot.press("r")
+        await wait_for(pilot, lambda: session.model is not None and session.model.name == "other", 30, "the load")
+        await wait_idle(pilot)
+        done = app.main.query_one(StepList).done
+        assert {"hardware", "model"} <= done
+        assert not {"profile", "checklist", "tree", "optimize", "results", "report"} & done
+        assert session.baseline is None and session.plan is None and session.replies == {}
+        assert session.results.candidates == () and not session.stale_steps()
+        assert app.query_one(TickList).option_count == 0
+        assert "Run the Profile step (4) first" in str(app.query_one("#checklist #intro", Label).render())
+        assert "changed since the last save" in str(app.query_one("#report #saved", Label).render())
+
+    run_app(app, body)
+
+
+def test_the_session_marks_the_baseline_plugin_not_its_name():
+    row = {"plugin": "any.runtime", "target": "any", "summary": "", "reasons": [], "planned": True}
+    assert "the baseline, measured in step 4" in plugin_prompt({**row, "baseline": True}).plain
+    assert plugin_prompt(row).plain.endswith("planned")
+
+
+def test_the_baseline_row_cannot_be_ticked(tmp_path):
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        plugins = app.query_one(TickList)
+        baseline = plugins.get_option_at_index(
+            next(i for i in range(plugins.option_count) if plugins.get_option_at_index(i).value == "torch.eager"))
+        assert baseline.disabled and "the baseline" in str(baseline.prompt)
+        assert "torch.eager" not in plugins.selected
+
+    run_app(app, body)
