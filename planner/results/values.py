@@ -237,12 +237,6 @@ class CandidateResult:
         """Median latency in ms, if measured."""
         return self.latency_ms.p50_ms if self.latency_ms is not None else None
 
-    @property
-    def best_throughput(self) -> float | None:
-        """The highest samples/s over the batch sweep, if measured."""
-        values = [p.samples_per_s for p in self.throughput if p.samples_per_s]
-        return max(values) if values else None
-
     def peak_rate(self) -> StreamPoint | None:
         """The most rows/s measured, over the batch sweep (one stream) and parallel streams; None if none."""
         points = [StreamPoint(p.batch, 1, p.samples_per_s, "batch sweep, one request at a time")

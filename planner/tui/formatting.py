@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from planner import units
+from planner.results.view import peak_rate
 
 MISSING = units.MISSING
 
@@ -30,9 +31,8 @@ count = units.count
 
 def best_rate(candidate: dict) -> float | None:
     """The highest samples/s over a candidate's batch sweep and parallel streams, or None when none was measured."""
-    points = [*(candidate.get("throughput") or []), *(candidate.get("streams") or [])]
-    rates = [r for p in points if (r := num(p.get("samples_per_s"))) is not None]
-    return max(rates) if rates else None
+    peak = peak_rate(candidate)
+    return peak.samples_per_s if peak is not None else None
 
 
 def truncate(text: str, width: int) -> str:
