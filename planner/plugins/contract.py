@@ -90,6 +90,8 @@ class CandidateSpec:
     """One deployment candidate as plain data: which plugin opens it, with what settings/files.
 
     `config` must be JSON-serialisable; `artifacts` maps a role ("onnx") to a file path.
+    `threads` and `interop_threads` are the intra-op and inter-op thread counts the candidate runs with
+    (None: the runtime's own choice), in the contract's words so the core never reads a runtime's config.
     `rows_per_call` is how many rows (samples) one `run` call processes whatever it is given (a
     session that pads every input to a fixed batch); None means the input's own batch.
     """
@@ -100,6 +102,7 @@ class CandidateSpec:
     precision: Precision = Precision.FP32
     artifacts: dict = field(default_factory=dict)
     threads: int | None = None
+    interop_threads: int | None = None
     dynamic_batch: bool = True
     notes: tuple[str, ...] = ()
     rows_per_call: int | None = None

@@ -46,8 +46,38 @@ def _with_path_plugins(holder: dict[str, Any]) -> dict[str, Any]:
     return holder
 
 
+# How files before schema 3 spelled a candidate's thread counts, in its runtime's config or in the threads
+# the worker recorded (ONNX Runtime's `intra_op_num_threads` in the oldest); schema 3 declares them in
+# the spec (`threads`, `interop_threads`) for every plugin.
+_LEGACY_THREADS = {
+    "threads": (("config", "intra_op_threads"), ("config", "intra_op_num_threads"), ("config", "threads"),
+                ("threads", "intra_op_num_threads")),
+    "interop_threads": (("config", "inter_op_threads"), ("config", "inter_op_num_threads"),
+                        ("config", "interop_threads"), ("threads", "inter_op_num_threads")),
+}
+
+
+def _with_spec_threads(cand: Any) -> Any:
+    """A schema-2 candidate whose spec holds its thread counts, found where its runtime spelled them."""
+    if not isinstance(cand, dict):
+        return cand
+    spec = dict(cand["spec"]) if isinstance(cand.get("spec"), dict) else {}
+    for field, places in _LEGACY_THREADS.items():
+        if spec.get(field) is not None:
+            continue
+        for part, name in places:
+            holder = cand.get(part)
+            value = holder.get(name) if isinstance(holder, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                spec[field] = value
+                break
+    return {**cand, "spec": spec} if spec else cand
+
+
 def _from_schema_2(data: dict[str, Any]) -> dict[str, Any]:
     data = _with_path_plugins(data)
+    if isinstance(data.get("candidates"), list):
+        data["candidates"] = [_with_spec_threads(c) for c in data["candidates"]]
     if isinstance(data.get("plan"), dict):
         plan = _with_path_plugins(data["plan"])
         plan["steps"] = _plugins_listed(plan.get("steps"))

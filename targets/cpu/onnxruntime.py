@@ -86,6 +86,7 @@ class OnnxRuntimePlugin(Plugin):
             yield CandidateSpec(plugin=self.name, label=_label(config), config=config,
                                 precision=Precision.FP32, artifacts={"onnx": str(export.path)},
                                 threads=config.get("intra_op_threads"),
+                                interop_threads=config.get("inter_op_threads"),
                                 dynamic_batch=export.dynamic_batch, notes=notes)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OrtSession":

@@ -124,4 +124,4 @@ def _spec(threads: int, precision: Precision, *, channels_last: bool, compile_mo
         plugin=TorchCpuPlugin.name, label=" ".join(parts),
         config={"device": "cpu", "threads": threads, "interop_threads": 1,
                 "channels_last": channels_last, "compile": compile_mode},
-        precision=precision, threads=threads, dynamic_batch=dynamic, notes=notes + extra)
+        precision=precision, threads=threads, interop_threads=1, dynamic_batch=dynamic, notes=notes + extra)

@@ -89,20 +89,17 @@ def _measured(data: ReportData, cand: dict) -> str:
     return line
 
 
-# Where a measured candidate records the setting a plan step's option names: the runtimes spell thread
-# counts differently (torch `threads`/`interop_threads`, ONNX Runtime `intra_op_threads`), and the threads
-# in force are recorded beside the config. An option with no entry here is looked up by its own name.
-# Older results spelled ONNX Runtime's as `intra_op_num_threads`.
+# Where a measured candidate records the setting a plan step's option names: the thread counts its spec
+# declares (the plugin contract's words, whatever the runtime calls them), else the torch threads the
+# worker found in force. Older files are brought to these fields when read (planner.results.schema).
 _SETTING_NAMES: dict[str, tuple[tuple[str, str], ...]] = {
-    "intra_op_threads": (("config", "intra_op_threads"), ("config", "intra_op_num_threads"), ("config", "threads"),
-                         ("threads", "torch_intra_op_threads")),
-    "inter_op_threads": (("config", "inter_op_threads"), ("config", "inter_op_num_threads"),
-                         ("config", "interop_threads"), ("threads", "torch_inter_op_threads")),
+    "intra_op_threads": (("spec", "threads"), ("threads", "torch_intra_op_threads")),
+    "inter_op_threads": (("spec", "interop_threads"), ("threads", "torch_inter_op_threads")),
 }
 
 
 def _setting(cand: dict, option: str) -> object:
-    for part, name in _SETTING_NAMES.get(option, (("config", option),)):
+    for part, name in _SETTING_NAMES.get(option, (("spec", option),)):
         value = as_dict(cand.get(part)).get(name)
         if value is not None:
             return value
