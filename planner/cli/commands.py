@@ -11,7 +11,7 @@ from pathlib import Path
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
-from planner.results import RunStatus, Status, read_results_data, to_data
+from planner.results import RunStatus, Status, read_results_data, results_data, to_data
 from planner.results.view import model_inputs
 
 
@@ -64,6 +64,34 @@ def format_ceilings(ceilings) -> str:
     return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
             f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point "
             f"{units.ratio(ceilings.ridge_point())} FLOP/byte" + (f"\n  How: {how}" if how else ""))
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """List the registered plugins with their declarations (the decision-tree actions each measures, what it
+    does to the arithmetic, its runtime and roadmap phase), then the ones that could not be loaded and why."""
+    from planner.plugins import Catalog, discover
+    from planner.plugins.declarations import ACTION_WORDS
+
+    plugins, issues = discover()
+    declared = Catalog.of(plugins).declarations
+    if args.json:
+        print_json({"plugins": [to_data(d) for d in declared],
+                    "not_loaded": [{"plugin": i.name, "reason": i.reason} for i in issues]})
+        return 0
+    phases = {1: "quick wins", 2: "extra impact", 3: "architecture"}
+    arithmetic = {"none": "same arithmetic", "reduced-precision": "fewer bits per number",
+                  "approximate": "approximates the model", "structural": "a new architecture (needs retraining)"}
+    for d in declared:
+        actions = "; ".join(ACTION_WORDS.get(a, a) for a in d.actions)
+        role = "the baseline" if d.is_baseline else (f"measures: {actions}" if actions else "measured when named "
+                                                     "with --plugins")
+        print(f"{d.name:<24} {d.target:<7} phase {int(d.phase)} ({phases[int(d.phase)]}), runtime {d.runtime}, "
+              f"{arithmetic.get(str(d.arithmetic), str(d.arithmetic))}")
+        print(f"{'':<24} {d.summary}")
+        print(f"{'':<24} {role}")
+    for issue in issues:
+        print(f"{issue.name:<24} not loaded: {issue.reason}")
+    return 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -189,7 +217,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     with CliProgress(enabled=True) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
-        print_json(to_data(outcome.results))
+        print_json(results_data(outcome.results))  # the object results.json holds
     else:
         from planner.cli.output import format_ranking
 

@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="list the model sources the planner can load")
 
+    p = sub.add_parser("plugins", help="list the optimization plugins: what each declares, and any that failed to load")
+    p.add_argument("--json", action="store_true", help="print the declarations as JSON")
+
     p = sub.add_parser("inspect", help="load a model and show what was loaded")
     _add_model_args(p)
     p.add_argument("--json", action="store_true")
@@ -128,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         None: commands.cmd_default, "detect": commands.cmd_detect, "models": commands.cmd_models,
+        "plugins": commands.cmd_plugins,
         "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
         "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
         "tui": commands.cmd_tui, "serve": commands.cmd_serve,

@@ -63,6 +63,30 @@ class ActionId(StrEnum):
     FACTOR_DENSE = "arch.factor-dense"  # a large dense layer replaced by low-rank factors
 
 
+ACTION_WORDS: Mapping[str, str] = {
+    ActionId.GPU_BATCH: "larger batches on the GPU, within the latency target",
+    ActionId.GPU_FP16: "mixed precision (fp16) on the GPU's tensor cores",
+    ActionId.GPU_COMPILE: "operator fusion by a compiler on the GPU",
+    ActionId.GPU_ENGINE: "an inference engine built for this GPU",
+    ActionId.GPU_GRAPHS: "replaying captured GPU kernels without launch overhead",
+    ActionId.COMPRESSION: "model compression (a smaller model)",
+    ActionId.THREADS: "intra-op threads set to the physical cores",
+    ActionId.CHANNELS_LAST: "channels-last memory format for convolutions",
+    ActionId.GRAPH_RUNTIME: "a runtime with graph-level fusion and constant folding",
+    ActionId.VENDOR_RUNTIME: "the CPU vendor's inference runtime",
+    ActionId.INT8_STATIC: "post-training INT8 (calibrated static, and dynamic)",
+    ActionId.VENDOR_INT8: "post-training INT8 through the vendor runtime's quantizer",
+    ActionId.EDGE_INT8: "INT8 on an edge CPU",
+    ActionId.TERNARY: "ternary weights",
+    ActionId.SMALLER_ARCHITECTURE: "a smaller or redesigned architecture",
+    ActionId.PRUNING: "structured pruning of channels",
+    ActionId.FOLD_NORMS: "normalisation folded into the layer before it (exact)",
+    ActionId.ALIGN_CHANNELS: "channels padded to the vector width (exact)",
+    ActionId.FACTOR_DENSE: "large dense layers replaced by low-rank factors",
+}
+"""Each action in plain words, for people (`planner plugins`)."""
+
+
 @dataclass(frozen=True)
 class Declaration:
     """A plugin's declarations as plain data: what the plan, the prediction and the report read."""
