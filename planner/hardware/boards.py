@@ -37,11 +37,14 @@ class EdgeProfile:
     model_size_budget_mb: float
     gpu: str = ""
     board_kinds: tuple[str, ...] = ()  # device classes planner.hardware reports for this board
+    # What the figures above are, written with them wherever the profile is recorded (results.json's
+    # edge_device) so that no reader takes them for measurements.
+    ceilings_are: str = "datasheet-derived, not measured"
+    budgets_are: str = "the planner's defaults for this board"
 
     def to_info(self) -> dict:
         """A JSON-ready dict with its ceilings labelled as datasheet figures."""
-        return {**asdict(self), "ceilings_are": "datasheet-derived, not measured",
-                "budgets_are": "the planner's defaults for this board"}
+        return asdict(self)
 
 
 def _neon_peak(cores: int, ghz: float, fma_pipes: int) -> float:

@@ -8,7 +8,6 @@ import math
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from planner.codec import from_data, to_data
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, REFRESH_HINT, measurement_note  # noqa: F401 - re-exported
+from planner.hardware.ceiling_values import MEASURED, Ceilings
 from planner.hardware.clock import best_rate, cuda_event_timer, event_clock, host_clock
 from planner.hardware.load import LoadSampler
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
@@ -23,7 +23,6 @@ from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
 CACHE_FORMAT = 2
-MEASURED = "measured"
 BUSY_OTHER_CORES = 0.25
 """Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
 
@@ -34,38 +33,6 @@ MAX_ATTEMPTS = 3
 """A busy CPU measurement is repeated up to this many times in all; the best figures are kept."""
 _MiB = 1 << 20
 _GiB = 1 << 30
-
-
-@dataclass(frozen=True)
-class Ceilings:
-    """The roofline of one device: peak FLOP/s per precision, memory bandwidth, and how they were obtained."""
-
-    peak_flops: dict[str, float]
-    bandwidth_bytes_per_s: float
-    source: str
-    device: str = "cpu"
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_measured(self) -> bool:
-        """True when the numbers were measured on this machine rather than taken from a table or estimated."""
-        return self.source == MEASURED
-
-    def has(self, precision: str) -> bool:
-        """Whether a ceiling exists for this precision."""
-        return precision in self.peak_flops
-
-    def peak(self, precision: str = "fp32") -> float:
-        """Peak FLOP/s for a precision ('fp32', 'tf32', 'fp16', 'bf16')."""
-        if precision not in self.peak_flops:
-            reason = self.details.get(f"{precision}_omitted", "it was not measured")
-            raise KeyError(f"no {precision} ceiling on {self.device}: {reason}; "
-                           f"available: {', '.join(sorted(self.peak_flops))}")
-        return self.peak_flops[precision]
-
-    def ridge_point(self, precision: str = "fp32") -> float:
-        """Arithmetic intensity (FLOP/byte) above which a kernel is compute bound rather than memory bound."""
-        return self.peak(precision) / self.bandwidth_bytes_per_s
 
 
 def _validate(ceilings: Ceilings) -> None:

@@ -7,14 +7,17 @@ datasheet figures (planner/hardware/boards.py). Nothing here is a measurement on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from planner.results import PlanResults
+from planner.results import EdgeCandidate, EdgeProjection, PlanResults
+
+if TYPE_CHECKING:
+    from planner.hardware.boards import EdgeProfile
 
 _INT8_LIKE = ("int8", "ternary")
 
 
-def resolve_device(device: str | None, device_class: str, board: str | None) -> Any:
+def resolve_device(device: str | None, device_class: str, board: str | None) -> "EdgeProfile | None":
     """The edge profile for --device (a clear error for an unknown name), else the detected board's, else None."""
     from planner.hardware.boards import get_profile, profile_for_board
 
@@ -23,7 +26,7 @@ def resolve_device(device: str | None, device_class: str, board: str | None) -> 
     return profile_for_board(device_class, board)
 
 
-def edge_projection(results: PlanResults, profile: Any, *, detected: bool = False) -> dict:
+def edge_projection(results: PlanResults, profile: "EdgeProfile", *, detected: bool = False) -> EdgeProjection:
     """The board's profile and, per measured candidate, its roofline estimate there (all labelled)."""
     from planner.hardware.boards import project
 
@@ -39,7 +42,7 @@ def edge_projection(results: PlanResults, profile: Any, *, detected: bool = Fals
             base.model.size_bytes if base and not changed else None)
         estimate = project(profile, flops=flops, weight_bytes=size, activation_bytes=activations,
                            int8=str(cand.precision) in _INT8_LIKE)
-        rows.append({"label": cand.label, "precision": str(cand.precision), "measured_p50_ms": cand.p50,
-                     "size_bytes": size, **estimate})
-    return {"profile": profile.to_info(), "chosen_by": "detected board" if detected else "--device",
-            "candidates": rows}
+        rows.append(EdgeCandidate(label=cand.label, precision=str(cand.precision), measured_p50_ms=cand.p50,
+                                  size_bytes=size, **estimate))
+    return EdgeProjection(profile=profile, chosen_by="detected board" if detected else "--device",
+                          candidates=tuple(rows))

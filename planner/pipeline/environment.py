@@ -7,10 +7,11 @@ import os
 import platform
 
 from planner import __version__
+from planner.results import Environment
 
 
-def environment() -> dict:
-    """Versions and settings that affect the numbers."""
+def environment() -> Environment:
+    """Versions and settings that affect the numbers, now."""
     import importlib.metadata as md
 
     versions: dict[str, str | None] = {}
@@ -19,8 +20,8 @@ def environment() -> dict:
             versions[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
             versions[pkg] = None
-    return {"planner": __version__, "python": platform.python_version(),
-            "platform": platform.platform(), "packages": versions,
-            "env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                   "CUDA_VISIBLE_DEVICES") if os.environ.get(k)},
-            "date": dt.datetime.now().astimezone().isoformat(timespec="seconds")}
+    variables = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+                 if os.environ.get(k)}
+    return Environment(planner=__version__, python=platform.python_version(), platform=platform.platform(),
+                       packages=versions, env=variables,
+                       date=dt.datetime.now().astimezone().isoformat(timespec="seconds"))

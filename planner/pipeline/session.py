@@ -21,11 +21,13 @@ from planner.results import (
     RESULTS_NAME,
     Baseline,
     CandidateResult,
+    ModelDescription,
     PlanResults,
     RunStatus,
     SkippedPlugin,
     Status,
     Validation,
+    from_data,
     rank_candidates,
     to_data,
     write_results,
@@ -180,7 +182,7 @@ class PlanSession:
         elif step is Step.OPTIMIZE:
             # The baseline (the first candidate) is the profile's: it stays.
             self.update(candidates=self.results.candidates[:1], ranking=None, skipped_plugins=(), interactions=(),
-                        validation=None, edge_device={}, requirement_checks=(), requirement_checks_baseline=(),
+                        validation=None, edge_device=None, requirement_checks=(), requirement_checks_baseline=(),
                         requirement_checks_subject="", predictions_held="")
 
     # -- steps -------------------------------------------------------------------------------
@@ -190,7 +192,7 @@ class PlanSession:
 
         if self.hw is None:
             self.hw = detect()
-            self.update(hardware=to_data(self.hw))
+            self.update(hardware=self.hw)
         return self.hw
 
     def measure_ceilings(self, *, quick: bool = False, refresh: bool = False) -> "Ceilings":
@@ -199,7 +201,7 @@ class PlanSession:
 
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = measure_ceilings(self.detect(), quick=quick, refresh=refresh)
-        self.update(ceilings=to_data(self.ceilings))
+        self.update(ceilings=self.ceilings)
         self.done(Step.HARDWARE)
         return self.ceilings
 
@@ -217,7 +219,8 @@ class PlanSession:
         same = self.model is not None and self.model.source.text == model.source.text
         self.model = model
         self.out_dir = None
-        self.update(model=model.describe())
+        # describe() is also what `planner inspect --json` prints; the typed record holds the same keys.
+        self.update(model=from_data(model.describe(), ModelDescription))
         self.invalidate(Change.INPUTS if same else Change.MODEL)
         return model
 
@@ -281,13 +284,12 @@ class PlanSession:
         self.baseline, self.reference = baseline, reference
         self.done(Step.PROFILE)  # earlier candidates are discarded: their speedups are over the old baseline
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
-        if baseline.ceilings and baseline.ceilings != self.results.ceilings:
+        if baseline.ceilings and baseline.ceilings != to_data(self.results.ceilings):  # the baseline's are JSON
             # The baseline beat a ceiling measured while busy: the raised ceilings are the machine's now.
-            from planner.codec import from_data
-            from planner.hardware.ceilings import Ceilings
+            from planner.hardware.ceiling_values import Ceilings
 
             self.ceilings = from_data(baseline.ceilings, Ceilings)
-            self.update(ceilings=baseline.ceilings)
+            self.update(ceilings=self.ceilings)
         self.save()
         return baseline
 
@@ -522,9 +524,11 @@ def requirement_checks(results: PlanResults, requirements: "Requirements", *,
     """Each requirement checked against one measured candidate (the best, or the baseline)."""
     from planner.advice import evaluate
 
-    peak = (results.ceilings or {}).get("peak_flops", {}).get("fp32")
+    peak = results.ceilings.peak_flops.get("fp32") if results.ceilings else None
     flops = results.baseline.flops_per_sample if results.baseline else None
-    measured = {**to_data(subject), "model": results.model, "flops_per_sample": flops}
+    # The advice reads results.json's form: the model as an object ({} before one is loaded).
+    model = to_data(results.model) if results.model is not None else {}
+    measured = {**to_data(subject), "model": model, "flops_per_sample": flops}
     return tuple(to_data(c) for c in evaluate(requirements, measured, peak_flops_per_s=peak))
 
 

@@ -2,12 +2,14 @@
 ranking, and the one reader of results.json."""
 
 from planner.codec import SchemaError, from_data, to_data
+from planner.results.context import EdgeCandidate, EdgeProjection, Environment, ModelDescription
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
     current_schema,
     read_results,
     read_results_data,
+    results_data,
     results_from_data,
     write_results,
 )
@@ -28,9 +30,9 @@ from planner.results.values import (
 )
 
 __all__ = [
-    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "Declared", "ModelSummary", "PlanResults",
-    "Prediction",
+    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "Declared", "EdgeCandidate", "EdgeProjection",
+    "Environment", "ModelDescription", "ModelSummary", "PlanResults", "Prediction",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
-    "from_data", "rank_candidates", "read_results", "read_results_data", "results_from_data", "to_data",
-    "write_results",
+    "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
+    "to_data", "write_results",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,20 @@ from planner.results.values import PlanResults
 
 RESULTS_NAME = "results.json"
 
+RECORDS = ("environment", "model", "hardware", "ceilings", "edge_device")
+"""PlanResults' fields that hold one typed record, or None before it is made. results.json has always
+written such a field as an object, `{}` when there was nothing yet, and keeps doing so: its readers
+(the report, scripts) test it as an object."""
+
+
+def results_data(results: PlanResults) -> dict[str, Any]:
+    """The results.json object for typed results: `to_data`, with a record not made yet written `{}`."""
+    data = to_data(results)
+    # Rebuilt in field order: a record missing from `data` (results read from a file older than the
+    # record, which msgspec leaves unset) goes where results.json has always had it, not at the end.
+    return {f.name: {} if f.name in RECORDS and data.get(f.name) is None else data[f.name]
+            for f in fields(PlanResults) if f.name in data or f.name in RECORDS}
+
 
 def current_schema(data: Any) -> dict[str, Any]:
     """A parsed results.json object in the current schema, as leniently as possible.
@@ -22,7 +37,7 @@ def current_schema(data: Any) -> dict[str, Any]:
     object of an unknown schema or with mistyped parts comes back as it is, never an error.
     """
     if isinstance(data, PlanResults):
-        return to_data(data)
+        return results_data(data)
     if not isinstance(data, dict):
         return {}
     try:
@@ -40,7 +55,23 @@ def results_from_data(data: Any) -> PlanResults:
     """Typed results from a parsed results.json object (any schema this planner knows)."""
     if not isinstance(data, dict):
         raise SchemaError("the top level is not a JSON object")
-    return from_data(upgrade(data), PlanResults)
+    return from_data(_typed_form(upgrade(data)), PlanResults)
+
+
+def _typed_form(data: dict[str, Any]) -> dict[str, Any]:
+    """An upgraded results object as the typed results decode it: `{}` for a record not made yet is None,
+    and an older file's model, which recorded one `input` object, lists it as its `inputs`.
+
+    Only the typed reading needs this; JSON readers (current_schema) read both forms as they are.
+    """
+    data = dict(data)
+    for key in RECORDS:
+        if data.get(key) == {}:
+            data[key] = None
+    model = data.get("model")
+    if isinstance(model, dict) and "inputs" not in model and isinstance(model.get("input"), dict):
+        data["model"] = {**model, "inputs": [model["input"]]}
+    return data
 
 
 def read_results(path: Path) -> PlanResults:
@@ -68,4 +99,4 @@ def _parse(path: Path) -> Any:
 
 def write_results(path: Path, results: PlanResults) -> None:
     """Write results.json atomically."""
-    write_json_atomic(Path(path), to_data(results))
+    write_json_atomic(Path(path), results_data(results))

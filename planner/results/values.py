@@ -1,8 +1,10 @@
 """Typed results on the bus: the baseline, each candidate's result and the plan's results.
 
-Frozen dataclasses, serialised by one mechanism (`planner.codec`). Parts that other
-stages already describe as JSON objects (the hardware profile, the checklist, the plan, the
-per-layer analysis) travel as plain JSON objects inside these values.
+Frozen dataclasses, serialised by one mechanism (`planner.codec`). The machine (`HardwareProfile`,
+`Ceilings`), the environment, the loaded model and an edge board's projection are typed records
+(planner/results/context.py); parts that other stages still describe as JSON objects (the
+requirements, the checklist, the decision path, the plan and its requirement checks, which are
+planner.advice's types, and the per-layer analysis) travel as plain JSON objects inside these values.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from planner.hardware.ceiling_values import Ceilings
+from planner.hardware.profile import HardwareProfile
 from planner.results.audit import MeasurementAudit
+from planner.results.context import EdgeProjection, Environment, ModelDescription
 from planner.results.interaction import Interaction
 
 SCHEMA_VERSION = 3
@@ -358,17 +363,21 @@ class Validation:
 
 @dataclass(frozen=True)
 class PlanResults:
-    """Everything a plan measured and decided: the object behind results.json."""
+    """Everything a plan measured and decided: the object behind results.json.
+
+    A record not made yet (no model loaded, no edge board) is None here and `{}` in results.json, as
+    that file has always written it (see planner.results.read).
+    """
 
     schema_version: int = SCHEMA_VERSION
     status: RunStatus = RunStatus.RUNNING
     planner_version: str = ""
-    environment: JSON = field(default_factory=dict)
-    model: JSON = field(default_factory=dict)
-    hardware: JSON = field(default_factory=dict)
+    environment: Environment | None = None
+    model: ModelDescription | None = None
+    hardware: HardwareProfile | None = None
     target: str | None = None
     requirements: JSON = field(default_factory=dict)
-    ceilings: JSON = field(default_factory=dict)
+    ceilings: Ceilings | None = None
     quick: bool = False
     baseline: Baseline | None = None
     checklist: tuple[JSON, ...] = ()
@@ -383,7 +392,7 @@ class PlanResults:
     warnings: tuple[str, ...] = ()
     skipped_plugins: tuple[SkippedPlugin, ...] = ()
     predictions_held: str = ""  # how the predicted speedup bands compared with the measured speedups
-    edge_device: JSON = field(default_factory=dict)  # an edge board's profile and each candidate projected onto it
+    edge_device: EdgeProjection | None = None  # an edge board's profile and each candidate projected onto it
     interactions: tuple[Interaction, ...] = ()  # architecture x hardware: four cells and their interaction factor
     finished: str = ""
 

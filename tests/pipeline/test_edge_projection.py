@@ -24,10 +24,10 @@ def test_measured_candidates_are_projected_with_their_basis():
                          latency_ms=_latency(1.0), size_bytes=300_000)
     failed = CandidateResult(plugin="edge.int8", label="int8", config={}, precision="int8", status=Status.FAILED)
     out = edge_projection(PlanResults(baseline=base, candidates=(ok, failed)), resolve_device("rpi5", "", None))
-    assert out["profile"]["name"] == "rpi5" and out["chosen_by"] == "--device"
-    (row,) = out["candidates"]
-    assert row["label"] == "ternary" and row["size_bytes"] == 300_000 and row["measured_p50_ms"] == 1.0
-    assert row["estimate_ms"] > 0 and row["basis"].startswith("estimate, not measured")
+    assert out.profile.name == "rpi5" and out.chosen_by == "--device"
+    (row,) = out.candidates
+    assert row.label == "ternary" and row.size_bytes == 300_000 and row.measured_p50_ms == 1.0
+    assert row.estimate_ms is not None and row.estimate_ms > 0 and row.basis.startswith("estimate, not measured")
 
 
 def test_off_a_board_without_device_there_is_no_profile():

@@ -104,7 +104,7 @@ def test_another_model_discards_everything_measured_for_the_previous_one(session
     assert session.results.candidates == () and session.results.skipped_plugins == ()
     assert session.results.baseline is None and session.results.plan == {}
     assert session.out_dir is None  # the next save chooses a folder for the new model
-    assert session.results.model["source"] == "demo:two"
+    assert session.results.model is not None and session.results.model.source == "demo:two"
 
 
 def test_the_same_model_loaded_again_is_a_change_of_inputs(session, monkeypatch):

@@ -12,14 +12,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-from planner.codec import from_data, to_data
+from planner.codec import from_data
 from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
 from planner.pipeline.steps import Change, Step
-from planner.results import RunStatus, SequencePoint, rank_candidates, results_from_data, write_results
+from planner.results import (
+    ModelDescription,
+    RunStatus,
+    SequencePoint,
+    rank_candidates,
+    results_from_data,
+    write_results,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -68,14 +75,14 @@ class RecordedSession(PlanSession):
     def detect(self):
         if self.hw is None:
             self.hw = from_data(self.fixture["hardware"], HardwareProfile)
-            self.update(hardware=to_data(self.hw))
+            self.update(hardware=self.hw)
         return self.hw
 
     def measure_ceilings(self, *, quick: bool = False, refresh: bool = False):
         self.refreshed = getattr(self, "refreshed", 0) + int(refresh)  # how often the user asked to measure again
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))
         self.ceilings = from_data(self.fixture["ceilings"], Ceilings)
-        self.update(ceilings=to_data(self.ceilings))
+        self.update(ceilings=self.ceilings)
         self.done(Step.HARDWARE)
         return self.ceilings
 
@@ -87,7 +94,7 @@ class RecordedSession(PlanSession):
             raise ModelLoadError(f"unknown model {source!r} in the recorded session",
                                  f"use {self.fixture['model']['source']}")
         self.model = RecordedModel(self.fixture["model"])
-        self.update(model=self.model.describe())
+        self.update(model=from_data(self.model.describe(), ModelDescription))
         self.invalidate(Change.MODEL)
         return self.model
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -18,15 +18,18 @@ from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress
 from planner.tui.widgets.toggles import Tick
 
+if TYPE_CHECKING:
+    from planner.results import ModelDescription
 
-def orientation(model: dict | None) -> str:
+
+def orientation(model: "ModelDescription | None") -> str:
     """The first screen's two lines: what the planner does, and what to press now."""
     what = ("planner measures this machine and your model, tries faster ways to run it, and reports which "
             "meets your targets.")
-    if not model:
+    if model is None:
         return f"{what}\nLoading the demo model… Steps 1–9 are on the left; ? explains each one."
-    kind = "demo model" if str(model.get("source", "")).startswith("demo:") else "model"
-    return (f"{what}\nThe {kind} {model.get('source') or model.get('name')} is loaded (step 2 changes it). "
+    kind = "demo model" if model.source.startswith("demo:") else "model"
+    return (f"{what}\nThe {kind} {model.source or model.name} is loaded (step 2 changes it). "
             "Press 4 then r to profile it, n for the next step, ? for help.")
 
 
@@ -235,7 +238,7 @@ class HardwarePane(StepPane):
 
     def sync(self) -> None:
         """Show what the session knows about the machine."""
-        self.query_one("#intro", Label).update(orientation(self.session.results.model or None))
+        self.query_one("#intro", Label).update(orientation(self.session.results.model))
         hw, ceilings = self.session.hw, self.session.ceilings
         if hw is None:
             return
