@@ -57,6 +57,19 @@ def cli(capsys):
     return run
 
 
+@pytest.fixture(scope="session")
+def tiny():
+    """demo:tiny (seeded random weights), loaded once: conv1 -> bn1 (foldable), conv2 of 16 channels (channels
+    already multiples of 8), a 16x10 classifier.
+
+    Shared by every test that asks for it, so nothing may change it in place: the plugins never mutate
+    the loaded module, and a test that changes weights works on its own copy.
+    """
+    from planner.models import load_model
+
+    return load_model("demo:tiny")
+
+
 @pytest.fixture
 def hardware_profile() -> Callable[..., HardwareProfile]:
     """A factory for real profiles detected from a fixture tree: hardware_profile('rpi4', gpus=(a100(),))."""

@@ -9,6 +9,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.worker  # a real `planner plan` process and its measuring workers
+
 
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "out"

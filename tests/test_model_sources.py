@@ -17,6 +17,8 @@ from torch import nn
 
 from planner.cli import main
 
+pytestmark = pytest.mark.worker  # every test reads a real `planner plan`, measured in worker processes
+
 PLUGINS = "cpu.onnxruntime,cpu.openvino"
 # The torch plugin compiles (seconds per candidate), so it runs only where a torch module is unusual.
 TORCH_TOO = {"pt2", "torchscript", "demo-text"}

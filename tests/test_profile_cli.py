@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.worker  # `planner profile` times the baseline in a worker process
+
 
 @pytest.fixture(scope="module")
 def profile_json():

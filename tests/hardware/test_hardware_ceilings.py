@@ -24,7 +24,7 @@ def hw():
 
 
 @pytest.fixture(scope="module")
-def measured(hw, tmp_path_factory):
+def measured_ceilings(hw, tmp_path_factory):
     """One quick real measurement, shared by the tests that only read it."""
     cache = tmp_path_factory.mktemp("ceilings")
     return cache, measure_ceilings(hw, quick=True, cache_dir=cache, device="cpu")
@@ -34,9 +34,9 @@ def _positive_finite(value: float) -> bool:
     return math.isfinite(value) and value > 0
 
 
-def test_quick_measurement_is_positive_and_finite(hw, measured) -> None:
+def test_quick_measurement_is_positive_and_finite(hw, measured_ceilings) -> None:
     """fp32 FLOP/s and bandwidth are real positive numbers, measured here, with a ridge point."""
-    _cache, result = measured
+    _cache, result = measured_ceilings
     assert result.source == "measured" and result.is_measured
     assert result.device == "cpu"
     assert _positive_finite(result.peak("fp32"))
@@ -53,9 +53,9 @@ def test_quick_measurement_is_positive_and_finite(hw, measured) -> None:
             result.peak("bf16")
 
 
-def test_second_call_hits_the_cache(hw, measured, monkeypatch) -> None:
+def test_second_call_hits_the_cache(hw, measured_ceilings, monkeypatch) -> None:
     """The cache file exists and a second call returns the same numbers without measuring."""
-    cache, first = measured
+    cache, first = measured_ceilings
     path = cache_path(cache, hw, "cpu", quick=True)
     assert path.is_file()
     assert json.loads(path.read_text())["ceilings"] == to_data(first)
@@ -67,9 +67,9 @@ def test_second_call_hits_the_cache(hw, measured, monkeypatch) -> None:
     assert measure_ceilings(hw, quick=True, cache_dir=cache, device="cpu") == first
 
 
-def test_corrupt_cache_is_remeasured(hw, measured, tmp_path: Path) -> None:
+def test_corrupt_cache_is_remeasured(hw, measured_ceilings, tmp_path: Path) -> None:
     """A garbled cache file is ignored, re-measured and rewritten."""
-    _cache, first = measured
+    _cache, first = measured_ceilings
     path = cache_path(tmp_path, hw, "cpu", quick=True)
     path.write_text("{ this is not json")
     result = measure_ceilings(hw, quick=True, cache_dir=tmp_path, device="cpu")

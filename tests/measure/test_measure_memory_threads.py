@@ -79,6 +79,7 @@ def test_pin_torch_threads() -> None:
         pin_torch_threads(0)
 
 
+@pytest.mark.worker
 def test_worker_peak_rss_is_its_own_not_the_parents():
     """A spawned worker must not inherit the parent's peak: candidates are compared by it."""
     from planner.measure import run_isolated

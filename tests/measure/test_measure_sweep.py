@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import pytest
+from measure_clock import FakeClock
 
 from planner.codec import to_data
 from planner.measure import (
@@ -14,27 +15,7 @@ from planner.measure import (
     find_knee,
     throughput_sweep,
 )
-from planner.measure import timer as timer_module
 from planner.measure.sweep import batch_sizes, is_out_of_memory
-
-
-class FakeClock:
-    """A nanosecond clock that moves only when fake work runs."""
-
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """Replace the timer's clock with a fake one."""
-    fake = FakeClock()
-    monkeypatch.setattr(timer_module, "_now_ns", fake)
-    return fake
-
 
 SETTINGS = MeasureSettings(warmup_count=2, warmup_s=0.0, min_samples=10, max_samples=200,
                            min_time_s=0.0, max_time_s=5.0)

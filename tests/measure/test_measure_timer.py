@@ -6,35 +6,11 @@ import time
 from typing import Any, Callable
 
 import pytest
+from measure_clock import FakeClock
 
 from planner.codec import from_data, to_data
 from planner.measure import MeasureSettings, StopReason, time_callable
 from planner.measure import timer as timer_module
-
-
-class FakeClock:
-    """A deterministic nanosecond clock that only moves when the fake work says so."""
-
-    def __init__(self, log: list[str] | None = None) -> None:
-        self.now = 0
-        self.log = log
-
-    def __call__(self) -> int:
-        if self.log is not None:
-            self.log.append("clock")
-        return self.now
-
-    def advance_ms(self, ms: float) -> None:
-        """Move time forward by ``ms`` milliseconds."""
-        self.now += int(ms * 1e6)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """Replace the timer's clock with a fake one."""
-    fake = FakeClock()
-    monkeypatch.setattr(timer_module, "_now_ns", fake)
-    return fake
 
 
 def small_settings(**overrides: Any) -> MeasureSettings:

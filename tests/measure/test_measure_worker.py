@@ -25,6 +25,7 @@ def _gone(pid: int | None) -> bool:
     return False
 
 
+@pytest.mark.worker
 def test_returns_value_with_args_and_kwargs() -> None:
     """Positional and keyword arguments reach the target and its value comes back."""
     outcome = run_isolated(targets.add, 2, 3, scale=10, timeout_s=60)
@@ -35,6 +36,7 @@ def test_returns_value_with_args_and_kwargs() -> None:
     assert outcome.wall_s > 0
 
 
+@pytest.mark.worker
 def test_large_numpy_return_value() -> None:
     """A 4 MB array crosses the pipe intact (received before join, so no deadlock)."""
     outcome = run_isolated(targets.big_array, 4 * 1024 * 1024, timeout_s=60)
@@ -44,6 +46,7 @@ def test_large_numpy_return_value() -> None:
     np.testing.assert_array_equal(outcome.value[:5], [0, 1, 2, 3, 4])
 
 
+@pytest.mark.worker
 def test_exception_becomes_failed() -> None:
     """An exception in the worker is reported with its type, message and traceback."""
     outcome = run_isolated(targets.raise_type_error, "bad operand", timeout_s=60)
@@ -53,6 +56,7 @@ def test_exception_becomes_failed() -> None:
     assert outcome.value is None
 
 
+@pytest.mark.worker
 def test_unpicklable_result_becomes_failed() -> None:
     """A value that cannot travel back is a failure with a clear reason, not a hang."""
     outcome = run_isolated(targets.unpicklable_result, timeout_s=60)
@@ -60,6 +64,7 @@ def test_unpicklable_result_becomes_failed() -> None:
     assert "could not be pickled" in outcome.reason
 
 
+@pytest.mark.worker
 def test_abort_becomes_crashed() -> None:
     """A native abort is contained and named."""
     outcome = run_isolated(targets.abort, timeout_s=60)
@@ -68,6 +73,7 @@ def test_abort_becomes_crashed() -> None:
     assert _gone(outcome.pid)
 
 
+@pytest.mark.worker
 def test_exit_without_result_becomes_crashed() -> None:
     """A worker that exits without returning is reported with its exit code."""
     outcome = run_isolated(targets.exit_code, 3, timeout_s=60)
@@ -75,6 +81,7 @@ def test_exit_without_result_becomes_crashed() -> None:
     assert "code 3" in outcome.reason
 
 
+@pytest.mark.worker
 def test_timeout_stops_the_process() -> None:
     """A worker past its timeout is terminated and reaped."""
     started = time.monotonic()
@@ -85,6 +92,7 @@ def test_timeout_stops_the_process() -> None:
     assert _gone(outcome.pid)
 
 
+@pytest.mark.worker
 def test_env_is_applied_in_child() -> None:
     """The env mapping is set in the worker, not in the parent."""
     assert "PLANNER_TEST_VAR" not in os.environ
@@ -95,6 +103,7 @@ def test_env_is_applied_in_child() -> None:
     assert "PLANNER_TEST_VAR" not in os.environ
 
 
+@pytest.mark.worker
 def test_worker_starts_light() -> None:
     """The trampoline loads no numpy or torch before the env is applied and the target imported."""
     outcome = run_isolated(targets.loaded_modules, ["numpy", "torch"], timeout_s=60)
@@ -116,6 +125,7 @@ def test_crash_reason_hints() -> None:
     assert "SIGSEGV" in _crash_reason(-signal.SIGSEGV)
 
 
+@pytest.mark.worker
 def test_keyboard_interrupt_stops_child_and_reraises() -> None:
     """Ctrl-C while waiting terminates the worker and propagates to the caller."""
     import multiprocessing

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 from trait_models import constant_weights_classifier
 
 from planner.pipeline import PlanOptions, run_plan
+
+pytestmark = pytest.mark.worker  # a real plan: the baseline and candidates are measured in workers
 
 
 def test_plan_on_a_folder_of_pngs_measures_agreement_on_those_images(tmp_path: Path) -> None:

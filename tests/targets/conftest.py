@@ -1,4 +1,4 @@
-"""Fixtures for the CPU plugin tests: the tiny demo model and one plan context per session."""
+"""Fixtures for the plugin tests: demo:text, and one plan context per session (demo:tiny is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,6 @@ from cpu_plugin_helpers import fake_hw
 
 from planner.models import load_model
 from planner.plugins import PlanContext
-
-
-@pytest.fixture(scope="session")
-def tiny():
-    """demo:tiny, loaded once per session (the plugins never mutate it)."""
-    return load_model("demo:tiny")
 
 
 @pytest.fixture(scope="session")

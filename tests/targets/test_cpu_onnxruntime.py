@@ -16,7 +16,7 @@ from targets.cpu.onnxruntime import OnnxRuntimePlugin
 
 
 @pytest.fixture(scope="module")
-def specs(shared_ctx):
+def onnxruntime_specs(shared_ctx):
     """The full candidate list for demo:tiny on the fake 2-core CPU."""
     return list(OnnxRuntimePlugin().candidates(shared_ctx))
 
@@ -25,16 +25,16 @@ def test_registered_under_its_entry_point() -> None:
     assert isinstance(get_plugin("cpu.onnxruntime"), OnnxRuntimePlugin)
 
 
-def test_candidates_round_trip_and_cover_the_grid(specs) -> None:
-    labels = [s.label for s in specs]
+def test_candidates_round_trip_and_cover_the_grid(onnxruntime_specs) -> None:
+    labels = [s.label for s in onnxruntime_specs]
     assert len(set(labels)) == len(labels)
-    for spec in specs:
+    for spec in onnxruntime_specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
         assert spec.dynamic_batch
         assert spec.artifacts["onnx"].endswith(".onnx")
-    assert [s.label for s in specs].count("onnxruntime defaults") == 1
-    configs = [s.config for s in specs if not s.config.get("defaults")]
+    assert [s.label for s in onnxruntime_specs].count("onnxruntime defaults") == 1
+    configs = [s.config for s in onnxruntime_specs if not s.config.get("defaults")]
     assert {c["graph_optimization_level"] for c in configs} == {
         "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"}
     assert {c["execution_mode"] for c in configs} == {"ORT_SEQUENTIAL", "ORT_PARALLEL"}
@@ -47,15 +47,15 @@ def test_quick_mode_keeps_three(shared_ctx) -> None:
                                         "onnxruntime all seq 1t"]
 
 
-def test_plugins_share_one_export(shared_ctx, specs) -> None:
+def test_plugins_share_one_export(shared_ctx, onnxruntime_specs) -> None:
     from planner.onnx.export import shared_onnx
 
-    assert {s.artifacts["onnx"] for s in specs} == {str(shared_onnx(shared_ctx).path)}
+    assert {s.artifacts["onnx"] for s in onnxruntime_specs} == {str(shared_onnx(shared_ctx).path)}
 
 
-def test_sessions_match_torch_and_report_their_options(tiny, specs) -> None:
+def test_sessions_match_torch_and_report_their_options(tiny, onnxruntime_specs) -> None:
     plugin = OnnxRuntimePlugin()
-    for spec in specs:
+    for spec in onnxruntime_specs:
         session = plugin.open(spec, ModelRef.of(tiny))
         for batch in (1, 4):
             feed = tiny.make_feeds(batch=batch, seed=8)[0]

@@ -21,7 +21,7 @@ def _cpu_has_native_bf16() -> bool:
 
 
 @pytest.fixture(scope="module")
-def specs(shared_ctx):
+def openvino_specs(shared_ctx):
     """The full candidate list for demo:tiny on the fake 2-core CPU without bf16."""
     return list(OpenVinoPlugin().candidates(shared_ctx))
 
@@ -30,15 +30,15 @@ def test_registered_under_its_entry_point() -> None:
     assert isinstance(get_plugin("cpu.openvino"), OpenVinoPlugin)
 
 
-def test_candidates_round_trip(specs) -> None:
-    assert [s.label for s in specs] == ["openvino f32 latency 2t", "openvino f32 latency 2t static",
-                                        "openvino f32 throughput 2t"]
-    for spec in specs:
+def test_candidates_round_trip(openvino_specs) -> None:
+    assert [s.label for s in openvino_specs] == ["openvino f32 latency 2t", "openvino f32 latency 2t static",
+                                                 "openvino f32 throughput 2t"]
+    for spec in openvino_specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
-    throughput = next(s for s in specs if s.config["hint"] == "THROUGHPUT")
+    throughput = next(s for s in openvino_specs if s.config["hint"] == "THROUGHPUT")
     assert any("batch serving" in n for n in throughput.notes)
-    static = next(s for s in specs if s.config["static_shape"])
+    static = next(s for s in openvino_specs if s.config["static_shape"])
     assert not static.dynamic_batch
 
 
@@ -62,9 +62,9 @@ def test_quick_mode_keeps_it_small(shared_ctx) -> None:
     assert 1 <= len(quick) <= 4
 
 
-def test_f32_sessions_match_torch_and_report_real_properties(tiny, specs) -> None:
+def test_f32_sessions_match_torch_and_report_real_properties(tiny, openvino_specs) -> None:
     plugin = OpenVinoPlugin()
-    for spec in specs:
+    for spec in openvino_specs:
         session = plugin.open(spec, ModelRef.of(tiny))
         batches = (1, 4) if spec.dynamic_batch else (1,)
         for batch in batches:
@@ -80,8 +80,8 @@ def test_f32_sessions_match_torch_and_report_real_properties(tiny, specs) -> Non
         assert "note" not in info
 
 
-def test_outputs_survive_the_next_inference(tiny, specs) -> None:
-    session = OpenVinoPlugin().open(specs[0], ModelRef.of(tiny))
+def test_outputs_survive_the_next_inference(tiny, openvino_specs) -> None:
+    session = OpenVinoPlugin().open(openvino_specs[0], ModelRef.of(tiny))
     a, b = tiny.make_feeds(count=2, seed=13)
     first = session.to_numpy(session.run(session.prepare(a)))
     session.run(session.prepare(b))

@@ -24,7 +24,7 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def specs(shared_ctx):
+def int8_specs(shared_ctx):
     """demo:tiny quick candidates on the fake 2-core CPU (no bf16): NNCF and QDQ, f32 each."""
     return list(OpenVinoInt8Plugin().candidates(dataclasses.replace(shared_ctx, quick=True)))
 
@@ -33,24 +33,25 @@ def test_registered_under_its_entry_point() -> None:
     assert isinstance(get_plugin("cpu.openvino_int8"), OpenVinoInt8Plugin)
 
 
-def test_candidates_round_trip(specs, shared_ctx) -> None:
+def test_candidates_round_trip(int8_specs, shared_ctx) -> None:
     # Plain NNCF INT8 of demo:tiny stays within the fidelity target, so no accuracy-controlled variant.
-    assert [s.label for s in specs] == ["openvino int8 nncf f32 latency 2t", "openvino int8 nncf f32 latency 2t static",
-                                        "openvino int8 qdq f32 latency 2t", "openvino int8 qdq f32 latency 2t static"]
-    for spec in specs:
+    assert [s.label for s in int8_specs] == [
+        "openvino int8 nncf f32 latency 2t", "openvino int8 nncf f32 latency 2t static",
+        "openvino int8 qdq f32 latency 2t", "openvino int8 qdq f32 latency 2t static"]
+    for spec in int8_specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.INT8
         assert spec.config["precision"] == "fp32" and spec.config["hint"] == "LATENCY"
         assert any(n.startswith("calibrated on ") for n in spec.notes)
         assert spec.dynamic_batch is not spec.config["static_shape"]
-    nncf_ir = specs[0].artifacts["model"]
+    nncf_ir = int8_specs[0].artifacts["model"]
     assert nncf_ir.endswith(".xml") and "openvino_int8" in nncf_ir
-    assert specs[2].artifacts["model"].endswith(".int8-qdq.onnx")
+    assert int8_specs[2].artifacts["model"].endswith(".int8-qdq.onnx")
 
 
-def test_sessions_run_in_int8_and_match_torch(tiny, specs) -> None:
+def test_sessions_run_in_int8_and_match_torch(tiny, int8_specs) -> None:
     plugin = OpenVinoInt8Plugin()
-    for spec in specs:
+    for spec in int8_specs:
         session = plugin.open(spec, ModelRef.of(tiny))
         for batch in (1, 3) if spec.dynamic_batch else (1,):
             feed = tiny.make_feeds(batch=batch, seed=31)[0]

@@ -54,6 +54,7 @@ def test_openvino_serves_streams_from_its_throughput_hint(tiny, onnx_path) -> No
     assert all(p.samples_per_s > 0 for p in result.points)
 
 
+@pytest.mark.worker
 def test_the_worker_records_streams_at_the_best_batch(tiny, onnx_path) -> None:
     spec = CandidateSpec(plugin="cpu.onnxruntime", label="ort 2t",
                          config={"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",

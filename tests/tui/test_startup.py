@@ -82,25 +82,22 @@ def test_collection_resumes_once_the_first_model_has_loaded_and_keys_work_meanwh
     run_app(app, body)
 
 
-def test_collection_resumes_when_detection_fails_and_nothing_loads(tmp_path):
-    session = NoHardwareSession()
+@pytest.mark.parametrize(("session_cls", "model", "autostart", "settle"), [
+    pytest.param(NoHardwareSession, "demo:tiny", True, "idle", id="detection-fails"),
+    # Without a start-up load collection is on again at once: checked after a single pause.
+    pytest.param(RecordedSession, None, False, "at-once", id="no-start-up-load"),
+])
+def test_collection_resumes_when_nothing_loads(session_cls, model, autostart, settle, tmp_path):
+    session = session_cls()
     startup.pause_gc()
-    app = PlannerApp(session=session, model=session.fixture["model"]["source"], out_dir=tmp_path / "out")
+    app = PlannerApp(session=session, model=model, out_dir=tmp_path / "out", autostart=autostart)
 
     async def body(pilot):
-        await wait_idle(pilot)
+        if settle == "idle":
+            await wait_idle(pilot)
+        else:
+            await pilot.pause()
         assert session.model is None
-        assert gc.isenabled()
-
-    run_app(app, body)
-
-
-def test_collection_resumes_at_once_without_a_start_up_load(tmp_path):
-    startup.pause_gc()
-    app = PlannerApp(session=RecordedSession(), out_dir=tmp_path / "out", autostart=False)
-
-    async def body(pilot):
-        await pilot.pause()
         assert gc.isenabled()
 
     run_app(app, body)

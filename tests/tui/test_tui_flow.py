@@ -18,6 +18,7 @@ def _column(table: DataTable, index: int) -> list[str]:
     return [str(table.get_row_at(i)[index]).strip() for i in range(table.row_count)]
 
 
+@pytest.mark.worker  # the real engine: the profile and the optimize run measure in worker processes
 def test_whole_flow_on_demo_tiny(tmp_path):
     out = tmp_path / "out"
     app = PlannerApp(model="demo:tiny", out_dir=out)
@@ -106,29 +107,26 @@ def test_whole_flow_on_demo_tiny(tmp_path):
     run_app(app, body)
 
 
-def test_first_screen_says_what_the_tool_does_and_what_to_press(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    session = RecordedSession()
-    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
-
-    async def body(pilot):
-        await drive(pilot, "hardware")
-        text = screen_text(app)
-        assert "tries faster ways to run it" in text
-        assert "The demo model demo:tiny is loaded" in text and "Press 4 then r" in text
-        # A CPU-only machine: said once, calmly, not as an error.
-        assert text.count("NVIDIA GPU") == 1 and "no NVIDIA GPU on this machine" in text
-        assert "NVMLError" not in text
-
-    run_app(app, body, size=(120, 40))
-
-
-def test_optimize_says_which_mode_it_runs_in(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("step", "where", "shown", "once", "not_shown"), [
+    # The first screen says what the tool does and what to press; on a CPU-only machine the missing GPU is
+    # said once, calmly, not as an error.
+    pytest.param("hardware", None,
+                 ("tries faster ways to run it", "The demo model demo:tiny is loaded", "Press 4 then r",
+                  "no NVIDIA GPU on this machine"),
+                 ("NVIDIA GPU",), ("NVMLError",), id="first-screen-says-what-the-tool-does-and-what-to-press"),
+    pytest.param("optimize", "#optimize #intro", ("quick mode, as the profile in step 4",), (), (),
+                 id="optimize-says-which-mode-it-runs-in"),
+])
+def test_a_step_says_what_it_does(step, where, shown, once, not_shown, tmp_path, monkeypatch):
+    """At 120x40, the words on the step's screen (or in the widget `where`) after a recorded run reaches it."""
     monkeypatch.chdir(tmp_path)
     app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
 
     async def body(pilot):
-        await drive(pilot, "optimize")
-        assert "quick mode, as the profile in step 4" in str(app.query_one("#optimize #intro", Label).render())
+        await drive(pilot, step)
+        text = screen_text(app) if where is None else str(app.query_one(where, Label).render())
+        assert [s for s in shown if s not in text] == []
+        assert {s: text.count(s) for s in once} == {s: 1 for s in once}
+        assert [s for s in not_shown if s in text] == []
 
     run_app(app, body, size=(120, 40))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent
 from tui_support import RecordedSession, drive, run_app, screen_text
@@ -87,28 +88,6 @@ def _pages(app) -> str:
     return "\n".join(lines)
 
 
-def test_an_edge_plan_shows_compression_and_device_targets(tmp_path):
-    app = PlannerApp(model="demo:tiny", session=EdgeSession(), out_dir=tmp_path / "out")
-
-    async def body(pilot):
-        await drive(pilot, "results")
-        app.query_one("#results-tabs", TabbedContent).active = "tab-tables"
-        await pilot.pause(0.3)
-        box = app.query_one("#tables-box", VerticalScroll)
-        pages = [_pages(app)]
-        while box.scroll_y < box.max_scroll_y:
-            box.scroll_page_down(animate=False)
-            await pilot.pause(0.2)
-            pages.append(_pages(app))
-        seen = " ".join(" ".join(pages).split())
-        assert "Compression" in seen and "Device targets" in seen
-        # Rows too wide for 62 columns read as one entry each, with every value (nothing cut).
-        assert "onnxruntime int8 dynamic (cpu, 2t): Bits/param 8" in seen
-        assert "Tiers met" in seen and "…" not in seen
-
-    run_app(app, body)
-
-
 class RenderingSession(InteractionSession):
     """Saves the real report (not the recorded one), so the preview shows this run's sections."""
 
@@ -120,20 +99,32 @@ class RenderingSession(InteractionSession):
         return PlanOutcome(self.results, self.out_dir, render_report_files(self.results, self.out_dir))
 
 
-def test_the_report_preview_shows_the_interaction_table(tmp_path):
-    app = PlannerApp(model="demo:tiny", session=RenderingSession(), out_dir=tmp_path / "out")
+@pytest.mark.parametrize(("session_cls", "step", "tab", "box_id", "settle_s", "page_s", "shown", "not_shown"), [
+    # An edge plan's tables: rows too wide for 62 columns read as one entry each, with every value (nothing cut).
+    pytest.param(EdgeSession, "results", "tab-tables", "#tables-box", 0.3, 0.2,
+                 ("Compression", "Device targets", "onnxruntime int8 dynamic (cpu, 2t): Bits/param 8", "Tiers met"),
+                 ("…",), id="edge-plan-compression-and-device-targets"),
+    pytest.param(RenderingSession, "report", None, "#report-box", 0.5, 0.1,
+                 ("Interaction of architecture and hardware", "200 ms (1x)", "40 ms (5x)", "0.62: conflict"),
+                 (), id="report-preview-interaction-table"),
+])
+def test_paging_through_a_step_shows_its_tables(session_cls, step, tab, box_id, settle_s, page_s, shown, not_shown,
+                                                tmp_path):
+    app = PlannerApp(model="demo:tiny", session=session_cls(), out_dir=tmp_path / "out")
 
     async def body(pilot):
-        await drive(pilot, "report")
-        box = app.query_one("#report-box", VerticalScroll)
-        await pilot.pause(0.5)
+        await drive(pilot, step)
+        if tab is not None:
+            app.query_one("#results-tabs", TabbedContent).active = tab
+        await pilot.pause(settle_s)
+        box = app.query_one(box_id, VerticalScroll)
         pages = [_pages(app)]
         while box.scroll_y < box.max_scroll_y:
             box.scroll_page_down(animate=False)
-            await pilot.pause(0.1)
+            await pilot.pause(page_s)
             pages.append(_pages(app))
         seen = " ".join(" ".join(pages).split())
-        assert "Interaction of architecture and hardware" in seen
-        assert "200 ms (1x)" in seen and "40 ms (5x)" in seen and "0.62: conflict" in seen
+        assert [text for text in shown if text not in seen] == []
+        assert [text for text in not_shown if text in seen] == []
 
     run_app(app, body)

@@ -12,15 +12,8 @@ from cpu_plugin_helpers import fake_hw
 
 from planner.errors import PlannerError
 from planner.measure.gate import PlanGate
-from planner.models import load_model
 from planner.plugins import ModelRef, PlanContext, get_plugin
 from targets.architecture.finetune import FinetuneError, accuracy, finetune, training_data
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    """demo:tiny (seeded random weights): conv2 has 16 channels, so pruning 50% leaves 8."""
-    return load_model("demo:tiny")
 
 
 def _labelled(model, folder: Path, *, batches: int = 4, rows: int = 64) -> Path:

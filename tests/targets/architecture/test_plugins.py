@@ -14,12 +14,6 @@ from planner.models import load_model
 from planner.plugins import ModelRef, PlanContext, get_plugin
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    """demo:tiny: conv1 -> bn1 (foldable), channels already multiples of 8, a 16x10 classifier."""
-    return load_model("demo:tiny")
-
-
 @pytest.fixture
 def ctx(tiny, tmp_path: Path) -> PlanContext:
     """A quick plan context on the tiny demo, with the plan's fidelity gate as the pipeline gives it."""

@@ -1,4 +1,4 @@
-"""Fixtures for the edge plugin tests: the tiny demo model and real hardware profiles from the fixture trees."""
+"""Fixtures for the edge plugin tests: real hardware profiles from the fixture trees (demo:tiny is `tiny`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from hardware_profiles import fixture_profile, with_cpu
 
 from planner.hardware import DeviceClass, HardwareProfile
-from planner.models import load_model
 
 # Which fixture tree stands for an (x86?, device class) pair; each tree detects as that class.
 _TREES = {
@@ -33,12 +32,6 @@ def make_hw(*, features: tuple[str, ...] | None = None, usable: int | None = Non
     if features is None and usable is None:
         return hw
     return with_cpu(hw, features=features, **({} if usable is None else {"usable_cores": usable}))
-
-
-@pytest.fixture(scope="session")
-def edge_tiny():
-    """demo:tiny, loaded once; tests that change weights work on their own copy."""
-    return load_model("demo:tiny")
 
 
 @pytest.fixture(scope="session")

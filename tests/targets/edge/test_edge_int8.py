@@ -19,10 +19,10 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def built(edge_tiny, fake_hw, tmp_path_factory):
+def built(tiny, fake_hw, tmp_path_factory):
     """The plan context and the specs edge.int8 builds for demo:tiny on a 2-core x86 without VNNI."""
     logs: list[str] = []
-    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path_factory.mktemp("int8"),
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path_factory.mktemp("int8"),
                       log=logs.append)
     return ctx, list(Int8Plugin().candidates(ctx))
 
@@ -32,10 +32,10 @@ def test_plugin_identity():
     assert Int8Plugin.target is Target.EDGE
 
 
-def test_check_does_not_need_an_arm_board(edge_tiny, fake_hw):
-    assert Int8Plugin().check(fake_hw(device_class="cpu_server"), edge_tiny) == []
+def test_check_does_not_need_an_arm_board(tiny, fake_hw):
+    assert Int8Plugin().check(fake_hw(device_class="cpu_server"), tiny) == []
     assert Int8Plugin().check(fake_hw(device_class="raspberry_pi", is_x86=False,
-                                      features=("neon", "asimddp")), edge_tiny) == []
+                                      features=("neon", "asimddp")), tiny) == []
 
 
 def test_both_candidates_are_int8_files_under_the_workdir(built):
@@ -65,18 +65,18 @@ def test_quantized_files_are_smaller_than_fp32(built):
         assert os.path.getsize(spec.artifacts["onnx"]) < fp32, spec.label
 
 
-def test_outputs_stay_close_to_fp32(built, edge_tiny):
+def test_outputs_stay_close_to_fp32(built, tiny):
     import torch
 
     _, specs = built
     plugin = Int8Plugin()
     for spec in specs:
-        session = plugin.open(spec, ModelRef.of(edge_tiny))
+        session = plugin.open(spec, ModelRef.of(tiny))
         for batch in (1, 4):
-            for feed in edge_tiny.make_feeds(batch=batch, count=3, seed=1000):
+            for feed in tiny.make_feeds(batch=batch, count=3, seed=1000):
                 out = session.to_numpy(session.run(session.prepare(feed)))
                 with torch.inference_mode():
-                    ref = edge_tiny.module(torch.from_numpy(feed["x"])).numpy()
+                    ref = tiny.module(torch.from_numpy(feed["x"])).numpy()
                 assert out.shape == ref.shape
                 assert _cosine(out, ref) > 0.98, spec.label
         info = session.info()
@@ -95,8 +95,7 @@ def test_cpu_notes_and_reduced_range_follow_the_int8_dot_features(fake_hw):
     assert not needs_reduced_range(fake_hw(is_x86=False, features=("neon",)))
 
 
-def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(edge_tiny, fake_hw, tmp_path,
-                                                                      monkeypatch):
+def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(tiny, fake_hw, tmp_path, monkeypatch):
     import targets.edge.int8 as int8
     from planner.onnx.export import ExportResult
 
@@ -104,7 +103,7 @@ def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(edge_tiny
         raise RuntimeError("calibration exploded")
 
     monkeypatch.setattr(int8, "quantize_qdq", broken)
-    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path)
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path)
     specs: list[CandidateSpec] = []
     with pytest.raises(int8.QuantizationError, match="static QDQ: .*calibration exploded"):
         specs.extend(Int8Plugin().candidates(ctx))
@@ -112,14 +111,14 @@ def test_a_failing_quantizer_is_reported_with_the_other_candidate_kept(edge_tiny
     assert isinstance(ctx.shared["onnx"], ExportResult)
 
 
-def test_the_measure_worker_times_and_sweeps_it(built, edge_tiny, monkeypatch):
+def test_the_measure_worker_times_and_sweeps_it(built, tiny, monkeypatch):
     import planner.plugins
     from planner.measure.evaluate import MeasureJob, run_job
 
     # Entry points are registered by the package metadata; look the plugin up directly here.
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: Int8Plugin())
     _, (static, _) = built
-    result = run_job(MeasureJob(model=ModelRef.of(edge_tiny), spec=static, quick=True,
+    result = run_job(MeasureJob(model=ModelRef.of(tiny), spec=static, quick=True,
                                 sweep_max_batch=4, fidelity_batches=2))
     assert result["timing"].stats.p50_ms > 0
     assert [p.batch for p in result["sweep"].points][0] == 1 and len(result["sweep"].points) > 1

@@ -58,8 +58,8 @@ def test_weight_follows_the_threshold_rule():
     assert not got[5].any() and alpha[5] == 0
 
 
-def test_module_weights_take_at_most_three_values_per_channel(edge_tiny):
-    module = copy.deepcopy(edge_tiny.module)
+def test_module_weights_take_at_most_three_values_per_channel(tiny):
+    module = copy.deepcopy(tiny.module)
     stats = ternarize_module(module)
     layers = _ternary_layers(module)
     assert stats.layers == len(layers) == 3
@@ -71,33 +71,33 @@ def test_module_weights_take_at_most_three_values_per_channel(edge_tiny):
     assert stats.packed_bytes_estimate < stats.fp32_bytes
 
 
-def test_stats_without_apply_leave_the_module_alone(edge_tiny):
+def test_stats_without_apply_leave_the_module_alone(tiny):
     import torch
 
-    before = {k: v.clone() for k, v in edge_tiny.module.state_dict().items()}
-    stats = ternarize_module(edge_tiny.module, apply=False)
+    before = {k: v.clone() for k, v in tiny.module.state_dict().items()}
+    stats = ternarize_module(tiny.module, apply=False)
     assert stats.layers == 3
-    after = edge_tiny.module.state_dict()
+    after = tiny.module.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_quick_runs_skip_it_off_edge_boards(edge_tiny, fake_hw, tmp_path):
+def test_quick_runs_skip_it_off_edge_boards(tiny, fake_hw, tmp_path):
     logs: list[str] = []
-    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path, quick=True, log=logs.append)
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True, log=logs.append)
     assert list(TernaryPlugin().candidates(ctx)) == []
     assert any("skipped in quick runs" in line for line in logs)
-    board = PlanContext(hw=fake_hw(device_class="raspberry_pi", is_x86=False), model=edge_tiny,
+    board = PlanContext(hw=fake_hw(device_class="raspberry_pi", is_x86=False), model=tiny,
                         workdir=tmp_path, quick=True)
     assert [s.threads for s in TernaryPlugin().candidates(board)] == [1, 4]
-    named = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path / "named", quick=True,
+    named = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "named", quick=True,
                         options={"device": "rpi5"})  # planned for a board named with --device
     assert len(list(TernaryPlugin().candidates(named))) == 2
 
 
-def test_candidate_is_a_packed_file_run_by_onnxruntime(edge_tiny, fake_hw, tmp_path):
+def test_candidate_is_a_packed_file_run_by_onnxruntime(tiny, fake_hw, tmp_path):
     import torch
 
-    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path)
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path)
     specs = list(TernaryPlugin().candidates(ctx))
     assert [s.threads for s in specs] == [1, 2]  # one core and all of the container's two
     spec = specs[0]
@@ -105,12 +105,12 @@ def test_candidate_is_a_packed_file_run_by_onnxruntime(edge_tiny, fake_hw, tmp_p
     assert CandidateSpec.from_text(spec.to_text()) == spec
     packed = Path(spec.artifacts["onnx"])
     assert packed.is_file()
-    session = TernaryPlugin().open(spec, ModelRef.of(edge_tiny))
+    session = TernaryPlugin().open(spec, ModelRef.of(tiny))
     assert isinstance(session, TernarySession)
-    feed = edge_tiny.make_feeds(batch=4, seed=1000)[0]
+    feed = tiny.make_feeds(batch=4, seed=1000)[0]
     out = session.to_numpy(session.run(session.prepare(feed)))
     with torch.inference_mode():
-        ref = edge_tiny.module(torch.from_numpy(feed["x"])).numpy()
+        ref = tiny.module(torch.from_numpy(feed["x"])).numpy()
     assert out.shape == ref.shape and np.isfinite(out).all()
     assert not np.allclose(out, ref)  # the weights really changed
     info = session.info()
@@ -139,22 +139,22 @@ def test_a_model_without_weighted_layers_gets_the_reason(tmp_path):
         pack_onnx(tmp_path / "relu.onnx", tmp_path / "out.onnx")
 
 
-def test_a_fallback_in_onnxruntimes_log_fails_the_candidate(edge_tiny, fake_hw, tmp_path, monkeypatch):
+def test_a_fallback_in_onnxruntimes_log_fails_the_candidate(tiny, fake_hw, tmp_path, monkeypatch):
     import targets.edge.ternary_pack as pack
 
-    (spec, _) = TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path))
-    session = TernaryPlugin().open(spec, ModelRef.of(edge_tiny))
+    (spec, _) = TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path))
+    session = TernaryPlugin().open(spec, ModelRef.of(tiny))
     monkeypatch.setattr(pack, "capture_ort_log", lambda *a, **k: f"[I:onnxruntime] {pack.FALLBACK_MARK} ...")
     with pytest.raises(TernaryKernelError, match="fell back to dequantising"):
-        session.prepare(edge_tiny.make_feeds(batch=1, seed=1)[0])
+        session.prepare(tiny.make_feeds(batch=1, seed=1)[0])
 
 
-def test_a_runtime_without_the_2bit_kernel_is_a_reason_not_a_crash(edge_tiny, fake_hw, tmp_path, monkeypatch):
+def test_a_runtime_without_the_2bit_kernel_is_a_reason_not_a_crash(tiny, fake_hw, tmp_path, monkeypatch):
     import targets.edge.ternary_pack as pack
 
     monkeypatch.setattr(pack, "kernel_problem", lambda **k: "this ONNX Runtime cannot run MatMulNBits")
     with pytest.raises(TernaryKernelError, match="cannot run MatMulNBits"):
-        list(TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path)))
+        list(TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path)))
 
 
 def test_this_onnxruntime_runs_2bit_matmulnbits_correctly():
@@ -172,20 +172,20 @@ def test_packing_round_trips_the_ternary_values():
     np.testing.assert_allclose(unpack_2bit(packed, scales, 300), signs * alpha[:, None], rtol=1e-6)
 
 
-def test_a_higher_threshold_zeroes_more_weights(edge_tiny):
-    fractions = [ternarize_module(edge_tiny.module, factor=f, apply=False).zero_fraction
+def test_a_higher_threshold_zeroes_more_weights(tiny):
+    fractions = [ternarize_module(tiny.module, factor=f, apply=False).zero_fraction
                  for f in (0.5, 0.7, 0.9)]
     assert 0 < fractions[0] < fractions[1] < fractions[2] < 1
 
 
-def test_the_measure_worker_times_it(edge_tiny, fake_hw, tmp_path, monkeypatch):
+def test_the_measure_worker_times_it(tiny, fake_hw, tmp_path, monkeypatch):
     import planner.plugins
     from planner.measure.evaluate import MeasureJob, run_job
 
     # Entry points are registered by the package metadata; look the plugin up directly here.
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: TernaryPlugin())
-    spec = next(iter(TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path))))
-    result = run_job(MeasureJob(model=ModelRef.of(edge_tiny), spec=spec, quick=True,
+    spec = next(iter(TernaryPlugin().candidates(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path))))
+    result = run_job(MeasureJob(model=ModelRef.of(tiny), spec=spec, quick=True,
                                 fidelity_batches=2))
     assert result["timing"].stats.p50_ms > 0
     assert result["info"]["model_file_bytes"] == Path(spec.artifacts["onnx"]).stat().st_size
@@ -230,10 +230,10 @@ def test_finetune_asks_for_at_least_one_step():
         finetune_ternary(nn.Linear(2, 2), np.zeros((2, 2), np.float32), np.zeros(2, np.int64), steps=0)
 
 
-def test_finetune_without_labels_is_a_clear_error(edge_tiny, fake_hw, tmp_path):
+def test_finetune_without_labels_is_a_clear_error(tiny, fake_hw, tmp_path):
     from targets.edge.ternary import FinetuneError
 
-    ctx = PlanContext(hw=fake_hw(), model=edge_tiny, workdir=tmp_path, options={"finetune_steps": 5})
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, options={"finetune_steps": 5})
     with pytest.raises(FinetuneError, match="needs labelled data"):
         list(TernaryPlugin().candidates(ctx))
 

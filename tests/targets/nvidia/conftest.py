@@ -1,4 +1,4 @@
-"""Fixtures for the NVIDIA plugin tests: the tiny demo model and real hardware profiles from the fixture trees."""
+"""Fixtures for the NVIDIA plugin tests: real hardware profiles from the fixture trees (models: `tiny`, `text`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,6 @@ import pytest
 from hardware_profiles import gpu_server, nvml_gpu, two_core_x86
 
 from planner.hardware import HardwareProfile
-from planner.models import load_model
-
-
-@pytest.fixture(scope="session")
-def nv_tiny():
-    """demo:tiny, loaded once (the plugins never mutate the loaded module)."""
-    return load_model("demo:tiny")
-
-
-@pytest.fixture(scope="session")
-def nv_text():
-    """demo:text: two int64 inputs (input_ids, attention_mask) of 1x64, a tiny encoder."""
-    return load_model("demo:text")
 
 
 @pytest.fixture

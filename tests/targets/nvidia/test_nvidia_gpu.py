@@ -56,7 +56,7 @@ def _assert_matches_fp32(plugin, spec, model) -> None:
     assert session.info()
 
 
-MODELS = ["nv_tiny", "nv_text"]  # one float image input; two int64 inputs (input_ids, attention_mask)
+MODELS = ["tiny", "text"]  # one float image input; two int64 inputs (input_ids, attention_mask)
 
 
 @pytest.mark.parametrize("model_name", MODELS)
@@ -93,39 +93,38 @@ def test_cuda_graph_rejects_another_shape(model_name, request, gpu_hw, tmp_path)
         session.prepare(model.make_feeds(batch=2)[0])
 
 
-def test_tensorrt_engines_build_run_match_and_are_cached(nv_tiny, gpu_hw, tmp_path):
+def test_tensorrt_engines_build_run_match_and_are_cached(tiny, gpu_hw, tmp_path):
     pytest.importorskip("tensorrt", reason="TensorRT not installed (pip install planner[tensorrt])")
     plugin = TensorRTPlugin()
-    assert plugin.check(gpu_hw, nv_tiny) == []
+    assert plugin.check(gpu_hw, tiny) == []
     logs: list[str] = []
-    ctx = PlanContext(hw=gpu_hw, model=nv_tiny, workdir=tmp_path, log=logs.append)
+    ctx = PlanContext(hw=gpu_hw, model=tiny, workdir=tmp_path, log=logs.append)
     specs = list(plugin.candidates(ctx))
     assert [s.config["variant"] for s in specs] == ["fp32", "fp16", "int8"]
     assert all(s.config["profile"] == {"min": 1, "opt": 1, "max": 32} for s in specs)
     for spec in specs:
-        _assert_matches_fp32(plugin, spec, nv_tiny)
+        _assert_matches_fp32(plugin, spec, tiny)
     logs.clear()
     again = list(plugin.candidates(ctx))
     assert [s.artifacts for s in again] == [s.artifacts for s in specs]
     assert sum("reusing cached" in line for line in logs) == 3
 
 
-def test_tensorrt_text_engines_take_both_int64_inputs(nv_text, gpu_hw, tmp_path):
+def test_tensorrt_text_engines_take_both_int64_inputs(text, gpu_hw, tmp_path):
     pytest.importorskip("tensorrt", reason="TensorRT not installed (pip install planner[tensorrt])")
     plugin = TensorRTPlugin()
-    assert plugin.check(gpu_hw, nv_text) == []
-    ctx = PlanContext(hw=gpu_hw, model=nv_text, workdir=tmp_path, quick=True)
+    assert plugin.check(gpu_hw, text) == []
+    ctx = PlanContext(hw=gpu_hw, model=text, workdir=tmp_path, quick=True)
     specs = list(plugin.candidates(ctx))
     assert [s.config["variant"] for s in specs] == ["fp32", "fp16"]
     assert all(any("sequence length fixed at 64" in n for n in s.notes) for s in specs)
     for spec in specs:
-        _assert_matches_fp32(plugin, spec, nv_text)
+        _assert_matches_fp32(plugin, spec, text)
 
 
 @pytest.mark.parametrize("plugin_cls", [Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin,
                                         BatchingPlugin, TensorRTPlugin], ids=lambda p: p.name)
-def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_hw, tmp_path,
-                                                       monkeypatch):
+def test_the_measure_worker_times_each_first_candidate(plugin_cls, tiny, gpu_hw, tmp_path, monkeypatch):
     import planner.plugins
     from planner.measure.evaluate import MeasureJob, run_job
     from planner.measure.sweep import batch_sizes
@@ -136,9 +135,9 @@ def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_
     plugin = plugin_cls()
     # Entry points are registered by the package metadata; look the plugin up directly here.
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: plugin)
-    ctx = PlanContext(hw=gpu_hw, model=nv_tiny, workdir=tmp_path, quick=True)
+    ctx = PlanContext(hw=gpu_hw, model=tiny, workdir=tmp_path, quick=True)
     spec = next(iter(plugin.candidates(ctx)))
-    result = run_job(MeasureJob(model=ModelRef.of(nv_tiny), spec=spec, quick=True,
+    result = run_job(MeasureJob(model=ModelRef.of(tiny), spec=spec, quick=True,
                                 sweep_max_batch=4, fidelity_batches=2))
     p50 = result["timing"].stats.p50_ms
     assert p50 > 0
@@ -151,6 +150,6 @@ def test_the_measure_worker_times_each_first_candidate(plugin_cls, nv_tiny, gpu_
     else:
         # Fixed shape (CUDA graphs, fixed batches): the main timing is the only point, and it
         # counts every row one call processes.
-        rows = spec.rows_per_call or nv_tiny.inputs.batch
+        rows = spec.rows_per_call or tiny.inputs.batch
         assert [p.batch for p in points] == [rows]
         assert points[0].samples_per_s == pytest.approx(rows * 1e3 / p50)

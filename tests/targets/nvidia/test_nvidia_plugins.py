@@ -69,26 +69,25 @@ def test_names_and_targets_are_the_registered_ones():
 
 @pytest.mark.skipif(_cuda_available(), reason="asserts the reasons given on a machine without CUDA")
 @pytest.mark.parametrize("plugin_cls", PLUGINS, ids=lambda p: p.name)
-def test_check_says_why_without_a_gpu(plugin_cls, nv_tiny, hw_without_gpu):
-    reasons = plugin_cls().check(hw_without_gpu, nv_tiny)
+def test_check_says_why_without_a_gpu(plugin_cls, tiny, hw_without_gpu):
+    reasons = plugin_cls().check(hw_without_gpu, tiny)
     assert NO_CUDA in reasons
     assert any(r.startswith(NO_GPU) for r in reasons)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="TensorRT is installed")
-def test_tensorrt_check_names_the_missing_package(nv_tiny, hw_with_gpu):
-    reasons = TensorRTPlugin().check(hw_with_gpu(), nv_tiny)
+def test_tensorrt_check_names_the_missing_package(tiny, hw_with_gpu):
+    reasons = TensorRTPlugin().check(hw_with_gpu(), tiny)
     assert INSTALL_HINT in reasons
     assert INSTALL_HINT == ("TensorRT not installed (pip install planner[tensorrt] on a machine "
                             "with NVIDIA's index)")
 
 
-def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monkeypatch, hw_with_gpu,
-                                                                          nv_tiny):
+def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monkeypatch, hw_with_gpu, tiny):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    reasons = Fp16Plugin().check(hw_with_gpu(), nv_tiny)
+    reasons = Fp16Plugin().check(hw_with_gpu(), tiny)
     if torch.version.cuda is None:
         assert reasons == [MESSAGES["torch_cpu_only"].format(version=torch.__version__)]
         assert "CPU-only build" in reasons[0]
@@ -96,22 +95,21 @@ def test_cuda_reasons_when_the_profile_has_a_gpu_but_torch_cannot_reach_it(monke
         assert reasons == [NO_CUDA]
 
 
-def test_cuda_reasons_trust_torch_when_nvml_missed_the_gpu(monkeypatch, hw_without_gpu, nv_tiny):
+def test_cuda_reasons_trust_torch_when_nvml_missed_the_gpu(monkeypatch, hw_without_gpu, tiny):
     import torch
 
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert Fp16Plugin().check(hw_without_gpu, nv_tiny) == []
+    assert Fp16Plugin().check(hw_without_gpu, tiny) == []
 
 
-def test_without_torch_the_profile_decides_and_torch_is_named_once(monkeypatch, hw_without_gpu,
-                                                                   hw_with_gpu, nv_tiny):
+def test_without_torch_the_profile_decides_and_torch_is_named_once(monkeypatch, hw_without_gpu, hw_with_gpu, tiny):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "torch" else real(name, *a))
-    reasons = CudaGraphsPlugin().check(hw_without_gpu, nv_tiny)
+    reasons = CudaGraphsPlugin().check(hw_without_gpu, tiny)
     assert reasons == ["torch not installed (pip install torch)", MESSAGES["no_gpu_in_profile"]]
-    assert CudaGraphsPlugin().check(hw_with_gpu(), nv_tiny) == ["torch not installed (pip install torch)"]
+    assert CudaGraphsPlugin().check(hw_with_gpu(), tiny) == ["torch not installed (pip install torch)"]
 
 
 def test_torch_plugins_reject_an_onnx_only_model(hw_with_gpu):
@@ -148,17 +146,17 @@ def test_bf16_needs_compute_capability_8(hw_with_gpu):
     assert not common.supports_bf16(hw_with_gpu((7, 5)))
 
 
-def test_fp16_candidates(nv_tiny, hw_with_gpu, tmp_path):
-    ampere = list(Fp16Plugin().candidates(_ctx(nv_tiny, hw_with_gpu((8, 6)), tmp_path)))
+def test_fp16_candidates(tiny, hw_with_gpu, tmp_path):
+    ampere = list(Fp16Plugin().candidates(_ctx(tiny, hw_with_gpu((8, 6)), tmp_path)))
     assert [(s.precision, s.config["channels_last"]) for s in ampere] == [
         (Precision.FP16, False), (Precision.FP16, True), (Precision.BF16, False)]
-    turing = list(Fp16Plugin().candidates(_ctx(nv_tiny, hw_with_gpu((7, 5)), tmp_path)))
+    turing = list(Fp16Plugin().candidates(_ctx(tiny, hw_with_gpu((7, 5)), tmp_path)))
     assert Precision.BF16 not in {s.precision for s in turing}
 
 
-def test_fp16_offers_no_channels_last_to_a_text_model(nv_text, hw_with_gpu, tmp_path):
+def test_fp16_offers_no_channels_last_to_a_text_model(text, hw_with_gpu, tmp_path):
     logs: list[str] = []
-    ctx = PlanContext(hw=hw_with_gpu((8, 6)), model=nv_text, workdir=tmp_path, log=logs.append)
+    ctx = PlanContext(hw=hw_with_gpu((8, 6)), model=text, workdir=tmp_path, log=logs.append)
     specs = list(Fp16Plugin().candidates(ctx))
     assert [(s.precision, s.config["channels_last"]) for s in specs] == [
         (Precision.FP16, False), (Precision.BF16, False)]
@@ -166,76 +164,76 @@ def test_fp16_offers_no_channels_last_to_a_text_model(nv_text, hw_with_gpu, tmp_
     assert any("integer inputs such as token ids stay integers" in n for n in specs[0].notes)
 
 
-def test_torch_compile_modes_depend_on_quick(nv_tiny, hw_with_gpu, tmp_path):
+def test_torch_compile_modes_depend_on_quick(tiny, hw_with_gpu, tmp_path):
     plugin = TorchCompilePlugin()
-    quick = list(plugin.candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path, quick=True)))
-    full = list(plugin.candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path)))
+    quick = list(plugin.candidates(_ctx(tiny, hw_with_gpu(), tmp_path, quick=True)))
+    full = list(plugin.candidates(_ctx(tiny, hw_with_gpu(), tmp_path)))
     assert {s.config["compile_mode"] for s in quick} == {"default", "reduce-overhead"}
     assert {s.config["compile_mode"] for s in full} == {"default", "reduce-overhead", "max-autotune"}
     assert {s.precision for s in full} == {Precision.FP32, Precision.FP16}
     assert len(full) == 6
 
 
-def test_cuda_graph_spec_is_static_fp16(nv_tiny, nv_text, hw_with_gpu, tmp_path):
-    (spec,) = CudaGraphsPlugin().candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path))
+def test_cuda_graph_spec_is_static_fp16(tiny, text, hw_with_gpu, tmp_path):
+    (spec,) = CudaGraphsPlugin().candidates(_ctx(tiny, hw_with_gpu(), tmp_path))
     assert spec.precision is Precision.FP16
     assert spec.dynamic_batch is False
     assert spec.config["batch"] == 1 and spec.config["shapes"] == {"x": [1, 3, 32, 32]}
-    (text_spec,) = CudaGraphsPlugin().candidates(_ctx(nv_text, hw_with_gpu(), tmp_path))
+    (text_spec,) = CudaGraphsPlugin().candidates(_ctx(text, hw_with_gpu(), tmp_path))
     assert text_spec.config["shapes"] == {"input_ids": [1, 64], "attention_mask": [1, 64]}
-    assert captured_batch(text_spec, nv_text.inputs) == 1
+    assert captured_batch(text_spec, text.inputs) == 1
 
 
-def test_cuda_graph_batch_reads_older_specs_too(nv_tiny):
+def test_cuda_graph_batch_reads_older_specs_too(tiny):
     old = CandidateSpec(plugin="nvidia.cuda_graphs", config={"device": "cuda", "shape": [4, 3, 32, 32]},
                         dynamic_batch=False)
-    assert captured_batch(old, nv_tiny.inputs) == 4
-    assert captured_batch(CandidateSpec(plugin="nvidia.cuda_graphs", dynamic_batch=False), nv_tiny.inputs) == 1
+    assert captured_batch(old, tiny.inputs) == 4
+    assert captured_batch(CandidateSpec(plugin="nvidia.cuda_graphs", dynamic_batch=False), tiny.inputs) == 1
 
 
-def test_cuda_graph_feeds_must_have_every_captured_shape(nv_text):
-    captured = {t.name: t.shape for t in nv_text.inputs.tensors}
-    assert shape_mismatch(captured, nv_text.make_feeds(seed=1)[0]) is None
-    longer = nv_text.make_feeds(batch=2)[0]
+def test_cuda_graph_feeds_must_have_every_captured_shape(text):
+    captured = {t.name: t.shape for t in text.inputs.tensors}
+    assert shape_mismatch(captured, text.make_feeds(seed=1)[0]) is None
+    longer = text.make_feeds(batch=2)[0]
     assert "captured for input shape (1, 64) of 'input_ids'; got (2, 64)" in shape_mismatch(captured, longer)
-    shorter = make_feeds(nv_text.inputs.with_sequence(16))[0]
+    shorter = make_feeds(text.inputs.with_sequence(16))[0]
     assert "(1, 64) of 'input_ids'; got (1, 16)" in shape_mismatch(captured, shorter)
     one = {"input_ids": longer["input_ids"]}
     assert shape_mismatch(captured, one) == "this CUDA graph was captured for 2 inputs; got 1"
 
 
-def test_batching_specs_are_fixed_batches(nv_tiny, hw_with_gpu, tmp_path):
-    specs = list(BatchingPlugin().candidates(_ctx(nv_tiny, hw_with_gpu(), tmp_path)))
+def test_batching_specs_are_fixed_batches(tiny, hw_with_gpu, tmp_path):
+    specs = list(BatchingPlugin().candidates(_ctx(tiny, hw_with_gpu(), tmp_path)))
     assert [s.config["batch"] for s in specs] == [8, 32]
     assert all(not s.dynamic_batch and s.precision is Precision.FP32 for s in specs)
     assert all("per call of" in s.notes[0] for s in specs)
 
 
-def test_fixed_batch_session_tiles_and_returns_the_original_rows(nv_tiny):
+def test_fixed_batch_session_tiles_and_returns_the_original_rows(tiny):
     import copy
 
     import torch
 
-    session = FixedBatchSession(copy.deepcopy(nv_tiny.module), batch=8, device="cpu")
-    feed = nv_tiny.make_feeds(batch=3, seed=5)[0]
+    session = FixedBatchSession(copy.deepcopy(tiny.module), batch=8, device="cpu")
+    feed = tiny.make_feeds(batch=3, seed=5)[0]
     (prepared,) = session.prepare(feed)
     assert tuple(prepared.shape) == (8, 3, 32, 32)
     out = session.to_numpy(session.run((prepared,)))
     with torch.inference_mode():
-        ref = nv_tiny.module(torch.from_numpy(feed["x"])).numpy()
+        ref = tiny.module(torch.from_numpy(feed["x"])).numpy()
     assert out.shape == ref.shape
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="an input of 9 samples does not fit a fixed batch of 8"):
-        session.prepare(nv_tiny.make_feeds(batch=9)[0])
+        session.prepare(tiny.make_feeds(batch=9)[0])
 
 
-def test_fixed_batch_session_tiles_every_input_of_a_text_model(nv_text):
+def test_fixed_batch_session_tiles_every_input_of_a_text_model(text):
     import copy
 
     import torch
 
-    session = FixedBatchSession(copy.deepcopy(nv_text.module), batch=8, device="cpu")
-    feed = nv_text.make_feeds(batch=3, seed=6)[0]
+    session = FixedBatchSession(copy.deepcopy(text.module), batch=8, device="cpu")
+    feed = text.make_feeds(batch=3, seed=6)[0]
     feed["attention_mask"][1, 50:] = 0  # a padded row: the mask must travel with its own token ids
     ids, mask = session.prepare(feed)
     assert [(t.dtype, tuple(t.shape)) for t in (ids, mask)] == [(torch.int64, (8, 64))] * 2
@@ -244,9 +242,9 @@ def test_fixed_batch_session_tiles_every_input_of_a_text_model(nv_text):
     np.testing.assert_array_equal(mask.numpy(), feed["attention_mask"][rows])
     out = session.to_numpy(session.run((ids, mask)))
     assert out.shape == (3, 4)
-    np.testing.assert_allclose(out, _torch_output(nv_text, feed), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out, _torch_output(text, feed), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="an input of 9 samples does not fit a fixed batch of 8"):
-        session.prepare(nv_text.make_feeds(batch=9)[0])
+        session.prepare(text.make_feeds(batch=9)[0])
     uneven = {"input_ids": feed["input_ids"], "attention_mask": feed["attention_mask"][:2]}
     with pytest.raises(ValueError, match="disagree on the batch size"):
         session.prepare(uneven)
@@ -260,8 +258,8 @@ def test_tile_feed_repeats_rows_and_keeps_scalars():
     assert tiled["scale"].shape == ()
 
 
-def test_specs_round_trip_through_json(nv_tiny, hw_with_gpu, tmp_path):
-    ctx = _ctx(nv_tiny, hw_with_gpu(), tmp_path)
+def test_specs_round_trip_through_json(tiny, hw_with_gpu, tmp_path):
+    ctx = _ctx(tiny, hw_with_gpu(), tmp_path)
     specs = [s for cls in (BatchingPlugin, Fp16Plugin, TorchCompilePlugin, CudaGraphsPlugin)
              for s in cls().candidates(ctx)]
     assert specs
@@ -282,8 +280,8 @@ def test_batch_profile_and_profile_shapes():
     assert profile_shapes((-1, 8), (2, 8), (1, 4, 32), batch_axis=False) == ((2, 8),) * 3
 
 
-def test_input_profiles_cover_every_input_by_name(nv_text):
-    inputs = nv_text.inputs.with_batch(2)
+def test_input_profiles_cover_every_input_by_name(text):
+    inputs = text.inputs.with_batch(2)
     network = [("attention_mask", (-1, -1)), ("input_ids", (-1, -1))]
     profiles = input_profiles(network, inputs, batch_profile(2, dynamic=True))
     # Only the batch spans the profile; the sequence stays at the model's 64 tokens.
@@ -297,12 +295,12 @@ def test_input_profiles_cover_every_input_by_name(nv_text):
         input_profiles([("input_ids", (-1, -1, 8)), ("attention_mask", (-1, -1))], inputs, (1, 2, 32))
 
 
-def test_inputs_key_changes_with_shape_but_not_batch(nv_text, nv_tiny):
-    key = inputs_key(nv_text.inputs)
+def test_inputs_key_changes_with_shape_but_not_batch(text, tiny):
+    key = inputs_key(text.inputs)
     assert len(key) == 8
-    assert inputs_key(nv_text.inputs.with_batch(8)) == key
-    assert inputs_key(nv_text.inputs.with_sequence(128)) != key
-    assert inputs_key(nv_tiny.inputs) != key
+    assert inputs_key(text.inputs.with_batch(8)) == key
+    assert inputs_key(text.inputs.with_sequence(128)) != key
+    assert inputs_key(tiny.inputs) != key
 
 
 def test_engine_cache_key_changes_with_gpu_version_and_onnx(tmp_path):
@@ -332,13 +330,13 @@ def test_dtype_table_names_real_torch_dtypes():
     assert all(isinstance(getattr(torch, name), torch.dtype) for name in TRT_TO_TORCH_DTYPE.values())
 
 
-def test_fp16_onnx_is_valid_fp16_and_close_to_fp32(nv_tiny, tmp_path):
+def test_fp16_onnx_is_valid_fp16_and_close_to_fp32(tiny, tmp_path):
     import onnx
     import onnxruntime as ort
 
     from planner.onnx.export import export_onnx
 
-    src = export_onnx(nv_tiny, tmp_path / "tiny.onnx").path
+    src = export_onnx(tiny, tmp_path / "tiny.onnx").path
     dst = fp16_onnx(src, tmp_path / "tiny.fp16.onnx")
     onnx.checker.check_model(str(dst))  # also checks topological order
     proto = onnx.load(str(dst))
@@ -348,14 +346,14 @@ def test_fp16_onnx_is_valid_fp16_and_close_to_fp32(nv_tiny, tmp_path):
     assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     fp32 = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"])
     fp16 = ort.InferenceSession(str(dst), providers=["CPUExecutionProvider"])
-    for feed in nv_tiny.make_feeds(batch=4, count=2, seed=11):
+    for feed in tiny.make_feeds(batch=4, count=2, seed=11):
         ref = fp32.run(None, feed)[0]
         got = fp16.run(None, feed)[0]
         assert got.dtype == np.float32
         assert _cosine(got, ref) > 0.999
 
 
-def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, tmp_path):
+def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(tiny, tmp_path):
     import onnx
     import onnxruntime as ort
     import torch
@@ -364,8 +362,8 @@ def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, t
     from planner.onnx.export import export_onnx
     from planner.onnx.quantize import quantize_qdq
 
-    src = export_onnx(nv_tiny, tmp_path / "tiny.onnx")
-    dst = quantize_qdq(src.path, tmp_path / "tiny.qdq.onnx", nv_tiny.make_feeds(count=8, seed=3),
+    src = export_onnx(tiny, tmp_path / "tiny.onnx")
+    dst = quantize_qdq(src.path, tmp_path / "tiny.qdq.onnx", tiny.make_feeds(count=8, seed=3),
                        for_tensorrt=True)
     proto = onnx.load(str(dst))
     inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
@@ -389,13 +387,13 @@ def test_tensorrt_qdq_file_is_symmetric_with_float_weights_and_biases(nv_tiny, t
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(str(dst), opts, providers=["CPUExecutionProvider"])
-    feed = nv_tiny.make_feeds(batch=4, seed=1000)[0]
+    feed = tiny.make_feeds(batch=4, seed=1000)[0]
     with torch.inference_mode():
-        ref = nv_tiny.module(torch.from_numpy(feed["x"])).numpy()
+        ref = tiny.module(torch.from_numpy(feed["x"])).numpy()
     assert _cosine(session.run(None, feed)[0], ref) > 0.99
 
 
-@pytest.mark.parametrize("model_name", ["nv_tiny", "nv_text"])
+@pytest.mark.parametrize("model_name", ["tiny", "text"])
 def test_fixed_batch_throughput_counts_every_row_of_a_call(model_name, request):
     """The worker's single point for nvidia.batching is rows per call x calls per second.
 

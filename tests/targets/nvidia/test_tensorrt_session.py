@@ -132,10 +132,10 @@ def session(fake_trt, tmp_path) -> TensorRTSession:
     return TensorRTSession(path, precision="fp32")
 
 
-def test_every_input_is_prepared_by_name_in_the_engines_order_and_type(session, nv_text):
+def test_every_input_is_prepared_by_name_in_the_engines_order_and_type(session, text):
     import torch
 
-    feed = nv_text.make_feeds(batch=2, seed=1)[0]
+    feed = text.make_feeds(batch=2, seed=1)[0]
     mask, ids = session.prepare(feed)
     assert (mask.dtype, ids.dtype) == (torch.int32, torch.int64)
     np.testing.assert_array_equal(ids.numpy(), feed["input_ids"])
@@ -143,25 +143,25 @@ def test_every_input_is_prepared_by_name_in_the_engines_order_and_type(session, 
     assert "attention_mask int32, input_ids int64" in session.info()["inputs"]
 
 
-def test_run_shapes_and_binds_every_input_once_per_shape(session, fake_trt, nv_text):
+def test_run_shapes_and_binds_every_input_once_per_shape(session, fake_trt, text):
     context = fake_trt.context
-    prepared = session.prepare(nv_text.make_feeds(batch=2, seed=2)[0])
+    prepared = session.prepare(text.make_feeds(batch=2, seed=2)[0])
     out = session.run(prepared)
     assert context.shapes == {"attention_mask": (2, 64), "input_ids": (2, 64)}
     assert context.addresses["attention_mask"] == prepared[0].data_ptr()
     assert context.addresses["input_ids"] == prepared[1].data_ptr()
     assert tuple(out.shape) == (2, 4) and context.addresses["logits"] == out.data_ptr()
     calls = context.shape_calls
-    again = session.prepare(nv_text.make_feeds(batch=2, seed=3)[0])
+    again = session.prepare(text.make_feeds(batch=2, seed=3)[0])
     session.run(again)
     assert context.shape_calls == calls, "the same shapes must not be set again"
     assert context.addresses["input_ids"] == again[1].data_ptr(), "each call binds its own buffers"
-    session.run(session.prepare(nv_text.make_feeds(batch=3, seed=4)[0]))
+    session.run(session.prepare(text.make_feeds(batch=3, seed=4)[0]))
     assert context.shapes == {"attention_mask": (3, 64), "input_ids": (3, 64)}
     assert context.launches == 3
 
 
-def test_a_shape_outside_the_profile_names_the_input(session, nv_text):
+def test_a_shape_outside_the_profile_names_the_input(session, text):
     with pytest.raises(ValueError, match=r"input 'attention_mask' shape \(64, 64\) is outside the engine's "
                                          r"optimization profile \(min \(1, 64\), max \(32, 64\)\)"):
-        session.run(session.prepare(nv_text.make_feeds(batch=64)[0]))
+        session.run(session.prepare(text.make_feeds(batch=64)[0]))
