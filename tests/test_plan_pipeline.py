@@ -32,6 +32,7 @@ def tiny_plan(tmp_path_factory):
     return out, code_out["code"], buf.getvalue()
 
 
+@pytest.mark.worker
 def test_plan_writes_ranked_results(tiny_plan):
     out, code, stdout = tiny_plan
     assert code == 0
@@ -56,6 +57,7 @@ def test_plan_writes_ranked_results(tiny_plan):
     assert ("Best:" in stdout or "Best confirmed:" in stdout) and (out / "report.md").is_file()
 
 
+@pytest.mark.worker
 def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
     out, _, stdout = tiny_plan
     results = json.loads((out / "results.json").read_text())
@@ -81,6 +83,7 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
     assert "measured again with the full method before ranking" in report
 
 
+@pytest.mark.worker
 def test_reproduce_command_remeasures(tiny_plan, cli):
     import shlex
 
@@ -95,6 +98,7 @@ def test_reproduce_command_remeasures(tiny_plan, cli):
     assert again["latency_ms"]["p50_ms"] > 0
 
 
+@pytest.mark.worker
 def test_failing_plugins_never_end_the_plan(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURE_PLUGINS))
     monkeypatch.setenv("PLANNER_PLUGINS", BAD)
@@ -118,6 +122,7 @@ def test_failing_plugins_never_end_the_plan(tmp_path, monkeypatch):
     assert outcome.report_path and "Partial report" in outcome.report_path.read_text()
 
 
+@pytest.mark.worker
 def test_cancel_keeps_what_was_measured(tmp_path):
     cancel = CancelToken()
 
@@ -135,13 +140,14 @@ def test_cancel_keeps_what_was_measured(tmp_path):
     assert (tmp_path / "report.md").is_file()
 
 
+@pytest.mark.worker
 def test_impossible_requirement_is_explained(tmp_path):
     outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
                                    requirement_overrides={"latency_ms": 1e-6},
                                    plugins=("cpu.onnxruntime",)))
     checks = outcome.results.requirement_checks
-    latency = next(c for c in checks if c["name"] == "latency")
-    assert latency["met"] is False and "cannot be met" in latency["margin"]
+    latency = next(c for c in checks if c.name == "latency")
+    assert latency.met is False and "cannot be met" in latency.margin
 
 
 def test_unwritable_out_dir_fails_before_measuring(cli, tmp_path):
@@ -153,6 +159,7 @@ def test_unwritable_out_dir_fails_before_measuring(cli, tmp_path):
     assert "baseline" not in err
 
 
+@pytest.mark.worker
 def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
     model_file = tmp_path / "custom_op_model.py"
     model_file.write_text(
@@ -181,6 +188,7 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
     assert any(c.plugin == "cpu.torch" and c.status == "ok" for c in cands)
 
 
+@pytest.mark.worker
 def test_val_data_measures_accuracy(tmp_path):
     import numpy as np
     import torch
@@ -219,6 +227,7 @@ def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
     assert code == 2 and "has shape 2x3x8x8" in err and "Bx3x32x32" in err
 
 
+@pytest.mark.worker
 def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
     import torch
 

@@ -8,6 +8,8 @@ import pytest
 
 from planner.pipeline import PlanOptions, run_plan
 
+pytestmark = pytest.mark.worker  # every test reads one real quick plan of demo:digits
+
 
 @pytest.fixture(scope="module")
 def digits_plan(tmp_path_factory):

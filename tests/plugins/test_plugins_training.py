@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 from hardware_profiles import two_core_x86
 
-from planner.models import load_model
 from planner.plugins import PlanContext
 from planner.plugins.training import FinetuneError, held_out_data, training_data
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_model("demo:tiny")
 
 
 def _folder(path: Path, *, labels: bool) -> Path:

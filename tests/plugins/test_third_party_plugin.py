@@ -94,6 +94,7 @@ def test_two_distributions_claiming_one_name_are_named(toy_site: Path, tmp_path:
 
 
 @pytest.mark.slow
+@pytest.mark.worker
 def test_a_declared_plugin_is_planned_predicted_measured_ranked_and_reported(toy_site: Path, tmp_path: Path) -> None:
     from planner.pipeline import PlanOptions, run_plan
 
