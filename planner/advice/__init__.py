@@ -31,12 +31,12 @@ from planner.advice.tree import (
     DecisionPath,
     NodeKind,
     RecommendedAction,
-    StepKind,
     TreeView,
     VisitedNode,
     evaluate_tree,
     tree_nodes,
 )
+from planner.results.decisions import StepKind
 
 __all__ = [
     "QUESTIONS",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any, Callable, Mapping
 
 from planner import units
 from planner.advice import _facts as facts
 from planner.advice.requirements import Requirements
+from planner.codec import to_data
 from planner.hardware.profile import EDGE_DEVICE_CLASSES, HardwareProfile
+from planner.results.decisions import AnswerRecord, AnswerStatus, Group  # below advice so results can hold them
 
 # The edge decision tree: more than this per sample means the model is too large for the device.
 EDGE_SLOW_MS = 100.0
@@ -17,24 +18,7 @@ EDGE_SLOW_MS = 100.0
 GPU_LOW_UTILIZATION_PCT = 50.0
 
 
-class Group(StrEnum):
-    """Which of the profiling checklists (GPU, CPU, edge) a question belongs to."""
-
-    GPU = "gpu"
-    CPU = "cpu"
-    EDGE = "edge"
-
-
 TARGET_GROUPS: Mapping[str, Group] = {"nvidia": Group.GPU, "cpu": Group.CPU, "edge": Group.EDGE}
-
-
-class AnswerStatus(StrEnum):
-    """How a question was answered."""
-
-    AUTO = "auto"  # answered from this run's measurements
-    ASK_USER = "ask-user"  # only the user's serving setup can tell
-    NOT_MEASURED = "not-measured"  # measurable, but this profile did not measure it
-    USER = "user"  # the user has replied
 
 
 @dataclass(frozen=True)
@@ -144,13 +128,16 @@ class Answer:
         return replace(self, answer=reply, status=AnswerStatus.USER, value=value,
                        evidence=f"user reply (the planner could not measure this): {reply}")
 
+    def record(self) -> AnswerRecord:
+        """This answer as results hold it: the question's fields flattened beside the answer."""
+        return AnswerRecord(id=self.question.id, group=self.question.group, question=self.question.text,
+                            hint=self.question.hint, answered_by=self.question.answered_by, answer=self.answer,
+                            evidence=self.evidence, status=self.status, prompt=self.prompt, value=self.value)
+
     # Kept: the JSON flattens the question's fields into the answer (results.json's checklist).
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"id": self.question.id, "group": str(self.question.group), "question": self.question.text,
-                "hint": self.question.hint, "answered_by": self.question.answered_by,
-                "answer": self.answer, "evidence": self.evidence, "status": str(self.status),
-                "prompt": self.prompt, "value": self.value}
+        """A JSON-ready dict: the record's JSON."""
+        return to_data(self.record())
 
 
 # ---- shared assessments (the trees use these too) ---------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -25,39 +25,26 @@ from planner.advice.requirements import (
 from planner.advice.tree import (
     DecisionPath,
     RecommendedAction,
-    StepKind,
     evaluate_tree,
 )
 from planner.codec import to_data
 from planner.plugins.declarations import ActionId, Arithmetic, Catalog
+from planner.results.decisions import (  # below advice so results can hold them
+    PLAN_SCHEMA,
+    PlanRecord,
+    PlanStep,
+    StepKind,
+)
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = PLAN_SCHEMA  # the plan object's own `schema`
 # Architecture findings become Phase 3 advice; more than a few would bury the plan.
 MAX_FINDINGS = 3
 RETRAINING_PHASE = 3
 
 _SEVERITY_RANK = {"critical": 0, "high": 1, "warning": 2, "medium": 2, "low": 3, "info": 4}
-
-
-@dataclass(frozen=True)
-class PlanStep:
-    """One step: the plugins that measure it (none: advice), why (node and evidence), what the method expects."""
-
-    order: int
-    plugins: tuple[str, ...]
-    title: str
-    why: str
-    expected: str
-    fidelity_gated: bool
-    kind: StepKind
-    phase: int
-    optional: bool = False
-    when: str = ""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    source: str = ""  # the tree node or profile finding the step came from
 
 
 @dataclass(frozen=True)
@@ -79,21 +66,19 @@ class Plan:
         """The plugins the plan measures, in step order, without repeats."""
         return tuple(dict.fromkeys(name for s in self.steps for name in s.plugins))
 
+    def record(self) -> PlanRecord:
+        """This plan as results hold it: its `schema`, and its answers and walk as their records, named
+        `checklist` and `decision_path`."""
+        return PlanRecord(schema=SCHEMA_VERSION, target=self.target, requirements_met=self.requirements_met,
+                          summary=self.summary, steps=tuple(self.steps), notes=tuple(self.notes),
+                          checks=tuple(self.checks), requirements=self.requirements,
+                          checklist=tuple(a.record() for a in self.answers),
+                          decision_path=self.path.record() if self.path else None)
+
     # Kept: the JSON adds `schema`, names answers `checklist` and path `decision_path`, flattens answers.
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (for results.json)."""
-        return {
-            "schema": SCHEMA_VERSION,
-            "target": self.target,
-            "requirements_met": self.requirements_met,
-            "summary": self.summary,
-            "steps": [to_data(s) for s in self.steps],
-            "notes": list(self.notes),
-            "checks": [to_data(c) for c in self.checks],
-            "requirements": to_data(self.requirements) if self.requirements else None,
-            "checklist": [a.to_dict() for a in self.answers],
-            "decision_path": self.path.to_dict() if self.path else None,
-        }
+        """A JSON-ready dict (for results.json): the record's JSON."""
+        return to_data(self.record())
 
 
 def _gate_text(requirements: Requirements) -> str:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -20,24 +19,17 @@ from planner.advice import _facts as facts
 from planner.errors import RequirementsError
 from planner.hardware.profile import DeviceClass
 from planner.results import fidelity_view
+from planner.results.decisions import (  # the data, below advice so results can hold it; re-exported
+    DEFAULT_ACCURACY_DROP,
+    SOURCE_FILE,
+    SOURCE_FLAG,
+    CheckStatus,
+    DeviceTier,
+    Percentile,
+    RequirementCheck,
+    Requirements,
+)
 from planner.units import MIB
-
-
-class Percentile(StrEnum):
-    """The latency percentile a latency target applies to."""
-
-    P50 = "p50"
-    P95 = "p95"
-    P99 = "p99"
-
-
-class DeviceTier(StrEnum):
-    """A row of the device performance targets (a device tier)."""
-
-    SERVER = "Server"
-    DESKTOP = "Desktop"
-    MOBILE = "Mobile"
-    EDGE = "Edge"
 
 
 @dataclass(frozen=True)
@@ -71,9 +63,6 @@ DEVICE_TIERS: Mapping[DeviceClass, DeviceTier] = MappingProxyType({
     DeviceClass.ARM_BOARD: DeviceTier.EDGE,
 })
 
-# The device performance targets have no accuracy column; 1% is the fidelity gate's own default max_accuracy_drop.
-DEFAULT_ACCURACY_DROP = 0.01
-
 # A model call issued from Python (argument conversion, dispatch, at least one kernel launch)
 # costs microseconds before any arithmetic; a target below this cannot be met by any runtime.
 MIN_CALL_OVERHEAD_MS = 0.005
@@ -82,62 +71,8 @@ MIN_CALL_OVERHEAD_MS = 0.005
 # Edge row's lowest precision); weights below that size need a smaller model.
 MIN_BITS_PER_PARAMETER = 1
 
-SOURCE_FLAG = "flag"
-SOURCE_FILE = "file"
-
 _FIELDS = ("latency_ms", "latency_percentile", "min_throughput", "memory_budget_bytes",
            "model_size_budget_bytes", "accuracy_budget")
-
-
-@dataclass(frozen=True)
-class Requirements:
-    """What the deployment must achieve; `sources` says, per field, where each value came from."""
-
-    latency_ms: float | None = None
-    latency_percentile: Percentile = Percentile.P95
-    min_throughput: float | None = None
-    memory_budget_bytes: int | None = None
-    model_size_budget_bytes: int | None = None
-    accuracy_budget: float | None = DEFAULT_ACCURACY_DROP
-    quantization: tuple[str, ...] = ()
-    tier: DeviceTier | None = None
-    sources: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def stated(self) -> bool:
-        """Whether the user stated any requirement (a flag or a file), not only the planner's defaults."""
-        return any(origin in (SOURCE_FLAG, SOURCE_FILE) for origin in self.sources.values())
-
-    def __post_init__(self) -> None:
-        for name, positive in (("latency_ms", True), ("min_throughput", True),
-                               ("memory_budget_bytes", True), ("model_size_budget_bytes", True)):
-            value = getattr(self, name)
-            if value is not None and (facts.number(value) is None or (positive and value <= 0)):
-                raise RequirementsError(f"requirement {name} = {value!r} is not valid",
-                                        f"{name} must be a number > 0, or None for no target")
-        if self.accuracy_budget is not None:
-            drop = facts.number(self.accuracy_budget)
-            if drop is None or not 0 <= drop < 1:
-                raise RequirementsError(f"requirement accuracy_budget = {self.accuracy_budget!r} is not valid",
-                                        "it is a fraction in [0, 1), e.g. 0.01 for a 1% drop")
-        try:
-            object.__setattr__(self, "latency_percentile", Percentile(self.latency_percentile))
-        except ValueError:
-            raise RequirementsError(f"latency percentile {self.latency_percentile!r} is not valid",
-                                    "use p50, p95 or p99") from None
-        object.__setattr__(self, "quantization", tuple(self.quantization))
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
-
-    def source(self, name: str) -> str:
-        """Where the named field's value came from ('flag', 'file', or a default's label)."""
-        return self.sources.get(name, "not set")
-
-    @property
-    def latency_text(self) -> str | None:
-        """The latency target as people write it, e.g. '< 50 ms p95'."""
-        if self.latency_ms is None:
-            return None
-        return f"< {units.ms(self.latency_ms)} {self.latency_percentile}"
 
 
 def tier_for(device_class: Any) -> DeviceTier:
@@ -295,28 +230,6 @@ def load_requirements(*, device_class: Any, toml_path: str | Path | None = None,
 
 
 # ---- checking measurements against requirements -------------------------------------------------
-
-class CheckStatus(StrEnum):
-    """The outcome of one requirement check."""
-
-    MET = "met"
-    MISSED = "missed"
-    IMPOSSIBLE = "impossible"
-    NOT_MEASURED = "not-measured"
-
-
-@dataclass(frozen=True)
-class RequirementCheck:
-    """One requirement against one measurement: met is None when it could not be judged."""
-
-    name: str
-    target: str
-    measured: str | None
-    met: bool | None
-    status: CheckStatus
-    margin: str
-    source: str
-
 
 def _below(value: float, target: float, text: Callable[[float], str]) -> tuple[bool, str]:
     """(met, margin) for a 'less than' target."""

@@ -10,7 +10,6 @@ shown with its numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -19,40 +18,16 @@ from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
 from planner.codec import to_data
 from planner.plugins.declarations import ActionId, Catalog
+from planner.results.decisions import (  # the data, below advice so results can hold it; re-exported
+    Action,
+    ActionRecord,
+    DecisionPathRecord,
+    NodeKind,
+    VisitedNode,
+)
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
-
-
-class NodeKind(StrEnum):
-    """What walking a node does."""
-
-    STEP = "step"
-    DECISION = "decision"
-    ACTION = "action"
-    NOTE = "note"
-
-
-class StepKind(StrEnum):
-    """Whether a recommended action is measured through a plugin or is advice for people."""
-
-    MEASURE = "measure"
-    ADVICE = "advice"
-
-
-@dataclass(frozen=True)
-class Action:
-    """A leaf recommendation and what the method expects of it.
-
-    The plugins that measure it are those declaring its id (planner.plugins.ActionId); an action no
-    plugin declares is advice for people.
-    """
-
-    id: str
-    title: str
-    expected: str
-    fidelity_gated: bool = False
-    phase: int = 1  # 1 runtime/config, 2 precision or heavier runtimes, 3 needs retraining
 
 
 @dataclass(frozen=True)
@@ -85,17 +60,6 @@ class Tree:
 
 
 @dataclass(frozen=True)
-class VisitedNode:
-    """A node the walk passed through, what it decided and the evidence for it."""
-
-    id: str
-    text: str
-    kind: NodeKind
-    result: str
-    evidence: str
-
-
-@dataclass(frozen=True)
 class RecommendedAction:
     """An action the walk recommends, with the node and evidence that led to it, and the plugins that
     measure it on this target (none: advice)."""
@@ -114,12 +78,16 @@ class RecommendedAction:
         """The action's title with its options filled in."""
         return self.action.title.format_map(_Fill(self.options))
 
+    def record(self) -> ActionRecord:
+        """This action as results hold it: the action's id and the filled-in title instead of the Action."""
+        return ActionRecord(action=self.action.id, title=self.title, plugins=tuple(self.plugins), node=self.node_id,
+                            node_text=self.node_text, evidence=self.evidence, options=dict(self.options),
+                            fidelity_gated=self.fidelity_gated, when=self.when)
+
     # Kept: the JSON flattens the action (id, plugin) and adds the derived, filled-in `title`.
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"action": self.action.id, "title": self.title, "plugins": list(self.plugins),
-                "node": self.node_id, "node_text": self.node_text, "evidence": self.evidence,
-                "options": dict(self.options), "fidelity_gated": self.fidelity_gated, "when": self.when}
+        """A JSON-ready dict: the record's JSON."""
+        return to_data(self.record())
 
 
 @dataclass(frozen=True)
@@ -130,11 +98,15 @@ class DecisionPath:
     visited: tuple[VisitedNode, ...]
     actions: tuple[RecommendedAction, ...]
 
-    # Kept: its actions serialise through RecommendedAction.to_dict (flattened, derived title).
+    def record(self) -> DecisionPathRecord:
+        """This walk as results hold it: each action as its record (flattened, derived title)."""
+        return DecisionPathRecord(target=self.target, visited=tuple(self.visited),
+                                  actions=tuple(a.record() for a in self.actions))
+
+    # Kept: its actions serialise through RecommendedAction's record (flattened, derived title).
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"target": self.target, "visited": [to_data(v) for v in self.visited],
-                "actions": [a.to_dict() for a in self.actions]}
+        """A JSON-ready dict: the record's JSON."""
+        return to_data(self.record())
 
 
 class _Fill(dict):

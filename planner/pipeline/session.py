@@ -36,7 +36,7 @@ from planner.results import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from planner.advice import Answer, DecisionPath, Plan, Requirements
+    from planner.advice import Answer, DecisionPath, Plan, RequirementCheck, Requirements
     from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
@@ -178,7 +178,7 @@ class PlanSession:
             self.replies = {}
         elif step is Step.PLAN:
             self.answers, self.path, self.plan = [], None, None
-            self.update(checklist=(), decision_path={}, plan={})
+            self.update(checklist=(), decision_path=None, plan=None)
         elif step is Step.OPTIMIZE:
             # The baseline (the first candidate) is the profile's: it stays.
             self.update(candidates=self.results.candidates[:1], ranking=None, skipped_plugins=(), interactions=(),
@@ -247,7 +247,7 @@ class PlanSession:
         requirements = load_requirements(device_class=deployed_on, toml_path=toml_path, overrides=overrides or {})
         changed = requirements != self.requirements
         self.requirements = requirements
-        self.update(requirements=to_data(requirements))
+        self.update(requirements=requirements)
         if changed:  # the same requirements applied again leave the plan as it is
             self.invalidate(Change.REQUIREMENTS)
         return requirements
@@ -357,8 +357,9 @@ class PlanSession:
         self.path = evaluate_tree(target, hw, facts, requirements, answers, catalog=declared)
         self.plan = make_plan(target=target, hw=hw, baseline=facts, requirements=requirements, answers=answers,
                               catalog=declared)
-        self.update(checklist=tuple(a.to_dict() for a in answers), decision_path=self.path.to_dict(),
-                    plan=self.plan.to_dict())
+        # Results hold the records results.json has always written (an answer flattens its question...).
+        self.update(checklist=tuple(a.record() for a in answers), decision_path=self.path.record(),
+                    plan=self.plan.record())
         if given:  # the user's answers: the checklist step is done (and the plan made from them)
             self.replies = replies
             self.done(Step.CHECKLIST)
@@ -520,7 +521,7 @@ CONFIRM_ROUNDS = 3
 
 
 def requirement_checks(results: PlanResults, requirements: "Requirements", *,
-                       subject: CandidateResult) -> tuple[dict, ...]:
+                       subject: CandidateResult) -> tuple["RequirementCheck", ...]:
     """Each requirement checked against one measured candidate (the best, or the baseline)."""
     from planner.advice import evaluate
 
@@ -529,7 +530,7 @@ def requirement_checks(results: PlanResults, requirements: "Requirements", *,
     # The advice reads results.json's form: the model as an object ({} before one is loaded).
     model = to_data(results.model) if results.model is not None else {}
     measured = {**to_data(subject), "model": model, "flops_per_sample": flops}
-    return tuple(to_data(c) for c in evaluate(requirements, measured, peak_flops_per_s=peak))
+    return tuple(evaluate(requirements, measured, peak_flops_per_s=peak))
 
 
 def _reply_value(reply: str) -> bool | str:

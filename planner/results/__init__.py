@@ -3,6 +3,14 @@ ranking, and the one reader of results.json."""
 
 from planner.codec import SchemaError, from_data, to_data
 from planner.results.context import EdgeCandidate, EdgeProjection, Environment, ModelDescription
+from planner.results.decisions import (
+    ActionRecord,
+    AnswerRecord,
+    DecisionPathRecord,
+    PlanRecord,
+    RequirementCheck,
+    Requirements,
+)
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
@@ -30,8 +38,9 @@ from planner.results.values import (
 )
 
 __all__ = [
-    "RESULTS_NAME", "SCHEMA_VERSION", "Baseline", "CandidateResult", "Declared", "EdgeCandidate", "EdgeProjection",
-    "Environment", "ModelDescription", "ModelSummary", "PlanResults", "Prediction",
+    "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "CandidateResult",
+    "DecisionPathRecord", "Declared", "EdgeCandidate", "EdgeProjection", "Environment", "ModelDescription",
+    "ModelSummary", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
     "to_data", "write_results",

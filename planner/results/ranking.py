@@ -8,21 +8,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from planner import units
+from planner.codec import to_data
+from planner.results.decisions import Requirements
 from planner.results.values import CandidateResult, Ranking, Status
 
 BY_LATENCY = "p50 latency"
 BY_THROUGHPUT = "best throughput"
 
 
-def rank_candidates(candidates: Sequence[CandidateResult], requirements: Mapping[str, Any] | None = None) -> Ranking:
-    """The ranking of `candidates` (indices, best first) under these requirements.
+def rank_candidates(candidates: Sequence[CandidateResult],
+                    requirements: Requirements | Mapping[str, Any] | None = None) -> Ranking:
+    """The ranking of `candidates` (indices, best first) under these requirements (typed, or their JSON form
+    as results.json holds them).
 
     A latency target the user stated ranks by its percentile (p95, p99) when every ranked candidate has that
     percentile measured, else by p50 and `by` says why. A minimum throughput with no latency target the
     user stated ranks by the most rows/s measured at any batch and stream count (the batch sweep and
     parallel streams), and `by` names the batch and streams the leaders need.
     """
-    reqs = requirements or {}
+    # The rules read the JSON form, which typed requirements give and callers holding a file's JSON pass.
+    reqs: Mapping[str, Any] = to_data(requirements) if isinstance(requirements, Requirements) else requirements or {}
     ok = [i for i, c in enumerate(candidates) if c.status is Status.OK and c.latency_ms is not None]
     # Only a target the user stated (a flag or a file) changes the order; a default one keeps p50.
     stated = str((reqs.get("sources") or {}).get("latency_ms", "")) in ("flag", "file")

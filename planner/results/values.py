@@ -2,9 +2,10 @@
 
 Frozen dataclasses, serialised by one mechanism (`planner.codec`). The machine (`HardwareProfile`,
 `Ceilings`), the environment, the loaded model and an edge board's projection are typed records
-(planner/results/context.py); parts that other stages still describe as JSON objects (the
-requirements, the checklist, the decision path, the plan and its requirement checks, which are
-planner.advice's types, and the per-layer analysis) travel as plain JSON objects inside these values.
+(planner/results/context.py); what the plan decided (the requirements and their checks, the checklist,
+the decision path and the plan) is typed too (planner/results/decisions.py, planner.advice's data).
+Parts that other stages still describe as JSON objects (a candidate's config and spec, the per-layer
+analysis) travel as plain JSON objects inside these values.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from planner.hardware.ceiling_values import Ceilings
 from planner.hardware.profile import HardwareProfile
 from planner.results.audit import MeasurementAudit
 from planner.results.context import EdgeProjection, Environment, ModelDescription
+from planner.results.decisions import AnswerRecord, DecisionPathRecord, PlanRecord, RequirementCheck, Requirements
 from planner.results.interaction import Interaction
 
 SCHEMA_VERSION = 3
@@ -365,8 +367,8 @@ class Validation:
 class PlanResults:
     """Everything a plan measured and decided: the object behind results.json.
 
-    A record not made yet (no model loaded, no edge board) is None here and `{}` in results.json, as
-    that file has always written it (see planner.results.read).
+    A record not made yet (no model loaded, no requirements set, no plan, no edge board) is None here and
+    `{}` in results.json, as that file has always written it (see planner.results.read).
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -376,18 +378,18 @@ class PlanResults:
     model: ModelDescription | None = None
     hardware: HardwareProfile | None = None
     target: str | None = None
-    requirements: JSON = field(default_factory=dict)
+    requirements: Requirements | None = None
     ceilings: Ceilings | None = None
     quick: bool = False
     baseline: Baseline | None = None
-    checklist: tuple[JSON, ...] = ()
-    decision_path: JSON = field(default_factory=dict)
-    plan: JSON = field(default_factory=dict)
+    checklist: tuple[AnswerRecord, ...] = ()
+    decision_path: DecisionPathRecord | None = None
+    plan: PlanRecord | None = None
     candidates: tuple[CandidateResult, ...] = ()
     ranking: Ranking | None = None
-    requirement_checks: tuple[JSON, ...] = ()
+    requirement_checks: tuple[RequirementCheck, ...] = ()  # against the best candidate (the subject)
     requirement_checks_subject: str = ""
-    requirement_checks_baseline: tuple[JSON, ...] = ()
+    requirement_checks_baseline: tuple[RequirementCheck, ...] = ()
     validation: Validation | None = None
     warnings: tuple[str, ...] = ()
     skipped_plugins: tuple[SkippedPlugin, ...] = ()

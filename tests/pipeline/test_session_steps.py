@@ -102,7 +102,7 @@ def test_another_model_discards_everything_measured_for_the_previous_one(session
     assert not session.stale_steps()
     assert session.baseline is None and session.plan is None and session.replies == {}
     assert session.results.candidates == () and session.results.skipped_plugins == ()
-    assert session.results.baseline is None and session.results.plan == {}
+    assert session.results.baseline is None and session.results.plan is None
     assert session.out_dir is None  # the next save chooses a folder for the new model
     assert session.results.model is not None and session.results.model.source == "demo:two"
 
@@ -139,11 +139,12 @@ def test_a_new_baseline_discards_the_candidates_and_makes_the_plan_stale(session
 def test_user_replies_mark_the_checklist_done_and_stay_for_later_plans(session, monkeypatch):
     import planner.advice as advice
     import planner.plugins
+    from planner.results import DecisionPathRecord, PlanRecord
 
-    plan = SimpleNamespace(to_dict=dict)
+    plan = SimpleNamespace(record=PlanRecord)  # the session stores the plan's record (a default one here)
     monkeypatch.setattr(session, "baseline_facts", lambda: {})
     monkeypatch.setattr(advice, "answer_checklist", lambda *a, **k: [])
-    monkeypatch.setattr(advice, "evaluate_tree", lambda *a, **k: SimpleNamespace(to_dict=dict))
+    monkeypatch.setattr(advice, "evaluate_tree", lambda *a, **k: SimpleNamespace(record=DecisionPathRecord))
     monkeypatch.setattr(advice, "make_plan", lambda **k: plan)
     monkeypatch.setattr(planner.plugins, "catalog", lambda: None, raising=False)
     session.load("demo:two")

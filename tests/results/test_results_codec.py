@@ -101,7 +101,7 @@ def test_early_schema_1_checks_grouped_by_subject_are_upgraded() -> None:
             "requirement_checks": {"best": {"label": "ort", "met": True, "checks": [check]},
                                    "baseline": {"label": "torch", "met": False, "checks": []}}}
     results = results_from_data(data)
-    assert results.requirement_checks == (check,) and results.requirement_checks_subject == "ort"
+    assert to_data(results.requirement_checks) == [check] and results.requirement_checks_subject == "ort"
     assert results.requirement_checks_baseline == ()
 
 

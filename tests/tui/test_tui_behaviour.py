@@ -385,8 +385,8 @@ def test_an_either_or_question_is_answered_with_its_alternatives(tmp_path):
         answer = next(a for a in session.answers if a.question.id == "cpu.preprocessing")
         # The report records the alternative chosen, and the tree reads it as "the work around it".
         assert answer.answer == "the work around it" and answer.value is True
-        recorded = next(c for c in session.results.checklist if c["id"] == "cpu.preprocessing")
-        assert recorded["answer"] == "the work around it"
+        recorded = next(c for c in session.results.checklist if c.id == "cpu.preprocessing")
+        assert recorded.answer == "the work around it"
 
     run_app(app, body)
 
