@@ -10,6 +10,7 @@ say) from the changed module, and its worker loads the model with the transform 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -59,21 +60,33 @@ def pairs(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[t
 
 def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResult], order: Sequence[int], *,
                          timeout_s: float) -> tuple[Interaction, ...]:
-    """Each pair's four cells and its interaction factor; a pair whose cell fails says which and why."""
+    """Each pair's four cells and its interaction factor; a pair whose cell fails says which and why.
+
+    A cell two pairs share (the baseline, and usually the hardware candidate) is measured once in this
+    step and reused by the next pair.
+    """
     found = []
+    readings: dict[str, list[InteractionCell]] = {}
     for arch, hw in pairs(candidates, order):
         if run.cancel.cancelled:
             break
         run.on_event(Event("stage", f"interaction: {arch.label} x {hw.label}", stage="interaction"))
-        found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s))
+        found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s, readings=readings))
     return tuple(found)
 
 
-def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResult, *,
-                  timeout_s: float) -> Interaction:
+def _rounds(quick: bool) -> int:
+    """Two rounds, the second in reverse order, so load that drifts biases no cell more than another; a quick
+    plan spends one: its screen already trades that care for time."""
+    return 1 if quick else 2
+
+
+def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResult, *, timeout_s: float,
+                  readings: dict[str, list[InteractionCell]] | None = None) -> Interaction:
     from planner.codec import from_data
     from planner.plugins import CandidateSpec, ModelRef
 
+    readings = {} if readings is None else readings
     base_ref = ModelRef.of(run.model)
     transform = dict(arch.config["transform"])
     arch_ref = dataclasses.replace(base_ref, transform=transform)
@@ -86,15 +99,24 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
         ("hardware", hw.label, hw_spec, base_ref, ""),
         ("combined", f"{arch.label} + {hw.label}", combined_spec, arch_ref, why),
     ]
-    # Two rounds, the second in reverse order, each cell keeping its faster reading: load that drifts
-    # during the four measurements then biases no cell more than another.
     rounds: dict[str, list[InteractionCell]] = {name: [] for name, *_ in jobs}
-    for order in (jobs, jobs[::-1]):
+    reused: list[str] = []
+    for name, label, spec, ref, _ in jobs:
+        earlier = readings.get(_key(spec, ref)) if spec is not None else None
+        if earlier:
+            rounds[name] = [dataclasses.replace(c, cell=name, label=label) for c in earlier]
+            reused.append(name)
+    for order in (jobs, jobs[::-1])[:_rounds(run.quick)]:
         for name, label, spec, ref, reason in order:
+            if name in reused:
+                continue
             if spec is None:
                 rounds[name].append(InteractionCell(name, label, status=str(Status.FAILED), reason=reason))
             elif not rounds[name] or rounds[name][0].p50_ms is not None:
                 rounds[name].append(_time(run, name, label, spec, ref, timeout_s=timeout_s))
+    for name, _label, spec, ref, _ in jobs:
+        if spec is not None and name not in reused:
+            readings[_key(spec, ref)] = rounds[name]
     cells = [_best(rounds[name]) for name, *_ in jobs]
     base = cells[0].p50_ms
     cells = [dataclasses.replace(c, speedup=base / c.p50_ms if base and c.p50_ms else None) for c in cells]
@@ -107,13 +129,21 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
         run.on_event(Event("log", f"interaction {arch.label} x {hw.label}: architecture {units.speedup(a)}, "
                                   f"hardware {units.speedup(h)}, combined {units.speedup(both)}; "
                                   f"factor {factor:.2f} ({result})"))
+    rounds_text = ("in one round (a quick plan)" if _rounds(run.quick) == 1
+                   else "in two rounds (the second in reverse order), keeping each cell's faster p50")
+    shared = (f"; the {' and '.join(reused)} cell{'s' if len(reused) > 1 else ''} reused from the pair measured "
+              "before it in this step" if reused else "")
     method = ("each cell timed in a fresh worker by the same method as every candidate "
-              f"({'the quick screen' if run.quick else 'the full method'}), in two rounds (the second in "
-              f"reverse order), keeping each cell's faster p50, at batch {run.model.inputs.batch}; speedup is "
-              "the baseline cell's p50 over the cell's p50")
+              f"({'the quick screen' if run.quick else 'the full method'}), {rounds_text}, at batch "
+              f"{run.model.inputs.batch}{shared}; speedup is the baseline cell's p50 over the cell's p50")
     return Interaction(architecture=arch.label, hardware=hw.label, cells=tuple(cells), factor=factor,
                        verdict=result or "", method=method,
                        needs_retraining=_needs_retraining(arch))
+
+
+def _key(spec: "CandidateSpec", ref: "ModelRef") -> str:
+    """What makes two cells the same measurement: the candidate and the model it runs (transform included)."""
+    return spec.to_text() + "|" + json.dumps(ref.transform or {}, sort_keys=True)
 
 
 def _best(readings: list[InteractionCell]) -> InteractionCell:
