@@ -203,9 +203,7 @@ class FidelityGate:
             test = "no foreground on these inputs: the map's agreement is no test here"
         else:
             test = "no pixel's class margin exceeds the candidate's error: the map's agreement is no test here"
-        if spread_why:
-            return spread_why, f"{test}; {spread_words}"
-        return "", f"{test}; {spread_words}"
+        return spread_why, f"{test}; {spread_words}"
 
     def _judge_sequence(self, fid: Fidelity) -> tuple[str, str]:
         """Per-position class agreement where positions' margins exceed the error; else the mean error."""

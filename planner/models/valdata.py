@@ -151,7 +151,9 @@ def prepare_val_data(folder: Path, *, inputs: ModelInputs, options: "SampleOptio
     for old in [*out.glob("*.npz"), *out.glob("*.npy")]:
         old.unlink()
     for i, (feed, labels) in enumerate(found.pairs):
-        arrays: dict[str, Any] = dict(feed)  # savez's stub reads **kwds as its own bool keyword's type
+        # Widened to Any: numpy's type hints bind a **mapping of arrays to savez's bool `allow_pickle`
+        # parameter; passing the parameter itself is not possible on numpy 1.26, which the project allows.
+        arrays: dict[str, Any] = dict(feed)
         np.savez(out / f"batch{i:05d}.npz", **arrays)
         if labels is not None:
             np.save(out / f"batch{i:05d}{LABEL_SUFFIX}", labels)

@@ -235,17 +235,19 @@ def _float_constants(model: Any) -> int:
     return count
 
 
-def step_problem(ctx: "PlanContext", what: str, action: Callable[[], object]) -> str:
-    """Run one step of building a candidate: '' when it worked, else '<what> failed: <plain why>'.
+def step_problem(ctx: "PlanContext", *steps: tuple[str, Callable[[], object]]) -> str:
+    """Run the steps of building a candidate in order, each a (what, action) pair: '' when all worked, else
+    the first failure as '<what> failed: <plain why>' (the steps after it are not run).
 
     The runtime's raw text goes to the plan's log after a 'details:' line, not into the reason.
     """
-    try:
-        action()
-    except Exception as exc:  # noqa: BLE001 - quantizers and runtimes raise many unrelated types
-        problem = f"{what} failed: {runtime_error_line(exc)}"
-        ctx.log(f"{problem}\ndetails: {str(exc).strip()[:4000]}")
-        return problem
+    for what, action in steps:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - quantizers and runtimes raise many unrelated types
+            problem = f"{what} failed: {runtime_error_line(exc)}"
+            ctx.log(f"{problem}\ndetails: {str(exc).strip()[:4000]}")
+            return problem
     return ""
 
 

@@ -212,11 +212,7 @@ def torch_cuda_problem() -> str | None:
 
 def cuda_usable(hw: "HardwareProfile") -> bool:
     """Whether the machine has a GPU that torch can run on: the profile lists one and torch reaches it."""
-    if not hw.gpus or importlib.util.find_spec("torch") is None:
-        return False
-    import torch
-
-    return bool(torch.cuda.is_available())
+    return bool(hw.gpus) and importlib.util.find_spec("torch") is not None and torch_cuda_problem() is None
 
 
 class Plugin:

@@ -234,12 +234,6 @@ class CandidateResult:
     declared: Declared | None = None  # its plugin's declarations (None in files written before they existed)
 
     @property
-    def family(self) -> str:
-        """The runtime and precision, e.g. 'openvino int8': settings of one family are near-duplicates."""
-        runtime = self.declared.runtime if self.declared and self.declared.runtime else self.plugin
-        return f"{runtime} {self.precision}"
-
-    @property
     def p50(self) -> float | None:
         """Median latency in ms, if measured."""
         return self.latency_ms.p50_ms if self.latency_ms is not None else None

@@ -141,10 +141,9 @@ class OpenVinoInt8Plugin(Plugin):
             failures.append(f"ORT QDQ: {exc.problem}")
         else:
             source, pre_notes = preprocess(ready.path, out_dir / f"{stem}.pre.onnx")
-            problem = step_problem(ctx, "quantizing", lambda: quantize_qdq(source, qdq_path, feeds,
-                                                                           reduce_range=reduce_range))
-            problem = problem or step_problem(ctx, "reading the quantized file in OpenVINO",
-                                              lambda: _check_ov_reads(qdq_path))
+            problem = step_problem(
+                ctx, ("quantizing", lambda: quantize_qdq(source, qdq_path, feeds, reduce_range=reduce_range)),
+                ("reading the quantized file in OpenVINO", lambda: _check_ov_reads(qdq_path)))
             if problem:
                 failures.append(f"ORT QDQ: {problem}")
             else:

@@ -36,6 +36,7 @@ from planner.plugins import (
 )
 
 _MODE_LABEL = {"static": "static QDQ", "dynamic": "dynamic"}
+_LOADING = "loading the quantized file in ONNX Runtime"
 
 
 class Int8Plugin(Plugin):
@@ -91,10 +92,9 @@ class Int8Plugin(Plugin):
         feeds, calib_note = calibration_inputs(ctx)
         static_path = out_dir / f"{stem}.int8-static.onnx"
         if ready is not None:
-            problem = step_problem(ctx, "quantizing", lambda: quantize_qdq(source, static_path, feeds,
-                                                                            reduce_range=reduce_range))
-            problem = problem or step_problem(ctx, "loading the quantized file in ONNX Runtime",
-                                               lambda: check_ort_loads(static_path))
+            problem = step_problem(
+                ctx, ("quantizing", lambda: quantize_qdq(source, static_path, feeds, reduce_range=reduce_range)),
+                (_LOADING, lambda: check_ort_loads(static_path)))
             if problem:
                 failures.append(f"static QDQ: {problem}")
             else:
@@ -104,10 +104,9 @@ class Int8Plugin(Plugin):
                                  calibration_batches=len(feeds))
 
         dynamic_path = out_dir / f"{stem}.int8-dynamic.onnx"
-        problem = step_problem(ctx, "quantizing", lambda: quantize_weights_dynamic(source, dynamic_path,
-                                                                                    reduce_range=reduce_range))
-        problem = problem or step_problem(ctx, "loading the quantized file in ONNX Runtime",
-                                           lambda: check_ort_loads(dynamic_path))
+        problem = step_problem(
+            ctx, ("quantizing", lambda: quantize_weights_dynamic(source, dynamic_path, reduce_range=reduce_range)),
+            (_LOADING, lambda: check_ort_loads(dynamic_path)))
         if problem:
             failures.append(f"dynamic: {problem}")
         else:
