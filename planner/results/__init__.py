@@ -24,8 +24,10 @@ from planner.results.read import (
 from planner.results.values import (
     SCHEMA_VERSION,
     Baseline,
+    BudgetRecord,
     CandidateResult,
     Declared,
+    Deployment,
     ModelSummary,
     PlanResults,
     Prediction,
@@ -38,8 +40,8 @@ from planner.results.values import (
 )
 
 __all__ = [
-    "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "CandidateResult",
-    "DecisionPathRecord", "Declared", "EdgeCandidate", "EdgeProjection", "Environment", "ModelDescription",
+    "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "BudgetRecord", "CandidateResult",
+    "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment", "ModelDescription",
     "ModelSummary", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",

@@ -15,7 +15,8 @@ from planner.results.values import PlanResults
 
 RESULTS_NAME = "results.json"
 
-RECORDS = ("environment", "model", "hardware", "requirements", "ceilings", "decision_path", "plan", "edge_device")
+RECORDS = ("environment", "model", "hardware", "requirements", "ceilings", "decision_path", "plan", "edge_device",
+           "budget")
 """PlanResults' fields that hold one typed record, or None before it is made. results.json has always
 written such a field as an object, `{}` when there was nothing yet, and keeps doing so: its readers
 (the report, scripts) test it as an object."""

@@ -232,6 +232,9 @@ class CandidateResult:
     spec: JSON = field(default_factory=dict)
     audit: MeasurementAudit | None = None  # what the machine was doing while this was timed
     declared: Declared | None = None  # its plugin's declarations (None in files written before they existed)
+    # Why the budgeted search gave it no more time than the screen (clearly slower than the best at the
+    # time: its median's 95% interval lay above the best's); '' when it was not dropped.
+    dropped: str = ""
 
     @property
     def p50(self) -> float | None:
@@ -358,6 +361,27 @@ class Validation:
 
 
 @dataclass(frozen=True)
+class BudgetRecord:
+    """What the plan's time budget (`--budget`) allowed, what the plan spent, and what the budget cut."""
+
+    budget_s: float | None = None  # None: no budget was given
+    spent_s: float = 0.0  # the whole plan's wall time, from loading the model to writing the results
+    cut: tuple[str, ...] = ()  # each thing the budget left out, in a sentence that says why
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One hand-over package under the out folder's deploy/: a candidate's artifact, runner and manifest."""
+
+    role: str  # why it was packaged: "winner", or "phase 1", "phase 2", "phase 3" (that phase's best)
+    label: str  # the packaged candidate's label
+    candidate: int | None = None  # its index in PlanResults.candidates
+    folder: str = ""  # the package's folder relative to the out folder (deploy/...); '' when none was written
+    runtime: str = ""  # the one runtime its run.py uses
+    reason: str = ""  # why nothing was written, or why it stands in for a better candidate that could not be
+
+
+@dataclass(frozen=True)
 class PlanResults:
     """Everything a plan measured and decided: the object behind results.json.
 
@@ -390,6 +414,8 @@ class PlanResults:
     predictions_held: str = ""  # how the predicted speedup bands compared with the measured speedups
     edge_device: EdgeProjection | None = None  # an edge board's profile and each candidate projected onto it
     interactions: tuple[Interaction, ...] = ()  # architecture x hardware: four cells and their interaction factor
+    budget: BudgetRecord | None = None  # the time budget and what it cut (None in files written before it)
+    deployments: tuple[Deployment, ...] = ()  # the hand-over packages written under deploy/
     finished: str = ""
 
     @property
