@@ -213,8 +213,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           val_sample_rate=args.val_sample_rate,
                           plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
-                          confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()))
-    with CliProgress(enabled=True) as progress:
+                          confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
+                          budget_s=args.budget)
+    with CliProgress(enabled=True, budget_s=args.budget) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
         print_json(results_data(outcome.results))  # the object results.json holds

@@ -29,6 +29,20 @@ def _add_model_args(p: argparse.ArgumentParser, *, required: bool = True) -> Non
                    help="allow importing and running a Python model file")
 
 
+def _duration_s(text: str) -> float:
+    """A duration given as 90s, 5m, 1.5m or a bare number of seconds, in seconds."""
+    raw = text.strip().lower()
+    scale = 60.0 if raw.endswith("m") else 1.0
+    number = raw[:-1] if raw[-1:] in ("s", "m") else raw
+    try:
+        seconds = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: write it as 90s, 5m or 120") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the budget must be more than 0 seconds")
+    return seconds
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
     parser = argparse.ArgumentParser(
@@ -69,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--confirm", type=int, default=3, metavar="N",
                    help="with --quick, measure the N leaders again with the full method before ranking "
                         "(default 3; 0 ranks the 2-second screen as it is)")
+    p.add_argument("--budget", type=_duration_s, metavar="TIME",
+                   help="cap the whole plan's time, e.g. 90s, 5m or 120 (seconds): candidates are screened most "
+                        "promising first, and the report says what the budget cut")
     p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
     p.add_argument("--requirements", help="TOML file with latency_ms, min_throughput, ...")

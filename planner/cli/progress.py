@@ -20,8 +20,9 @@ from planner.events import Event
 class CliProgress:
     """An event sink for the CLI; use as a context manager around the engine call."""
 
-    def __init__(self, *, enabled: bool = True) -> None:
+    def __init__(self, *, enabled: bool = True, budget_s: float | None = None) -> None:
         self.enabled = enabled
+        self.budget_s = budget_s  # `--budget`: the time left is shown against it
         self.console = Console(stderr=True, highlight=False)
         self.interactive = enabled and sys.stderr.isatty()
         self._progress: Progress | None = None

@@ -39,6 +39,7 @@ class PlanOptions:
     finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
     output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)
+    budget_s: float | None = None  # `--budget`: the whole plan's time cap in seconds (None: no cap)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
