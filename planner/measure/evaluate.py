@@ -52,6 +52,8 @@ class MeasureJob:
     # Rows/s with several requests in flight at the best batch (planner.measure.streams); None: with
     # the batch sweep, so a quick run skips it unless its caller asks (a stated minimum throughput).
     streams: bool | None = None
+    # The budgeted search's bound (ms): timing stops once this candidate is clearly slower (planner.measure.timer).
+    drop_above_ms: float | None = None
 
     @property
     def measures_streams(self) -> bool:
@@ -92,6 +94,8 @@ def run_job(job: MeasureJob) -> dict:
     from planner.plugins import get_plugin
 
     settings = MeasureSettings.quick() if job.quick else MeasureSettings.default()
+    if job.drop_above_ms is not None:
+        settings = dataclasses.replace(settings, drop_above_ms=job.drop_above_ms)
     plugin = get_plugin(job.spec.plugin)
     rss_before = current_rss_bytes()
     reset_cuda_peak()
@@ -118,14 +122,17 @@ def run_job(job: MeasureJob) -> dict:
     # fixed-shape ones. Each sweep point records its own peak.
     peak_at_batch = peak_rss_bytes()
     cuda_peak = cuda_peak_bytes()
+    # A candidate dropped as clearly slower gets no sweep: how it scales does not matter to the decision.
+    dropped = str(timing.stopped_by) == "dropped"
+    sweep_max = 0 if dropped else job.sweep_max_batch
     sweep = None
     skipped = ""
-    if job.sweep_max_batch > 1 and not inputs.dynamic_batch:
+    if sweep_max > 1 and not inputs.dynamic_batch:
         skipped = (f"no batch sweep: the model's inputs fix the batch at {inputs.batch} "
                    f"({inputs.describe()})")
-    elif job.sweep_max_batch > 1 and not job.spec.dynamic_batch:
+    elif sweep_max > 1 and not job.spec.dynamic_batch:
         skipped = "no batch sweep: this candidate's runtime takes one fixed batch size"
-    elif job.sweep_max_batch > 1:
+    elif sweep_max > 1:
         def run_for_batch(batch: int):
             feeds = make_feeds(inputs.with_batch(batch), count=2, seed=2)
             return session.run, [session.prepare(f) for f in feeds]
@@ -133,13 +140,13 @@ def run_job(job: MeasureJob) -> dict:
         # Each batch is estimated before it is allocated, so the sweep stops short of an OOM kill.
         guard = sweep_guard(job.footprint or estimate_footprint(inputs), budget_bytes=job.memory_budget_bytes,
                             gpu=bool(getattr(session, "needs_sync", False)))
-        sweep = throughput_sweep(run_for_batch, max_batch=job.sweep_max_batch,
+        sweep = throughput_sweep(run_for_batch, max_batch=sweep_max,
                                  memory_budget_bytes=job.memory_budget_bytes,
                                  settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
                                  sync=timer.sync, **guard)
     sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
     audit = auditor.finish()
-    streams = _streams(session, job, sweep) if job.measures_streams else None
+    streams = _streams(session, job, sweep) if job.measures_streams and not dropped else None
     if sweep is None:
         from planner.measure.sweep import ThroughputPoint, ThroughputSweep
 

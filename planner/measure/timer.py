@@ -14,6 +14,9 @@ Method (see the design doc; trtexec warms up 200 ms then runs >= 3 s and >= 10 i
    or at ``max_samples``, or when the measuring phase has run ``max_time_s`` and has at least
    ``min_samples`` (or has run ``HARD_CAP_FACTOR`` times the cap: a model too slow for the budget
    is reported with the samples it gave).
+5. With ``drop_above_ms`` set (the budgeted search's bound: the best candidate's median interval top),
+   stop as soon as this call's own median interval lies wholly above it: the candidate is clearly
+   slower, and more samples would only measure by how much.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 # The CUDA hooks live in planner.hardware.clock so the ceiling micro-benchmarks (planner.hardware,
 # which planner.measure imports) time with them too; `cuda_sync` is re-exported as planner.measure.cuda_sync.
 from planner.hardware.clock import EventTimer, cuda_event_timer
 from planner.hardware.clock import cuda_sync as cuda_sync
-from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats
+from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats, median_ci95
 
 # Module-level so tests can substitute a deterministic clock.
 _now_ns: Callable[[], int] = time.perf_counter_ns
@@ -41,9 +46,13 @@ class StopReason(StrEnum):
     CI = "ci"
     TIME_CAP = "time cap"
     MAX_SAMPLES = "max samples"
+    DROPPED = "dropped"  # clearly slower than the bound the search gave (drop_above_ms)
 
 
 HARD_CAP_FACTOR = 3
+
+_DROP_MIN_SAMPLES = 6
+"""Fewer samples give no 95% interval of the median (see planner.measure.stats), so none can be dropped."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,7 @@ class MeasureSettings:
     min_time_s: float
     max_time_s: float
     target_rel_ci: float = 0.02
+    drop_above_ms: float | None = None  # stop once the median's 95% interval lies wholly above this (ms)
 
     def __post_init__(self) -> None:
         if self.warmup_count < 0 or self.warmup_s < 0:
@@ -158,6 +168,12 @@ def time_callable(
             next_check = n + _ci_check_step(n)
             if ci95_rel_of(samples) <= settings.target_rel_ci:
                 stopped_by = StopReason.CI
+        # Checked on every sample while few (a slow candidate is the one worth stopping early), then sparsely.
+        if (stopped_by is None and settings.drop_above_ms is not None and n >= _DROP_MIN_SAMPLES
+                and (n < 64 or n % 16 == 0)):
+            bounds = median_ci95(np.sort(np.asarray(samples)))
+            if bounds is not None and bounds[0] > settings.drop_above_ms:
+                stopped_by = StopReason.DROPPED
         # The cap waits for min_samples (a median of 2 is not a measurement) unless that would
         # take more than HARD_CAP_FACTOR times the cap: then the slow model keeps what it gave.
         if stopped_by is None and elapsed >= cap_ns and (

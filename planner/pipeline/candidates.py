@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from planner import units
 from planner.events import CancelToken, Event, EventSink
+from planner.pipeline.budget import Budget
+from planner.pipeline.search import TYPICAL_SCREEN_S, Search
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
 from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction
@@ -23,6 +25,13 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
     from planner.plugins import CandidateSpec, Plugin
 
+
+MIN_WORKER_TIMEOUT_S = 5.0
+"""The shortest time a worker is given when the budget is nearly spent: its start and load alone take seconds."""
+
+CONFIRM_COST_S = 8.0
+"""What confirming one leader with the full method is budgeted at: a worker's start, the load, and a timing
+that stops at a 2% interval (a fast model) or its 10 s cap (a slow one)."""
 
 # How many of a quick run's leaders are measured again with the full method before ranking (the default).
 CONFIRM_TOP = 3
@@ -68,6 +77,7 @@ class CandidateRun:
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
     _plugins: dict[str, Plugin] = dataclasses.field(default_factory=dict, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
+    budget: Budget = dataclasses.field(default_factory=Budget)  # the plan's time budget (no cap by default)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
         """Build the named plugins' candidates, then measure and gate each one."""
@@ -88,27 +98,57 @@ class CandidateRun:
             self.sink.warn(message)
             self.on_event(Event("warning", message))
         specs, predictions = self._predict(specs)
+        search = Search(self.budget, quick=self.quick)
+        search.consider(self.baseline.as_candidate())
         for i, spec in enumerate(specs):
             if self.cancel.cancelled:
                 self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
                 return
-            self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
-                                total=len(specs), data={"plugin": spec.plugin}))
             prediction = predictions[id(spec)]
+            declared = self.declared(spec.plugin, str(spec.precision))
+            skip = ""
             if self.quick and prediction.high is not None and prediction.high < 1.0:
                 # A quick run spends its minutes where a win is possible; the row still says why it is missing.
-                result = CandidateResult(
-                    plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
-                    status=Status.SKIPPED, spec=to_data(spec),
-                    reason=f"not measured in a quick run: predicted to lose ({prediction.band()}: "
-                           f"{prediction.basis})")
+                skip = f"not measured in a quick run: predicted to lose ({prediction.band()}: {prediction.basis})"
+            skip = skip or search.variant_skip(spec, declared) or self._budget_skip(search, specs[i:])
+            if skip:
+                result = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config,
+                                         precision=str(spec.precision), status=Status.SKIPPED, spec=to_data(spec),
+                                         reason=skip)
             else:
-                result = self._measure(spec, labels, timeout_s=timeout_s)
-            result = dataclasses.replace(result, prediction=prediction,
-                                         declared=self.declared(spec.plugin, str(spec.precision)))
+                self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
+                                    total=len(specs), data={"plugin": spec.plugin}))
+                result = self._measure(spec, labels, timeout_s=self._timeout(timeout_s), drop_above_ms=search.bound())
+                result = dataclasses.replace(result, dropped=search.dropped_reason(result))
+            result = dataclasses.replace(result, prediction=prediction, declared=declared)
+            search.consider(result)
             self.sink.add_candidate(result)
             self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
                                 total=len(specs), data=to_data(result)))
+
+    def _timeout(self, timeout_s: float) -> float:
+        """A candidate's worker timeout: the per-candidate limit, or less when the budget has less left."""
+        left = self.budget.left()
+        return max(min(timeout_s, left), MIN_WORKER_TIMEOUT_S) if left != float("inf") else timeout_s
+
+    def _budget_skip(self, search: Search, rest: Sequence[CandidateSpec]) -> str:
+        """Why the next candidate is not measured when the budget cannot afford it ('' when it can).
+
+        The cut is recorded once, naming every candidate left: they come last because they were the least
+        promising by prediction.
+        """
+        if self.budget.affords(search.typical_s()):
+            return ""
+        if not search.budget_cut:
+            names = ", ".join(s.label for s in rest)
+            search.budget_cut = self.budget.cut_step(
+                f"{len(rest)} candidate{'s' if len(rest) != 1 else ''} not screened ({names})",
+                f"{self.budget.out_of_time()}, and one takes about {search.typical_s():.0f} s; they were the least "
+                "promising by prediction")
+            self.on_event(Event("budget", search.budget_cut, data={"budget_s": self.budget.budget_s,
+                                                                   "spent_s": self.budget.spent(),
+                                                                   "cut": search.budget_cut}))
+        return f"not measured: the time budget ran out ({self.budget.out_of_time()})"
 
     def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
                 timeout_s: float) -> dict[int, CandidateResult]:
@@ -133,6 +173,15 @@ class CandidateRun:
             if self.cancel.cancelled:
                 self.sink.warn(f"cancelled: {len(leaders) - n} leaders not confirmed with the full method")
                 break
+            # The full method times for up to 10 s, after a worker's start and the runtime's load.
+            if not self.budget.affords(CONFIRM_COST_S):
+                names = ", ".join(candidates[j].label for j in leaders[n:])
+                cut = self.budget.cut_step(f"{len(leaders) - n} leader{'s' if len(leaders) - n != 1 else ''} not "
+                                           f"confirmed with the full method ({names})",
+                                           f"{self.budget.out_of_time()}; the ranking uses their screen figures")
+                self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
+                                                         "spent_s": self.budget.spent(), "cut": cut}))
+                break
             old = candidates[i]
             self.on_event(Event("candidate", f"confirming {old.label} with the full method", stage="confirm",
                                 index=n, total=len(leaders), data={"plugin": old.plugin}))
@@ -143,7 +192,8 @@ class CandidateRun:
                 continue
             confirmed[i] = dataclasses.replace(new, prediction=old.prediction, declared=old.declared,
                                                confirmation=confirmation(old.p50, new))
-            self.on_event(Event("log", confirm_line(confirmed[i])))
+            self.on_event(Event("candidate_done", confirm_line(confirmed[i]), stage="confirm", index=n + 1,
+                                total=len(leaders), data=to_data(confirmed[i])))
         return confirmed
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
@@ -204,7 +254,7 @@ class CandidateRun:
                           options=dict(self.plugin_options))
         ctx.gate = PlanGate.for_context(ctx)  # the rule _gate applies below, for plugins that pick a setting first
         specs: list[CandidateSpec] = []
-        for name in names:
+        for name in self._build_order(names, plugins):
             plugin = plugins.get(name)
             if plugin is None:
                 reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
@@ -214,6 +264,14 @@ class CandidateRun:
             if reasons:
                 self.sink.skip_plugin(name, reasons)
                 self.on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
+                continue
+            if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S):
+                cut = self.budget.cut_step(
+                    f"{name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
+                                         f"{self.budget.out_of_time()}")
+                self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
+                self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
+                                                         "spent_s": self.budget.spent(), "cut": cut}))
                 continue
             self.on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
             try:
@@ -228,6 +286,29 @@ class CandidateRun:
             if self.cancel.cancelled:
                 return None
         return specs
+
+    def _build_order(self, names: list[str], plugins: dict[str, Plugin]) -> list[str]:
+        """The plugins in the order they build: as planned, except that under a budget the costly builds
+        (their declared `build_cost_s`) come last, by predicted speedup per second of building."""
+        if not self.budget.capped:
+            return list(names)
+        from planner.plugins import CandidateSpec, Precision
+
+        facts = to_data(self.baseline)
+
+        def value_per_s(name: str) -> float:
+            plugin = plugins[name]
+            try:
+                probe = CandidateSpec(plugin=name, precision=Precision(plugin.build_precision))
+                p = plugin.expect(probe, self.hw, facts)
+            except Exception:  # noqa: BLE001 - a plugin whose prediction needs a real candidate builds last
+                return 0.0
+            mid = (p.low + p.high) / 2 if p.low is not None and p.high is not None else 1.0
+            return mid / plugin.build_cost_s
+
+        cheap = [n for n in names if n not in plugins or not plugins[n].build_cost_s]
+        costly = sorted((n for n in names if n not in cheap), key=value_per_s, reverse=True)
+        return cheap + costly
 
     def _output_kind(self) -> dict:
         """compare()'s kind arguments: the `--output-kind` given for the compared output, else none (its shape says)."""
@@ -254,7 +335,7 @@ class CandidateRun:
                                  baseline_accuracy=accuracy)
 
     def _measure(self, spec: CandidateSpec, labels: list[np.ndarray] | None, *, timeout_s: float,
-                 quick: bool | None = None) -> CandidateResult:
+                 quick: bool | None = None, drop_above_ms: float | None = None) -> CandidateResult:
         """Measure one spec in a worker, then compare its outputs with the reference and gate it.
 
         `quick=False` on a quick run times with the full method but keeps the run's fidelity inputs
@@ -269,7 +350,8 @@ class CandidateRun:
                          sweep_max_batch=0 if self.quick else 8,
                          fidelity_batches=fidelity_batch_count(self.quick),
                          val_data=str(self.val_data) if self.val_data else None,
-                         env=dict(spec.config.get("env", {})), streams=True if self.streams else None)
+                         env=dict(spec.config.get("env", {})), streams=True if self.streams else None,
+                         drop_above_ms=drop_above_ms)
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is not Status.OK or outputs is None:
             return result

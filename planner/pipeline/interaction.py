@@ -63,16 +63,59 @@ def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResu
     """Each pair's four cells and its interaction factor; a pair whose cell fails says which and why.
 
     A cell two pairs share (the baseline, and usually the hardware candidate) is measured once in this
-    step and reused by the next pair.
+    step and reused by the next pair. A quick plan measures only what it does not have: the baseline,
+    architecture and hardware cells are the plan's own figures (the ones the table ranks), and only the
+    combined cell is timed, so each fact carries one number.
     """
     found = []
-    readings: dict[str, list[InteractionCell]] = {}
+    readings: dict[str, list[InteractionCell]] = _plan_figures(run, candidates) if run.quick else {}
+    planned = set(readings)
     for arch, hw in pairs(candidates, order):
         if run.cancel.cancelled:
             break
+        cells = 4 - sum(1 for c in (arch, hw) if c.spec and _key_of(c) in readings) - bool(readings)
+        cost = cells * _typical_cell_s(candidates)
+        if not run.budget.affords(cost):
+            cut = run.budget.cut_step(f"the interaction of {arch.label} and {hw.label} not measured",
+                                      f"its {cells} cell{'s' if cells != 1 else ''} take about {cost:.0f} s and "
+                                      f"{run.budget.out_of_time()}")
+            run.on_event(Event("budget", cut, data={"budget_s": run.budget.budget_s,
+                                                    "spent_s": run.budget.spent(), "cut": cut}))
+            continue
         run.on_event(Event("stage", f"interaction: {arch.label} x {hw.label}", stage="interaction"))
-        found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s, readings=readings))
+        found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s, readings=readings, planned=planned))
     return tuple(found)
+
+
+def _plan_figures(run: "CandidateRun", candidates: Sequence[CandidateResult]) -> dict[str, list[InteractionCell]]:
+    """The plan's own measurements as interaction cells, keyed like the cells they stand for."""
+    from planner.codec import from_data
+    from planner.plugins import CandidateSpec, ModelRef
+
+    ref = ModelRef.of(run.model)
+    figures: dict[str, list[InteractionCell]] = {}
+    base_spec = from_data(run.baseline.spec, CandidateSpec)
+    figures[_key(base_spec, ref)] = [InteractionCell("baseline", base_spec.label,
+                                                     p50_ms=run.baseline.latency_ms.p50_ms)]
+    for c in candidates:
+        if c.spec and c.measured and c.p50 and not c.is_reference:
+            disturbed = bool(c.audit is not None and c.audit.disturbed)
+            figures[_key(from_data(c.spec, CandidateSpec), ref)] = [
+                InteractionCell("", c.label, p50_ms=c.p50, disturbed=disturbed)]
+    return figures
+
+
+def _key_of(c: CandidateResult) -> str:
+    from planner.codec import from_data
+    from planner.plugins import CandidateSpec
+
+    return spec_key(from_data(c.spec, CandidateSpec), None)
+
+
+def _typical_cell_s(candidates: Sequence[CandidateResult]) -> float:
+    """What one cell takes: the median wall time of the plan's measured candidates (3 s before any)."""
+    walls = sorted(c.wall_s for c in candidates if c.wall_s and c.measured and not c.is_reference)
+    return walls[len(walls) // 2] if walls else 3.0
 
 
 def _rounds(quick: bool) -> int:
@@ -82,7 +125,8 @@ def _rounds(quick: bool) -> int:
 
 
 def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResult, *, timeout_s: float,
-                  readings: dict[str, list[InteractionCell]] | None = None) -> Interaction:
+                  readings: dict[str, list[InteractionCell]] | None = None,
+                  planned: set[str] | None = None) -> Interaction:
     from planner.codec import from_data
     from planner.plugins import CandidateSpec, ModelRef
 
@@ -101,21 +145,24 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
     ]
     rounds: dict[str, list[InteractionCell]] = {name: [] for name, *_ in jobs}
     reused: list[str] = []
+    from_plan: list[str] = []
     for name, label, spec, ref, _ in jobs:
-        earlier = readings.get(_key(spec, ref)) if spec is not None else None
+        key = _key(spec, ref) if spec is not None else ""
+        earlier = readings.get(key) if spec is not None else None
         if earlier:
             rounds[name] = [dataclasses.replace(c, cell=name, label=label) for c in earlier]
-            reused.append(name)
+            (from_plan if key in (planned or ()) else reused).append(name)
+    reused_all = reused + from_plan
     for order in (jobs, jobs[::-1])[:_rounds(run.quick)]:
         for name, label, spec, ref, reason in order:
-            if name in reused:
+            if name in reused_all:
                 continue
             if spec is None:
                 rounds[name].append(InteractionCell(name, label, status=str(Status.FAILED), reason=reason))
             elif not rounds[name] or rounds[name][0].p50_ms is not None:
                 rounds[name].append(_time(run, name, label, spec, ref, timeout_s=timeout_s))
     for name, _label, spec, ref, _ in jobs:
-        if spec is not None and name not in reused:
+        if spec is not None and name not in reused_all:
             readings[_key(spec, ref)] = rounds[name]
     cells = [_best(rounds[name]) for name, *_ in jobs]
     base = cells[0].p50_ms
@@ -136,6 +183,14 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
     method = ("each cell timed in a fresh worker by the same method as every candidate "
               f"({'the quick screen' if run.quick else 'the full method'}), {rounds_text}, at batch "
               f"{run.model.inputs.batch}{shared}; speedup is the baseline cell's p50 over the cell's p50")
+    if from_plan:
+        timed = [name for name, *_ in jobs if name not in reused_all]
+        method = (f"the {_join(timed) if timed else 'no'} cell{'s' if len(timed) != 1 else ''} timed in a fresh "
+                  f"worker by the quick screen's method at batch {run.model.inputs.batch}; the {_join(from_plan)} "
+                  f"cell{'s are' if len(from_plan) != 1 else ' is'} the plan's own figure"
+                  f"{'s' if len(from_plan) != 1 else ''} (the one{'s' if len(from_plan) != 1 else ''} its table "
+                  f"ranks), not timed again{shared}; speedup is the baseline "
+                  "cell's p50 over the cell's p50")
     return Interaction(architecture=arch.label, hardware=hw.label, cells=tuple(cells), factor=factor,
                        verdict=result or "", method=method,
                        needs_retraining=_needs_retraining(arch))
@@ -143,7 +198,16 @@ def _measure_pair(run: "CandidateRun", arch: CandidateResult, hw: CandidateResul
 
 def _key(spec: "CandidateSpec", ref: "ModelRef") -> str:
     """What makes two cells the same measurement: the candidate and the model it runs (transform included)."""
-    return spec.to_text() + "|" + json.dumps(ref.transform or {}, sort_keys=True)
+    return spec_key(spec, ref.transform)
+
+
+def spec_key(spec: "CandidateSpec", transform: dict | None) -> str:
+    """A cell's identity from the candidate's spec and the transform applied to the model (None: none)."""
+    return spec.to_text() + "|" + json.dumps(transform or {}, sort_keys=True)
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _best(readings: list[InteractionCell]) -> InteractionCell:

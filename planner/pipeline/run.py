@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.events import CancelToken, EventSink, null_sink
+from planner.pipeline.budget import Budget
 from planner.pipeline.session import PlanOutcome, PlanSession
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
 
     # An unknown name fails now, before any measuring; a named board also sets the default requirements.
     named = resolve_device(options.device, "", None) if options.device else None
+    budget = Budget(options.budget_s)  # a budget too small for even the baseline fails here, before any work
     session = PlanSession(on_event=on_event, cancel=cancel)
+    session.budget = budget
     session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
                  trust_code=options.trust_code)
     # A kind for an output the model lacks fails now, before any measuring.

@@ -13,6 +13,7 @@ from planner import __version__
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
+from planner.pipeline.budget import Budget
 from planner.pipeline.candidates import CONFIRM_TOP
 from planner.pipeline.environment import environment
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
@@ -99,6 +100,7 @@ class PlanSession:
         self.val_prepared: PreparedValData | None = None  # what they were made from, for the log and report
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
+        self.budget = Budget()  # the plan's time budget: no cap unless the caller sets one (`--budget`)
         self.results = PlanResults(planner_version=__version__, environment=environment())
         self._done: frozenset[Step] = frozenset()
         self._stale: frozenset[Step] = frozenset()
@@ -412,7 +414,7 @@ class PlanSession:
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            streams=getattr(self.requirements, "min_throughput", None) is not None,
                            on_event=self.on_event, cancel=self.cancel, sink=self,
-                           plugin_options=dict(plugin_options or {}), confirm_top=confirm)
+                           plugin_options=dict(plugin_options or {}), confirm_top=confirm, budget=self.budget)
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
         if self.quick and confirm > 0 and not self.cancel.cancelled:
@@ -466,6 +468,7 @@ class PlanSession:
 
     def finish(self, *, status: RunStatus | str | None = None, write_report: bool = True) -> PlanOutcome:
         """Rank, check requirements, and write results.json and the report."""
+        self.update(budget=self.budget.record())
         if status:
             self.update(status=RunStatus(status))
         elif self.results.status is RunStatus.RUNNING:

@@ -241,6 +241,12 @@ class Plugin:
     fuses_graph: bool = False  # its runtime fuses the graph, replacing PyTorch's per-op dispatch
     plan_note: str = ""  # what the plan says is measured when this plugin answers a profile finding
 
+    # A build that takes long (post-training quantization with calibration, an engine build, a pruning search):
+    # its typical seconds for a small CNN on a 2-core CPU, and the precision its candidates compute in. A
+    # budgeted plan builds such plugins by predicted speedup per second of building, and cuts what it cannot
+    # afford; 0 means the build is cheap (an export, a session option).
+    build_cost_s: float = 0.0
+    build_precision: str = "fp32"
     def declaration(self) -> Declaration:
         """This plugin's declarations as plain data."""
         return Declaration(name=self.name, target=str(self.target), summary=self.summary,

@@ -132,6 +132,7 @@ class PrunePlugin(ArchitecturePlugin):
     """L1-norm structured channel pruning at a few ratios, the largest that passes the fidelity gate."""
 
     name = "architecture.prune"
+    build_cost_s = 2.0  # three pruning levels, each checked before measuring
     actions = (ActionId.COMPRESSION, ActionId.PRUNING)
     arithmetic = Arithmetic.APPROXIMATE
     phase = Phase.EXTRA_IMPACT

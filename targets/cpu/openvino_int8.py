@@ -68,6 +68,8 @@ class OpenVinoInt8Plugin(Plugin):
 
     name = "cpu.openvino_int8"
     target = Target.CPU
+    build_cost_s = 6.0  # NNCF calibration and its accuracy check: seconds for a small CNN
+    build_precision = "int8"
     actions = (ActionId.VENDOR_INT8,)
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "openvino"

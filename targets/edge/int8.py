@@ -45,6 +45,8 @@ class Int8Plugin(Plugin):
     name = "edge.int8"
     target = Target.EDGE
     actions = (ActionId.INT8_STATIC, ActionId.EDGE_INT8)
+    build_cost_s = 2.5  # static quantization with calibration
+    build_precision = "int8"
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "onnxruntime"
     phase = Phase.EXTRA_IMPACT

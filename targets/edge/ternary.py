@@ -129,6 +129,8 @@ class TernaryPlugin(Plugin):
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "onnxruntime"
     phase = Phase.EXTRA_IMPACT
+    build_cost_s = 3.0  # ternary weights, packed, and their fidelity check
+    build_precision = "ternary"
     fuses_graph = True
     summary = ("ternary weights {-a, 0, +a} per output channel in a 2-bit ONNX file, Linear layers on "
                "ONNX Runtime's 2-bit kernel (no retraining unless asked)")

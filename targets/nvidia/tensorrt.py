@@ -65,6 +65,8 @@ class TensorRTPlugin(Plugin):
     name = "nvidia.tensorrt"
     target = Target.NVIDIA
     actions = (ActionId.GPU_ENGINE,)
+    build_cost_s = 60.0  # an engine build per precision and shape
+    build_precision = "fp16"
     runtime = "tensorrt"
     phase = Phase.EXTRA_IMPACT
     summary = "TensorRT engines (FP32, FP16 strongly typed, INT8 Q/DQ) from the ONNX export"

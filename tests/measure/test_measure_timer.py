@@ -191,3 +191,29 @@ def test_cuda_hooks_time_device_work() -> None:
                            event_timer=cuda_event_timer())
     assert timing.stats.samples >= 1
     assert timing.stats.p50_ms > 0
+
+
+def noisy_work(clock: FakeClock, ms: float, spread: float) -> Callable[[Any], None]:
+    """Work whose duration alternates around ``ms`` so the interval never reaches the CI target."""
+    state = {"n": 0}
+
+    def run(_: Any) -> None:
+        state["n"] += 1
+        clock.advance_ms(ms * (1 + spread * (-1) ** state["n"] * (state["n"] % 7) / 7))
+    return run
+
+
+def test_clearly_slower_work_is_dropped_after_six_samples(clock: FakeClock) -> None:
+    """A call whose whole median interval lies above the search's bound stops as soon as an interval exists."""
+    timing = time_callable(noisy_work(clock, 10.0, 0.3), [0],
+                           settings=small_settings(max_time_s=5.0, drop_above_ms=5.0))
+    assert timing.stopped_by == StopReason.DROPPED
+    assert timing.stats.samples == 6  # the fewest samples that give the median a 95% interval
+
+
+def test_work_near_the_bound_is_not_dropped(clock: FakeClock) -> None:
+    """Work whose interval still reaches below the bound is timed as usual: close is not clearly slower."""
+    timing = time_callable(noisy_work(clock, 10.0, 0.3), [0],
+                           settings=small_settings(max_time_s=0.5, drop_above_ms=10.5))
+    assert timing.stopped_by != StopReason.DROPPED
+    assert timing.stats.samples > 6

@@ -61,3 +61,28 @@ def test_a_full_study_takes_two_rounds_but_still_shares_cells(tiny, timed) -> No
     _, second = _study(tiny, quick=False)
     assert timed.count("torch eager fp32 (cpu)") == 2 and timed.count("ort 2t") == 2
     assert timed.count("align") == 2 and "two rounds" in second.method
+
+
+def test_a_quick_plan_times_only_the_combined_cell_and_says_the_others_are_its_own_figures(tiny, timed) -> None:
+    """The baseline, architecture and hardware cells are the figures the table ranks: one number per fact."""
+    from planner.pipeline.budget import Budget
+    from planner.results.values import LatencyStats
+
+    def lat(p50: float) -> LatencyStats:
+        return LatencyStats(samples=20, mean_ms=p50, std_ms=0.0, min_ms=p50, max_ms=p50, p50_ms=p50, p90_ms=None,
+                            p95_ms=None, p99_ms=None, iqr_ms=0.0, iqr_over_median=0.0, unstable=False, ci95_rel=0.01)
+
+    import dataclasses
+
+    hw = dataclasses.replace(_cand("cpu.onnxruntime", "ort 2t", {}, 2.0), latency_ms=lat(50.0), wall_s=1.0)
+    fold = dataclasses.replace(_cand("architecture.fold", "fold", {"transform": {"plugin": "architecture.fold"}}, 1.25),
+                               latency_ms=lat(80.0), wall_s=1.0)
+    run = _run(tiny, quick=True)
+    run.baseline = SimpleNamespace(spec=run.baseline.spec, latency_ms=lat(100.0))
+    run.budget = Budget()
+    found = interaction.measure_interactions(run, [fold, hw], [1, 0], timeout_s=10)
+    assert timed == ["fold + ort 2t"]
+    (study,) = found
+    assert [c.p50_ms for c in study.cells] == [100.0, 80.0, 50.0, 40.0]
+    assert "the baseline, architecture and hardware cells are the plan's own figures" in study.method
+    assert study.method.startswith("the combined cell timed")

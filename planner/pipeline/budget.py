@@ -1,0 +1,75 @@
+"""The plan's time budget (`planner plan --budget`): how much is left, and what running out cut.
+
+The budget caps the whole plan, from loading the model to writing the report. Profiling the
+baseline cannot be cut (every speedup is over it), so a budget smaller than that is refused up
+front; everything after it (building, screening, confirming, the interaction study) asks the
+budget first and, when it cannot afford a step, records what was cut and why.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planner.errors import PlannerError
+from planner.results.values import BudgetRecord
+
+MIN_BUDGET_S = 20.0
+"""The smallest budget a plan accepts: loading a model, the hardware's ceilings and one baseline timing
+take about this long on a 2-core CPU for a small model (the demos); less would measure nothing."""
+
+REPORT_RESERVE_S = 3.0
+"""Kept back for ranking, writing results.json, the deploy package and the report after the last measurement."""
+
+
+@dataclass
+class Budget:
+    """A running clock against an optional cap. With no cap every question answers yes."""
+
+    budget_s: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(default=0.0)
+    cut: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.budget_s is not None and self.budget_s < MIN_BUDGET_S:
+            raise PlannerError(
+                f"a budget of {self.budget_s:g} s is too small: a plan needs at least {MIN_BUDGET_S:g} s to load "
+                "the model, measure the hardware and time the baseline",
+                f"give --budget {MIN_BUDGET_S:g}s or more (90s is enough for a quick plan of a small model)")
+        self.started = self.clock()
+
+    @property
+    def capped(self) -> bool:
+        """Whether a budget was given."""
+        return self.budget_s is not None
+
+    def spent(self) -> float:
+        """Seconds since the plan started."""
+        return self.clock() - self.started
+
+    def left(self) -> float:
+        """Seconds left before the cap (infinite without one), the report's reserve already taken out."""
+        if self.budget_s is None:
+            return float("inf")
+        return self.budget_s - REPORT_RESERVE_S - self.spent()
+
+    def affords(self, seconds: float) -> bool:
+        """Whether a step expected to take `seconds` still fits."""
+        return seconds <= self.left()
+
+    def cut_step(self, what: str, why: str) -> str:
+        """Record that `what` was not done for lack of time; returns the sentence recorded."""
+        sentence = f"{what}: {why}" if why else what
+        self.cut.append(sentence)
+        return sentence
+
+    def out_of_time(self) -> str:
+        """Why a step was cut, in the words the report uses."""
+        return (f"the {self.budget_s:g} s budget had {max(self.left(), 0.0):.0f} s left "
+                f"after {self.spent():.0f} s")
+
+    def record(self) -> BudgetRecord:
+        """What results.json keeps: the cap, the time spent so far and every cut."""
+        return BudgetRecord(budget_s=self.budget_s, spent_s=round(self.spent(), 1), cut=tuple(self.cut))

@@ -1,0 +1,113 @@
+"""The budgeted search's bookkeeping: the best candidate so far, each runtime family's best, and what a
+screen costs, so the candidates step can drop, skip or cut with a reason.
+
+The method is successive halving over the candidates the plugins offer: every candidate is screened
+briefly, most promising first; one that is clearly slower than the best so far stops early (its
+median's 95% interval lies wholly above the best's); and the few that stay close are confirmed with
+the full method before ranking (planner.pipeline.candidates.CandidateRun.confirm).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from planner import units
+from planner.results import CandidateResult, Status
+
+if TYPE_CHECKING:
+    from planner.pipeline.budget import Budget
+    from planner.plugins import CandidateSpec
+    from planner.results.values import Declared
+
+VARIANT_REACH = 1.5
+"""How much faster another setting of one runtime and precision (threads, a static shape, a latency or
+throughput hint, a quantization mode) may plausibly be than the setting already screened. On
+demo:inefficient (2-core AVX-512 VNNI EPYC) the largest such gain measured was 1.34x: OpenVINO INT8
+from NNCF's QDQ with a static shape, 17.9 ms against 24.0 ms dynamic. A family whose best so far is
+slower than the overall best by more than this has its other settings skipped in a quick or budgeted
+plan."""
+
+TYPICAL_SCREEN_S = 3.0
+"""What one candidate's screen is assumed to take before any has been measured (a worker's start, the
+runtime's load, a 2-second timing and the fidelity inputs), for the budget's first question."""
+
+
+def family_of(plugin: str, precision: str, declared: "Declared | None") -> str:
+    """The runtime and precision a candidate deploys: settings within one family are near-duplicates."""
+    runtime = declared.runtime if declared is not None and declared.runtime else plugin
+    return f"{runtime} {precision}"
+
+
+def _interval(c: CandidateResult) -> tuple[float, float] | None:
+    """(low, high) of a measured candidate's median 95% interval, from its p50 and relative half-width."""
+    lat = c.latency_ms
+    if lat is None or not math.isfinite(lat.ci95_rel):
+        return None
+    return lat.p50_ms * (1 - lat.ci95_rel), lat.p50_ms * (1 + lat.ci95_rel)
+
+
+@dataclass
+class Search:
+    """What the screen has found so far (see the module docstring)."""
+
+    budget: "Budget"
+    quick: bool = False
+    best: CandidateResult | None = None
+    family_best: dict[str, CandidateResult] = field(default_factory=dict)
+    walls: list[float] = field(default_factory=list)
+    budget_cut: str = ""  # the sentence recorded when the budget first cut the screen
+
+    def consider(self, result: CandidateResult) -> None:
+        """Take one finished candidate (or the baseline) into account."""
+        if result.wall_s and result.measured and not result.is_reference:
+            self.walls.append(result.wall_s)
+        if result.status is not Status.OK or not result.p50:
+            return
+        if self.best is None or result.p50 < (self.best.p50 or math.inf):
+            self.best = result
+        if result.declared is not None and not result.declared.transforms_model:
+            key = family_of(result.plugin, result.precision, result.declared)
+            held = self.family_best.get(key)
+            if held is None or result.p50 < (held.p50 or math.inf):
+                self.family_best[key] = result
+
+    def bound(self) -> float | None:
+        """The drop bound for the next screen (ms): the top of the best's median interval; None with no best yet."""
+        found = _interval(self.best) if self.best is not None else None
+        return found[1] if found else None
+
+    def dropped_reason(self, result: CandidateResult) -> str:
+        """Why a screened candidate got no more time: its timing stopped because it was clearly slower."""
+        if result.stopped_by != "dropped" or self.best is None or result.latency_ms is None:
+            return ""
+        return (f"clearly slower than {self.best.label} ({units.ms(self.best.p50)}): after "
+                f"{result.latency_ms.samples} samples its median's 95% interval lay wholly above "
+                f"{units.ms(self.bound())}, the top of the best's, so timing stopped there")
+
+    def variant_skip(self, spec: "CandidateSpec", declared: "Declared | None") -> str:
+        """Why another setting of an already-screened family is skipped ('' when it is screened)."""
+        if not (self.quick or self.budget.capped) or declared is None or declared.transforms_model:
+            return ""
+        if declared.is_baseline or self.best is None or not self.best.p50:
+            return ""
+        key = family_of(spec.plugin, str(spec.precision), declared)
+        held = self.family_best.get(key)
+        if held is None or not held.p50:
+            return ""
+        low = (_interval(held) or (held.p50, held.p50))[0]
+        top = (_interval(self.best) or (self.best.p50, self.best.p50))[1]
+        if low <= VARIANT_REACH * top:
+            return ""
+        return (f"not screened: {held.label}, the same runtime and precision, measured {units.ms(held.p50)}, "
+                f"{held.p50 / self.best.p50:.1f}x the best so far ({self.best.label}, {units.ms(self.best.p50)}); "
+                f"other settings of one runtime and precision rarely move it by more than {VARIANT_REACH:g}x")
+
+    def typical_s(self) -> float:
+        """What the next screen is expected to take: the median of those measured so far."""
+        if not self.walls:
+            return TYPICAL_SCREEN_S
+        ordered = sorted(self.walls)
+        return ordered[len(ordered) // 2]
+

@@ -1,0 +1,117 @@
+"""The budgeted search: the drop bound, which settings of a slow runtime are skipped, and the budget's cuts."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.errors import PlannerError
+from planner.pipeline.budget import MIN_BUDGET_S, REPORT_RESERVE_S, Budget
+from planner.pipeline.search import VARIANT_REACH, Search
+from planner.plugins import CandidateSpec
+from planner.results import CandidateResult, Declared, Status
+from planner.results.values import LatencyStats
+
+
+def stats(p50: float, ci: float = 0.02) -> LatencyStats:
+    return LatencyStats(samples=50, mean_ms=p50, std_ms=0.0, min_ms=p50, max_ms=p50, p50_ms=p50, p90_ms=None,
+                        p95_ms=None, p99_ms=None, iqr_ms=0.0, iqr_over_median=0.0, unstable=False, ci95_rel=ci)
+
+
+def result(label: str, p50: float, *, runtime: str = "rt", precision: str = "fp32", status: Status = Status.OK,
+           transforms: bool = False, stopped_by: str = "ci", wall_s: float = 2.0, ci: float = 0.02) -> CandidateResult:
+    return CandidateResult(plugin=f"p.{runtime}", label=label, config={}, precision=precision, status=status,
+                           latency_ms=stats(p50, ci), stopped_by=stopped_by, wall_s=wall_s,
+                           declared=Declared(phase=1, arithmetic="none", runtime=runtime, transforms_model=transforms,
+                                             is_baseline=False))
+
+
+def declared(runtime: str, *, transforms: bool = False) -> Declared:
+    return Declared(phase=1, arithmetic="none", runtime=runtime, transforms_model=transforms, is_baseline=False)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_bound_is_the_top_of_the_best_interval() -> None:
+    search = Search(Budget())
+    assert search.bound() is None
+    search.consider(result("slow", 50.0))
+    search.consider(result("fast", 10.0, ci=0.05))
+    assert search.best is not None and search.best.label == "fast"
+    assert search.bound() == pytest.approx(10.0 * 1.05)
+
+
+def test_rejected_and_failed_candidates_never_set_the_bound() -> None:
+    search = Search(Budget())
+    search.consider(result("wrong answers", 1.0, status=Status.REJECTED))
+    search.consider(result("ok", 20.0))
+    assert search.best is not None and search.best.label == "ok"
+
+
+def test_dropped_reason_names_the_best_and_the_bound() -> None:
+    search = Search(Budget())
+    search.consider(result("openvino int8", 10.0))
+    why = search.dropped_reason(result("onnxruntime int8 dynamic", 300.0, stopped_by="dropped"))
+    assert "clearly slower than openvino int8" in why and "10.2 ms" in why
+    assert search.dropped_reason(result("close", 10.1)) == ""
+
+
+def test_other_settings_of_a_far_slower_runtime_are_skipped_in_a_quick_plan() -> None:
+    search = Search(Budget(), quick=True)
+    search.consider(result("fast int8", 10.0, runtime="openvino", precision="int8"))
+    search.consider(result("ort defaults", 60.0, runtime="onnxruntime"))
+    spec = CandidateSpec(plugin="p.onnxruntime", label="ort 1 thread")
+    why = search.variant_skip(spec, declared("onnxruntime"))
+    assert why.startswith("not screened: ort defaults, the same runtime and precision")
+    # Another precision of that runtime is a family of its own, and an architecture change is a new model.
+    assert search.variant_skip(CandidateSpec(plugin="p.onnxruntime", precision="int8"), declared("onnxruntime")) == ""
+    assert search.variant_skip(spec, declared("onnxruntime", transforms=True)) == ""
+
+
+def test_settings_of_a_runtime_within_reach_are_screened() -> None:
+    search = Search(Budget(), quick=True)
+    search.consider(result("best", 10.0, runtime="openvino"))
+    search.consider(result("close", 10.0 * VARIANT_REACH * 0.9, runtime="onnxruntime"))
+    assert search.variant_skip(CandidateSpec(plugin="p.onnxruntime"), declared("onnxruntime")) == ""
+
+
+def test_a_full_plan_without_a_budget_screens_every_setting() -> None:
+    search = Search(Budget(), quick=False)
+    search.consider(result("fast", 1.0, runtime="openvino"))
+    search.consider(result("slow", 100.0, runtime="onnxruntime"))
+    assert search.variant_skip(CandidateSpec(plugin="p.onnxruntime"), declared("onnxruntime")) == ""
+
+
+def test_typical_screen_is_the_median_wall_time() -> None:
+    search = Search(Budget())
+    for wall in (1.0, 9.0, 2.0):
+        search.consider(result("c", 5.0, wall_s=wall))
+    assert search.typical_s() == 2.0
+
+
+def test_budget_too_small_names_the_minimum() -> None:
+    with pytest.raises(PlannerError) as err:
+        Budget(5.0)
+    assert f"at least {MIN_BUDGET_S:g} s" in str(err.value)
+
+
+def test_budget_counts_down_and_records_its_cuts() -> None:
+    clock = Clock()
+    budget = Budget(60.0, clock=clock)
+    assert budget.affords(60.0 - REPORT_RESERVE_S)
+    clock.now += 50.0
+    assert not budget.affords(8.0)
+    sentence = budget.cut_step("2 candidates not screened", budget.out_of_time())
+    assert "the 60 s budget had 7 s left after 50 s" in sentence
+    record = budget.record()
+    assert record.budget_s == 60.0 and record.spent_s == 50.0 and record.cut == (sentence,)
+
+
+def test_no_budget_affords_everything() -> None:
+    budget = Budget()
+    assert not budget.capped and budget.affords(1e9) and budget.record().budget_s is None
