@@ -20,6 +20,7 @@ from planner.advice.checklist import (
     group_for,
 )
 from planner.advice.requirements import (
+    CheckStatus,
     RequirementCheck,
     Requirements,
     all_met,
@@ -273,12 +274,15 @@ def _cpu_batch(ctx: TreeContext) -> Outcome:
 
 def _still_missing(ctx: TreeContext) -> Outcome:
     met = all_met(ctx.checks)
+    # A latency met only on the median says so here too: met at p50, its percentile not measured.
+    on_median = [c.name.replace("_", " ") for c in ctx.checks if c.status == CheckStatus.MET_AT_P50]
+    only = f" ({' and '.join(on_median)} on p50 only: its percentile was not measured)" if on_median else ""
     if met is True and not getattr(ctx.requirements, "stated", True):
         # Defaults the user never chose must not cut the search: post-training INT8 is cheap and gated.
-        return Outcome(None, "the baseline meets the planner's default requirements, but you stated none: "
+        return Outcome(None, f"the baseline meets the planner's default requirements{only}, but you stated none: "
                              "post-training INT8 is still measured (the fidelity check guards it); retraining waits")
     if met is True:
-        return Outcome(False, "the baseline already meets every requirement: stop here (don't over-optimize)")
+        return Outcome(False, f"the baseline already meets every requirement{only}: stop here (don't over-optimize)")
     missed = [c.name.replace("_", " ") for c in ctx.checks if c.met is False]
     if missed:
         return Outcome(True, f"the baseline misses {', '.join(missed)} (see the requirement checks)")

@@ -214,15 +214,19 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
     impossible = [c for c in checks if c.status == CheckStatus.IMPOSSIBLE]
     lead = ("Cannot be met as specified: " + "; ".join(_check_text(c) for c in impossible) + ". "
             if impossible else "")
+    # A latency met only on the median is named as such beside "met", never left to read as met at its percentile.
+    on_median = [c.name.replace("_", " ") for c in checks if c.status == CheckStatus.MET_AT_P50]
+    only = f" ({' and '.join(on_median)} judged on p50 only: its percentile was not measured)" if on_median else ""
     if met is True and not requirements.stated:
-        return (f"The planner's default requirements are already met: {'; '.join(_check_text(c) for c in checks)}. "
+        return (f"The planner's default requirements are already met{only}: "
+                f"{'; '.join(_check_text(c) for c in checks)}. "
                 "You stated none, so defaults do not cut the search: "
                 f"{len(steps)} steps are still measured, the runtime switches (threads, ONNX Runtime, OpenVINO) "
                 "and post-training INT8, which the fidelity check guards. Retraining (pruning, a new "
                 "architecture) is left out (don't over-optimize); state your own requirements "
                 "(--latency-ms, --min-throughput, ...) or name the plugins (--plugins) to measure it.")
     if met is True:
-        return (f"Requirements already met: {'; '.join(_check_text(c) for c in checks)}. "
+        return (f"Requirements already met{only}: {'; '.join(_check_text(c) for c in checks)}. "
                 "Further optimization is optional (don't over-optimize). "
                 f"What more work would buy: {_what_more_buys(baseline, requirements)}. "
                 f"{len(steps)} quick measured checks are listed as optional; precision lowering and "

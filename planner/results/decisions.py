@@ -106,14 +106,24 @@ class CheckStatus(StrEnum):
     """The outcome of one requirement check."""
 
     MET = "met"
+    # Met on the median: the target's own percentile was not measured (too few samples for it) and only
+    # the planner chose that percentile, so the median stands in for it. Never reported as plainly met.
+    MET_AT_P50 = "met-at-p50"
     MISSED = "missed"
     IMPOSSIBLE = "impossible"
     NOT_MEASURED = "not-measured"
+    # Something was measured, but not what the requirement names (a p95 from too few samples for one):
+    # no verdict either way.
+    NOT_JUDGED = "not-judged"
 
 
 @dataclass(frozen=True)
 class RequirementCheck:
-    """One requirement against one measurement: met is None when it could not be judged."""
+    """One requirement against one measurement: met is None when it could not be judged.
+
+    `met` is True for MET and MET_AT_P50 alike (the plan treats both as met); readers that word a
+    verdict read `status`, so a target met only on the median is never called met at its percentile.
+    """
 
     name: str
     target: str

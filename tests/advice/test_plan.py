@@ -193,6 +193,17 @@ def test_a_finding_gives_the_plan_its_target_advice(cpu_server, a100_server, mak
     assert "Measure before retraining" not in step.expected and "On CPUs" in step.expected
 
 
+def test_met_on_the_median_only_is_named_so_in_the_plan_summary(cpu_server, make_baseline) -> None:
+    """A quick run's 12 samples show no p95: the planner's default p95 is judged on p50, and the summary says so."""
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=None, samples=12),
+                     requirements=defaults_for("cpu_server"), catalog=CATALOG)
+    assert plan.requirements_met is True
+    assert plan.summary.startswith("The planner's default requirements are already met (latency judged on p50 "
+                                   "only: its percentile was not measured): latency: judged on p50")
+    walked = {v.id: v for v in plan.path.visited} if plan.path else {}
+    assert "latency on p50 only" in walked["cpu.5"].evidence
+
+
 def test_impossible_requirement_leads_the_summary(cpu_server, make_baseline) -> None:
     req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 0.001})
     plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(), requirements=req, catalog=CATALOG)

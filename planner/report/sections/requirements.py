@@ -16,8 +16,12 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("quantization", "quantization allowed"), ("tier", "device tier"),
 )
 
-_VERDICTS = {"met": "met", "missed": "missed", "impossible": "cannot be met",
-             "not-measured": "not measured", "not_measured": "not measured"}
+_VERDICTS = {"met": "met", "met-at-p50": "met at p50 only", "missed": "missed", "impossible": "cannot be met",
+             "not-measured": "not measured", "not_measured": "not measured", "not-judged": "not judged"}
+
+# A target met only on the median (its own percentile unmeasured) is not plainly met: it is listed with
+# the requirements that were not judged, never under "met".
+_MET_ON_MEDIAN = "met-at-p50"
 
 
 def value_text(name: str, value: Any) -> str:
@@ -43,7 +47,7 @@ def value_text(name: str, value: Any) -> str:
 
 
 def verdict(check: dict) -> str:
-    """'met', 'missed', 'cannot be met' or 'not measured'."""
+    """'met', 'met at p50 only', 'missed', 'cannot be met', 'not measured' or 'not judged'."""
     status = text(check.get("status"))
     if status in _VERDICTS:
         return _VERDICTS[status]
@@ -63,6 +67,17 @@ def margin(check: dict) -> str:
         return "not computable (a value is missing)"
     rel = abs(measured - target) / abs(target)
     return f"met with {fmt.pct(rel)} headroom" if check.get("met") else f"missed by {fmt.pct(rel)}"
+
+
+def fully_met(check: dict) -> bool:
+    """Whether the check was met at the target as written (not only on the median)."""
+    status = text(check.get("status"))
+    return status == "met" if status else check.get("met") is True
+
+
+def unjudged(check: dict) -> bool:
+    """Whether the check has no verdict at its target as written: not measured, not judged, or met on p50 only."""
+    return check.get("met") is None or text(check.get("status")) == _MET_ON_MEDIAN
 
 
 def name_of(check: dict) -> str:
@@ -111,12 +126,12 @@ def render(data: ReportData) -> list[str]:
              text(c.get("source")) or "—"] for c in found]
     lines += fmt.table(["Requirement", "Target", "Measured", "Verdict", "By how much", "Source"], rows)
     missed = [name_of(c) for c in found if c.get("met") is False]
-    unjudged = [name_of(c) for c in found if c.get("met") is None]
+    open_checks = [name_of(c) for c in found if unjudged(c)]
     lines.append("")
     if missed:
         lines.append("Missed: " + ", ".join(missed) + ".")
-    if unjudged:
-        lines.append("Not judged, because the number was not measured: " + ", ".join(unjudged) + ".")
-    if not missed and not unjudged:
+    if open_checks:
+        lines.append("Not judged, because the number was not measured: " + ", ".join(open_checks) + ".")
+    if not missed and not open_checks:
         lines.append("Every checked requirement is met.")
     return lines + [""]

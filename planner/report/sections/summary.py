@@ -141,8 +141,10 @@ def _requirements_sentence(data: ReportData) -> str:
     groups: dict[str, list[str]] = {"missed": [], "met": [], "other": []}
     for c in found:
         verdict = requirements.verdict(c)
-        # An impossible requirement is missed too; its margin says why it cannot be met.
-        key = "missed" if verdict == "cannot be met" else verdict if verdict in ("missed", "met") else "other"
+        # An impossible requirement is missed too; its margin says why it cannot be met. One met only on the
+        # median is not judged at its percentile: it goes with the others, its margin saying what was judged.
+        key = ("missed" if verdict == "cannot be met" else verdict if verdict == "missed"
+               else "met" if requirements.fully_met(c) else "other")
         groups[key].append(f"{_named(c)} ({requirements.margin(c)})" if key != "met" else _named(c))
     parts = []
     if groups["missed"]:
