@@ -152,48 +152,63 @@ class CandidateRun:
 
     def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
                 timeout_s: float) -> dict[int, CandidateResult]:
-        """A quick run's leaders measured again with the full method; {index: confirmed result}.
+        """A quick run's leaders timed again with the full method, interleaved; {index: confirmed result}.
 
         A 2-second screen can misorder leaders that are close or were timed while the machine was
-        busy. The top few (not the baseline) are re-measured in fresh workers; each keeps the
-        screen's figure beside the full one and says whether they agreed within 10%. A leader already
-        confirmed (or tried) is not measured again, so calling this after re-ranking confirms only
-        the newcomers.
+        busy. The top few (not the baseline) are opened once each in their own worker and timed in
+        turns (A B C, C B A, ...) until every median is known to 2% or each has had the full method's
+        10 s, so a change in the machine's load falls on all of them alike. Each keeps the screen's
+        figure beside the full one and says whether they agreed within 10%; its fidelity is the
+        screen's (the outputs do not depend on timing). A leader already confirmed (or tried) is not
+        timed again, so calling this after re-ranking confirms only the newcomers.
         """
         from planner.codec import from_data
-        from planner.models.valdata import labels_of
-        from planner.plugins import CandidateSpec
+        from planner.measure import MeasureSettings
+        from planner.measure.evaluate import MeasureJob
+        from planner.measure.interleave import time_interleaved
+        from planner.plugins import CandidateSpec, ModelRef
 
-        labels = labels_of(self.val_data, inputs=self.model.inputs)
         top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:self.confirm_top]
         leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
+        # The full method's cap per leader, after a worker's start and the runtime's load.
+        affordable = len(leaders) if not self.budget.capped else int(max(self.budget.left(), 0) // CONFIRM_COST_S)
+        if affordable < len(leaders):
+            left_out = leaders[affordable:]
+            names = ", ".join(candidates[j].label for j in left_out)
+            cut = self.budget.cut_step(f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not "
+                                       f"confirmed with the full method ({names})",
+                                       f"{self.budget.out_of_time()}; the ranking uses their screen figures")
+            self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
+                                                     "spent_s": self.budget.spent(), "cut": cut}))
+            leaders = leaders[:affordable]
         self._confirm_tried.update(leaders)
+        if not leaders or self.cancel.cancelled:
+            return {}
+        names = ", ".join(candidates[i].label for i in leaders)
+        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns", stage="confirm",
+                            index=0, total=len(leaders)))
+        ref = ModelRef.of(self.model)
+        jobs = [MeasureJob(model=ref, spec=from_data(candidates[i].spec, CandidateSpec), quick=False,
+                           env=dict((candidates[i].config or {}).get("env", {}))) for i in leaders]
+        outcomes = time_interleaved(jobs, settings=MeasureSettings.default(), timeout_s=timeout_s,
+                                    cancel=lambda: self.cancel.cancelled)
         confirmed: dict[int, CandidateResult] = {}
-        for n, i in enumerate(leaders):
-            if self.cancel.cancelled:
-                self.sink.warn(f"cancelled: {len(leaders) - n} leaders not confirmed with the full method")
-                break
-            # The full method times for up to 10 s, after a worker's start and the runtime's load.
-            if not self.budget.affords(CONFIRM_COST_S):
-                names = ", ".join(candidates[j].label for j in leaders[n:])
-                cut = self.budget.cut_step(f"{len(leaders) - n} leader{'s' if len(leaders) - n != 1 else ''} not "
-                                           f"confirmed with the full method ({names})",
-                                           f"{self.budget.out_of_time()}; the ranking uses their screen figures")
-                self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
-                                                         "spent_s": self.budget.spent(), "cut": cut}))
-                break
+        base_p50 = self.baseline.latency_ms.p50_ms
+        for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
             old = candidates[i]
-            self.on_event(Event("candidate", f"confirming {old.label} with the full method", stage="confirm",
-                                index=n, total=len(leaders), data={"plugin": old.plugin}))
-            new = self._measure(from_data(old.spec, CandidateSpec), labels, timeout_s=timeout_s, quick=False)
-            if new.status is not old.status or not new.p50 or not old.p50:
-                self.on_event(Event("warning", f"{old.label}: the full re-measure gave {new.status}"
-                                               f"{': ' + new.reason if new.reason else ''}; the screen's figure stays"))
+            if outcome.stats is None or not old.p50 or str(outcome.status) != "ok":
+                self.on_event(Event("warning", f"{old.label}: the full re-measure gave {outcome.status}"
+                                               f"{': ' + outcome.reason if outcome.reason else ''}; the screen's "
+                                               "figure stays"))
                 continue
-            confirmed[i] = dataclasses.replace(new, prediction=old.prediction, declared=old.declared,
-                                               confirmation=confirmation(old.p50, new))
+            new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by),
+                                      speedup=base_p50 / outcome.stats.p50_ms if outcome.stats.p50_ms else None,
+                                      wall_s=(old.wall_s or 0.0) + outcome.wall_s)
+            confirmed[i] = dataclasses.replace(new, confirmation=confirmation(old.p50, new, interleaved=len(jobs)))
             self.on_event(Event("candidate_done", confirm_line(confirmed[i]), stage="confirm", index=n + 1,
                                 total=len(leaders), data=to_data(confirmed[i])))
+        if self.cancel.cancelled:
+            self.sink.warn(f"cancelled: {len(leaders) - len(confirmed)} leaders not confirmed with the full method")
         return confirmed
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
@@ -433,8 +448,10 @@ def candidate_line(r: CandidateResult) -> str:
     return f"  {r.status}: {r.label}: {r.reason}"
 
 
-def confirmation(screen_p50: float, full: CandidateResult) -> Confirmation:
-    """How a full re-measure compares with the screen's figure, and what a disagreement means."""
+def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int = 1) -> Confirmation:
+    """How a full re-measure compares with the screen's figure, and what a disagreement means.
+
+    `interleaved`: how many leaders were timed in turns with this one (1: alone)."""
     assert full.p50 is not None
     change = (full.p50 - screen_p50) / screen_p50
     reproduced = abs(change) <= REPRODUCE_TOLERANCE
@@ -444,7 +461,8 @@ def confirmation(screen_p50: float, full: CandidateResult) -> Confirmation:
                 f"({change:+.0%}): the screen was disturbed or too short; the full figure is the one ranked")
     elif full.latency_ms is not None and full.latency_ms.unstable:
         note = "reproduced, but the samples spread widely: re-run on an idle machine to trust the order"
-    return Confirmation(screen_p50_ms=screen_p50, rel_change=change, reproduced=reproduced, note=note)
+    return Confirmation(screen_p50_ms=screen_p50, rel_change=change, reproduced=reproduced, note=note,
+                        interleaved=interleaved if interleaved > 1 else 0)
 
 
 def confirm_line(r: CandidateResult) -> str:

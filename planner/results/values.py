@@ -185,6 +185,7 @@ class Confirmation:
     rel_change: float  # (full - screen) / screen
     reproduced: bool  # within REPRODUCE_TOLERANCE of the screen
     note: str = ""
+    interleaved: int = 0  # how many leaders were timed in turns, this one included (0: alone, as older files were)
 
 
 REPRODUCE_TOLERANCE = 0.10
