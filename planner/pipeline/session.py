@@ -469,10 +469,11 @@ class PlanSession:
     def finish(self, *, status: RunStatus | str | None = None, write_report: bool = True) -> PlanOutcome:
         """Rank, check requirements, and write results.json and the report."""
         self.update(budget=self.budget.record())
-        if status:
-            self.update(status=RunStatus(status))
-        elif self.results.status is RunStatus.RUNNING:
-            self.update(status=RunStatus.INTERRUPTED if self.cancel.cancelled else _overall_status(self.results))
+        # Decided afresh at every finish: the TUI saves (finishes) after each run, and a run cancelled after an
+        # earlier save must not keep that save's "ok" (nor a complete run after a cancelled one its "interrupted").
+        # The token is the last run's: the TUI gives each profile or optimize run a fresh one.
+        self.update(status=RunStatus(status) if status else overall_status(self.results,
+                                                                           cancelled=self.cancel.cancelled))
         if self.baseline is not None:
             ranking = rank_candidates(self.results.candidates, self.results.requirements)
             self.update(ranking=ranking)
@@ -545,7 +546,11 @@ def _reply_value(reply: str) -> bool | str:
     return reply
 
 
-def _overall_status(results: PlanResults) -> RunStatus:
+def overall_status(results: PlanResults, *, cancelled: bool) -> RunStatus:
+    """What a finished plan's status is, from what it holds: INTERRUPTED when its last run was cancelled
+    (candidates left unmeasured or leaders unconfirmed), PARTIAL when a candidate failed, else OK."""
+    if cancelled:
+        return RunStatus.INTERRUPTED
     if any(c.status is Status.FAILED for c in results.candidates):
         return RunStatus.PARTIAL
     return RunStatus.OK

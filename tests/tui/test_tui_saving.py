@@ -44,3 +44,42 @@ def test_saving_over_an_earlier_report_says_so(tmp_path):
         assert (folder / "report.md").read_text() != "# an earlier report\n"
 
     run_app(app, body)
+
+
+def test_a_run_cancelled_after_an_earlier_save_is_saved_as_interrupted(tmp_path):
+    """Save, optimize again and cancel, save: results.json says interrupted (not the first save's ok)."""
+    import json
+    import threading
+
+    from tui_support import wait_for
+
+    session = RecordedSession()
+    out = tmp_path / "out"
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=out)
+
+    def status() -> str:
+        return json.loads((out / "results.json").read_text())["status"]
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        await pilot.press("9", "s")
+        await wait_idle(pilot)
+        assert status() == "ok"
+        session.gate = threading.Event()
+        await pilot.press("7", "r")
+        await wait_for(pilot, lambda: app.job is not None, 10, "the second run to start")
+        await pilot.press("c")
+        session.gate.set()
+        await wait_idle(pilot)
+        assert any(w.startswith("cancelled:") for w in session.results.warnings)
+        await pilot.press("9", "s")
+        await wait_idle(pilot)
+        assert status() == "interrupted"
+        # A complete run after the cancelled one is ok again.
+        await pilot.press("7", "r")
+        await wait_idle(pilot)
+        await pilot.press("9", "s")
+        await wait_idle(pilot)
+        assert status() == "ok"
+
+    run_app(app, body)

@@ -18,6 +18,7 @@ from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
+from planner.pipeline.session import overall_status
 from planner.pipeline.steps import Change, Step
 from planner.results import (
     ModelDescription,
@@ -151,8 +152,10 @@ class RecordedSession(PlanSession):
     def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
         if self.out_dir is None:
             self.set_out_dir(None)
+        # The status as the real finish decides it, so a cancelled run is saved as interrupted here too.
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements),
-                    status=RunStatus(status or "ok"))
+                    status=RunStatus(status) if status else overall_status(self.results,
+                                                                           cancelled=self.cancel.cancelled))
         write_results(self.out_dir / "results.json", self.results)
         report = self.out_dir / "report.md"
         shutil.copyfile(FIXTURES / "report.md", report)
