@@ -129,7 +129,9 @@ def format_ranking(results: PlanResults) -> str:
     confirmed = [c for _, c in rows if c.confirmation is not None]
     if confirmed:
         held = sum(c.confirmation.reproduced for c in confirmed if c.confirmation is not None)
-        lines.append(f"\nLeaders confirmed with the full method: {held} of {len(confirmed)} reproduced the "
+        turns = " (timed in turns, so a change in load fell on them alike)" if any(
+            c.confirmation is not None and c.confirmation.interleaved > 1 for c in confirmed) else ""
+        lines.append(f"\nLeaders confirmed with the full method{turns}: {held} of {len(confirmed)} reproduced the "
                      "2-second screen within 10%; the table shows the full figures.")
         lines += [f"  {c.label}: {c.confirmation.note}" for c in confirmed
                   if c.confirmation is not None and c.confirmation.note]
