@@ -110,7 +110,8 @@ class CandidateRun:
             if self.quick and prediction.high is not None and prediction.high < 1.0:
                 # A quick run spends its minutes where a win is possible; the row still says why it is missing.
                 skip = f"not measured in a quick run: predicted to lose ({prediction.band()}: {prediction.basis})"
-            skip = skip or search.variant_skip(spec, declared) or self._budget_skip(search, specs[i:])
+            skip = (skip or search.variant_skip(spec, declared) or search.prediction_skip(declared, prediction)
+                    or self._budget_skip(search, specs[i:]))
             if skip:
                 result = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config,
                                          precision=str(spec.precision), status=Status.SKIPPED, spec=to_data(spec),

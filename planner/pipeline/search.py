@@ -19,7 +19,7 @@ from planner.results import CandidateResult, Status
 if TYPE_CHECKING:
     from planner.pipeline.budget import Budget
     from planner.plugins import CandidateSpec
-    from planner.results.values import Declared
+    from planner.results.values import Declared, Prediction
 
 VARIANT_REACH = 1.5
 """How much faster another setting of one runtime and precision (threads, a static shape, a latency or
@@ -56,6 +56,7 @@ class Search:
     quick: bool = False
     best: CandidateResult | None = None
     family_best: dict[str, CandidateResult] = field(default_factory=dict)
+    phase_best: dict[int, CandidateResult] = field(default_factory=dict)  # the fastest runtime candidate per phase
     walls: list[float] = field(default_factory=list)
     budget_cut: str = ""  # the sentence recorded when the budget first cut the screen
 
@@ -72,6 +73,10 @@ class Search:
             held = self.family_best.get(key)
             if held is None or result.p50 < (held.p50 or math.inf):
                 self.family_best[key] = result
+            if not result.is_reference and not result.declared.is_baseline:
+                leader = self.phase_best.get(result.declared.phase)
+                if leader is None or result.p50 < (leader.p50 or math.inf):
+                    self.phase_best[result.declared.phase] = result
 
     def bound(self) -> float | None:
         """The drop bound for the next screen (ms): the top of the best's median interval; None with no best yet."""
@@ -103,6 +108,23 @@ class Search:
         return (f"not screened: {held.label}, the same runtime and precision, measured {units.ms(held.p50)}, "
                 f"{held.p50 / self.best.p50:.1f}x the best so far ({self.best.label}, {units.ms(self.best.p50)}); "
                 f"other settings of one runtime and precision rarely move it by more than {VARIANT_REACH:g}x")
+
+    def prediction_skip(self, declared: "Declared | None", prediction: "Prediction | None") -> str:
+        """Why a candidate predicted to stay well behind its roadmap phase's best is not screened ('' otherwise).
+
+        Only in a quick or budgeted plan, and never for an architecture change (it is measured for its
+        own phase and for how it combines with the hardware candidate). The margin is VARIANT_REACH on
+        the top of the predicted band: the band's basis is a rule of thumb, not a measurement.
+        """
+        if not (self.quick or self.budget.capped) or declared is None or declared.transforms_model:
+            return ""
+        if prediction is None or prediction.high is None:
+            return ""
+        leader = self.phase_best.get(declared.phase)
+        if leader is None or not leader.speedup or prediction.high * VARIANT_REACH >= leader.speedup:
+            return ""
+        return (f"not screened: predicted at most {units.speedup(prediction.high)} ({prediction.basis}), and "
+                f"{leader.label} already measured {units.speedup(leader.speedup)} in the same roadmap phase")
 
     def typical_s(self) -> float:
         """What the next screen is expected to take: the median of those measured so far."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner.errors import PlannerError
@@ -115,3 +117,22 @@ def test_budget_counts_down_and_records_its_cuts() -> None:
 def test_no_budget_affords_everything() -> None:
     budget = Budget()
     assert not budget.capped and budget.affords(1e9) and budget.record().budget_s is None
+
+
+def test_a_candidate_predicted_far_behind_its_phase_best_is_not_screened_in_a_quick_plan() -> None:
+    from planner.results import Prediction
+
+    search = Search(Budget(), quick=True)
+    leader = result("openvino f32", 10.0, runtime="openvino")
+    search.consider(dataclasses.replace(leader, speedup=4.0))
+    compile_band = Prediction(low=0.9, high=1.4, basis="compiling fuses elementwise ops")
+    why = search.prediction_skip(declared("torch"), compile_band)
+    assert why.startswith("not screened: predicted at most 1.4x (compiling fuses elementwise ops)")
+    assert "openvino f32 already measured 4x in the same roadmap phase" in why
+    # Within reach of the phase's best, in another phase, as an architecture change or in a full plan: screened.
+    assert search.prediction_skip(declared("torch"), Prediction(low=1.0, high=3.0, basis="")) == ""
+    assert search.prediction_skip(dataclasses.replace(declared("torch"), phase=2), compile_band) == ""
+    assert search.prediction_skip(declared("torch", transforms=True), compile_band) == ""
+    full = Search(Budget())
+    full.consider(dataclasses.replace(leader, speedup=4.0))
+    assert full.prediction_skip(declared("torch"), compile_band) == ""
