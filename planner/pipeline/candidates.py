@@ -202,7 +202,8 @@ class CandidateRun:
                                                f"{': ' + outcome.reason if outcome.reason else ''}; the screen's "
                                                "figure stays"))
                 continue
-            new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by),
+            # Its figure is now the full method's: a screen that stopped early no longer describes it.
+            new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by), dropped="",
                                       speedup=base_p50 / outcome.stats.p50_ms if outcome.stats.p50_ms else None,
                                       wall_s=(old.wall_s or 0.0) + outcome.wall_s)
             confirmed[i] = dataclasses.replace(new, confirmation=confirmation(old.p50, new, interleaved=len(jobs)))
