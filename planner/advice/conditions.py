@@ -45,6 +45,9 @@ class Outcome:
     evidence: str
     options: Mapping[str, Any] = field(default_factory=dict)
     fidelity_gated: bool | None = None  # overrides the action's own flag when set
+    # The action is already in force (value is then False): the walk shows it as already done, never recommends
+    # it, and the plan has no step for it.
+    done: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,11 +203,11 @@ def _small_model(ctx: TreeContext) -> Outcome:
 def _threads_ok(ctx: TreeContext) -> Outcome:
     # The question is torch's (intra-op) thread count against the physical cores: equal is yes even
     # when something else about threading is off (inter-op threads, OMP_NUM_THREADS), which the
-    # evidence names and the "set the threads" step still acts on.
+    # evidence names and the plan's notes repeat; the "set the threads" step is then already done.
     t = ctx.threads
     if t.ok is None or t.intra is None or not t.recommended:
         return Outcome(t.ok, t.evidence)
-    equal = t.intra == t.recommended and not (t.usable and t.intra > t.usable)
+    equal = _intra_matches(t)
     issues = f" - {'; '.join(t.issues)}" if t.issues else ""
     if equal and t.issues:
         return Outcome(True, f"{t.evidence}: the count matches, but{issues.removeprefix(' -')}")
@@ -217,19 +220,50 @@ def _threads_wrong(ctx: TreeContext) -> Outcome:
     if t.ok is None:
         return Outcome(None, f"{t.evidence}: pin them explicitly", options)
     if t.ok:
-        return Outcome(False, f"{t.evidence}: already right", options)
+        return Outcome(False, f"{t.evidence}: already right", options, done=True)
+    if _intra_matches(t):
+        # The step sets the intra-op threads, and they already are one per physical core: it is in force. What
+        # else is off (inter-op threads, OMP_NUM_THREADS) is no reason to recommend it; the plan's notes name it.
+        return Outcome(False, f"{t.evidence}: the intra-op threads already are one per physical core; "
+                       f"left to you: {'; '.join(t.issues)}", options, done=True)
     return Outcome(True, f"{t.evidence} - {'; '.join(t.issues)}", options)
+
+
+def _intra_matches(t: ThreadAssessment) -> bool:
+    """Whether torch's intra-op thread count already equals the recommended one (the physical cores it may use)."""
+    return (t.intra is not None and bool(t.recommended) and t.intra == t.recommended
+            and not (t.usable and t.intra > t.usable))
 
 
 def _mkldnn_off(ctx: TreeContext) -> Outcome:
     enabled = facts.info(ctx.baseline).get("mkldnn")
     vendor = facts.cpu_vendor(ctx.hw) or "unknown vendor"
     if enabled is True:
-        return Outcome(False, f"torch.backends.mkldnn is already enabled ({vendor})")
+        return Outcome(False, f"torch.backends.mkldnn is already enabled ({vendor})", done=True)
+    if not facts.is_intel(ctx.hw):
+        # The tree advises MKLDNN for Intel CPUs: on another vendor that advice is not this CPU's.
+        state = "off" if enabled is False else "not recorded"
+        return Outcome(False, f"torch.backends.mkldnn is {state}, and the tree advises enabling it for Intel CPUs; "
+                       f"this CPU is {vendor} (oneDNN runs here too: enabling it is yours to try)")
     if enabled is False:
         return Outcome(True, f"torch.backends.mkldnn is off ({vendor})")
     return Outcome(None, f"mkldnn state not recorded ({vendor}): check that PyTorch was built with oneDNN "
                          "(torch.backends.mkldnn)")
+
+
+def _intel_cpu(ctx: TreeContext) -> Outcome:
+    vendor = facts.cpu_vendor(ctx.hw)
+    model = getattr(getattr(ctx.hw, "cpu", None), "model", "") or "the CPU"
+    if not vendor:
+        return Outcome(None, f"{model}: the vendor was not detected, so no Intel-only advice is taken")
+    intel = facts.is_intel(ctx.hw)
+    return Outcome(intel, f"{model} is {'an Intel' if intel else f'a {vendor}, not an Intel'} CPU")
+
+
+def _cpu_compile(ctx: TreeContext) -> Outcome:
+    return Outcome(True, "torch.compile (inductor) fuses operators into generated kernels and removes Python "
+                   "overhead; the published 1.5-2x is for GPUs, so on this CPU it is measured to find out "
+                   "(PyTorch models only; it needs a C compiler)")
 
 
 def _image_input(ctx: TreeContext) -> Outcome:
@@ -254,7 +288,7 @@ def _openvino(ctx: TreeContext) -> Outcome:
     if "intel" in vendor:
         why = "Intel CPU: the CPU decision tree names OpenVINO the best performer there"
     elif "amd" in vendor:
-        why = "AMD CPU: OpenVINO targets Intel, but its CPU plugin runs here and is worth measuring"
+        why = "AMD CPU: the tree's claim is for Intel, but OpenVINO's CPU plugin runs here too: measured to find out"
     elif "arm" in arch or "aarch" in arch or facts.cpu_has(ctx.hw, "neon"):
         why = "ARM CPU: OpenVINO has an ARM CPU plugin; worth measuring"
     else:
@@ -353,6 +387,8 @@ CONDITIONS: Mapping[str, Callable[[TreeContext], Outcome]] = MappingProxyType({
     "threads_ok": _threads_ok,
     "threads_wrong": _threads_wrong,
     "mkldnn_off": _mkldnn_off,
+    "intel_cpu": _intel_cpu,
+    "cpu_compile": _cpu_compile,
     "image_input": _image_input,
     "cpu_runtime": _cpu_runtime,
     "openvino": _openvino,

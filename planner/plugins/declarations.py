@@ -49,6 +49,7 @@ class ActionId(StrEnum):
     GPU_GRAPHS = "gpu.graphs"  # replaying captured kernels without launch overhead (CUDA graphs)
     COMPRESSION = "compression"  # a smaller model: pruning, distillation
     THREADS = "threads"  # intra-op threads set to the physical cores
+    CPU_COMPILE = "cpu.compile"  # operator fusion by a compiler (torch.compile) on the CPU
     CHANNELS_LAST = "channels-last"  # NHWC memory format for convolutions
     GRAPH_RUNTIME = "cpu.graph-runtime"  # a runtime with graph-level fusion and constant folding
     VENDOR_RUNTIME = "cpu.vendor-runtime"  # the CPU vendor's own inference runtime
@@ -71,6 +72,7 @@ ACTION_WORDS: Mapping[str, str] = {
     ActionId.GPU_GRAPHS: "replaying captured GPU kernels without launch overhead",
     ActionId.COMPRESSION: "model compression (a smaller model)",
     ActionId.THREADS: "intra-op threads set to the physical cores",
+    ActionId.CPU_COMPILE: "operator fusion by a compiler on the CPU",
     ActionId.CHANNELS_LAST: "channels-last memory format for convolutions",
     ActionId.GRAPH_RUNTIME: "a runtime with graph-level fusion and constant folding",
     ActionId.VENDOR_RUNTIME: "the CPU vendor's inference runtime",

@@ -25,7 +25,7 @@ class TorchCpuPlugin(Plugin):
 
     name = "cpu.torch"
     target = Target.CPU
-    actions = (ActionId.THREADS, ActionId.CHANNELS_LAST)
+    actions = (ActionId.THREADS, ActionId.CHANNELS_LAST, ActionId.CPU_COMPILE)
     runtime = "pytorch"
     summary = "PyTorch on CPU: thread pinning, channels_last, torch.compile (inductor), bf16"
     requires = ("torch",)

@@ -13,9 +13,10 @@ def test_threads_equal_to_the_cores_is_yes_even_with_extra_inter_op_threads(cpu_
     visited = {v.id: v for v in path.visited}
     assert visited["cpu.2"].result == "yes"
     assert "inter-op threads 2" in visited["cpu.2"].evidence
-    # The inter-op pool is still set right by the threads step.
-    assert visited["cpu.3a"].result not in ("ruled out", "skipped")
-    assert "threads" in [a.action.id for a in path.actions]
+    # Setting the intra-op threads is then already in force: done, not recommended; the inter-op advice stays.
+    assert visited["cpu.3a"].result == "already done"
+    assert "left to you: inter-op threads 2: set it to 1" in visited["cpu.3a"].evidence
+    assert "threads" not in [a.action.id for a in path.actions]
 
 
 def test_fewer_threads_than_cores_is_no(cpu_server, make_baseline) -> None:
