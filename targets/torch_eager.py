@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target, cuda_usable
+from planner.plugins.packaging import PackageFiles
+from planner.plugins.torch_package import TorchSettings, torch_package
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -44,3 +47,8 @@ class TorchEagerPlugin(Plugin):
         loaded = model.load()
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"),
                             precision=str(spec.precision))
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The module as a torch.export archive, run by PyTorch eager with its default settings."""
+        settings = TorchSettings(device=str(spec.config.get("device", "cpu")), precision=str(spec.precision))
+        return torch_package(model.load().module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)

@@ -261,6 +261,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check each hand-over package: files against its manifest, then fidelity and p50 from run.py in a fresh
+    process; exits 1 when any check fails."""
+    from planner.deploy import verify_path
+
+    if not args.tolerance > 0:
+        raise PlannerError(f"--tolerance must be more than 0 percent, got {args.tolerance:g}",
+                           "pass a percentage, e.g. --tolerance 10")
+    verdicts = verify_path(Path(args.folder), tolerance=args.tolerance / 100, timeout_s=args.timeout)
+    if args.json:
+        print_json([{**to_data(v), "folder": str(v.folder), "passed": v.passed} for v in verdicts])
+    else:
+        from planner.cli.output import format_verdict
+
+        print("\n\n".join(format_verdict(v) for v in verdicts))
+        failed = [v for v in verdicts if not v.passed]
+        print(f"\n{len(verdicts) - len(failed)} of {len(verdicts)} package{'s' if len(verdicts) != 1 else ''} "
+              "passed" + (f"; failed: {', '.join(v.folder.name for v in failed)}" if failed else ""))
+    return 0 if all(v.passed for v in verdicts) else 1
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render report.md from a results.json."""
     from planner.report import render_report_files

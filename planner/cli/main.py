@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=300.0)
 
+    p = sub.add_parser("verify", help="check a hand-over package (deploy/ in a plan's folder): its files, its "
+                                      "outputs against the original model's and its latency against the plan's")
+    p.add_argument("folder", metavar="DIR", help="the plan's deploy/ folder, or one package folder in it")
+    p.add_argument("--tolerance", type=float, default=10.0, metavar="PCT",
+                   help="how far the p50 measured here may be from the plan's, in percent (default 10)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds for each package's run")
+    p.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+
     p = sub.add_parser("report", help="re-render the Markdown report from results.json")
     p.add_argument("results", help="path to results.json")
     p.add_argument("--out", help="folder for report.md (default: beside results.json)")
@@ -151,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plugins": commands.cmd_plugins,
         "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
         "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
+        "verify": commands.cmd_verify,
         "tui": commands.cmd_tui, "serve": commands.cmd_serve,
     }
     try:

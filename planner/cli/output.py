@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from planner import units
 from planner.results import Baseline, CandidateResult, PlanResults, Status, fidelity_view, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.view import check_on_your_data, generated_pass_caution, model_inputs, unconfirmed_lead
 from planner.units import tokens_rate
+
+if TYPE_CHECKING:
+    from planner.deploy.verify import PackageVerdict
 
 
 def print_json(data: object) -> None:
@@ -204,3 +208,15 @@ def _band(c: CandidateResult) -> str:
     """The predicted speedup band, or a dash for the baseline and unpredicted rows."""
     band = c.prediction.band() if c.prediction is not None else ""
     return band or units.MISSING
+
+
+def format_verdict(verdict: "PackageVerdict") -> str:
+    """One package's checks: a heading, then each check passed or failed with what it found."""
+    lines = [f"{verdict.folder}  {verdict.label} ({verdict.runtime}): {'PASS' if verdict.passed else 'FAIL'}"]
+    for check in verdict.checks:
+        lines.append(f"  {check.name:<9} {'pass' if check.passed else 'FAIL'}  {check.detail}")
+    names = {c.name for c in verdict.checks}
+    for skipped in ("fidelity", "latency"):
+        if skipped not in names:
+            lines.append(f"  {skipped:<9} not run: the checks above failed")
+    return "\n".join(lines)

@@ -343,14 +343,16 @@ def plain_failure(reason: str) -> tuple[str, str]:
 
 
 def _artifact_size(spec: CandidateSpec) -> int | None:
-    total = 0
-    found = False
-    for path in spec.artifacts.values():
-        p = Path(path)
-        if p.is_file():
-            found = True
-            total += p.stat().st_size
-            data = p.with_name(p.name + ".data")
-            if data.is_file():
-                total += data.stat().st_size
-    return total if found else None
+    """The bytes of every file the candidate needs (its plugin's `artifact_files`, the set its hand-over
+    package holds: an OpenVINO IR's .bin beside its .xml); None when it has no files."""
+    from planner.plugins import Plugin, get_plugin
+
+    try:
+        plugin = get_plugin(spec.plugin)
+    except KeyError:
+        plugin = Plugin()  # not installed here: its artifacts as the contract reads them by default
+    try:
+        files = plugin.artifact_files(spec)
+    except Exception:  # noqa: BLE001 - a plugin's reading of its own files may fail in any way; size is advice
+        files = [Path(p) for p in spec.artifacts.values() if Path(p).is_file()]
+    return sum(f.stat().st_size for f in files) if files else None

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
     from planner.models.samples import SampleOptions
     from planner.models.valdata import PreparedValData
+    from planner.results import Deployment
 
 T = TypeVar("T")
 
@@ -185,7 +186,7 @@ class PlanSession:
             # The baseline (the first candidate) is the profile's: it stays.
             self.update(candidates=self.results.candidates[:1], ranking=None, skipped_plugins=(), interactions=(),
                         validation=None, edge_device=None, requirement_checks=(), requirement_checks_baseline=(),
-                        requirement_checks_subject="", predictions_held="")
+                        requirement_checks_subject="", predictions_held="", deployments=())
 
     # -- steps -------------------------------------------------------------------------------
     def detect(self) -> "HardwareProfile":
@@ -465,6 +466,24 @@ class PlanSession:
             validation = dataclasses.replace(validation, folder=str(prepared.source),
                                              description=prepared.description, skipped=prepared.skipped)
         self.update(validation=validation, candidates=cands)
+
+    def deploy(self) -> tuple["Deployment", ...]:
+        """Write the hand-over packages (deploy/ in the out folder) for the winner and each roadmap phase's best,
+        and record them; a package that cannot be written is a warning and its record's reason, never an error."""
+        from planner.deploy import write_deployments
+        from planner.deploy.samples import compared_feeds, sample_rows
+        from planner.plugins import ModelRef
+
+        model, reference = self._need(self.model, "model"), self._need(self.reference, "profile")
+        out_dir = self.out_dir or self.set_out_dir(None)
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        feeds, outputs = sample_rows(compared_feeds(model.inputs, val_data=self.val_data, quick=self.quick),
+                                     reference, batch=model.inputs.batch)
+        deployments = write_deployments(self.results, model=ModelRef.of(model), feeds=feeds, reference=outputs,
+                                        out_dir=out_dir, warn=self.warn)
+        self.update(deployments=deployments)
+        self.save()
+        return deployments
 
     def finish(self, *, status: RunStatus | str | None = None, write_report: bool = True) -> PlanOutcome:
         """Rank, check requirements, and write results.json and the report."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from planner.models.loaded import Feed, LoadedModel
     from planner.models.spec import ModelInputs
     from planner.plugins.gate import Gate
+    from planner.plugins.packaging import PackageFiles
     from planner.results.values import Prediction
 
 
@@ -240,13 +241,13 @@ class Plugin:
     is_baseline: bool = False  # runs the model as it comes: what every candidate is compared against
     fuses_graph: bool = False  # its runtime fuses the graph, replacing PyTorch's per-op dispatch
     plan_note: str = ""  # what the plan says is measured when this plugin answers a profile finding
-
     # A build that takes long (post-training quantization with calibration, an engine build, a pruning search):
     # its typical seconds for a small CNN on a 2-core CPU, and the precision its candidates compute in. A
     # budgeted plan builds such plugins by predicted speedup per second of building, and cuts what it cannot
     # afford; 0 means the build is cheap (an export, a session option).
     build_cost_s: float = 0.0
     build_precision: str = "fp32"
+
     def declaration(self) -> Declaration:
         """This plugin's declarations as plain data."""
         return Declaration(name=self.name, target=str(self.target), summary=self.summary,
@@ -324,3 +325,28 @@ class Plugin:
     def open(self, spec: CandidateSpec, model: ModelRef) -> Session:
         """In the worker: rebuild the runtime session from the spec."""
         raise NotImplementedError(f"plugin {self.name} does not define open()")
+
+    def artifact_files(self, spec: CandidateSpec) -> list[Path]:
+        """Every file the candidate needs to run, the set its hand-over package holds (its size is theirs).
+
+        By default each artifact that exists, with the external-data files an ONNX artifact names; a plugin
+        whose artifact spans other files (an OpenVINO IR's .bin) adds them.
+        """
+        files: list[Path] = []
+        for value in spec.artifacts.values():
+            path = Path(value)
+            if not path.is_file():
+                continue
+            if path.suffix == ".onnx":
+                from planner.onnx.files import onnx_files
+
+                files += [f for f in onnx_files(path) if f not in files]
+            elif path not in files:
+                files.append(path)
+        return files
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> "PackageFiles | None":
+        """Write the candidate's hand-over package into `dest`: its artifact and a run.py that needs only its
+        runtime (planner.plugins.packaging). None: this plugin has no exporter; a PackagingError says why
+        this candidate cannot be packaged."""
+        return None

@@ -10,9 +10,12 @@ plugin's worker given `ModelRef(transform=...)` measures the two changes combine
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import CandidateSpec, ModelRef, Phase, PlanContext, Plugin, Precision, Target
+from planner.plugins.packaging import PackageFiles
+from planner.plugins.torch_package import TorchSettings, torch_package
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -120,6 +123,13 @@ class ArchitecturePlugin(Plugin):
 
         loaded = self.transform(model.load(), dict(spec.config["transform"]))
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"), precision=str(spec.precision))
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The rewritten module as a torch.export archive, run as measured (PyTorch eager, default settings):
+        the archive holds the changed model itself, so the server needs neither the planner nor the rewrite."""
+        loaded = self.transform(model.load(), dict(spec.config["transform"]))
+        settings = TorchSettings(device=str(spec.config.get("device", "cpu")), precision=str(spec.precision))
+        return torch_package(loaded.module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)
 
 
 def judge_rewrite(ctx: PlanContext, module: Any) -> "Verdict":

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from planner.onnx.package import ort_package
 from planner.onnx.session import OrtSession
 from planner.plugins import (
     ActionId,
@@ -19,6 +21,7 @@ from targets.cpu import compute_threads
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
+    from planner.plugins.packaging import PackageFiles
 
 QUICK_LIMIT = 3
 LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
@@ -92,6 +95,10 @@ class OnnxRuntimePlugin(Plugin):
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OrtSession":
         """Build the InferenceSession with exactly the spec's options."""
         return OrtSession(spec.artifacts["onnx"], spec.config)
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> "PackageFiles":
+        """The ONNX file and an ONNX Runtime run.py with exactly the spec's session options."""
+        return ort_package(spec.artifacts["onnx"], dest, spec.config)
 
 
 def _config(level: str, mode: str, intra: int, inter: int, *, spinning: bool = True) -> dict:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles, copy_into, runner_text
 from targets.cpu import compute_threads, native_bf16
 
 if TYPE_CHECKING:
@@ -90,6 +92,11 @@ class OpenVinoPlugin(Plugin):
         return OpenVinoSession(spec.artifacts["onnx"], spec.config, inputs=model.inputs,
                                dynamic_batch=spec.dynamic_batch)
 
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The ONNX file and an OpenVINO run.py that reshapes and compiles it as the session did."""
+        return openvino_package(Path(spec.artifacts["onnx"]), self.artifact_files(spec), dest, spec.config,
+                                inputs=model.inputs, dynamic_batch=spec.dynamic_batch)
+
 
 def _config(precision: Precision, hint: str, threads: int, *, static_shape: bool = False) -> dict:
     return {"precision": str(precision), "hint": hint, "threads": threads,
@@ -116,6 +123,31 @@ def reshape_dims(graph_names: list[str], inputs: ModelInputs, *,
             shape[0] = -1
         dims[name] = shape
     return dims
+
+
+RUNNER = Path(__file__).parent / "runners" / "run_openvino.py"
+
+
+def openvino_package(model_file: Path, files: Sequence[Path], dest: Path, config: dict, *, inputs: ModelInputs,
+                     dynamic_batch: bool) -> PackageFiles:
+    """Copy the model's files into `dest`; run.py reshapes and compiles it with `config`'s properties, as
+    `OpenVinoSession` does (the same shapes, read from the same file)."""
+    import openvino as ov
+
+    model = ov.Core().read_model(str(model_file))
+    static = bool(config.get("static_shape"))
+    names = [graph_name(port.get_names(), inputs) for port in model.inputs]
+    dims = reshape_dims(names, inputs, dynamic_batch=dynamic_batch and not static)
+    copied = copy_into(files, dest, root=model_file.parent)
+    settings = {"model": copied[0], "inputs": names, "shapes": [dims[n] for n in names],
+                "properties": compile_properties(config)}
+    notes: tuple[str, ...] = ()
+    if not any(-1 in shape for shape in settings["shapes"]):
+        notes = ("compiled at a fixed input shape (" + "; ".join(f"{n} {dims[n]}" for n in names) +
+                 "): as measured, only this shape runs",)
+    return PackageFiles(files=copied, run_py=runner_text(RUNNER, settings), runtime="openvino",
+                        requirements=("openvino", "numpy"), imports=("openvino", "numpy"), settings=settings,
+                        notes=notes)
 
 
 def compile_properties(config: dict) -> dict:

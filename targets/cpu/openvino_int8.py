@@ -37,8 +37,9 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
 from targets.cpu import compute_threads, native_bf16
-from targets.cpu.openvino import OpenVinoSession
+from targets.cpu.openvino import OpenVinoSession, openvino_package
 
 if TYPE_CHECKING:
     from planner.models.loaded import Feed
@@ -67,9 +68,9 @@ class OpenVinoInt8Plugin(Plugin):
     """INT8 models compiled by OpenVINO for the CPU: NNCF-quantized IR and the ORT QDQ ONNX file."""
 
     name = "cpu.openvino_int8"
-    target = Target.CPU
     build_cost_s = 6.0  # NNCF calibration and its accuracy check: seconds for a small CNN
     build_precision = "int8"
+    target = Target.CPU
     actions = (ActionId.VENDOR_INT8,)
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "openvino"
@@ -162,6 +163,18 @@ class OpenVinoInt8Plugin(Plugin):
         """Read the quantized IR or QDQ file and compile it for the CPU with the spec's properties."""
         return OpenVinoInt8Session(spec.artifacts["model"], spec.config, inputs=model.inputs,
                                    dynamic_batch=spec.dynamic_batch)
+
+    def artifact_files(self, spec: CandidateSpec) -> list[Path]:
+        """The quantized model's files: an IR's .xml and the .bin that holds its weights, or the QDQ ONNX file."""
+        path = Path(spec.artifacts["model"])
+        if path.suffix == ".xml":
+            return [p for p in (path, path.with_suffix(".bin")) if p.is_file()]
+        return super().artifact_files(spec)
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The INT8 model's files and an OpenVINO run.py that reshapes and compiles them as the session did."""
+        return openvino_package(Path(spec.artifacts["model"]), self.artifact_files(spec), dest, spec.config,
+                                inputs=model.inputs, dynamic_batch=spec.dynamic_batch)
 
     def _specs(self, source: str, path: Path, precisions: Sequence[Precision], threads: int, dynamic_batch: bool,
                notes: tuple[str, ...], *, calibration_batches: int) -> Iterable[CandidateSpec]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any, Iterable
 
 from planner.plugins import (
@@ -15,6 +16,8 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
+from planner.plugins.torch_package import TorchSettings, torch_package
 from targets.cpu import compute_threads, native_bf16
 
 QUICK_LIMIT = 3
@@ -101,6 +104,15 @@ class TorchCpuPlugin(Plugin):
             # of the timings and makes a compile failure fail the open, with its own message.
             session.run(session.prepare(loaded.make_feeds()[0]))
         return session
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The module as a torch.export archive in the spec's precision; run.py sets its threads, channels_last
+        and torch.compile as the session did."""
+        config = spec.config
+        settings = TorchSettings(device="cpu", precision=str(spec.precision),
+                                 channels_last=bool(config.get("channels_last")), compile_mode=config.get("compile"),
+                                 threads=config.get("threads"), interop_threads=config.get("interop_threads"))
+        return torch_package(model.load().module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)
 
 
 def _c_compiler() -> str | None:

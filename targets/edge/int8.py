@@ -12,6 +12,7 @@ from typing import Iterable
 
 from planner.onnx.files import model_bytes
 from planner.onnx.opset import PreparationError, QdqReady, qdq_ready, step_problem
+from planner.onnx.package import ort_package
 from planner.onnx.quantize import (
     QuantizationError,
     calibration_inputs,
@@ -34,6 +35,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
 
 _MODE_LABEL = {"static": "static QDQ", "dynamic": "dynamic"}
 _LOADING = "loading the quantized file in ONNX Runtime"
@@ -43,10 +45,10 @@ class Int8Plugin(Plugin):
     """ONNX Runtime INT8 on the CPU: static QDQ per-channel and dynamic, from the shared ONNX export."""
 
     name = "edge.int8"
-    target = Target.EDGE
-    actions = (ActionId.INT8_STATIC, ActionId.EDGE_INT8)
     build_cost_s = 2.5  # static quantization with calibration
     build_precision = "int8"
+    target = Target.EDGE
+    actions = (ActionId.INT8_STATIC, ActionId.EDGE_INT8)
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "onnxruntime"
     phase = Phase.EXTRA_IMPACT
@@ -123,6 +125,10 @@ class Int8Plugin(Plugin):
         return Int8Session(spec.artifacts["onnx"], threads=spec.threads,
                            mode=spec.config.get("mode", "static"))
 
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The quantized ONNX file and an ONNX Runtime run.py with the options its session runs with."""
+        return ort_package(spec.artifacts["onnx"], dest, session_config(spec.threads))
+
     def _spec(self, mode: str, path: Path, threads: int, reduce_range: bool, dynamic_batch: bool,
               notes: tuple[str, ...], *, calibration_batches: int = 0) -> CandidateSpec:
         config: dict = {"mode": mode, "provider": "CPUExecutionProvider", "intra_op_threads": threads,
@@ -135,14 +141,18 @@ class Int8Plugin(Plugin):
                              threads=threads, dynamic_batch=dynamic_batch, notes=notes)
 
 
+def session_config(threads: int | None) -> dict:
+    """The ONNX Runtime options a quantized file runs with (its session's and its package's)."""
+    # One graph, one request at a time: inter-op threads would only compete with intra-op ones.
+    return {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",
+            "intra_op_threads": threads, "inter_op_threads": 1}
+
+
 class Int8Session(OrtSession):
     """An ONNX Runtime CPU session over a quantized file: the fp32 ORT session with INT8 facts."""
 
     def __init__(self, path: str | Path, *, threads: int | None, mode: str) -> None:
-        # One graph, one request at a time: inter-op threads would only compete with intra-op ones.
-        super().__init__(str(path), {"graph_optimization_level": "ORT_ENABLE_ALL",
-                                     "execution_mode": "ORT_SEQUENTIAL",
-                                     "intra_op_threads": threads, "inter_op_threads": 1})
+        super().__init__(str(path), session_config(threads))
         self.mode = mode
         self.path = Path(path)
 

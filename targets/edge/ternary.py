@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from planner.errors import PlannerError
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.onnx.files import model_bytes
+from planner.onnx.package import ort_package
 from planner.onnx.session import OrtSession
 from planner.plugins import (
     ActionId,
@@ -32,10 +33,14 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
 from planner.plugins.training import FinetuneError, TrainingOutcome, training_data
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
+SESSION_OPTIONS = {"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",
+                   "inter_op_threads": 1}
+"""The ONNX Runtime options of the 2-bit file's session and package (with the candidate's intra-op threads)."""
 
 
 @dataclass(frozen=True)
@@ -124,13 +129,13 @@ class TernaryPlugin(Plugin):
     """Ternary Linear layers packed at 2 bits, run by ONNX Runtime's MatMulNBits on the CPU."""
 
     name = "edge.ternary"
+    build_cost_s = 3.0  # ternary weights, packed, and their fidelity check
+    build_precision = "ternary"
     target = Target.EDGE
     actions = (ActionId.TERNARY,)
     arithmetic = Arithmetic.REDUCED_PRECISION
     runtime = "onnxruntime"
     phase = Phase.EXTRA_IMPACT
-    build_cost_s = 3.0  # ternary weights, packed, and their fidelity check
-    build_precision = "ternary"
     fuses_graph = True
     summary = ("ternary weights {-a, 0, +a} per output channel in a 2-bit ONNX file, Linear layers on "
                "ONNX Runtime's 2-bit kernel (no retraining unless asked)")
@@ -213,6 +218,13 @@ class TernaryPlugin(Plugin):
         """An ONNX Runtime session over the packed file; its first prepare checks ORT's log for a fallback."""
         return TernarySession(spec.artifacts["onnx"], threads=spec.threads)
 
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The 2-bit file and an ONNX Runtime run.py with the options its session runs with (its ONNX Runtime
+        must have the 2-bit MatMulNBits kernel: requirements.txt pins the version measured)."""
+        return ort_package(spec.artifacts["onnx"], dest, SESSION_OPTIONS | {"intra_op_threads": spec.threads},
+                           notes=("needs an ONNX Runtime whose CPU kernels run MatMulNBits with 2-bit weights "
+                                  "(1.22 or newer; requirements.txt pins the version measured)",))
+
 
 def _debug_note(dropped: int) -> str:
     """How much of the size difference is the exporter's debug metadata, which the packed file leaves out."""
@@ -227,9 +239,7 @@ class TernarySession(OrtSession):
 
     def __init__(self, path: str | Path, *, threads: int | None) -> None:
         try:
-            super().__init__(str(path), {"graph_optimization_level": "ORT_ENABLE_ALL",
-                                         "execution_mode": "ORT_SEQUENTIAL",
-                                         "intra_op_threads": threads, "inter_op_threads": 1})
+            super().__init__(str(path), SESSION_OPTIONS | {"intra_op_threads": threads})
         except Exception as exc:  # noqa: BLE001 - ORT raises its own types for a missing kernel
             raise TernaryKernelError(f"ONNX Runtime cannot open the 2-bit ternary file: {exc}",
                                      "install an ONNX Runtime whose CPU kernels include MatMulNBits") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable
 
 from planner.plugins import (
@@ -15,6 +16,8 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
+from planner.plugins.torch_package import TorchSettings, torch_package
 from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
@@ -53,6 +56,12 @@ class Fp16Plugin(Plugin):
         return TorchSession(model.load().module, device=spec.config.get("device", CUDA_DEVICE),
                             precision=str(spec.precision),
                             channels_last=bool(spec.config.get("channels_last", False)))
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The module exported on the GPU in the spec's precision; run.py keeps its memory format."""
+        settings = TorchSettings(device=str(spec.config.get("device", CUDA_DEVICE)), precision=str(spec.precision),
+                                 channels_last=bool(spec.config.get("channels_last", False)))
+        return torch_package(model.load().module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)
 
 
 def fp16_spec(precision: Precision, *, channels_last: bool) -> CandidateSpec:

@@ -30,6 +30,7 @@ from planner.plugins import (
     Target,
     missing_package_reason,
 )
+from planner.plugins.packaging import PackageFiles, PackagingError, copy_into, runner_text
 from targets.nvidia.common import CUDA_DEVICE, cuda_sync, gpu_name
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from planner.models.spec import ModelInputs
 
 INSTALL_HINT = missing_package_reason("tensorrt")
+RUNNER = Path(__file__).parent / "runners" / "run_tensorrt.py"
 MAX_BATCH = 32
 # Tactics that want more scratch than this are rarely the fastest; a quarter of the GPU leaves
 # room for the engine itself and for whatever else shares the device.
@@ -63,10 +65,10 @@ class TensorRTPlugin(Plugin):
     """TensorRT engines with a dynamic-batch profile, run from torch CUDA buffers."""
 
     name = "nvidia.tensorrt"
-    target = Target.NVIDIA
-    actions = (ActionId.GPU_ENGINE,)
     build_cost_s = 60.0  # an engine build per precision and shape
     build_precision = "fp16"
+    target = Target.NVIDIA
+    actions = (ActionId.GPU_ENGINE,)
     runtime = "tensorrt"
     phase = Phase.EXTRA_IMPACT
     summary = "TensorRT engines (FP32, FP16 strongly typed, INT8 Q/DQ) from the ONNX export"
@@ -128,6 +130,21 @@ class TensorRTPlugin(Plugin):
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TensorRTSession":
         """Deserialize the engine and bind torch CUDA buffers."""
         return TensorRTSession(spec.artifacts["engine"], precision=str(spec.precision))
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The engine and a TensorRT run.py (torch CUDA buffers, as measured); it runs on the same GPU model
+        and TensorRT version only."""
+        engine = Path(spec.artifacts["engine"])
+        if not engine.is_file():
+            raise PackagingError(f"the candidate's engine {engine} is gone", "plan again to build it")
+        names = copy_into([engine], dest)
+        settings = {"model": names[0], "gpu": spec.config.get("gpu"), "tensorrt": spec.config.get("tensorrt"),
+                    "profile": spec.config.get("profile")}
+        note = (f"a TensorRT engine runs only on the GPU model ({settings['gpu']}) and TensorRT version "
+                f"({settings['tensorrt']}) that built it; elsewhere, plan again there to rebuild it")
+        return PackageFiles(files=names, run_py=runner_text(RUNNER, settings), runtime="tensorrt",
+                            requirements=("tensorrt", "torch", "numpy"), imports=("tensorrt", "torch", "numpy"),
+                            settings=settings, notes=(note,))
 
 
 def batch_profile(batch: int, *, dynamic: bool) -> tuple[int, int, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import (
@@ -14,6 +15,8 @@ from planner.plugins import (
     Precision,
     Target,
 )
+from planner.plugins.packaging import PackageFiles
+from planner.plugins.torch_package import TorchSettings, torch_package
 from planner.plugins.torch_session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
 
@@ -67,6 +70,13 @@ class TorchCompilePlugin(Plugin):
         return CompiledTorchSession(loaded.module, precision=str(spec.precision),
                                     compile_mode=spec.config["compile_mode"],
                                     warmup_feed=loaded.make_feeds(seed=3)[0])
+
+    def package(self, spec: CandidateSpec, model: ModelRef, dest: Path) -> PackageFiles:
+        """The module exported on the GPU in the spec's precision; run.py compiles it in the spec's mode."""
+        mode = str(spec.config["compile_mode"])
+        settings = TorchSettings(device=CUDA_DEVICE, precision=str(spec.precision), compile_mode=mode,
+                                 mark_step=mode in _CUDAGRAPH_MODES)
+        return torch_package(model.load().module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)
 
 
 def compile_spec(mode: str, precision: Precision) -> CandidateSpec:
