@@ -257,7 +257,7 @@ def _intel_cpu(ctx: TreeContext) -> Outcome:
     if not vendor:
         return Outcome(None, f"{model}: the vendor was not detected, so no Intel-only advice is taken")
     intel = facts.is_intel(ctx.hw)
-    return Outcome(intel, f"{model} is {'an Intel' if intel else f'a {vendor}, not an Intel'} CPU")
+    return Outcome(intel, f"{model}: an Intel CPU" if intel else f"{model}: made by {vendor}, not Intel")
 
 
 def _cpu_compile(ctx: TreeContext) -> Outcome:
