@@ -35,3 +35,24 @@ FIXED_BATCH = ("no batch sweep: the model's inputs fix the batch at 1 "
                "(input_ids int64 [1, sequence=64]; attention_mask int64 [1, sequence=64])")
 """The engine's words for a model file whose inputs fix the batch."""
 
+
+
+def section(text: str, heading: str) -> str:
+    """The body of one section: the Summary or the Roadmap (`## heading`), or an evidence section under the
+    Appendix (`### heading`), up to the next heading of its level or above."""
+    import re
+
+    for level in (2, 3):
+        match = re.search(rf"^{'#' * level} {re.escape(heading)}\n(.*?)(?=^#{{2,{level}}} |\Z)", text, re.S | re.M)
+        if match:
+            return match.group(1)
+    raise AssertionError(f"no section {heading!r}")
+
+
+def subsection(text: str, heading: str) -> str:
+    """The body of one subsection of an evidence section (`#### heading`), up to the next heading above it."""
+    import re
+
+    match = re.search(rf"^#### {re.escape(heading)}\n(.*?)(?=^#{{2,4}} |\Z)", text, re.S | re.M)
+    assert match, f"no subsection {heading!r}"
+    return match.group(1)

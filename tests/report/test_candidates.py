@@ -1,8 +1,8 @@
-"""The report's Candidates section: best throughput over batch and parallel streams, and how streams ran."""
+"""The report's All candidates section: best throughput over batch and parallel streams, and how streams ran."""
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, section
 
 from planner.report import render_markdown
 
@@ -16,13 +16,13 @@ def test_parallel_streams_show_beside_the_sweep(results) -> None:
     ort = next(c for c in results["candidates"] if c["label"] == "onnxruntime all 2t")
     ort.setdefault("info", {})["streams_skipped"] = "1 thread: no room for parallel ONNX Runtime sessions"
     text = render_markdown(results, figures=FIGURE_LINKS)
-    section = text[text.index("## Candidates"):]
-    row = next(line for line in section.splitlines() if line.startswith("|") and "openvino f32 latency 2t" in line)
+    body = section(text, "All candidates")
+    row = next(line for line in body.splitlines() if line.startswith("|") and "openvino f32 latency 2t" in line)
     assert "7.9 samples/s @ batch 2 × 2 streams" in row
     assert ("| openvino f32 latency 2t | 2 | 4.8 samples/s | 7.9 samples/s | 2 | 7.1 samples/s | "
-            + OV_BASIS + " |") in section
-    assert "- onnxruntime all 2t: no parallel streams: 1 thread: no room for parallel ONNX Runtime sessions" in section
-    assert "streams_skipped" not in section  # said in words, not listed among the settings in force
+            + OV_BASIS + " |") in body
+    assert "- onnxruntime all 2t: no parallel streams: 1 thread: no room for parallel ONNX Runtime sessions" in body
+    assert "streams_skipped" not in body  # said in words, not listed among the settings in force
 
 
 def test_without_streams_the_section_keeps_its_shape(results) -> None:

@@ -3,7 +3,7 @@ under load and which ones."""
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, section
 from report_numbers import literal_numbers, perturb
 
 from planner.codec import to_data
@@ -21,8 +21,7 @@ def _audit(load: float) -> dict:
 
 
 def _environment(text: str) -> str:
-    start = text.index("## Environment")
-    return text[start:text.index("\n## ", start + 1)]
+    return section(text, "Environment")
 
 
 def _with_audits(results: dict, busy_labels: set[str]) -> dict:

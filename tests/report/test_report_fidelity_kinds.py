@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, section
 
 from planner.codec import to_data
 from planner.measure.fidelity import DEFAULT_GATES, compare
@@ -37,8 +37,7 @@ def _with_fidelity(results: dict, make) -> dict:
 
 
 def _candidates_table(text: str) -> list[str]:
-    start = text.index("## Candidates")
-    return [line for line in text[start:].splitlines() if line.startswith("|")][:20]
+    return [line for line in section(text, "All candidates").splitlines() if line.startswith("|")][:20]
 
 
 def test_a_dense_map_report_shows_map_iou_and_no_top1(results):
@@ -52,9 +51,8 @@ def test_a_dense_map_report_shows_map_iou_and_no_top1(results):
     # The check is explained in words on first use, in the map's terms.
     assert "the output is a dense map, a value per pixel (read from the output's shape (batch, 1, 16, 16))" in text
     assert "their IoU (pixels both mark over pixels either marks)" in text
-    summary = text[text.index("## Summary"):text.index("## Hardware")]
-    best = next(s for s in summary.split(". ") if "The best deployment found" in s)
-    assert "top-1" not in best and "cosine" not in best and "map IoU 1.00 (thresholded at 0.5)" in best
+    risk = next(line for line in section(text, "Summary").splitlines() if line.startswith("- **Accuracy risk**"))
+    assert "top-1" not in risk and "cosine" not in risk and "map IoU 1.00 (thresholded at 0.5)" in risk
 
 
 def test_a_map_with_no_foreground_says_so(results):

@@ -24,9 +24,11 @@ def test_report_matches_golden(fixture_results) -> None:
 def test_sections_in_order(fixture_results) -> None:
     text = render_markdown(fixture_results, figures=FIGURE_LINKS)
     headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
-    assert headings == ["Summary", "Hardware", "Baseline", "Bottlenecks", "Architecture findings",
-                        "Checklist", "Decision path", "Candidates", "Requirements", "Roadmap",
-                        "Environment", "Reproduce"]
+    assert headings == ["Summary", "Roadmap", "Appendix"]
+    appendix = text.split("\n## Appendix\n")[1]
+    evidence = [line[4:] for line in appendix.splitlines() if line.startswith("### ")]
+    assert evidence == ["Requirements", "Hardware", "Baseline", "Bottlenecks", "Architecture findings",
+                        "Checklist", "Decision path", "All candidates", "Environment", "Reproduce"]
 
 
 def test_render_is_pure_and_deterministic(fixture_results, results) -> None:

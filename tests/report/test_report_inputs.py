@@ -4,26 +4,11 @@ sequence-length table of a text model, a skipped batch sweep, and the flags that
 from __future__ import annotations
 
 import copy
-import re
 
-from report_fixtures import FIGURE_LINKS, FIXED_BATCH, SEQUENCE_SWEEP, TEXT_FLAGS
+from report_fixtures import FIGURE_LINKS, FIXED_BATCH, SEQUENCE_SWEEP, TEXT_FLAGS, section, subsection
 
 from planner import units
 from planner.report import render_markdown
-
-
-def section(text: str, heading: str) -> str:
-    """The body of one `## heading` section."""
-    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
-    assert match, f"no section {heading!r}"
-    return match.group(1)
-
-
-def subsection(text: str, heading: str) -> str:
-    """The body of one `### heading` subsection."""
-    match = re.search(rf"^### {re.escape(heading)}\n(.*?)(?=^##|\Z)", text, re.S | re.M)
-    assert match, f"no subsection {heading!r}"
-    return match.group(1)
 
 
 def test_summary_names_both_inputs_with_axes(text_results):
@@ -71,7 +56,7 @@ def test_skipped_batch_sweep_is_said_plainly_with_its_reason(text_results):
 
 
 def test_candidates_share_one_skip_reason_said_once(text_results):
-    candidates = section(render_markdown(text_results, figures=FIGURE_LINKS), "Candidates")
+    candidates = section(render_markdown(text_results, figures=FIGURE_LINKS), "All candidates")
     assert candidates.count("the model's inputs fix the batch at 1") == 1
     assert "sweep_skipped" not in candidates and "sequence_sweep_stopped" not in candidates
     table = subsection(candidates, "p50 latency by sequence length")
@@ -82,7 +67,7 @@ def test_candidates_share_one_skip_reason_said_once(text_results):
 def test_a_candidate_skipping_for_its_own_reason_says_so(text_results):
     text_results["candidates"][1]["info"]["sweep_skipped"] = ("no batch sweep: this candidate's runtime takes one "
                                                               "fixed batch size")
-    candidates = section(render_markdown(text_results, figures=FIGURE_LINKS), "Candidates")
+    candidates = section(render_markdown(text_results, figures=FIGURE_LINKS), "All candidates")
     assert "batch sweep skipped: this candidate's runtime takes one fixed batch size" in candidates
     assert "no candidate's batch sweep ran" not in candidates
 

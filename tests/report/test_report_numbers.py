@@ -12,7 +12,7 @@ from report_numbers import literal_numbers, perturb, perturb_float, perturb_int,
 
 from planner.report import render_markdown
 from planner.report.data import ReportData
-from planner.report.sections import SECTIONS, summary
+from planner.report.sections import DECISION, summary
 
 
 def _literals(results: dict) -> list[str]:
@@ -43,9 +43,9 @@ def test_check_catches_a_literal_in_a_template(fixture_results, monkeypatch) -> 
         lines = real(data)
         return lines[:-1] + ["Most models gain about 3 times from this."] + lines[-1:]
 
-    index = SECTIONS.index(real)
-    monkeypatch.setattr("planner.report.markdown.SECTIONS",
-                        SECTIONS[:index] + (with_literal,) + SECTIONS[index + 1:])
+    index = DECISION.index(real)
+    monkeypatch.setattr("planner.report.markdown.DECISION",
+                        DECISION[:index] + (with_literal,) + DECISION[index + 1:])
     found = _literals(fixture_results)
     assert len(found) == 1 and "'3'" in found[0]
 
@@ -58,9 +58,9 @@ def test_check_catches_a_constant_derived_number(fixture_results, monkeypatch) -
     def with_constant(data: ReportData) -> list[str]:
         return real(data) + [f"Runs use {sample_budget * 2} warm-up calls."]
 
-    index = SECTIONS.index(real)
-    monkeypatch.setattr("planner.report.markdown.SECTIONS",
-                        SECTIONS[:index] + (with_constant,) + SECTIONS[index + 1:])
+    index = DECISION.index(real)
+    monkeypatch.setattr("planner.report.markdown.DECISION",
+                        DECISION[:index] + (with_constant,) + DECISION[index + 1:])
     assert any("'100'" in f for f in _literals(fixture_results))
 
 

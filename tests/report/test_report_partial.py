@@ -36,7 +36,7 @@ def test_empty_candidate_list(results) -> None:
     results["best"] = None
     results["ranking"] = []
     text = render_markdown(results, figures=FIGURE_LINKS)
-    assert "No optimized candidate was measured" in text
+    assert "- **Decision**: none yet: no optimized candidate was measured" in text
     assert "*Candidate p50 latency figure skipped: no candidate has a measured latency" in text
     assert "- No quick win was measured in this run." not in text  # advice steps still listed
     assert "## Reproduce" in text and "planner plan --model demo:inefficient" in text
@@ -178,4 +178,4 @@ def test_a_partial_run_names_its_failed_candidates(results) -> None:
     count = sum(c["status"] == "failed" for c in results["candidates"])
     summary = text.split("## Summary")[1].split("\n\n")[1]
     assert summary.startswith("> **Partial report — ")
-    assert f"{count} candidate(s) failed: {failed} (reasons under Candidates)**" in summary
+    assert f"{count} candidate(s) failed: {failed} (reasons under Appendix › All candidates)**" in summary

@@ -4,7 +4,7 @@ names only what the run did not measure."""
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, section
 
 from planner.report import render_markdown
 
@@ -31,10 +31,10 @@ def _summary(text: str) -> str:
 def test_the_summary_names_the_faster_unconfirmed_candidate_and_how_to_confirm_it(results) -> None:
     text = render_markdown(_unconfirmed(results), figures=FIGURE_LINKS)
     summary = _summary(text)
-    assert "Best confirmed (ranked by p50 latency): **onnxruntime all 2t** at 1.33x: p50 202 ms" in summary
-    assert ("against the original. Up to 1.52x (openvino bf16 latency 2t) if it holds on your data: re-run with "
-            "`--val-data DIR`.") in summary
-    assert "The best deployment found" not in summary
+    assert ("- **Decision**: deploy **onnxruntime all 2t**, the best confirmed candidate (ranked by p50 latency). "
+            "Up to 1.52x (openvino bf16 latency 2t) if it holds on your data: re-run with `--val-data DIR`.") in summary
+    assert "- **Measured gain**: p50 202 ms against 268 ms for the baseline, 1.33x the baseline's speed." in summary
+    assert "the best deployment found" not in summary
     # Its first use in the report says what 'not established on real data' means.
     assert ("*not established on real data*: its outputs drifted from the original's on generated inputs, which "
             "cannot tell whether that matters on real data") in summary
@@ -52,16 +52,17 @@ def test_an_unconfirmed_candidate_is_never_called_rejected(results) -> None:
 
 def test_the_roadmap_says_check_it_on_your_data_first(results) -> None:
     text = render_markdown(_unconfirmed(results), figures=FIGURE_LINKS)
-    roadmap = text[text.index("## Roadmap"):]
-    item = next(line for line in roadmap.splitlines() if line.startswith(f"- **{BF16}**"))
-    assert item.startswith(f"- **{BF16}** — check on your data first: measured p50")
-    assert "Re-run with `--val-data DIR`" in item
+    roadmap = section(text, "Roadmap").splitlines()
+    at = next(i for i, line in enumerate(roadmap) if line.split(". ", 1)[-1].startswith(f"**{BF16}**"))
+    assert roadmap[at].split(". ", 1)[1].startswith(f"**{BF16}** — check on your data first: 1.52x")
+    assert "not established on real data" in roadmap[at]
+    assert "re-run the plan with `--val-data DIR` before relying on it" in roadmap[at + 1]
 
 
 def test_an_unconfirmed_candidate_slower_than_the_best_confirmed_is_not_offered(results) -> None:
     text = render_markdown(_unconfirmed(results, speedup=1.1), figures=FIGURE_LINKS)
     assert "if it holds on your data" not in text
-    assert "The best deployment found" in _summary(text)
+    assert "the best deployment found" in _summary(text)
 
 
 def test_when_the_baseline_stays_the_best_confirmed_the_faster_unconfirmed_one_is_named(results) -> None:
@@ -76,7 +77,7 @@ def test_when_the_baseline_stays_the_best_confirmed_the_faster_unconfirmed_one_i
 
 def test_a_fixture_without_unconfirmed_candidates_keeps_its_summary(results) -> None:
     text = render_markdown(results, figures=FIGURE_LINKS)
-    assert "Best confirmed" not in text and "not established on real data" not in text
+    assert "best confirmed" not in text and "not established on real data" not in text
 
 
 def _threads_step(results: dict) -> dict:

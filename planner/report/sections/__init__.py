@@ -1,4 +1,5 @@
-"""The report's sections, one module each, in the order the report prints them."""
+"""The report's sections, one module each: the decision (Summary and Roadmap) first, then the evidence, which
+the report prints under one Appendix heading."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from planner.report.data import ReportData
 from planner.report.sections import (
     baseline,
     bottlenecks,
+    budget,
     candidates,
     checklist,
     compression,
@@ -21,16 +23,23 @@ from planner.report.sections import (
     reproduce,
     requirements,
     roadmap,
+    run_warnings,
     summary,
 )
 
 Section = Callable[[ReportData], list[str]]
-"""A section renders its own heading and body as Markdown lines."""
+"""A section renders its own heading (at level 2) and body as Markdown lines."""
 
-SECTIONS: tuple[Section, ...] = (
-    summary.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
-    checklist.render, decision.render, candidates.render, interaction.render, compression.render, device_targets.render,
-    predictions.render, requirements.render, roadmap.render,
+DECISION: tuple[Section, ...] = (summary.render, roadmap.render)
+"""What to do: the Summary (one screen) and the Roadmap, at the top of the report."""
+
+APPENDIX: tuple[Section, ...] = (
+    requirements.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
+    checklist.render, decision.render, candidates.render, interaction.render, compression.render,
+    device_targets.render, predictions.render, budget.render, run_warnings.render,
     environment.render, reproduce.render,
 )
+"""The evidence, in report order: the report demotes each heading one level under `## Appendix`."""
+
+SECTIONS: tuple[Section, ...] = DECISION + APPENDIX
 """Every section in report order."""

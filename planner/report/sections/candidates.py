@@ -1,4 +1,4 @@
-"""Candidates: every configuration measured, its numbers and status; rejections, failures, skips."""
+"""All candidates: every configuration measured, its numbers and status; rejections, failures, skips."""
 
 from __future__ import annotations
 
@@ -116,7 +116,15 @@ def generated_inputs_lines(cands: list[dict]) -> list[str]:
     return lines
 
 
-def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: bool = False) -> list[str]:
+def dropped_note(cand: dict) -> str:
+    """Why the budgeted search gave a candidate no more time than the quick screen ('' when it did not): its
+    row's figures are the screen's."""
+    why = text(cand.get("dropped"))
+    return f"screen figures only: {why}" if why else ""
+
+
+def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: bool = False,
+         with_note: bool = False) -> list[str]:
     best = peak_rate(cand)
     cos, top1 = fidelity_cells(cand, by_kind=by_kind)
     size = cand.get("size_bytes")
@@ -132,7 +140,8 @@ def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: 
             + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else "") if best
             else fmt.NOT_MEASURED,
             fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1, *accuracy,
-            fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status]
+            fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status,
+            *([dropped_note(cand)] if with_note else [])]
 
 
 def shared_sweep_skip(data: ReportData) -> str:
@@ -182,20 +191,26 @@ def sequence_table(cands: list[dict]) -> list[str]:
 
 
 def confirmation_lines(cands: list[dict]) -> list[str]:
-    """How the quick screen's leaders fared when measured again with the full method."""
+    """How the quick screen's leaders fared when measured again with the full method: the table shows the full
+    figure, the one the ranking used, and only a leader whose two figures disagree is named."""
     confirmed = [c for c in cands if isinstance(c.get("confirmation"), dict)]
     if not confirmed:
         return []
     held = sum(bool(c["confirmation"].get("reproduced")) for c in confirmed)
+    turns = any((fmt.integer(c["confirmation"].get("interleaved")) or 0) > 1 for c in confirmed)
     lines = ["", f"The quick screen times each candidate for about 2 seconds; its {len(confirmed)} leaders were "
-             f"measured again with the full method before ranking, and {held} of {len(confirmed)} reproduced "
-             "the screen within 10%. The table shows the full figures."]
+             "measured again with the full method before ranking" + (", in turns" if turns else "")
+             + ". The table, the ranking and the Roadmap use those full figures, not the screen's; "
+             f"{held} of {len(confirmed)} agreed with the screen within 10%."]
     for c in confirmed:
         conf = c["confirmation"]
+        change = fmt.real(conf.get("rel_change"))
+        if conf.get("reproduced") or change is None:
+            continue
         note = text(conf.get("note"))
-        screen = conf.get("screen_p50_ms")
-        lines.append(f"- **{label(c)}**: screen {fmt.ms(screen if isinstance(screen, (int, float)) else None)}"
-                     f", full method {fmt.ms(p50(c))}" + (f" — {note}" if note else ""))
+        direction = "slower" if change > 0 else "faster"
+        lines.append(f"- **{label(c)}**: the full method measured it {fmt.pct(abs(change))} {direction} than the "
+                     "screen" + (f" — {note}" if note else ""))
     return lines
 
 
@@ -227,8 +242,8 @@ def streams_lines(cands: list[dict]) -> list[str]:
 
 
 def render(data: ReportData) -> list[str]:
-    """The Candidates section."""
-    lines = ["## Candidates", ""]
+    """The All candidates section."""
+    lines = ["## All candidates", ""]
     cands = ordered(data)
     if not cands:
         lines += [f"No candidates: {data.missing('measuring candidates')}.", ""]
@@ -244,10 +259,13 @@ def render(data: ReportData) -> list[str]:
         with_accuracy = has_accuracy(cands)
         headers = fidelity_headers(cands)
         by_kind = headers != ("Cosine", "Top-1")
+        # A note column only where the budgeted search stopped timing a candidate after the screen.
+        with_note = any(dropped_note(c) for c in cands)
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
                             "Peak memory", "Size", *headers, *(["Accuracy"] if with_accuracy else []),
-                            "Speedup", "Status"],
-                           [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind) for c in cands])
+                            "Speedup", "Status", *(["Note"] if with_note else [])],
+                           [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind, with_note=with_note)
+                            for c in cands])
         lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)
         if shared:

@@ -42,7 +42,7 @@ def render(data: ReportData) -> list[str]:
     threads = {k: v for k, v in as_dict(data.baseline.get("threads")).items() if v not in (None, [], "")}
     if threads:
         lines.append("Baseline thread settings: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items())
-                     + ". Each candidate's own settings are listed under Candidates.")
+                     + ". Each candidate's own settings are listed under All candidates.")
     return lines + [""] + _conditions(data)
 
 

@@ -48,6 +48,46 @@ def factor_line(pair: dict) -> str:
             f"{VERDICT_WORDS.get(verdict, '')}.{caution}")
 
 
+def _same(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+
+
+def retimed(data: ReportData, pair: dict) -> list[tuple[str, float | None, str]]:
+    """The cells that timed something the plan had already measured, and got another figure: (what, the plan's
+    own p50, how the ranking states it). A quick plan's newer study reuses the plan's figures, so none differs."""
+    by = cells(pair)
+    found: list[tuple[str, float | None, str]] = []
+    base = by.get("baseline", {})
+    if fmt.real(base.get("p50_ms")) is not None and data.base_p50 is not None \
+            and not _same(fmt.real(base.get("p50_ms")), data.base_p50):
+        found.append(("the baseline", data.base_p50, f"p50 {units.ms(data.base_p50)}"))
+    for name in ("architecture", "hardware"):
+        cell = by.get(name, {})
+        own = next((c for c in data.candidates if text(c.get("label")) == text(pair.get(name))
+                    and not data.is_reference(c)), None)
+        mine = fmt.real(cell.get("p50_ms"))
+        theirs = fmt.real(as_dict(own.get("latency_ms")).get("p50_ms")) if own is not None else None
+        if own is not None and mine is not None and theirs is not None and not _same(mine, theirs):
+            found.append((text(pair.get(name)), theirs,
+                          f"p50 {units.ms(theirs)}, {units.speedup(data.speedup(own))}"))
+    return found
+
+
+def baseline_retimed(data: ReportData, pair: dict) -> bool:
+    """Whether the pair's speedups are over a baseline timed again in the interaction step (not the plan's)."""
+    return any(what == "the baseline" for what, _, _ in retimed(data, pair))
+
+
+def _retimed_line(data: ReportData, pair: dict) -> list[str]:
+    found = retimed(data, pair)
+    if not found:
+        return []
+    figures = "; ".join(f"{what} {figure}" for what, _, figure in found)
+    return ["", f"Timed twice: this table timed {fmt.series([what for what, _, _ in found])} again beside the "
+            f"other cells, and the factor uses this table's cells so that all four come from the same step. The "
+            f"ranking, the Summary and the Roadmap use the plan's own figures: {figures}."]
+
+
 def render(data: ReportData) -> list[str]:
     """The section; [] when no interaction was measured."""
     pairs = [as_dict(p) for p in as_list(data.results.get("interactions")) if as_dict(p)]
@@ -69,6 +109,7 @@ def render(data: ReportData) -> list[str]:
         lines += fmt.table(["", f"baseline runtime ({base_label})", hw],
                            [["original architecture", cell_text(by.get("baseline")), cell_text(by.get("hardware"))],
                             [arch, cell_text(by.get("architecture")), cell_text(by.get("combined"))]])
+        lines += _retimed_line(data, pair)
         lines += ["", factor_line(pair)]
         method = text(pair.get("method"))
         if method:

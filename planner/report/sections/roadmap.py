@@ -1,16 +1,41 @@
-"""Roadmap: the optimization phases — quick wins, extra impact, architecture redesign — each step with its
-measured effect (or labelled estimate) and accuracy risk, then the combined effect."""
+"""Roadmap: the optimization phases — quick wins, extra impact, architecture redesign — each with at most three
+steps in the order to take them. A step gives its measured gain (or a labelled estimate), the effort, the
+accuracy risk, how to apply it and how to check it; one line per phase names what else was measured there
+(the Appendix holds every candidate). The combined effect closes it."""
 
 from __future__ import annotations
 
-from planner.report import fmt
+from dataclasses import dataclass
+
+from planner.report import fmt, handover
 from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
+from planner.report.sections.interaction import baseline_retimed
 from planner.results import fidelity_view
 
 PHASES = (1, 2, 3)
 """The roadmap phases: quick wins, extra impact, architecture redesign."""
+
+MAX_STEPS = 3
+"""The most steps a phase lists; the others are named in one line, and the Appendix holds them all."""
+
+_PHASE_TITLES = {
+    1: "Quick wins (no retraining)",
+    2: "Extra impact (quantization and compression: check accuracy on your data)",
+    3: "Architecture redesign (needs retraining)",
+}
+
+# The effort a change takes, by what it does to the model's arithmetic (planner.plugins.Arithmetic).
+_EFFORT = {
+    "none": "low, a runtime or setting change: the model and its weights stay as they are",
+    "exact": "low, an exact rewrite of the model: the same outputs, no retraining",
+    "reduced-precision": "medium, it computes in {precision}: confirm accuracy on your data",
+    "approximate": "medium to high, an approximation of the model: fine-tune it if accuracy drops",
+    "structural": "high, a new architecture: train it, then validate accuracy",
+}
+_PHASE_EFFORT = {1: "low, a setting or deployment change", 2: "medium, needs calibration or validation data",
+                 3: "high, needs retraining"}
 
 
 def step_phase(step: dict) -> int:
@@ -34,18 +59,26 @@ def candidate_phase(data: ReportData, cand: dict) -> int:
     return min(phases) if phases else 1
 
 
+def _transforms_model(cand: dict) -> bool:
+    return as_dict(cand.get("declared")).get("transforms_model") is True
+
+
+def _structural(cand: dict) -> bool:
+    return as_dict(cand.get("declared")).get("arithmetic") == "structural"
+
+
 def family(cand: dict) -> str:
     """The runtime and precision a candidate deploys (its plugin's declared runtime, else its plugin): settings
-    of one family are near-duplicates, folded to the fastest in the roadmap."""
+    of one family are near-duplicates (thread or shape settings), folded to the fastest in the roadmap. A change
+    to the model itself is a family of its own per plugin: a redesign is no other setting of a channel padding."""
     runtime = text(as_dict(cand.get("declared")).get("runtime")) or text(cand.get("plugin"))
-    return f"{runtime} {text(cand.get('precision'))}"
+    model_change = f" {text(cand.get('plugin'))}" if _transforms_model(cand) else ""
+    return f"{runtime} {text(cand.get('precision'))}{model_change}"
 
 
-def accuracy_risk(cand: dict) -> str:
-    """The accuracy risk as measured by fidelity against the original."""
+def fidelity_facts(cand: dict) -> str:
+    """What the fidelity check measured, in words ('cosine 0.99999, top-1 agreement 100%, over 8 samples')."""
     fid = as_dict(cand.get("fidelity"))
-    if not fid:
-        return "accuracy risk not measured (no fidelity check ran)"
     parts = []
     if fid.get("accuracy") is not None:
         parts.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
@@ -60,33 +93,39 @@ def accuracy_risk(cand: dict) -> str:
     parts += by_kind
     if fid.get("samples") is not None:
         parts.append(f"over {fmt.number(fid['samples'])} samples")
-    verdict = {"ok": "passed the fidelity check", "rejected": "failed the fidelity check"}.get(
-        text(cand.get("status")), "")
-    if verdict and "generated inputs" in text(fid.get("decided_by")):
-        verdict += " on generated inputs"
-    return "accuracy risk: " + ", ".join(parts) + (f" — {verdict}" if verdict else "")
+    return ", ".join(parts)
 
 
-def _measured(data: ReportData, cand: dict) -> str:
-    status = text(cand.get("status"))
-    if status in ("failed", "skipped") or p50(cand) is None:
-        return (f"**{label(cand)}** — {status or 'not measured'}: "
-                f"{fmt.plain_reason(text(cand.get('reason'))) or 'no reason recorded'}")
-    effect = (f"measured p50 {fmt.ms(p50(cand))}, {fmt.speedup(data.speedup(cand))} the baseline's "
-              "speed")
-    if as_dict(cand.get("declared")).get("arithmetic") == "structural":
+def accuracy_risk(cand: dict) -> str:
+    """The accuracy risk as the fidelity check against the original measured it."""
+    if _structural(cand):
         # New, untrained weights: comparing its outputs with the original's says nothing about accuracy.
-        return f"**{label(cand)}** — {effect}; needs retraining: speed measured, accuracy not."
-    if status == "unconfirmed":
-        # Possibly a real win: generated inputs cannot tell, so the step is to check it on the user's data.
-        reason = fmt.plain_reason(text(cand.get("reason")))
-        return (f"**{label(cand)}** — check on your data first: {effect}; {accuracy_risk(cand)}"
-                + (f". {reason[0].upper()}{reason[1:]}" if reason else "")
-                + ". Re-run with `--val-data DIR` before relying on it.")
-    line = f"**{label(cand)}** — {effect}; {accuracy_risk(cand)}"
-    if status == "rejected":
-        line += f". Not recommended: {fmt.plain_reason(text(cand.get('reason'))) or 'rejected'}"
-    return line
+        return "unknown until retrained (new weights: speed measured, accuracy not)"
+    fid = as_dict(cand.get("fidelity"))
+    if not fid:
+        return "not measured (no fidelity check ran)"
+    status = text(cand.get("status"))
+    verdict = {"ok": "passed the fidelity check", "rejected": "failed the fidelity check",
+               "unconfirmed": "not established on real data"}.get(status, "")
+    if verdict and status != "unconfirmed" and "generated inputs" in text(fid.get("decided_by")):
+        verdict += " on generated inputs"
+    return " — ".join(p for p in (fidelity_facts(cand), verdict) if p) or "not recorded"
+
+
+def effort(cand: dict, phase: int) -> str:
+    """How much work the change is, from what its plugin declared it does to the arithmetic."""
+    declared = as_dict(cand.get("declared"))
+    arithmetic = text(declared.get("arithmetic"))
+    if arithmetic == "none" and _transforms_model(cand):
+        arithmetic = "exact"
+    if arithmetic not in _EFFORT:
+        # A file written before plugins declared it: a lower precision tells; otherwise the phase does.
+        precision = text(cand.get("precision"))
+        arithmetic = "" if precision in ("fp32", "") and phase != 1 else "none" if precision in ("fp32", "") \
+            else "reduced-precision"
+    if not arithmetic:
+        return _PHASE_EFFORT[phase]
+    return _EFFORT[arithmetic].format(precision=text(cand.get("precision")) or "a lower precision")
 
 
 # Where a measured candidate records the setting a plan step's option names: the thread counts its spec
@@ -122,55 +161,228 @@ def step_measured(data: ReportData, step: dict) -> bool:
 
 
 def _unmeasured_step(data: ReportData, step: dict) -> str:
+    """A plan step this run did not measure: why not, when it applies and what the method expects."""
     what = text(step.get("title")) or "planned step"
     plugins = step_plugins(step)
     reason = "; ".join(r for r in (data.skip_reason(p) for p in plugins) if r)
     if not reason:
-        reason = ("no candidate of this step ran" if plugins else
-                  "no plugin implements it, so it is advice only")
-    expected = text(step.get("expected")).rstrip(".")
-    line = f"**{what}** — not measured in this run ({reason})"
+        reason = "no candidate of this step ran" if plugins else "advice only: no plugin implements it"
+    line = f"{what} ({reason}"
     if step.get("when"):
         line += f"; {text(step['when'])}"
-    if expected:
+    expected = text(step.get("expected")).rstrip(".")
+    prefix = "method expectation, not a measurement: "
+    if expected.lower().startswith(prefix):
+        line += f"; the method expects, not measured: {expected[len(prefix):]}"
+    elif expected:
         labelled = any(w in expected.lower() for w in ("estimate", "not a measurement", "expectation"))
-        line += f". Expected: {expected if labelled else 'estimate — ' + expected}"
-    if step.get("why"):
-        line += f". Why: {text(step['why']).rstrip('.')}"
-    return line + "."
+        line += f"; expected: {expected if labelled else 'estimate — ' + expected}"
+    return line + ")"
 
 
 def _finding_ids(data: ReportData) -> set[str]:
     return {f"finding:{text(f.get('id'))}" for f in data.findings if f.get("id")}
 
 
-def _phase_items(data: ReportData, phase: int, extra: dict[str, str] | None = None) -> list[str]:
-    """The phase's measured candidates (wins first, failures with why, slower ones named once) and its
-    unmeasured steps; `extra` adds a sentence to the line of the candidate with that label."""
-    extra = extra or {}
+def interaction_pairs(data: ReportData) -> list[dict]:
+    """The interaction step's pairs (architecture change x hardware candidate), as recorded."""
+    return [as_dict(p) for p in as_list(data.results.get("interactions")) if as_dict(p)]
+
+
+def _combined_cell(pair: dict) -> dict:
+    cell = next((as_dict(c) for c in as_list(pair.get("cells")) if text(as_dict(c).get("cell")) == "combined"), {})
+    return cell if fmt.real(cell.get("p50_ms")) is not None else {}
+
+
+def together_text(data: ReportData, pair: dict) -> str:
+    """A pair's measured combined cell in words: 'with X: p50 1.05 ms, 85.2x the baseline's speed (independent:
+    factor 0.99)'; '' when the combined cell was not measured."""
+    cell = _combined_cell(pair)
+    if not cell:
+        return ""
+    factor = fmt.real(pair.get("factor"))
+    verdict = text(pair.get("verdict"))
+    tail = f" ({verdict}: factor {fmt.number(factor)})" if factor is not None and verdict else ""
+    # Older interaction studies timed the baseline again: their speedups are over that timing, not the plan's.
+    over = ("over the baseline as the interaction step timed it" if baseline_retimed(data, pair)
+            else "the baseline's speed")
+    return (f"with {text(pair.get('hardware')) or 'the hardware candidate'}: p50 {fmt.ms(cell.get('p50_ms'))}, "
+            f"{fmt.speedup(cell.get('speedup'))} {over}{tail}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One roadmap step as two Markdown lines: what it gains, costs and risks; then how to apply and check it."""
+
+    title: str
+    gain: str
+    effort: str
+    risk: str
+    apply: str
+    check: str
+
+    def lines(self, number: int) -> list[str]:
+        """The step as a numbered item with its apply-and-check line under it."""
+        return [f"{number}. **{self.title}** — {self.gain}. Effort: {self.effort}. Accuracy risk: {self.risk}.",
+                f"   - Apply: {self.apply}. Check: {self.check}."]
+
+
+def _apply(data: ReportData, cand: dict) -> str:
+    dep = handover.for_candidate(data, cand)
+    if dep is not None:
+        runtime = text(dep.get("runtime"))
+        return (f"its package in `{handover.folder(dep)}/`" + (f" ({runtime})" if runtime else "")
+                + f", run from the plan's folder with `{handover.run_command(dep)}`")
+    notes = [text(n) for n in as_list(as_dict(cand.get("spec")).get("notes")) if text(n)]
+    if _transforms_model(cand) and notes:
+        return f"change the model as measured: {notes[0].rstrip('.')}"
+    runtime = text(as_dict(cand.get("declared")).get("runtime"))
+    plugin = text(cand.get("plugin"))
+    config = cand.get("config")
+    setting = f" with the settings `{fmt.compact(config)}`" if config else ""
+    if runtime:
+        return f"run it on {runtime}{setting}"
+    # A file written before plugins declared their runtime names only the plugin that measured it.
+    if plugin:
+        return f"run it as the `{plugin}` plugin measured it{setting}"
+    return "its settings are under Appendix › All candidates"
+
+
+def _check(data: ReportData, cand: dict) -> str:
+    dep = handover.for_candidate(data, cand)
+    if dep is not None:
+        return f"`{handover.verify_command(dep)}`"
+    check = (f"re-measure it with its `planner bench` line (Appendix › Reproduce, **{label(cand)}**)"
+             if text(cand.get("reproduce")) else "no reproduce line was recorded for it")
+    if text(cand.get("status")) == "unconfirmed":
+        check = "re-run the plan with `--val-data DIR` before relying on it; " + check
+    return check
+
+
+def _candidate_step(data: ReportData, cand: dict, phase: int) -> Step:
+    gain = f"{fmt.speedup(data.speedup(cand))} the baseline's speed (p50 {fmt.ms(p50(cand))}, measured"
+    if text(cand.get("dropped")):
+        gain += " by the quick screen only"
+    gain += ")"
+    if text(cand.get("status")) == "unconfirmed":
+        # Possibly a real win: generated inputs cannot tell, so the step is to check it on the user's data.
+        gain = "check on your data first: " + gain
+    if cand is data.best:
+        gain += ", the decision above"
+    together = [t for t in (together_text(data, p) for p in interaction_pairs(data)
+                            if text(p.get("architecture")) == label(cand)) if t]
+    if together:
+        gain += "; measured together " + together[0]
+    return Step(label(cand), gain, effort(cand, phase), accuracy_risk(cand), _apply(data, cand), _check(data, cand))
+
+
+def _interaction_only_step(data: ReportData, pair: dict) -> Step:
+    """A redesign the interaction step measured that has no candidate of its own: its cells are its only
+    figures, so they are the ones shown."""
+    arch = next((as_dict(c) for c in as_list(pair.get("cells")) if text(as_dict(c).get("cell")) == "architecture"),
+                {})
+    over = ("over the baseline as the interaction step timed it" if baseline_retimed(data, pair)
+            else "the baseline's speed")
+    gain = (f"{fmt.speedup(arch.get('speedup'))} {over} (p50 {fmt.ms(arch.get('p50_ms'))}, measured in the "
+            "interaction step)")
+    together = together_text(data, pair)
+    if together:
+        gain += "; measured together " + together
+    return Step(text(pair.get("architecture")) or "redesign", gain, _EFFORT["structural"],
+                "unknown until retrained (new weights: speed measured, accuracy not)",
+                "change the model to the redesigned layout the planner measured",
+                "re-run the plan on the changed model")
+
+
+def _finding_step(finding: dict) -> Step:
+    title = text(finding.get("title")) or text(finding.get("id")) or "finding"
+    layers = ", ".join(f"`{x}`" for x in as_list(finding.get("layers")))
+    advice = text(finding.get("advice")).rstrip(".") or "change the layers it names"
+    return Step(title, f"not measured: {impact_text(finding)}" + (f"; layers {layers}" if layers else ""),
+                _PHASE_EFFORT[3], "unknown until retrained and validated", advice,
+                "re-run the planner on the changed model to measure it")
+
+
+@dataclass(frozen=True)
+class _Phase:
+    steps: list[Step]
+    also: list[str]  # what else was measured in the phase, one clause per kind
+    unmeasured: list[str]  # plan steps this run did not measure
+    more_findings: list[str]  # findings past the phase's steps
+
+
+def _named(data: ReportData, cands: list[dict]) -> str:
+    return ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})" for c in cands)
+
+
+def _phase(data: ReportData, phase: int) -> _Phase:
+    """The phase's steps (measured wins, one per family; in Phase 3 then the findings), capped at MAX_STEPS,
+    and everything else the phase measured or planned, named once."""
     measured = [c for c in ordered(data) if not data.is_reference(c) and candidate_phase(data, c) == phase]
-    # Only candidates faster than the baseline are wins; slower ones are named once, as evidence
-    # that the setting does not pay here.
-    gains = [c for c in measured if (data.speedup(c) or 0) > 1]
-    slower = [c for c in measured if c not in gains and p50(c) is not None]
-    # One line per family (runtime and precision): the others are settings of the same deployment.
-    leaders = {family(c): c for c in reversed(gains)}
-    shown = [c for c in gains if leaders[family(c)] is c]
-    items = [_measured(data, c) + (f" {extra[label(c)]}" if label(c) in extra else "") for c in shown]
-    folded = [c for c in gains if c not in shown]
+    timed = [c for c in measured if p50(c) is not None]
+    # A win is faster than the baseline and either passed, waits on real data, or is a redesign (speed only).
+    wins = [c for c in timed if (data.speedup(c) or 0) > 1
+            and (text(c.get("status")) in ("ok", "unconfirmed") or _structural(c))]
+    if phase == 3:
+        # Every redesign is speed-only and unranked: the largest measured gain leads.
+        wins.sort(key=lambda c: -(data.speedup(c) or 0))
+    leaders = {family(c): c for c in reversed(wins)}
+    shown = [c for c in wins if leaders[family(c)] is c]
+    folded = [c for c in wins if c not in shown]
+    steps = [_candidate_step(data, c, phase) for c in shown]
+    if phase == 3:
+        # A redesign measured only beside a hardware candidate (no candidate row of its own) is a step too.
+        labels = {label(c) for c in data.candidates}
+        steps += [_interaction_only_step(data, p) for p in interaction_pairs(data)
+                  if p.get("needs_retraining") and text(p.get("architecture")) not in labels]
+    findings = [f for f in data.findings if phase == 3]
+    shown_steps = len(steps)
+    steps += [_finding_step(f) for f in findings]
+    also = []
+    if shown[MAX_STEPS:]:
+        also.append("also faster: " + _named(data, shown[MAX_STEPS:]))
     if folded:
-        items.append("Other settings of the same runtime and precision, also faster than the baseline but slower than "
-                     "the setting above them: " + ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})"
-                                                           for c in folded))
-    items += [_measured(data, c) for c in measured if p50(c) is None]  # failed: say why
+        also.append("other settings of the same runtime and precision, slower than the step above them: "
+                    + _named(data, folded))
+    slower = [c for c in timed if c not in wins and (data.speedup(c) or 0) <= 1]
     if slower:
-        items.append("Measured and not faster than the baseline, so not worth deploying here: "
-                     + ", ".join(f"{label(c)} ({fmt.speedup(data.speedup(c))})" for c in slower))
+        also.append("not faster than the baseline, so not worth deploying here: " + _named(data, slower))
+    rejected = [c for c in timed if c not in wins and c not in slower]
+    if rejected:
+        also.append("rejected by the fidelity check: " + _named(data, rejected))
+    failed = [c for c in measured if p50(c) is None]
+    if failed:
+        also.append("did not run: " + ", ".join(f"{label(c)} ({text(c.get('status')) or 'not measured'})"
+                                                  for c in failed))
     # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
     listed = _finding_ids(data)
-    items += [_unmeasured_step(data, s) for s in data.steps
-              if step_phase(s) == phase and text(s.get("source")) not in listed and not step_measured(data, s)]
-    return items
+    unmeasured = [_unmeasured_step(data, s) for s in data.steps
+                  if step_phase(s) == phase and text(s.get("source")) not in listed and not step_measured(data, s)]
+    more = [f"{text(f.get('title')) or text(f.get('id'))} ({impact_text(f)})"
+            for f in findings[max(0, MAX_STEPS - shown_steps):]]
+    return _Phase(steps[:MAX_STEPS], also, unmeasured, more)
+
+
+def _phase_lines(data: ReportData, number: int) -> list[str]:
+    lines = [f"### Phase {number}: {_PHASE_TITLES[number]}", ""]
+    part = _phase(data, number)
+    for i, step in enumerate(part.steps, 1):
+        lines += step.lines(i)
+    if part.also:
+        lines.append("- Also measured here (every figure under Appendix › All candidates): "
+                     + "; ".join(part.also) + ".")
+    if part.more_findings:
+        lines.append("- More findings, estimates not measured (Appendix › Architecture findings): "
+                     + "; ".join(part.more_findings) + ".")
+    if part.unmeasured:
+        lines.append("- Not measured in this run: " + "; ".join(part.unmeasured) + ".")
+    if len(lines) == 2:
+        why = "" if data.candidates else f" ({data.missing('measuring candidates')})"
+        lines.append({1: f"- No quick win was measured in this run{why}.",
+                      2: "- Not measured in this run: no calibration, quantization or compression candidate was "
+                         f"planned or ran{why}.",
+                      3: "- The architecture lint suggested no change."}[number])
+    return lines + [""]
 
 
 def _combined(data: ReportData) -> list[str]:
@@ -178,22 +390,25 @@ def _combined(data: ReportData) -> list[str]:
     best = data.best
     base = data.base_p50
     if best is not None and not data.is_reference(best):
-        lines.append(f"- Measured: **{label(best)}** runs at p50 {fmt.ms(p50(best))} against "
-                     f"{fmt.ms(base)} for the baseline, {fmt.speedup(data.speedup(best))} the "
-                     "baseline's speed."
-                     + (" The interaction section measures architecture changes combined with the best "
-                        "hardware candidate."
-                        if as_list(data.results.get("interactions")) else
-                        " This is the only combined number measured in this run."))
-        start, start_label = p50(best), label(best)
+        lines.append(f"- Measured: **{label(best)}** alone runs at p50 {fmt.ms(p50(best))} against "
+                     f"{fmt.ms(base)} for the baseline, {fmt.speedup(data.speedup(best))} the baseline's speed.")
+        start_label = label(best)
     else:
         others = [c for c in data.candidates if not data.is_reference(c)]
         lines.append(("- Measured: no candidate beat the baseline in this run" if others else
                       f"- Measured: no optimized candidate ({data.missing('measuring candidates')})")
                      + (f"; baseline p50 {fmt.ms(base)}." if base is not None else "."))
-        start, start_label = base, "the baseline"
+        start_label = "the baseline"
+    together = [p for p in interaction_pairs(data) if _combined_cell(p)]
+    if together:
+        # The pair that gained most together; the Appendix's interaction section has every pair.
+        pair = max(together, key=lambda p: fmt.real(_combined_cell(p).get("speedup")) or 0.0)
+        retrain = " (speed only: accuracy unknown until retrained)" if pair.get("needs_retraining") else ""
+        lines.append(f"- Measured together in the interaction step: **{text(pair.get('architecture'))}**{retrain} "
+                     f"{together_text(data, pair)}.")
     findings = data.findings
-    if findings and start is not None:
+    redesign_measured = any(p.get("needs_retraining") for p in together)
+    if findings and not redesign_measured and (best is not None or base is not None):
         # No p50 is projected from a finding: its impact is a share of FLOPs, time or memory the
         # pattern touches, not a saving, and optimizations interact.
         title = text(findings[0].get("title")) or text(findings[0].get("id"))
@@ -204,66 +419,13 @@ def _combined(data: ReportData) -> list[str]:
     return lines + [""]
 
 
-def _redesign_gains(data: ReportData) -> dict[str, str]:
-    """Each measured redesign's architecture, hardware and combined gains (from the interaction cells),
-    by the redesign's label."""
-    from planner.report.sections.interaction import cells
-
-    items = {}
-    for pair in as_list(data.results.get("interactions")):
-        pair = as_dict(pair)
-        if not pair.get("needs_retraining"):
-            continue
-        by = cells(pair)
-        gains = [fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined")]
-        measured = ", ".join(f"{what} gain {fmt.speedup(g)}" for what, g in
-                             zip(("architecture", f"hardware ({text(pair.get('hardware'))})", "combined"), gains))
-        items[text(pair.get("architecture"))] = (
-            f"Timed again beside the hardware candidate in the interaction step: {measured} (interaction factor "
-            f"{fmt.number(fmt.real(pair.get('factor')))}, {text(pair.get('verdict')) or 'not computed'}).")
-    return items
-
-
 def render(data: ReportData) -> list[str]:
     """The Roadmap section."""
     lines = ["## Roadmap", ""]
     if not data.baseline and not data.candidates:
         return lines + [f"Roadmap: {data.missing('profiling the baseline')}.", ""]
-    phases = (
-        (1, "Quick wins", "no retraining: runtimes, graph compilers and settings measured here"),
-        (2, "Extra impact", "calibration, quantization and compression that need no retraining: "
-                            "trust them only after checking accuracy on validation data"),
-    )
-    for number, name, scope in phases:
-        lines += [f"### Phase {number}: {name}", "", f"*{scope[0].upper()}{scope[1:]}.*", ""]
-        items = _phase_items(data, number)
-        why = "" if data.candidates else f" ({data.missing('measuring candidates')})"
-        if items:
-            lines += [f"- {item}" for item in items]
-        elif number == 1:
-            lines.append(f"- No quick win was measured in this run{why}.")
-        else:
-            lines.append("- Not measured in this run: no calibration, quantization or compression "
-                         f"candidate was planned or ran{why}.")
-        lines.append("")
-    lines += ["### Phase 3: Architecture redesign", "",
-              "*Needs retraining; effects from the profile are estimates, not measurements; a redesign the "
-              "planner could build is measured for speed only (needs retraining: speed measured, accuracy "
-              "not).*", ""]
-    items = []
-    for f in data.findings:
-        title = text(f.get("title")) or text(f.get("id")) or "finding"
-        layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])
-        item = f"**{title}** — {impact_text(f)}"
-        if layers:
-            item += f"; layers {layers}"
-        if f.get("advice"):
-            item += f". {text(f['advice'])}"
-        items.append(item + " Accuracy risk: unknown until retrained and validated.")
-    gains = _redesign_gains(data)
-    items += _phase_items(data, 3, gains)
-    # A redesign with no line of its own above (measured in the interaction step only) gets one here.
-    items += [f"**{name}** — needs retraining: speed measured, accuracy not. {gain}"
-              for name, gain in gains.items() if not any(i.startswith(f"**{name}**") for i in items)]
-    lines += [f"- {i}" for i in items] if items else ["- The architecture lint suggested no change."]
-    return lines + [""] + _combined(data)
+    lines += ["*The steps to take, in order, at most three per phase, each with its measured gain, effort and "
+              "accuracy risk; near-duplicate settings fold into their best.*", ""]
+    for number in PHASES:
+        lines += _phase_lines(data, number)
+    return lines + _combined(data)

@@ -1,9 +1,10 @@
-"""Summary: one paragraph on where the model stands, the best measured deployment, and the biggest
-remaining win (labelled as an estimate)."""
+"""Summary: the decision on one screen. Where the model stands, then one labelled line each for the decision,
+its measured gain, its accuracy risk, the requirements, the commands that deploy and verify it, and the biggest
+remaining win (labelled as an estimate unless measured)."""
 
 from __future__ import annotations
 
-from planner.report import fmt
+from planner.report import fmt, handover
 from planner.report.data import ReportData, as_dict, as_list, dig, latency, p50, text
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
@@ -49,32 +50,35 @@ def _baseline_sentence(data: ReportData) -> str:
     return sentence + (f" and is {bound}-bound on this machine." if bound else ".")
 
 
-def _best_sentence(data: ReportData) -> str:
+def _decision(data: ReportData) -> list[str]:
+    """The Summary's decision, its measured gain and its accuracy risk, one labelled line each."""
     best = data.best
     others = [c for c in data.candidates if not data.is_reference(c)]
     if best is None:
         if not others:
-            return f"No optimized candidate was measured ({data.missing('measuring candidates')})."
-        return ("No optimized candidate was both measured and close enough to the original model's outputs "
-                "to rank (see Candidates), so the baseline stands.")
+            return [f"**Decision**: none yet: no optimized candidate was measured "
+                    f"({data.missing('measuring candidates')})."]
+        return ["**Decision**: keep the model as it is: no optimized candidate was both measured and close enough "
+                "to the original model's outputs to rank (see Appendix › All candidates), so the baseline stands."]
     lead = _unconfirmed_lead(data)
+    unconfirmed = f" {_unconfirmed_sentence(data)}" if lead is not None else ""
     if data.is_reference(best):
         if lead is not None:
-            return "No confirmed candidate beat the baseline: it stays the fastest confirmed configuration."
-        return ("None of the measured candidates beat the baseline: it stays the fastest "
-                "configuration measured here.")
+            return ["**Decision**: keep the model as it is. No confirmed candidate beat the baseline: it stays the "
+                    f"fastest confirmed configuration.{unconfirmed}"]
+        return ["**Decision**: keep the model as it is. None of the measured candidates beat the baseline: it stays "
+                "the fastest configuration measured here."]
+    ranked = f" (ranked by {data.ranked_by})" if data.ranked_by else ""
+    which = "the best confirmed candidate" if lead is not None else "the best deployment found"
+    lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}",
+             f"**Measured gain**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the baseline, "
+             f"{fmt.speedup(data.speedup(best))} the baseline's speed.{_load_caveat(data, best)}"]
+    return lines + [f"**Accuracy risk**: {_risk(best)}"]
+
+
+def _risk(best: dict) -> str:
+    """What the fidelity check measured of the best candidate, and what it cannot tell."""
     fid = as_dict(best.get("fidelity"))
-    label = text(best.get("label")) or text(best.get("plugin")) or "a candidate"
-    ranked_by = data.ranked_by
-    ranked = f" (ranked by {ranked_by})" if ranked_by else ""
-    if lead is not None:
-        # A faster candidate waits on a check with real data: this one is the best confirmed, not the best.
-        sentence = (f"Best confirmed{ranked}: **{label}** at {fmt.speedup(data.speedup(best))}: p50 "
-                    f"{fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the baseline (measured)")
-    else:
-        sentence = (f"The best deployment found{ranked} is "
-                    f"**{label}**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the "
-                    f"baseline, {fmt.speedup(data.speedup(best))} the baseline's speed (measured)")
     # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
     by_kind = fidelity_view.phrases(fid)
     agreement = list(by_kind)
@@ -84,14 +88,13 @@ def _best_sentence(data: ReportData) -> str:
         agreement.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
     if fid.get("accuracy") is not None:
         agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
-    if agreement:
-        sentence += ", with " + " and ".join(agreement) + " against the original"
-        if "generated inputs" in text(fid.get("decided_by")):
-            sentence += " on generated inputs"
+    sentence = " and ".join(agreement) + " against the original" if agreement else "no fidelity check was recorded"
+    if agreement and "generated inputs" in text(fid.get("decided_by")):
+        sentence += " on generated inputs"
     caution = generated_pass_caution(best, code="`")
     if caution:
         sentence += f"; {caution}"
-    return sentence + "." + _load_caveat(data, best)
+    return sentence + "."
 
 
 def _unconfirmed_lead(data: ReportData) -> dict | None:
@@ -124,14 +127,14 @@ def _load_caveat(data: ReportData, best: dict) -> str:
     if not disturbed:
         return ""
     return (f" Caution: {' and '.join(disturbed)} {'was' if len(disturbed) == 1 else 'were'} timed while other "
-            "processes used the cores (see Measurement conditions), so this speedup may not hold on an idle "
+            "processes used the cores (see Appendix › Measurement conditions), so this speedup may not hold on an idle "
             "machine: re-run the plan there before relying on it.")
 
 
 def _requirements_sentence(data: ReportData) -> str:
     found, subject = requirements.checks(data)
     if not found:
-        return f"Requirements were {data.missing('checking the requirements')}."
+        return f"**Requirements**: {data.missing('checking the requirements')}."
 
     def _named(c: dict) -> str:
         target = c.get("target")
@@ -154,7 +157,9 @@ def _requirements_sentence(data: ReportData) -> str:
     if groups["other"]:
         parts.append("not judged: " + " and ".join(groups["other"]))
     on = " (checked on the baseline)" if subject else ""
-    return f"Against the requirements{on}, " + "; ".join(parts) + "."
+    verdict = ("not met" if groups["missed"] else "none missed, but not all judged" if groups["other"]
+               else "all met")
+    return f"**Requirements**{on}: {verdict} — " + "; ".join(parts) + "."
 
 
 def _biggest_win(data: ReportData) -> str:
@@ -186,24 +191,90 @@ def _biggest_win(data: ReportData) -> str:
     return "No remaining win beyond the measured candidates was identified."
 
 
+def _structural_lead(data: ReportData) -> dict | None:
+    """The fastest measured redesign (new weights, speed only) when it is faster than the decision."""
+    best = data.best
+    floor = max(data.speedup(best) or 1.0, 1.0) if best is not None else 1.0
+    redesigns = [c for c in data.candidates if as_dict(c.get("declared")).get("arithmetic") == "structural"
+                 and p50(c) is not None and (data.speedup(c) or 0) > floor]
+    return max(redesigns, key=lambda c: data.speedup(c) or 0) if redesigns else None
+
+
+def _next(data: ReportData) -> str:
+    """The biggest remaining win: a measured redesign faster than the decision, else the profile's estimate."""
+    lead = _structural_lead(data)
+    if lead is not None:
+        return (f"**Next**: the biggest remaining win needs retraining: **{label(lead)}** measured "
+                f"{fmt.speedup(data.speedup(lead))} the baseline's speed (p50 {fmt.ms(p50(lead))}; speed measured, "
+                "accuracy not: Roadmap Phase 3).")
+    return f"**Next**: {_biggest_win(data)}"
+
+
+def _commands(data: ReportData) -> list[str]:
+    """How to deploy the decision (its hand-over package) and check it; without a package, say so plainly and
+    give the command that measures it again."""
+    best = data.best
+    if best is None or data.is_reference(best):
+        return []
+    dep = handover.winner(data) or handover.for_candidate(data, best)
+    if dep is not None and handover.folder(dep):
+        runtime = text(dep.get("runtime"))
+        packaged = text(dep.get("label")) or label(best)
+        why = text(dep.get("reason")).rstrip(".")
+        return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
+                f"`{handover.folder(dep)}/`" + (f" ({runtime})" if runtime else "")
+                + ", from the plan's folder (where results.json is)" + (f"; {why}" if why else "") + ".",
+                f"**Verify**: `{handover.VERIFY_ALL}` checks every package the plan wrote "
+                f"(`{handover.verify_command(dep)}` checks this one)."]
+    if dep is not None:
+        why = f"no package could be written for it: {text(dep.get('reason')).rstrip('.') or 'no reason recorded'}"
+    elif handover.deployments(data):
+        why = "no package was written for it"
+    else:
+        why = ("no deployment package was written (this results.json records none: a plan from before "
+               "packaging, or nothing could be packaged)")
+    command = text(best.get("reproduce"))
+    again = (f"; measure it again with {handover.code_span(command)}" if command
+             else "; no command to measure it again was recorded")
+    return [f"**Deploy**: {why}{again}."]
+
+
+def _budget(data: ReportData) -> list[str]:
+    """One line when the time budget left something out; the details are in the Appendix."""
+    budget = as_dict(data.results.get("budget"))
+    cut = [text(c) for c in as_list(budget.get("cut")) if text(c)]
+    if not cut:
+        return []
+    allowed = f"the {fmt.seconds(budget['budget_s'])} budget" if budget.get("budget_s") is not None else "the budget"
+    spent = f" ({fmt.seconds(budget['spent_s'])} spent)" if budget.get("spent_s") is not None else ""
+    more = "; what else it cut is under Appendix › Time budget" if len(cut) > 1 else ""
+    return [f"**Time budget**: {allowed}{spent} cut work, so no number here stands for it: {cut[0].rstrip('.')}"
+            f"{more}."]
+
+
+def _warnings(data: ReportData) -> list[str]:
+    """The run's first warning; all of them are in the Appendix."""
+    if not data.warnings or data.is_partial:
+        return []
+    more = " (all warnings under Appendix › Warnings from the run)" if len(data.warnings) > 1 else ""
+    return [f"**Warning from the run**: {data.warnings[0].rstrip('.')}{more}."]
+
+
 def render(data: ReportData) -> list[str]:
-    """The Summary section."""
+    """The Summary section: what the model is, the decision with its gain and risk, the requirements, the
+    commands that deploy and verify it, and what to do next; on one screen (the evidence is in the Appendix)."""
     lines = ["## Summary", ""]
     if data.is_partial:
         failed = [label(c) for c in data.candidates if text(c.get("status")) == "failed"]
         reasons = list(data.warnings) + ([f"{len(failed)} candidate(s) failed: {', '.join(failed)} "
-                                          "(reasons under Candidates)"] if failed else [])
+                                          "(reasons under Appendix › All candidates)"] if failed else [])
         why = "; ".join(reasons) or "no warnings recorded"
         state = "" if data.status == "partial" else f": {data.status}"
         lines += [f"> **Partial report{state} — {why}**", ""]
-    paragraph = [_model_sentence(data), _baseline_sentence(data)]
-    if data.baseline or data.candidates:
-        paragraph.append(_best_sentence(data))
-        paragraph.append(_unconfirmed_sentence(data))
-    paragraph += [_requirements_sentence(data), _biggest_win(data)]
-    lines += [" ".join(p for p in paragraph if p), ""]
-    if data.warnings and not data.is_partial:
-        lines += ["Warnings from the run:", ""] + [f"- {w}" for w in data.warnings] + [""]
+    lines += [" ".join((_model_sentence(data), _baseline_sentence(data))), ""]
+    items = _decision(data) if data.baseline or data.candidates else []
+    items += [_requirements_sentence(data), *_commands(data), _next(data), *_budget(data), *_warnings(data)]
+    lines += [f"- {item}" for item in items] + [""]
     if dig(data.results, "quick") is True:
         lines += ["*Quick mode: fewer samples and smaller sweeps than a full run.*", ""]
     return lines

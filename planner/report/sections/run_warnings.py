@@ -1,0 +1,12 @@
+"""Warnings from the run: everything the plan warned about while it ran, in full (the Summary names the first)."""
+
+from __future__ import annotations
+
+from planner.report.data import ReportData
+
+
+def render(data: ReportData) -> list[str]:
+    """The section; [] when the run recorded no warning."""
+    if not data.warnings:
+        return []
+    return ["## Warnings from the run", ""] + [f"- {w}" for w in data.warnings] + [""]

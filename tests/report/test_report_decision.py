@@ -1,0 +1,251 @@
+"""The report reads as a decision document: a one-screen Summary (decision, measured gain and risk, requirements,
+the commands that deploy and verify it), a Roadmap of at most three steps per phase, and every piece of evidence
+under one Appendix heading, with one number per fact.
+
+The plan is the committed example (reports/examples/inefficient-cpu/results.json, a recorded plan of
+demo:inefficient), read as typed results; each test adds the records a newer plan writes (hand-over packages,
+a time budget, a dropped candidate, a measured redesign) in code. No plan is run here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from report_fixtures import FIGURE_LINKS, section
+
+from planner.report import render_markdown
+from planner.results import BudgetRecord, Declared, Deployment, PlanResults, Status, read_results
+from planner.results.interaction import Interaction, InteractionCell
+from planner.results.values import Confirmation
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
+EVIDENCE = ("Requirements", "Hardware", "Baseline", "Bottlenecks", "Architecture findings", "Checklist",
+            "Decision path", "All candidates", "Environment", "Reproduce")
+REDESIGN = "redesign (needs retraining)"
+
+
+@pytest.fixture(scope="module")
+def example() -> PlanResults:
+    """The recorded example plan, typed."""
+    return read_results(EXAMPLE)
+
+
+def _lines(body: str) -> int:
+    """A section's lines as a reader scrolls them: its heading to its last non-blank line."""
+    return len(body.rstrip("\n").splitlines()) + 1
+
+
+def _phases(md: str) -> dict[int, str]:
+    roadmap = section(md, "Roadmap")
+    return {n: re.search(rf"^### Phase {n}: .*?\n(.*?)(?=^### |\Z)", roadmap, re.S | re.M).group(1)
+            for n in (1, 2, 3)}
+
+
+def _steps(phase: str) -> list[str]:
+    """A phase's numbered steps (their first lines)."""
+    return [line for line in phase.splitlines() if re.match(r"^\d+\. \*\*", line)]
+
+
+def _index(results: PlanResults, label: str) -> int:
+    return next(i for i, c in enumerate(results.candidates) if c.label == label)
+
+
+def _with_redesign(results: PlanResults, *, alone: float, retimed_alone: float, together: float) -> PlanResults:
+    """The plan with a measured redesign (a candidate of its own at `alone`x) and the interaction pair that timed
+    it again beside the best candidate (`retimed_alone`x) and with it (`together`x)."""
+    best = results.best
+    base = results.baseline.latency_ms.p50_ms
+    latency = dataclasses.replace(best.latency_ms, p50_ms=base / alone)
+    redesign = dataclasses.replace(
+        best, plugin="architecture.redesign", label=REDESIGN, precision="fp32", status=Status.REJECTED,
+        reason="needs retraining: speed measured, accuracy not", latency_ms=latency, speedup=alone, reproduce="",
+        config={"architecture": "redesign"}, spec={"notes": [f"{REDESIGN}: 3x3 stacks, channels divisible by 8"]},
+        declared=Declared(phase=3, arithmetic="structural", runtime="pytorch", transforms_model=True))
+    retimed_base = base * 1.1  # the interaction step timed the baseline again, and got another figure
+    cells = (InteractionCell("baseline", "baseline", retimed_base, 1.0),
+             InteractionCell("architecture", REDESIGN, retimed_base / retimed_alone, retimed_alone),
+             InteractionCell("hardware", best.label, best.latency_ms.p50_ms, retimed_base / best.latency_ms.p50_ms),
+             InteractionCell("combined", f"{REDESIGN} + {best.label}", retimed_base / together, together))
+    pair = Interaction(REDESIGN, best.label, cells, factor=0.95, verdict="independent", needs_retraining=True,
+                       method="each cell timed in a fresh worker")
+    return dataclasses.replace(results, candidates=(*results.candidates, redesign), interactions=(pair,))
+
+
+def test_the_summary_fits_one_screen_and_the_decision_sixty_lines(example) -> None:
+    md = render_markdown(example, figures=FIGURE_LINKS)
+    summary, roadmap = section(md, "Summary"), section(md, "Roadmap")
+    assert _lines(summary) <= 20
+    assert _lines(summary) + _lines(roadmap) <= 60
+    # The Roadmap comes right after the Summary.
+    assert [line for line in md.splitlines() if line.startswith("## ")][:2] == ["## Summary", "## Roadmap"]
+
+
+def test_the_summary_states_the_decision_gain_risk_and_requirements(example) -> None:
+    summary = section(render_markdown(example, figures=FIGURE_LINKS), "Summary")
+    best = example.best.label
+    assert f"- **Decision**: deploy **{best}**, the best deployment found (ranked by p50 latency)." in summary
+    assert "- **Measured gain**: p50 73.2 ms against 214 ms for the baseline, 2.92x the baseline's speed." in summary
+    assert "- **Accuracy risk**: cosine 0.99999 and top-1 agreement 100% against the original." in summary
+    # The example misses its latency target: the Summary says so first, and never that it is met.
+    requirements = next(line for line in summary.splitlines() if line.startswith("- **Requirements**"))
+    assert requirements.startswith("- **Requirements**: not met — it misses latency < 50 ms p95")
+    assert "it meets latency" not in requirements
+
+
+@pytest.mark.parametrize("status, words", [("not-judged", "not judged"), ("met-at-p50", "met at p50 only"),
+                                           ("some-new-status", "some new status")])
+def test_a_requirement_is_said_as_its_status_and_never_met_unless_it_is(example, status, words) -> None:
+    check = dataclasses.replace(example.requirement_checks[0], met=True, status=status)
+    results = dataclasses.replace(example, requirement_checks=(check, *example.requirement_checks[1:]))
+    md = render_markdown(results, figures=FIGURE_LINKS)
+    line = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Requirements**"))
+    assert "it meets latency" not in line and "not judged: latency < 50 ms p95" in line
+    row = next(line for line in section(md, "Requirements").splitlines() if line.startswith("| latency | < 50"))
+    assert f"| {words} |" in row
+
+
+def test_each_phase_lists_at_most_three_steps_and_names_the_rest_once(example) -> None:
+    md = render_markdown(example, figures=FIGURE_LINKS)
+    phases = _phases(md)
+    assert all(len(_steps(body)) <= 3 for body in phases.values())
+    # Phase 1 measured five runtime families faster than the baseline: three are steps, the others named once.
+    assert len(_steps(phases[1])) == 3
+    also = next(line for line in phases[1].splitlines() if line.startswith("- Also measured here"))
+    assert "also faster: torch cpu fp32 2t channels_last compile (1.44x), onnxruntime all seq 2t (1.4x)" in also
+    assert "other settings of the same runtime and precision" in also and "onnxruntime defaults (1.32x)" in also
+    for step in _steps(phases[1]):
+        assert "x the baseline's speed (p50 " in step and "Effort: " in step and "Accuracy risk: " in step
+    applies = [line for line in phases[1].splitlines() if line.startswith("   - Apply: ")]
+    assert len(applies) == 3 and all("Check: " in line for line in applies)
+
+
+def test_every_evidence_section_sits_under_the_appendix(example) -> None:
+    md = render_markdown(example, figures=FIGURE_LINKS)
+    assert [line for line in md.splitlines() if line.startswith("## ")] == ["## Summary", "## Roadmap",
+                                                                            "## Appendix"]
+    appendix = md.split("\n## Appendix\n", 1)[1]
+    evidence = [line[4:] for line in appendix.splitlines() if line.startswith("### ")]
+    assert all(name in evidence for name in EVIDENCE)
+    # Their own subsections went down a level with them.
+    assert "#### Measurement conditions" in appendix or "Measurement conditions: not audited" in appendix
+    assert "#### Configuration in force" in appendix
+    before = md.split("\n## Appendix\n", 1)[0]
+    assert not any(f"### {name}\n" in before for name in EVIDENCE)
+
+
+def test_without_a_package_the_summary_says_so_and_gives_the_bench_line(example) -> None:
+    summary = section(render_markdown(example, figures=FIGURE_LINKS), "Summary")
+    deploy = next(line for line in summary.splitlines() if line.startswith("- **Deploy**"))
+    assert "no deployment package was written" in deploy
+    assert "measure it again with `planner bench --model demo:inefficient" in deploy
+    assert "**Verify**" not in summary
+
+
+def test_the_winners_package_gives_the_deploy_and_verify_commands(example) -> None:
+    best, phase1 = example.best, "openvino bf16 latency 2t"
+    packages = (Deployment("winner", best.label, _index(example, best.label), "deploy/winner", "onnxruntime"),
+                Deployment("phase 1", phase1, _index(example, phase1), "deploy/phase-1", "openvino"))
+    md = render_markdown(dataclasses.replace(example, deployments=packages), figures=FIGURE_LINKS)
+    summary = section(md, "Summary")
+    assert (f"- **Deploy**: `python deploy/winner/run.py` runs **{best.label}** from its package in `deploy/winner/` "
+            "(onnxruntime)") in summary
+    assert "- **Verify**: `planner verify deploy/` checks every package the plan wrote" in summary
+    assert _lines(summary) <= 20
+    # Each step with a package is applied and checked through it; the others by their settings and bench line.
+    phases = _phases(md)
+    step1 = phases[1].splitlines()
+    at = next(i for i, line in enumerate(step1) if line.startswith(f"1. **{phase1}**"))
+    assert "`python deploy/phase-1/run.py`" in step1[at + 1]
+    assert "Check: `planner verify deploy/phase-1`." in step1[at + 1]
+    winner = phases[2].splitlines()
+    at = next(i for i, line in enumerate(winner) if line.startswith(f"1. **{best.label}**"))
+    assert "the decision above" in winner[at] and "`planner verify deploy/winner`" in winner[at + 1]
+    other = next(line for line in step1 if line.startswith("   - Apply: run it") and "plugin measured it" in line)
+    assert "`planner bench` line (Appendix › Reproduce" in other
+
+
+def test_a_package_that_could_not_be_written_says_why(example) -> None:
+    best = example.best
+    packages = (Deployment("winner", best.label, _index(example, best.label), "", "onnxruntime",
+                           reason="the quantized file could not be copied"),)
+    summary = section(render_markdown(dataclasses.replace(example, deployments=packages)), "Summary")
+    assert ("- **Deploy**: no package could be written for it: the quantized file could not be copied; measure it "
+            "again with `planner bench") in summary
+
+
+def test_a_budget_that_cut_something_is_one_summary_line_with_the_details_in_the_appendix(example) -> None:
+    cut = ("the interaction of align channels to 8 and onnxruntime int8 not measured: its 3 cells take about 40 s "
+           "and the budget has 12 s left", "2 leaders not confirmed with the full method: 30 s left")
+    md = render_markdown(dataclasses.replace(example, budget=BudgetRecord(120.0, 118.0, cut)), figures=FIGURE_LINKS)
+    summary = section(md, "Summary")
+    line = next(line for line in summary.splitlines() if line.startswith("- **Time budget**"))
+    assert ("the 120 s budget (118 s spent) cut work, so no number here stands for it: the interaction of align "
+            "channels to 8") in line
+    assert "what else it cut is under Appendix › Time budget" in line
+    details = section(md, "Time budget")
+    assert "Budget 120 s; the plan took 118 s, from loading the model to writing the results." in details
+    assert all(f"- {c}" in details for c in cut)
+    assert md.index("## Appendix") < md.index("### Time budget")
+
+
+def test_a_budget_that_cut_nothing_stays_out_of_the_summary(example) -> None:
+    md = render_markdown(dataclasses.replace(example, budget=BudgetRecord(300.0, 200.0, ())), figures=FIGURE_LINKS)
+    assert "Time budget" not in section(md, "Summary")
+    assert "The budget left nothing out." in section(md, "Time budget")
+    assert "Time budget" not in render_markdown(example, figures=FIGURE_LINKS)  # an older file: no budget at all
+
+
+def test_a_dropped_candidate_is_noted_as_screen_figures_in_the_table(example) -> None:
+    slow = "onnxruntime all seq 1t"
+    why = "clearly slower than the best: its median's 95% interval lay above the best's"
+    candidates = tuple(dataclasses.replace(c, dropped=why) if c.label == slow else c for c in example.candidates)
+    table = section(render_markdown(dataclasses.replace(example, candidates=candidates)), "All candidates")
+    header = next(line for line in table.splitlines() if line.startswith("| Rank"))
+    assert header.endswith("| Status | Note |")
+    row = next(line for line in table.splitlines() if line.startswith("|") and f" {slow} |" in line)
+    assert row.endswith(f"| screen figures only: {why} |")
+    other = next(line for line in table.splitlines() if line.startswith("|") and "onnxruntime all seq 2t |" in line)
+    assert other.endswith("|  |")
+    # Without a dropped candidate the table keeps its shape.
+    assert "| Note |" not in render_markdown(example)
+
+
+def test_a_confirmed_leader_shows_the_figure_the_ranking_used(example) -> None:
+    best = example.best
+    screen = best.latency_ms.p50_ms * 0.8  # the screen read 20% faster than the full method
+    confirmed = dataclasses.replace(best, confirmation=Confirmation(screen, 0.25, False, "timed while busy"))
+    candidates = tuple(confirmed if c is best else c for c in example.candidates)
+    table = section(render_markdown(dataclasses.replace(example, candidates=candidates)), "All candidates")
+    assert "The table, the ranking and the Roadmap use those full figures, not the screen's" in table
+    assert f"- **{best.label}**: the full method measured it 25% slower than the screen — timed while busy" in table
+    assert "58.5 ms" not in table  # the screen's own figure is not a second number for the same fact
+
+
+def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never_called_not_projected(example):
+    results = _with_redesign(example, alone=20.9, retimed_alone=13.8, together=70.9)
+    md = render_markdown(results, figures=FIGURE_LINKS)
+    roadmap = section(md, "Roadmap")
+    step = next(line for line in _steps(_phases(md)[3]) if f"**{REDESIGN}**" in line)
+    assert step.startswith(f"1. **{REDESIGN}** — 20.9x the baseline's speed")
+    assert "70.9x" in step and "13.8x" not in roadmap and "architecture gain" not in roadmap
+    assert f"Apply: change the model as measured: {REDESIGN}: 3x3 stacks, channels divisible by 8." in roadmap
+    combined = roadmap.split("### Combined effect", 1)[1]
+    assert "not projected" not in combined
+    assert f"- Measured together in the interaction step: **{REDESIGN}**" in combined and "70.9x" in combined
+    # The Summary's next step is the measured redesign, by the same figure.
+    assert f"**{REDESIGN}** measured 20.9x the baseline's speed" in section(md, "Summary")
+    # The interaction table keeps its own cells (the factor needs all four from one step) and says which
+    # figures the ranking uses.
+    interaction = section(md, "Interaction of architecture and hardware")
+    assert "(13.8x)" in interaction
+    assert "The ranking, the Summary and the Roadmap use the plan's own figures: the baseline p50 214 ms" in interaction
+    assert f"{REDESIGN} p50 " in interaction and "20.9x" in interaction
+
+
+def test_without_a_measured_redesign_the_estimate_says_it_is_not_projected(example) -> None:
+    combined = section(render_markdown(example), "Roadmap").split("### Combined effect", 1)[1]
+    assert "is not projected: re-run the planner on the redesigned model" in combined
+    assert "Measured together" not in combined
