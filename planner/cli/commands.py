@@ -183,7 +183,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     session = PlanSession()
     session.load(args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
-    with CliProgress(enabled=not args.json) as progress:
+    with CliProgress(enabled=not args.json, verbose=args.verbose) as progress:
         session.on_event = progress
         baseline = session.profile(quick=args.quick)
     if args.json:
@@ -215,7 +215,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
                           budget_s=args.budget)
-    with CliProgress(enabled=True, budget_s=args.budget) as progress:
+    with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
         print_json(results_data(outcome.results))  # the object results.json holds

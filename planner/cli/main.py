@@ -29,6 +29,13 @@ def _add_model_args(p: argparse.ArgumentParser, *, required: bool = True) -> Non
                    help="allow importing and running a Python model file")
 
 
+def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
+    """-v: the progress prints the planner's detail lines, not only stages and results."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the detail too: each candidate's predicted band and why, what each step did, "
+                        "and every reason in full")
+
+
 def _duration_s(text: str) -> float:
     """A duration given as 90s, 5m, 1.5m or a bare number of seconds, in seconds."""
     raw = text.strip().lower()
@@ -73,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--quick", action="store_true", help="short time caps (about 30 s)")
     p.add_argument("--json", action="store_true")
+    _add_verbose_arg(p)
 
     p = sub.add_parser("plan", help="profile, decide, measure candidates, write results")
     _add_model_args(p)
@@ -88,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "promising first, and the report says what the budget cut")
     p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
+    _add_verbose_arg(p)
     p.add_argument("--requirements", help="TOML file with latency_ms, min_throughput, ...")
     p.add_argument("--latency-ms", type=float, help="latency SLA in ms")
     p.add_argument("--latency-percentile", choices=["p50", "p95", "p99"])
