@@ -12,6 +12,7 @@ class Event:
     """One progress event: a stage started/finished, a candidate measured, or a log line."""
 
     kind: str  # "stage" | "stage_done" | "candidate" | "candidate_done" | "log" | "warning"
+    # | "budget" (the time budget cut something)
     message: str
     stage: str = ""
     index: int | None = None

@@ -182,6 +182,7 @@ class CandidateRun:
             self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
                                                      "spent_s": self.budget.spent(), "cut": cut}))
             leaders = leaders[:affordable]
+            self._confirm_tried.update(left_out)  # a later round must not confirm what this one said it cut
         self._confirm_tried.update(leaders)
         if not leaders or self.cancel.cancelled:
             return {}
