@@ -59,9 +59,12 @@ class Search:
     phase_best: dict[int, CandidateResult] = field(default_factory=dict)  # the fastest runtime candidate per phase
     walls: list[float] = field(default_factory=list)
     budget_cut: str = ""  # the sentence recorded when the budget first cut the screen
+    baseline_disturbed: bool = False  # the baseline was timed under interference (its audit says so)
 
     def consider(self, result: CandidateResult) -> None:
         """Take one finished candidate (or the baseline) into account."""
+        if result.is_reference and result.audit is not None and result.audit.disturbed:
+            self.baseline_disturbed = True
         if result.wall_s and result.measured and not result.is_reference:
             self.walls.append(result.wall_s)
         if result.status is not Status.OK or not result.p50:
@@ -118,7 +121,9 @@ class Search:
         """
         if not (self.quick or self.budget.capped) or declared is None or declared.transforms_model:
             return ""
-        if prediction is None or prediction.high is None:
+        if prediction is None or prediction.high is None or self.baseline_disturbed:
+            # Speedups over a baseline timed while the machine was busy are inflated: no band can be weighed
+            # against them.
             return ""
         leader = self.phase_best.get(declared.phase)
         if leader is None or not leader.speedup or prediction.high * VARIANT_REACH >= leader.speedup:

@@ -136,3 +136,17 @@ def test_a_candidate_predicted_far_behind_its_phase_best_is_not_screened_in_a_qu
     full = Search(Budget())
     full.consider(dataclasses.replace(leader, speedup=4.0))
     assert full.prediction_skip(declared("torch"), compile_band) == ""
+
+
+def test_no_prediction_is_weighed_against_speedups_over_a_disturbed_baseline() -> None:
+    from types import SimpleNamespace
+
+    from planner.results import Prediction
+    from planner.results.values import Fidelity
+
+    search = Search(Budget(), quick=True)
+    own = Fidelity(cosine=1.0, max_abs_error=0.0, mean_abs_error=0.0, top1_agreement=None, samples=8, reference=True)
+    baseline = dataclasses.replace(result("torch eager", 90.0), audit=SimpleNamespace(disturbed=True), fidelity=own)
+    search.consider(baseline)
+    search.consider(dataclasses.replace(result("openvino f32", 0.03, runtime="openvino"), speedup=3000.0))
+    assert search.prediction_skip(declared("onnxruntime"), Prediction(low=1.0, high=20.0, basis="")) == ""
