@@ -271,7 +271,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                            "pass a percentage, e.g. --tolerance 10")
     verdicts = verify_path(Path(args.folder), tolerance=args.tolerance / 100, timeout_s=args.timeout)
     if args.json:
-        print_json([{**to_data(v), "folder": str(v.folder), "passed": v.passed} for v in verdicts])
+        print_json([v.data() for v in verdicts])
     else:
         from planner.cli.output import format_verdict
 

@@ -206,11 +206,10 @@ def _measured(candidate: CandidateResult) -> dict[str, Any]:
     lat = candidate.latency_ms
     if lat is None:
         return {}
-    data: dict[str, Any] = {"p50_ms": lat.p50_ms, "p95_ms": lat.p95_ms, "samples": lat.samples,
-                            "speedup": candidate.speedup}
-    if math.isfinite(lat.ci95_rel) and lat.ci95_rel > 0:
-        data["p50_ci95_ms"] = [lat.p50_ms * (1 - lat.ci95_rel), lat.p50_ms * (1 + lat.ci95_rel)]
-    return data
+    # None: too few samples to bound the median (a quick screen of a slow model).
+    bounded = math.isfinite(lat.ci95_rel) and lat.ci95_rel > 0
+    return {"p50_ms": lat.p50_ms, "p95_ms": lat.p95_ms, "samples": lat.samples, "speedup": candidate.speedup,
+            "p50_ci95_ms": [lat.p50_ms * (1 - lat.ci95_rel), lat.p50_ms * (1 + lat.ci95_rel)] if bounded else None}
 
 
 def _measured_words(candidate: CandidateResult) -> str:

@@ -54,6 +54,15 @@ class PackageVerdict:
         names = {c.name for c in self.checks}
         return all(c.passed for c in self.checks) and {FIDELITY, LATENCY} <= names
 
+    def data(self) -> dict[str, Any]:
+        """The verdict as JSON-ready data (`planner verify --json`)."""
+        from planner.results import to_data
+
+        return {"folder": str(self.folder), "label": self.label, "runtime": self.runtime, "passed": self.passed,
+                "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
+                "problems": list(self.problems), "p50_ms": self.p50_ms, "recorded_p50_ms": self.recorded_p50_ms,
+                "fidelity": to_data(self.fidelity) if self.fidelity is not None else None}
+
     def check(self, name: str) -> Check | None:
         """The named check, or None when it did not run."""
         return next((c for c in self.checks if c.name == name), None)

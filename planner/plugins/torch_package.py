@@ -51,10 +51,9 @@ def torch_package(module: Any, inputs: "ModelInputs", dest: Path, settings: Torc
     dtype = getattr(torch, _DTYPES[settings.precision])
     scalars = scalar_arguments(module)
     scripted = isinstance(module, torch.jit.ScriptModule)
-    # Cast and moved as TorchSession does, so the saved weights are the ones that ran.
+    # Cast and moved as TorchSession does, so the saved weights are the ones that ran. Their memory format is
+    # left to run.py's load (channels_last weights are saved as strided groups torch.export warns about).
     prepared = set_eval(module.to(settings.device).to(dtype))
-    if settings.channels_last:
-        prepared = prepared.to(memory_format=torch.channels_last)
 
     def feed_args(shapes: "ModelInputs") -> tuple[Any, ...]:
         return _example(make_feeds(shapes, count=1, seed=0)[0], scalars, dtype, settings)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
@@ -235,10 +235,34 @@ def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def deploy_lines(deployments: list[Any], verdicts: list[Any]) -> Text:
+    """What `r` wrote and found: per role its candidate and folder and each check passed or failed, then what a
+    failed check found (the details panel is small: passing checks stay one word)."""
+    text = Text()
+    by_folder = {v.folder.name: v for v in verdicts}
+    for record in deployments:
+        if not record.folder:
+            text.append(f"{record.role}: no package — {record.reason}\n", style="bold")
+            continue
+        text.append(f"{record.role}: {record.label} → {record.folder}", style="bold")
+        # A phase's best that is the winner points at the winner's folder: its checks are shown once.
+        verdict = by_folder.pop(record.folder.rsplit("/", 1)[-1], None)
+        if verdict is None:
+            text.append(f" ({record.reason})\n" if record.reason else "\n")
+            continue
+        text.append(": " + " · ".join(f"{c.name} {'pass' if c.passed else 'FAIL'}" for c in verdict.checks) + "\n")
+        for check in verdict.checks:
+            if not check.passed:
+                text.append(f"  {check.name}: {check.detail}\n", style="bold red")
+    return text
+
+
 class ResultsPane(StepPane):
-    """The candidates table (click a header or press o to sort), two plots, and a details panel."""
+    """The candidates table (click a header or press o to sort), two plots, and a details panel; `r` writes the
+    hand-over packages and verifies them."""
 
     STEP_ID = "results"
+    RUN_LABEL = "Write and verify the hand-over packages"
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -249,6 +273,7 @@ class ResultsPane(StepPane):
         self._candidates: list[dict] = []
         self._columns: tuple[Column, ...] = COLUMNS
         self._short = fmt.short_labels([], 0)
+        self._deploying = False  # `r` is writing and verifying the packages
 
     def compose(self) -> ComposeResult:
         """Table (with details) and two plot tabs."""
@@ -256,6 +281,7 @@ class ResultsPane(StepPane):
             with TabPane("Table", id="tab-table"):
                 yield Label("Run the Optimize step (7) to measure candidates.", id="sorted", classes="hint")
                 yield Label("", id="headline")
+                yield Static("", id="deploy-status")
                 yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, cell_padding=0)
                 with VerticalScroll(id="detail-box"):
                     yield Static("", id="candidate-detail")
@@ -274,6 +300,9 @@ class ResultsPane(StepPane):
         if stamp == self._shown:
             return
         self._shown = stamp
+        if not self._deploying:
+            # New candidates or ranking: the packages written for the old ones are out of date.
+            self.query_one("#deploy-status", Static).display = False
         # Each row is the candidate's results.json form with its rank, as the report reads it.
         self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
         self._fill_table(keep_cursor=False)
@@ -365,6 +394,51 @@ class ResultsPane(StepPane):
 
         markdown = extra_tables_markdown(self.session.results)
         box.update(markdown_with_tables(markdown) if markdown else NO_TABLES)
+
+    # -- hand-over packages (r) ----------------------------------------------------------------
+    def run_step(self) -> None:
+        """Write deploy/ for the winner and each phase's best, then verify each package in a fresh process."""
+        if self.session.results.ranking is None or self.session.results.best is None:
+            self.notify("Nothing ranked yet: run the Optimize step (7) first.", title="No package to write",
+                        severity="warning", timeout=5)
+            return
+        if self.start("deploy", self._deploy):
+            self._deploying = True
+            self._show_deploy(Text("writing the hand-over packages, then verifying each one (a few seconds each)…"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="deploy", group="deploy")
+    def _deploy(self) -> None:
+        from planner.deploy import DEPLOY_DIR, verify_path
+
+        if self.session.out_dir is None:
+            self.session.set_out_dir(self.planner.out_dir)
+        deployments = self.session.deploy()
+        root = self.session.out_dir / DEPLOY_DIR if self.session.out_dir is not None else None
+        written = [d for d in deployments if d.folder]
+        verdicts = verify_path(root) if written and root is not None else []
+        self.report("deploy", {"deployments": list(deployments), "verdicts": verdicts, "root": root})
+
+    def job_done(self, job: str, result: Any) -> None:
+        """Show each package and its checks."""
+        if job != "deploy":
+            return
+        self._deploying = False
+        verdicts = result["verdicts"]
+        passed = sum(1 for v in verdicts if v.passed)
+        head = Text(f"Hand-over packages: {passed} of {len(verdicts)} verified, in {result['root']}\n", style="bold")
+        head.append_text(deploy_lines(result["deployments"], verdicts))
+        self._show_deploy(head)
+
+    def job_failed(self, job: str, error: BaseException) -> None:
+        """A failed write or verify is shown in place too."""
+        self._deploying = False
+        self._show_deploy(Text(f"hand-over packages not written: {error}", style="bold red"))
+        super().job_failed(job, error)
+
+    def _show_deploy(self, text: Text) -> None:
+        status = self.query_one("#deploy-status", Static)
+        status.update(text)
+        status.display = True
 
     def sort_next(self) -> None:
         """Sort by the next shown column in turn (the `o` key)."""

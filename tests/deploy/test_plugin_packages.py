@@ -1,0 +1,68 @@
+"""Each runtime family's exporter: the package its plugin writes runs without the planner and matches the original.
+
+The fidelity check is verify's own (the plan's rule); the latency check's verdict depends on the machine's load,
+so only that it ran is asserted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from deploy_support import ranked, stated_result
+
+from planner.deploy import verify_path, write_deployments
+from planner.deploy.verify import FIDELITY, FILES, LATENCY, RUNTIME
+from planner.plugins import CandidateSpec, ModelRef, Precision
+
+
+def _openvino(onnx: str) -> CandidateSpec:
+    return CandidateSpec(plugin="cpu.openvino", label="openvino f32 latency 1t static", precision=Precision.FP32,
+                         config={"precision": "fp32", "hint": "LATENCY", "threads": 1, "static_shape": True},
+                         artifacts={"onnx": onnx}, threads=1, dynamic_batch=False)
+
+
+def _torch_cpu(onnx: str) -> CandidateSpec:
+    return CandidateSpec(plugin="cpu.torch", label="torch cpu fp32 1t channels_last",
+                         config={"device": "cpu", "threads": 1, "interop_threads": 1, "channels_last": True,
+                                 "compile": None}, threads=1, interop_threads=1)
+
+
+def _fold(onnx: str) -> CandidateSpec:
+    return CandidateSpec(plugin="architecture.fold", label="fold BatchNorm (exact)",
+                         config={"device": "cpu", "transform": {"plugin": "architecture.fold"},
+                                 "architecture": "exact"})
+
+
+def _eager(onnx: str) -> CandidateSpec:
+    return CandidateSpec(plugin="torch.eager", label="torch eager fp32 (cpu)", config={"device": "cpu"})
+
+
+@pytest.mark.worker
+@pytest.mark.parametrize(("make", "runtime", "artifact"), [
+    (_openvino, "openvino", "tiny.onnx"), (_torch_cpu, "torch", "model.pt2"), (_fold, "torch", "model.pt2"),
+    (_eager, "torch", "model.pt2")], ids=["openvino", "torch-settings", "architecture-fold", "torch-eager"])
+def test_a_family_package_runs_its_samples_as_the_original_does(tmp_path, tiny, tiny_onnx, samples, make, runtime,
+                                                                   artifact):
+    spec = make(str(tiny_onnx))
+    [winner, *_] = write_deployments(ranked(stated_result(spec, p50_ms=0.05)), model=ModelRef.of(tiny),
+                                     feeds=samples[0], reference=samples[1], out_dir=tmp_path)
+    assert winner.folder == "deploy/winner" and winner.runtime == runtime, winner.reason
+    package = tmp_path / "deploy" / "winner"
+    manifest = json.loads((package / "manifest.json").read_text())
+    assert manifest["artifact"] == [artifact] and manifest["imports"] == [runtime, "numpy"]
+    [verdict] = verify_path(package)
+    assert [c.name for c in verdict.checks] == [FILES, RUNTIME, FIDELITY, LATENCY]
+    assert all(c.passed for c in verdict.checks[:3]), verdict.checks
+
+
+def test_torch_settings_are_written_into_run_py(tmp_path, tiny, tiny_onnx, samples):
+    spec = dataclasses.replace(_torch_cpu(str(tiny_onnx)), precision=Precision.BF16)
+    write_deployments(ranked(stated_result(spec, p50_ms=0.05)), model=ModelRef.of(tiny), feeds=samples[0],
+                      reference=samples[1], out_dir=tmp_path)
+    settings = json.loads((tmp_path / "deploy" / "winner" / "manifest.json").read_text())["settings"]
+    assert (settings["threads"], settings["interop_threads"], settings["channels_last"], settings["dtype"]) == (
+        1, 1, True, "bfloat16")
+    run_py = (tmp_path / "deploy" / "winner" / "run.py").read_text()
+    assert "'dtype': 'bfloat16'" in run_py and "torch.set_num_threads" in run_py
