@@ -78,7 +78,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
         profile = resolve_device(options.device, str(hw.device_class), hw.board)
         if profile is not None and (options.device or session.target == "edge"):
             session.update(edge_device=edge_projection(session.results, profile, detected=not options.device))
-        session.deploy()  # the hand-over packages (deploy/): after ranking, before the report
+        try:
+            session.deploy()  # the hand-over packages (deploy/): after ranking, before the report
+        except Exception as exc:  # noqa: BLE001 - a hand-over package is never a reason to lose the plan
+            session.warn(f"hand-over packages not written: {type(exc).__name__}: {exc}")
     except KeyboardInterrupt:
         session.warn("interrupted by Ctrl-C: the results hold what was measured")
         session.finish(status="interrupted", write_report=options.write_report)
