@@ -11,7 +11,7 @@ from pathlib import Path
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
-from planner.results import RunStatus, Status, read_results_data, results_data, to_data
+from planner.results import RESULTS_NAME, RunStatus, Status, read_results_data, results_data, to_data
 from planner.results.view import model_inputs
 
 
@@ -287,6 +287,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from planner.report import render_report_files
 
     path = Path(args.results)
+    if path.is_dir():
+        # The plan's out folder, as `planner plan` prints it: its results.json.
+        path = path / RESULTS_NAME
     results = read_results_data(path)
     out = Path(args.out) if args.out else path.parent
     report = render_report_files(results, out)

@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
     p = sub.add_parser("report", help="re-render the Markdown report from results.json")
-    p.add_argument("results", help="path to results.json")
+    p.add_argument("results", help="a plan's results.json, or the folder that holds it")
     p.add_argument("--out", help="folder for report.md (default: beside results.json)")
 
     p = sub.add_parser("tui", help="open the interactive planner")
