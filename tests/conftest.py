@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -32,6 +33,20 @@ def _has_cuda() -> bool:
         return torch.cuda.is_available()
     except ImportError:
         return False
+
+
+def pytest_collection_finish(session):
+    """Keep the cyclic garbage collector off the objects that live for the whole run.
+
+    Collecting the tests imports PyTorch, Textual and the planner: a few hundred thousand objects that
+    every full collection would scan again, dozens of times in a module of TUI tests (each Textual app
+    makes many cycles). Freezing them leaves them to reference counting, and the higher thresholds make
+    the full scans of what the tests create rarer. Only this pytest process changes: the measuring
+    workers are fresh processes, and a test that needs garbage gone still calls gc.collect().
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def pytest_collection_modifyitems(config, items):
