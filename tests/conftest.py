@@ -85,6 +85,25 @@ def tiny():
     return load_model("demo:tiny")
 
 
+@pytest.fixture(scope="session")
+def tiny_plan(tmp_path_factory):
+    """One real `planner plan --model demo:tiny --target cpu --quick` with ONNX Runtime and OpenVINO, its
+    leaders confirmed: (output folder, exit status, stdout). Shared by every test that reads such a plan
+    (results.json, the report, the CLI's words), so it is measured once per session; nothing may write
+    into its folder."""
+    import contextlib
+    import io
+
+    from planner.cli import main
+
+    out = tmp_path_factory.mktemp("tiny-plan")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["plan", "--model", "demo:tiny", "--target", "cpu", "--quick",
+                     "--plugins", "cpu.onnxruntime,cpu.openvino", "--out", str(out)])
+    return out, code, stdout.getvalue()
+
+
 @pytest.fixture
 def hardware_profile() -> Callable[..., HardwareProfile]:
     """A factory for real profiles detected from a fixture tree: hardware_profile('rpi4', gpus=(a100(),))."""

@@ -20,8 +20,9 @@ from planner.cli import main
 pytestmark = pytest.mark.worker  # every test reads a real `planner plan`, measured in worker processes
 
 PLUGINS = "cpu.onnxruntime,cpu.openvino"
-# The torch plugin compiles (seconds per candidate), so it runs only where a torch module is unusual.
-TORCH_TOO = {"pt2", "torchscript", "demo-text"}
+# The torch plugin compiles (seconds per candidate), so it runs only where a torch module is unusual, and on
+# one ONNX file, which it must decline in words (an ONNX file has no torch module; nothing is compiled).
+TORCH_TOO = {"pt2", "torchscript", "demo-text", "onnx-dynamic"}
 
 
 class TinyCnn(nn.Module):
@@ -130,16 +131,23 @@ def _plan(model: str, extra: list[str], out: Path, plugins: str) -> tuple[int, s
 
 
 @pytest.fixture(scope="module")
-def plan_of(sources, tmp_path_factory):
-    """Plan a source kind once (cached for the module); returns (results, report text)."""
+def plan_of(sources, tmp_path_factory, request):
+    """Plan a source kind once (cached for the module); returns (results, report text).
+
+    demo:tiny's is the session's shared plan (tests/conftest.py), with the same plugins: its leaders are
+    also confirmed, which changes nothing these tests read.
+    """
     done: dict[str, tuple[dict, str]] = {}
 
     def run(kind: str) -> tuple[dict, str]:
         if kind not in done:
-            model, extra = sources[kind]
-            out = tmp_path_factory.mktemp(kind)
-            code, _, stderr = _plan(model, extra, out, plugins_for(kind))
-            assert code == 0, stderr
+            if kind == "demo":
+                out, code, said = request.getfixturevalue("tiny_plan")
+            else:
+                model, extra = sources[kind]
+                out = tmp_path_factory.mktemp(kind)
+                code, _, said = _plan(model, extra, out, plugins_for(kind))
+            assert code == 0, said
             done[kind] = json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
         return done[kind]
 
@@ -179,3 +187,20 @@ def test_text_model_gets_a_sequence_sweep(plan_of) -> None:
     assert [p["length"] for p in sweep] == [16, 32, 64]
     assert all(p["tokens_per_s"] > 0 for p in sweep)
     assert "input_ids" in report and "attention_mask" in report
+
+
+def test_an_onnx_file_is_measured_against_onnxruntime_defaults(plan_of) -> None:
+    results, _ = plan_of("onnx-dynamic")
+    cands = results["candidates"]
+    base = cands[0]
+    assert base["label"] == "onnxruntime defaults (ONNX model)" and base["status"] == "ok"
+    assert base["info"]["allow_spinning"] == "default"
+    assert any(c["plugin"] == "cpu.openvino" and c["status"] == "ok" for c in cands)
+    skipped = {s["plugin"]: s["reasons"][0] for s in results["skipped_plugins"]}
+    assert "ONNX-only" in skipped["cpu.torch"]
+    # ORT's defaults on the file are the baseline: the ORT plugin does not measure them a second time.
+    ort_defaults = [c for c in cands if c["plugin"] == "cpu.onnxruntime" and c["config"] == {"defaults": True}]
+    assert len(ort_defaults) == 1
+    assert any(c["plugin"] == "cpu.onnxruntime" and c["config"] != {"defaults": True} for c in cands)
+    # confirm=0 (`--confirm 0`): the quick screen is ranked as it was measured.
+    assert not any(c.get("confirmation") for c in cands)

@@ -16,22 +16,6 @@ BAD = ("plan_test_plugins:CrashPlugin,plan_test_plugins:HangPlugin,"
        "plan_test_plugins:NotThere")
 
 
-@pytest.fixture(scope="module")
-def tiny_plan(tmp_path_factory):
-    out = tmp_path_factory.mktemp("plan")
-    code_out = {}
-    import contextlib
-    import io
-
-    from planner.cli import main
-
-    buf, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(err):
-        code_out["code"] = main(["plan", "--model", "demo:tiny", "--target", "cpu", "--quick",
-                                 "--plugins", "cpu.onnxruntime,cpu.openvino", "--out", str(out)])
-    return out, code_out["code"], buf.getvalue()
-
-
 @pytest.mark.worker
 def test_plan_writes_ranked_results(tiny_plan):
     out, code, stdout = tiny_plan
@@ -140,14 +124,6 @@ def test_cancel_keeps_what_was_measured(tmp_path):
     assert (tmp_path / "report.md").is_file()
 
 
-@pytest.mark.worker
-def test_impossible_requirement_is_explained(tmp_path):
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
-                                   requirement_overrides={"latency_ms": 1e-6},
-                                   plugins=("cpu.onnxruntime",)))
-    checks = outcome.results.requirement_checks
-    latency = next(c for c in checks if c.name == "latency")
-    assert latency.met is False and "cannot be met" in latency.margin
 
 
 def test_unwritable_out_dir_fails_before_measuring(cli, tmp_path):
@@ -179,8 +155,9 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
         "        return self.fc(double(x))\n"
         "def make():\n"
         "    return M()\n")
+    # confirm=0: confirming the leaders is tested on the shared tiny plan; here it would only time them again.
     outcome = run_plan(PlanOptions(model=f"{model_file}:make", trust_code=True, target="cpu",
-                                   quick=True, out=tmp_path / "out",
+                                   quick=True, confirm=0, out=tmp_path / "out",
                                    plugins=("cpu.onnxruntime", "cpu.torch")))
     cands = outcome.results.candidates
     ort = [c for c in cands if c.plugin == "cpu.onnxruntime"]
@@ -188,13 +165,16 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path):
     assert any(c.plugin == "cpu.torch" and c.status == "ok" for c in cands)
 
 
-@pytest.mark.worker
-def test_val_data_measures_accuracy(tmp_path):
+@pytest.fixture(scope="module")
+def labelled_plan(tmp_path_factory):
+    """One quick ONNX Runtime plan of demo:tiny given labelled --val-data (the original scores 6 of 8) and an
+    impossible latency target; the tests below read different parts of it."""
     import numpy as np
     import torch
 
     from planner.models import load_model
 
+    tmp_path = tmp_path_factory.mktemp("labelled")
     model = load_model("demo:tiny")
     data = tmp_path / "val"
     data.mkdir()
@@ -207,13 +187,25 @@ def test_val_data_measures_accuracy(tmp_path):
         labels = logits.argmax(axis=1)
         labels[0] = (labels[0] + 1) % 10  # one wrong label per batch: the original scores 6/8
         np.save(data / f"batch{i}_labels.npy", labels)
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path / "o",
-                                   val_data=data, plugins=("cpu.onnxruntime",)))
-    res = outcome.results
+    return run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path / "o",
+                                val_data=data, requirement_overrides={"latency_ms": 1e-6},
+                                plugins=("cpu.onnxruntime",)))
+
+
+@pytest.mark.worker
+def test_val_data_measures_accuracy(labelled_plan):
+    res = labelled_plan.results
     assert res.validation is not None and res.validation.labels is True and res.validation.samples == 8
     assert res.validation.baseline_accuracy == 0.75
     ort = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.status == "ok"]
     assert ort and ort[0].fidelity is not None and ort[0].fidelity.accuracy == 0.75
+
+
+@pytest.mark.worker
+def test_impossible_requirement_is_explained(labelled_plan):
+    checks = labelled_plan.results.requirement_checks
+    latency = next(c for c in checks if c.name == "latency")
+    assert latency.met is False and "cannot be met" in latency.margin
 
 
 def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
@@ -225,30 +217,3 @@ def test_val_data_with_wrong_shape_is_a_clear_error(tmp_path, cli):
     code, _, err = cli("plan", "--model", "demo:tiny", "--quick", "--out", str(tmp_path / "o"),
                        "--val-data", str(data))
     assert code == 2 and "has shape 2x3x8x8" in err and "Bx3x32x32" in err
-
-
-@pytest.mark.worker
-def test_onnx_model_plan_uses_onnxruntime_defaults_as_baseline(tmp_path):
-    import torch
-
-    from planner.models import load_model
-
-    model = load_model("demo:tiny")
-    path = tmp_path / "tiny.onnx"
-    torch.onnx.export(model.module, (torch.randn(1, 3, 32, 32),), str(path), dynamo=False,
-                      input_names=["x"], dynamic_axes={"x": {0: "batch"}})
-    outcome = run_plan(PlanOptions(model=str(path), target="cpu", quick=True, confirm=0, out=tmp_path / "o",
-                                   plugins=("cpu.openvino", "cpu.torch", "cpu.onnxruntime")))
-    res = outcome.results
-    base = res.candidates[0]
-    assert base.label == "onnxruntime defaults (ONNX model)" and base.status == "ok"
-    assert base.info["allow_spinning"] == "default"
-    assert any(c.plugin == "cpu.openvino" and c.status == "ok" for c in res.candidates)
-    skipped = {s.plugin: s.reasons[0] for s in res.skipped_plugins}
-    assert "ONNX-only" in skipped["cpu.torch"]
-    # ORT's defaults on the file are the baseline: the ORT plugin does not measure them a second time.
-    ort_defaults = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.config == {"defaults": True}]
-    assert len(ort_defaults) == 1
-    assert any(c.plugin == "cpu.onnxruntime" and c.config != {"defaults": True} for c in res.candidates)
-    # confirm=0 (`--confirm 0`): the quick screen is ranked as it was measured.
-    assert not any(c.confirmation for c in res.candidates)
