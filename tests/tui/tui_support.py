@@ -178,12 +178,16 @@ def run_app(app, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] =
 
 
 async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 120.0, what: str = "") -> None:
-    """Poll (letting the app process messages) until `condition()` holds."""
+    """Poll (letting the app process messages) until `condition()` holds.
+
+    Each poll is `pilot.pause()`: until the screen has handled what was queued and the process is idle,
+    not a fixed sleep, which most of a recorded run's steps would spend waiting for nothing.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        await pilot.pause(0.05)
+        await pilot.pause()
         if condition():
-            await pilot.pause(0.05)
+            await pilot.pause()
             return
     raise AssertionError(f"timed out waiting for {what or condition}")
 
@@ -193,7 +197,7 @@ async def wait_idle(pilot, timeout: float = 120.0) -> None:
     app = pilot.app
     await wait_for(pilot, lambda: app.job is None, timeout, "the running job")
     await app.workers.wait_for_complete()
-    await pilot.pause(0.1)
+    await pilot.pause()
 
 
 def screen_text(app) -> str:
@@ -226,11 +230,11 @@ async def drive(pilot, upto: str) -> None:
         await wait_idle(pilot)
     if last >= order.index("tree"):
         await pilot.press("5")
-        await pilot.pause(0.2)
+        await pilot.pause()
         for select in app.query("#items Select").results(Select):
             select.value = "the model itself" if "the model itself" in str(select.prompt) else "no"
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await pilot.pause()
     if last >= order.index("optimize"):
         await pilot.press("7")
         plugins = app.query_one(TickList)
@@ -246,7 +250,7 @@ async def drive(pilot, upto: str) -> None:
     await pilot.press(str(STEP_BY_ID[upto].number))
     await wait_idle(pilot)
     app.clear_notifications()
-    await pilot.pause(0.2)
+    await pilot.pause()
 
 
 TEXT_INPUTS = [
