@@ -42,9 +42,16 @@ def _ctx(model, workdir, **kw) -> PlanContext:
     return PlanContext(hw=fake_hw(), model=model, workdir=workdir, quick=True, log=logs.append, **kw)
 
 
-def test_edge_int8_builds_both_candidates_from_the_converted_file(old_file, tmp_path):
+@pytest.fixture(scope="module")
+def edge_specs(old_file, tmp_path_factory):
+    """The edge INT8 plugin's candidates for the file, built once (calibrating and quantizing take seconds)."""
+    _, model = old_file
+    return list(Int8Plugin().candidates(_ctx(model, tmp_path_factory.mktemp("edge-int8"))))
+
+
+def test_edge_int8_builds_both_candidates_from_the_converted_file(old_file, edge_specs):
     path, model = old_file
-    specs = list(Int8Plugin().candidates(_ctx(model, tmp_path)))
+    specs = edge_specs
     assert [s.config["mode"] for s in specs] == ["static", "dynamic"]
     feed = model.make_feeds(batch=2, seed=5)[0]
     for spec in specs:
@@ -74,12 +81,12 @@ def test_openvino_reads_and_runs_the_qdq_file(old_file, tmp_path):
         assert session.info()["int8_ops"] > 0
 
 
-def test_the_static_candidate_is_measured(old_file, tmp_path, monkeypatch):
+def test_the_static_candidate_is_measured(old_file, edge_specs, monkeypatch):
     import planner.plugins
     from planner.measure.evaluate import MeasureJob, run_job
 
     _, model = old_file
-    static = next(iter(Int8Plugin().candidates(_ctx(model, tmp_path))))
+    static = edge_specs[0]
     monkeypatch.setattr(planner.plugins, "get_plugin", lambda name: Int8Plugin())
     result = run_job(MeasureJob(model=ModelRef.of(model), spec=static, quick=True,
                                 sweep_max_batch=2, fidelity_batches=1))
