@@ -167,7 +167,8 @@ def test_every_source_plans_end_to_end(kind: str, plan_of) -> None:
     assert set(plugins_for(kind).split(",")) <= seen, seen
     for c in rows:
         # Unconfirmed: a lower-precision candidate that drifted on the generated inputs (no validation data here).
-        assert c["status"] in ("ok", "rejected", "unconfirmed", "failed")
+        # skipped: the quick search did not screen it (predicted to lose, or a slower runtime's other setting).
+        assert c["status"] in ("ok", "rejected", "unconfirmed", "failed", "skipped")
         if c["status"] == "failed":
             assert c["reason"], f"{c['label']} failed without a reason"
     assert any(c["status"] == "ok" for c in rows), [(c["label"], c.get("reason")) for c in rows]

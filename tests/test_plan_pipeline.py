@@ -62,7 +62,7 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
         assert c["latency_ms"]["samples"] >= 10
     # Leaders are confirmed until the ranked best carries a full figure (or the three rounds are spent).
     assert leaders[0].get("confirmation") or len(confirmed) == 9
-    assert "Leaders confirmed with the full method:" in stdout
+    assert "Leaders confirmed with the full method" in stdout
     report = (out / "report.md").read_text()
     assert "measured again with the full method before ranking" in report
 

@@ -338,7 +338,7 @@ class Plugin:
             if not path.is_file():
                 continue
             if path.suffix == ".onnx":
-                from planner.onnx.files import onnx_files
+                from planner.models.onnx_graphs import onnx_files
 
                 files += [f for f in onnx_files(path) if f not in files]
             elif path not in files:
