@@ -33,7 +33,7 @@ from planner.results.values import ThroughputPoint
 REPO = Path(__file__).resolve().parents[2]
 OLDER_FILES = [REPO / "tests" / "report" / "fixtures" / "results.json",  # schema 1, a plan without its checklist
                REPO / "tests" / "tui" / "fixtures" / "results.json",  # schema 1
-               REPO / "reports" / "examples" / "inefficient-cpu" / "results.json"]  # schema 2
+               REPO / "tests" / "fixtures" / "recorded" / "inefficient-quick.json"]  # schema 2
 DECISIONS = ("requirements", "checklist", "decision_path", "plan", "requirement_checks",
              "requirement_checks_baseline")
 

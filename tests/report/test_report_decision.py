@@ -2,8 +2,9 @@
 the commands that deploy and verify it), a Roadmap of at most three steps per phase, and every piece of evidence
 under one Appendix heading, with one number per fact.
 
-The plan is the committed example (reports/examples/inefficient-cpu/results.json, a recorded plan of
-demo:inefficient), read as typed results; each test adds the records a newer plan writes (hand-over packages,
+The plan is a recorded quick plan of demo:inefficient (tests/fixtures/recorded/inefficient-quick.json, the
+example reports/examples/ held before it was re-recorded with packages), read as typed results; each test
+adds the records a newer plan writes (hand-over packages,
 a time budget, a dropped candidate, a measured redesign) in code. No plan is run here.
 """
 
@@ -21,7 +22,7 @@ from planner.results import BudgetRecord, Declared, Deployment, PlanResults, Sta
 from planner.results.interaction import Interaction, InteractionCell
 from planner.results.values import Confirmation
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "reports" / "examples" / "inefficient-cpu" / "results.json"
+EXAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "inefficient-quick.json"
 EVIDENCE = ("Requirements", "Hardware", "Baseline", "Bottlenecks", "Architecture findings", "Checklist",
             "Decision path", "All candidates", "Environment", "Reproduce")
 REDESIGN = "redesign (needs retraining)"

@@ -39,7 +39,7 @@ from planner.results.values import LatencyStats, ModelSummary
 REPO = Path(__file__).resolve().parents[2]
 OLDER_FILES = [REPO / "tests" / "report" / "fixtures" / "results.json",  # schema 1, one `input` on the model
                REPO / "tests" / "tui" / "fixtures" / "results.json",  # schema 1, `inputs`
-               REPO / "reports" / "examples" / "inefficient-cpu" / "results.json"]  # schema 2
+               REPO / "tests" / "fixtures" / "recorded" / "inefficient-quick.json"]  # schema 2
 
 
 def _latency(p50: float) -> LatencyStats:
