@@ -41,7 +41,8 @@ from planner.results.values import (
 
 __all__ = [
     "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "BudgetRecord", "CandidateResult",
-    "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment", "ModelDescription",
+    "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment",
+    "ModelDescription",
     "ModelSummary", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
