@@ -88,7 +88,7 @@ def write_deployments(results: PlanResults, *, model: "ModelRef", feeds: Sequenc
     root = out_dir / DEPLOY_DIR
     if root.exists():
         shutil.rmtree(root)  # the last plan's packages: the folder is the plan's own
-    written: dict[int, str] = {}  # candidate index -> its package folder (relative to out_dir)
+    written: dict[int, tuple[str, str]] = {}  # candidate index -> (its package folder under out_dir, its runtime)
     failed: dict[int, str] = {}  # candidate index -> why it could not be packaged
     records = []
     for role in roles(results):
@@ -102,7 +102,7 @@ def write_deployments(results: PlanResults, *, model: "ModelRef", feeds: Sequenc
 
 def _package_role(role: Role, results: PlanResults, *, model: "ModelRef", feeds: Sequence["Feed"],
                   reference: Sequence["np.ndarray"], out_dir: Path, find: Callable[[str], "Plugin"],
-                  written: dict[int, str], failed: dict[int, str]) -> Deployment:
+                  written: dict[int, tuple[str, str]], failed: dict[int, str]) -> Deployment:
     """The first candidate in the role's order that is (or can be) packaged, and why better ones were not."""
     if not role.order:
         return Deployment(role=role.name, label="", reason="no candidate passed the fidelity check, so none is ranked")
@@ -113,9 +113,9 @@ def _package_role(role: Role, results: PlanResults, *, model: "ModelRef", feeds:
         stands_in = ("; ".join(passed_over) and
                      f"stands in for {best.label}, the best ranked: " + "; ".join(passed_over))
         if index in written:
-            same = f"the same candidate as the {WINNER}, packaged once in {written[index]}"
-            return Deployment(role=role.name, label=candidate.label, candidate=index, folder=written[index],
-                              runtime=_runtime_of(out_dir / written[index]),
+            folder, runtime = written[index]
+            same = f"the same candidate as the {WINNER}, packaged once in {folder}"
+            return Deployment(role=role.name, label=candidate.label, candidate=index, folder=folder, runtime=runtime,
                               reason="; ".join(p for p in (same, stands_in) if p))
         if index not in failed:
             dest = out_dir / DEPLOY_DIR / role.folder
@@ -126,22 +126,12 @@ def _package_role(role: Role, results: PlanResults, *, model: "ModelRef", feeds:
                 failed[index] = str(exc)
                 shutil.rmtree(dest, ignore_errors=True)
             else:
-                written[index] = dest.relative_to(out_dir).as_posix()
-                return Deployment(role=role.name, label=candidate.label, candidate=index, folder=written[index],
+                written[index] = (dest.relative_to(out_dir).as_posix(), runtime)
+                return Deployment(role=role.name, label=candidate.label, candidate=index, folder=written[index][0],
                                   runtime=runtime, reason=stands_in)
         passed_over.append(f"{candidate.label} could not be packaged ({failed[index]})")
     return Deployment(role=role.name, label=best.label, candidate=role.order[0],
                       reason="no candidate in line could be packaged: " + "; ".join(passed_over))
-
-
-def _runtime_of(folder: Path) -> str:
-    """The runtime a written package's manifest names."""
-    import json
-
-    try:
-        return str(json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("runtime", ""))
-    except (OSError, ValueError):
-        return ""
 
 
 def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", feeds: Sequence["Feed"],

@@ -90,7 +90,6 @@ def run_job(job: MeasureJob) -> dict:
         current_rss_bytes,
         reset_cuda_peak,
     )
-    from planner.measure.timer import session_timer
     from planner.plugins import get_plugin
 
     settings = MeasureSettings.quick() if job.quick else MeasureSettings.default()
@@ -99,12 +98,8 @@ def run_job(job: MeasureJob) -> dict:
     plugin = get_plugin(job.spec.plugin)
     rss_before = current_rss_bytes()
     reset_cuda_peak()
-    session = plugin.open(job.spec, job.model)
-    # GPU sessions (those that declare needs_sync) are timed with CUDA events; see session_timer.
-    timer = session_timer(session)
+    session, timer, pool = open_timed(job, plugin)
     inputs = job.model.inputs
-
-    pool = [session.prepare(f) for f in make_feeds(inputs, count=POOL_SIZE, seed=1)]
     # The audit watches the latency timing and the sweeps; parallel streams oversubscribe on purpose.
     auditor = _auditor(job, timer.label).start()
     timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
@@ -173,6 +168,22 @@ def run_job(job: MeasureJob) -> dict:
         "sequence_points": sequence[0],
         "stream_points": streams.points if streams else (),
     }
+
+
+def open_timed(job: MeasureJob, plugin: Any = None) -> tuple[Any, Any, list]:
+    """Worker side: (session, its timer, the prepared pool of POOL_SIZE distinct inputs) for the job's candidate.
+
+    Every timing of a candidate (a lone one here, interleaved turns in planner.measure.interleave) opens it this
+    way, so their figures are of the same kind. GPU sessions (those that declare needs_sync) are timed with CUDA
+    events; see session_timer.
+    """
+    from planner.measure.timer import session_timer
+    from planner.plugins import get_plugin
+
+    session = (plugin or get_plugin(job.spec.plugin)).open(job.spec, job.model)
+    timer = session_timer(session)
+    pool = [session.prepare(f) for f in make_feeds(job.model.inputs, count=POOL_SIZE, seed=1)]
+    return session, timer, pool
 
 
 def _streams(session, job: MeasureJob, sweep):

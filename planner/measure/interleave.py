@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Callable, Sequence
 
-from planner.measure.evaluate import POOL_SIZE, MeasureJob, plain_failure
+from planner.measure.evaluate import MeasureJob, open_timed, plain_failure
 from planner.measure.stats import LatencyStats, ci95_rel_of, compute_stats
 from planner.measure.timer import HARD_CAP_FACTOR, MeasureSettings, time_callable
 from planner.measure.worker import Conversation, WorkerOutcome, WorkerStatus
@@ -120,14 +120,9 @@ class _TurnServer:
 
     def __init__(self, job: MeasureJob, settings: MeasureSettings) -> None:
         from planner.measure.threads import thread_settings
-        from planner.measure.timer import session_timer
-        from planner.models.loaded import make_feeds
-        from planner.plugins import get_plugin
 
-        # Opened exactly as run_job opens it, so an interleaved figure is the same kind as a lone one.
-        self.session = get_plugin(job.spec.plugin).open(job.spec, job.model)
-        self.timer = session_timer(self.session)
-        self.pool = [self.session.prepare(f) for f in make_feeds(job.model.inputs, count=POOL_SIZE, seed=1)]
+        # Opened as run_job opens it, so an interleaved figure is the same kind as a lone one.
+        self.session, self.timer, self.pool = open_timed(job)
         self.threads = thread_settings()
         # The first warm-up is the full one (one timed call ends it); later turns only re-warm.
         warm = MeasureSettings(warmup_count=settings.warmup_count, warmup_s=settings.warmup_s, min_samples=1,

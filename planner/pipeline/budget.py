@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.errors import PlannerError
+from planner.events import Event
 from planner.results.values import BudgetRecord
 
 MIN_BUDGET_S = 20.0
@@ -64,6 +65,10 @@ class Budget:
         sentence = f"{what}: {why}" if why else what
         self.cut.append(sentence)
         return sentence
+
+    def event(self, sentence: str) -> Event:
+        """The progress event that says the budget cut something (`sentence`, from cut_step)."""
+        return Event("budget", sentence, data={"budget_s": self.budget_s, "spent_s": self.spent(), "cut": sentence})
 
     def out_of_time(self) -> str:
         """Why a step was cut, in the words the report uses."""

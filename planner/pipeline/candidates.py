@@ -146,9 +146,7 @@ class CandidateRun:
                 f"{len(rest)} candidate{'s' if len(rest) != 1 else ''} not screened ({names})",
                 f"{self.budget.out_of_time()}, and one takes about {search.typical_s():.0f} s; they were the least "
                 "promising by prediction")
-            self.on_event(Event("budget", search.budget_cut, data={"budget_s": self.budget.budget_s,
-                                                                   "spent_s": self.budget.spent(),
-                                                                   "cut": search.budget_cut}))
+            self.on_event(self.budget.event(search.budget_cut))
         return f"not measured: the time budget ran out ({self.budget.out_of_time()})"
 
     def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
@@ -179,8 +177,7 @@ class CandidateRun:
             cut = self.budget.cut_step(f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not "
                                        f"confirmed with the full method ({names})",
                                        f"{self.budget.out_of_time()}; the ranking uses their screen figures")
-            self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
-                                                     "spent_s": self.budget.spent(), "cut": cut}))
+            self.on_event(self.budget.event(cut))
             leaders = leaders[:affordable]
             self._confirm_tried.update(left_out)  # a later round must not confirm what this one said it cut
         self._confirm_tried.update(leaders)
@@ -198,7 +195,7 @@ class CandidateRun:
         base_p50 = self.baseline.latency_ms.p50_ms
         for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
             old = candidates[i]
-            if outcome.stats is None or not old.p50 or str(outcome.status) != "ok":
+            if not outcome.ok or outcome.stats is None or not old.p50:
                 self.on_event(Event("warning", f"{old.label}: the full re-measure gave {outcome.status}"
                                                f"{': ' + outcome.reason if outcome.reason else ''}; the screen's "
                                                "figure stays"))
@@ -288,8 +285,7 @@ class CandidateRun:
                     f"{name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
                 self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
-                self.on_event(Event("budget", cut, data={"budget_s": self.budget.budget_s,
-                                                         "spent_s": self.budget.spent(), "cut": cut}))
+                self.on_event(self.budget.event(cut))
                 continue
             self.on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
             try:

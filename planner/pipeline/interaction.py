@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from planner import units
 from planner.events import Event
+from planner.pipeline.search import typical_wall_s
 from planner.results import CandidateResult, Status
 from planner.results.interaction import Interaction, InteractionCell, interaction_factor, verdict
 
@@ -74,13 +75,12 @@ def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResu
         if run.cancel.cancelled:
             break
         cells = 4 - sum(1 for c in (arch, hw) if c.spec and _key_of(c) in readings) - bool(readings)
-        cost = cells * _typical_cell_s(candidates)
+        cost = cells * typical_wall_s(candidates)  # a cell takes what a candidate's screen took
         if not run.budget.affords(cost):
             cut = run.budget.cut_step(f"the interaction of {arch.label} and {hw.label} not measured",
                                       f"its {cells} cell{'s' if cells != 1 else ''} take about {cost:.0f} s and "
                                       f"{run.budget.out_of_time()}")
-            run.on_event(Event("budget", cut, data={"budget_s": run.budget.budget_s,
-                                                    "spent_s": run.budget.spent(), "cut": cut}))
+            run.on_event(run.budget.event(cut))
             continue
         run.on_event(Event("stage", f"interaction: {arch.label} x {hw.label}", stage="interaction"))
         found.append(_measure_pair(run, arch, hw, timeout_s=timeout_s, readings=readings, planned=planned))
@@ -110,12 +110,6 @@ def _key_of(c: CandidateResult) -> str:
     from planner.plugins import CandidateSpec
 
     return spec_key(from_data(c.spec, CandidateSpec), None)
-
-
-def _typical_cell_s(candidates: Sequence[CandidateResult]) -> float:
-    """What one cell takes: the median wall time of the plan's measured candidates (3 s before any)."""
-    walls = sorted(c.wall_s for c in candidates if c.wall_s and c.measured and not c.is_reference)
-    return walls[len(walls) // 2] if walls else 3.0
 
 
 def _rounds(quick: bool) -> int:

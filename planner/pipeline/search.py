@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from planner import units
 from planner.results import CandidateResult, Status
@@ -57,7 +57,7 @@ class Search:
     best: CandidateResult | None = None
     family_best: dict[str, CandidateResult] = field(default_factory=dict)
     phase_best: dict[int, CandidateResult] = field(default_factory=dict)  # the fastest runtime candidate per phase
-    walls: list[float] = field(default_factory=list)
+    screened: list[CandidateResult] = field(default_factory=list)  # every candidate measured so far
     budget_cut: str = ""  # the sentence recorded when the budget first cut the screen
     baseline_disturbed: bool = False  # the baseline was timed under interference (its audit says so)
 
@@ -65,8 +65,7 @@ class Search:
         """Take one finished candidate (or the baseline) into account."""
         if result.is_reference and result.audit is not None and result.audit.disturbed:
             self.baseline_disturbed = True
-        if result.wall_s and result.measured and not result.is_reference:
-            self.walls.append(result.wall_s)
+        self.screened.append(result)
         if result.status is not Status.OK or not result.p50:
             return
         if self.best is None or result.p50 < (self.best.p50 or math.inf):
@@ -133,8 +132,11 @@ class Search:
 
     def typical_s(self) -> float:
         """What the next screen is expected to take: the median of those measured so far."""
-        if not self.walls:
-            return TYPICAL_SCREEN_S
-        ordered = sorted(self.walls)
-        return ordered[len(ordered) // 2]
+        return typical_wall_s(self.screened)
+
+
+def typical_wall_s(candidates: Iterable[CandidateResult]) -> float:
+    """The median wall time of the measured candidates (the baseline left out); TYPICAL_SCREEN_S before any."""
+    walls = sorted(c.wall_s for c in candidates if c.wall_s and c.measured and not c.is_reference)
+    return walls[len(walls) // 2] if walls else TYPICAL_SCREEN_S
 
