@@ -36,6 +36,21 @@ def measurement_note(details: dict[str, Any]) -> str:
         parts.append("machine idle" + (f" (other processes {loads[-1]:.2f} cores)" if loads else ""))
     for name, value in details.items():
         if name.endswith("_raised") and isinstance(value, dict):
-            parts.append(f"{name.removesuffix('_raised')} raised from {units.flop_rate(value.get('from'))} to "
-                         f"{units.flop_rate(value.get('to'))}, attained by {value.get('where', 'a later run')}")
+            figure = name.removesuffix("_raised")
+            rate = units.bandwidth if figure == "bandwidth" else units.flop_rate
+            parts.append(f"{figure} raised from {rate(value.get('from'))} to "
+                         f"{rate(value.get('to'))}, attained by {value.get('where', 'a later run')}")
     return "; ".join(parts)
+
+
+def warnings(details: dict[str, Any]) -> list[str]:
+    """What a user must know before trusting these ceilings: a busy measurement, a ceiling a run beat, a
+    re-measure kept out of the cache, a precision whose measurement failed."""
+    keys = ["busy_note", "exceeded_note", "kept_out_note",
+            *sorted(name for name in details if name.endswith("_failed"))]
+    return [str(details[key]) for key in keys if details.get(key)]
+
+
+INT8_COUNTING = ("int8 counts integer operations (2 per multiply-add) as FLOPs, so its roof shares the float "
+                 "roofs' axis")
+"""Said wherever an int8 peak is shown beside the float ones."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from planner.codec import from_data, to_data
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, REFRESH_HINT, measurement_note  # noqa: F401 - re-exported
+from planner.hardware.ceiling_trust import cleanliness, mark_failed, misordered, native_precisions, settle
 from planner.hardware.ceiling_values import MEASURED, Ceilings
 from planner.hardware.clock import best_rate, cuda_event_timer, event_clock, host_clock
 from planner.hardware.load import LoadSampler
@@ -22,7 +23,8 @@ from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
+"""3: the CPU's int8 peak joined fp32 and bf16, so a cache written before it is measured again (for the int8 roof)."""
 BUSY_OTHER_CORES = 0.25
 """Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
 
@@ -45,6 +47,34 @@ def _validate(ceilings: Ceilings) -> None:
 def cpu_bf16_native(cpu: CpuInfo) -> bool:
     """True when bf16 GEMM runs in hardware (AVX512-BF16, AMX-BF16 or ARM BF16) rather than emulated."""
     return cpu.has_bf16
+
+
+def cpu_int8_dot(cpu: CpuInfo) -> bool:
+    """True when the CPU has an int8 dot-product instruction (VNNI, AMX-INT8, Arm dotprod or i8mm)."""
+    return cpu.has_int8_dot
+
+
+INT8_METHOD = ("torch._int_mm: an int8 x int8 GEMM summed in int32 (oneDNN's VNNI/AMX kernels on x86), "
+               "counted as 2 operations per multiply-add like the float GEMMs")
+"""How the int8 peak is measured, as the details record it.
+
+torch._int_mm multiplies int8 tensors into int32 directly, with no quantize/dequantize step around
+it; torch.ops.quantized.linear (the other int8 GEMM on the CPU) ran at the same rate on an AVX-512
+VNNI machine but needs quantized tensors, which torch deprecates.
+"""
+
+
+def _measure_int8(torch: Any, n: int, repeats: int, min_sample: float) -> tuple[float, dict[str, Any]]:
+    """The int8 GEMM peak (operations/s, 2 per multiply-add) and how it was timed; raises when torch cannot."""
+    a = torch.randint(-128, 128, (n, n), dtype=torch.int8)
+    b = torch.randint(-128, 128, (n, n), dtype=torch.int8)
+    out = torch.empty(n, n, dtype=torch.int32)
+    # A kernel that is fast but wrong would set a roof no model can reach: check a corner exactly first.
+    corner = torch._int_mm(a[:32], b[:, :32].contiguous())
+    if not torch.equal(corner, a[:32].to(torch.int32) @ b[:, :32].to(torch.int32)):
+        raise ArithmeticError("torch._int_mm gave a wrong int8 product")
+    rate, info = best_rate(partial(torch._int_mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, host_clock)
+    return rate, info
 
 
 def _copy_bytes(hw: HardwareProfile, quick: bool) -> int:
@@ -104,7 +134,7 @@ def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
 
 
 def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
-    """GEMM FLOP/s (fp32, and bf16 where native) and copy bandwidth on the CPU with torch."""
+    """GEMM FLOP/s (fp32; bf16 and int8 where native) and copy bandwidth on the CPU with torch."""
     import torch
 
     threads = hw.cpu.usable_cores
@@ -135,6 +165,16 @@ def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
             peaks[name] = rate
             details[f"{name}_gemm"] = info
             del a, b, out
+        if not cpu_int8_dot(hw.cpu):
+            details["int8_omitted"] = ("CPU lacks an int8 dot-product instruction (avx512_vnni/avx_vnni/amx_int8, "
+                                       "Arm dotprod/i8mm), so int8 GEMM would widen to 16-bit sums")
+        else:
+            try:
+                peaks["int8"], details["int8_gemm"] = _measure_int8(torch, n, repeats, min_sample)
+                details["int8_method"] = INT8_METHOD
+            except (RuntimeError, NotImplementedError, AttributeError, ArithmeticError) as exc:
+                # The float roofs still stand: an int8 kernel this torch lacks leaves only the int8 roof out.
+                details["int8_omitted"] = f"torch's int8 GEMM failed here ({type(exc).__name__}: {exc})"
 
         size = _copy_bytes(hw, quick)
         src = torch.ones(size // 4, dtype=torch.float32)
@@ -346,6 +386,19 @@ def _read(path: Path, key: dict[str, Any]) -> tuple[Ceilings | None, dict[str, A
     return (ceilings if ceilings.is_measured else None), kept
 
 
+def _cleanest_cached(paths: list[Path], key: dict[str, Any]) -> tuple[Ceilings | None, Path]:
+    """The most cleanly measured cached ceilings among `paths` (the first on a tie) and its file.
+
+    An invalidated file counts too: its figures were measured, and the attained ones raise them.
+    """
+    best: tuple[Ceilings | None, Path] = (None, paths[-1])
+    for path in paths:
+        cached = _read(path, key)[0]
+        if cached is not None and (best[0] is None or cleanliness(cached.details) < cleanliness(best[0].details)):
+            best = (cached, path)
+    return best
+
+
 def _load(path: Path, key: dict[str, Any]) -> Ceilings | None:
     """Cached ceilings still good to use: None when missing, corrupt, or invalidated by a faster measurement."""
     ceilings, kept = _read(path, key)
@@ -387,9 +440,11 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = cache_key(hw, target)
     path = cache_path(directory, hw, target, quick)
+    # A full measurement also answers a quick request, so it is read (and compared with) first.
+    paths = ([cache_path(directory, hw, target, False)] if quick else []) + [path]
     kept: dict[str, dict[str, Any]] = {}
     if not refresh:
-        for candidate in ([cache_path(directory, hw, target, False)] if quick else []) + [path]:
+        for candidate in paths:
             cached = _load(candidate, key)
             if cached is not None:
                 return cached
@@ -418,11 +473,21 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
                             details={**fallback.details, "gpu_measurement_error": why})
         return estimate_cpu_ceilings(hw, why, quick)
 
+    if not target.startswith("cuda"):
+        ceilings = mark_failed(ceilings, misordered(ceilings, native_precisions(hw.cpu)))
+    # Even on refresh: a measurement taken under more interference than the cached one never replaces it.
+    reference, reference_path = _cleanest_cached(paths, key)
+    settled = settle(ceilings, reference)
+    ceilings, keep, write = settled.use, settled.cache, settled.changed
     # A figure a real workload attained above the old ceiling stays a lower bound on the new one.
     for precision, figure in kept.items():
         if precision in ceilings.peak_flops and float(figure["to"]) > ceilings.peak_flops[precision]:
             ceilings = _with_peak(ceilings, precision, figure)
-    problem = _store(path, key, ceilings)
+        if keep is not None and precision in keep.peak_flops and float(figure["to"]) > keep.peak_flops[precision]:
+            keep, write = _with_peak(keep, precision, figure), True
+    if not write or keep is None:
+        return ceilings
+    problem = _store(path if settled.replaced else reference_path, key, keep)
     if problem is not None:
         ceilings = Ceilings(peak_flops=ceilings.peak_flops, bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s,
                             source=ceilings.source, device=ceilings.device,

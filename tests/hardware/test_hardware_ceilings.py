@@ -53,6 +53,31 @@ def test_quick_measurement_is_positive_and_finite(hw, measured_ceilings) -> None
             result.peak("bf16")
 
 
+def test_int8_peak_is_measured_with_an_int8_gemm(hw, measured_ceilings) -> None:
+    """Where the CPU has VNNI (or AMX), the quick measurement ran torch's int8 GEMM and its roof sits above fp32."""
+    if not any(hw.cpu.has(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8")):
+        pytest.skip(f"{hw.cpu.model} has no x86 int8 dot product (VNNI/AMX), so no int8 roof is measured")
+    _cache, result = measured_ceilings
+    assert "int8_failed" not in result.details, result.details["int8_failed"]
+    assert _positive_finite(result.peak("int8"))
+    # An int8 GEMM that widened to fp32 or int16 sums would not beat the fp32 roof.
+    assert result.peak("int8") > result.peak("fp32")
+    assert result.details["int8_method"].startswith("torch._int_mm")
+    assert result.details["int8_gemm"]["repeats"] == result.details["repeats"]
+
+
+def test_no_int8_roof_without_an_int8_dot_product(tmp_path: Path) -> None:
+    """A CPU without VNNI/AMX/dotprod gets no int8 roof, and asking for one says why."""
+    from hardware_profiles import two_core_x86
+
+    epyc = two_core_x86()  # Zen 3: AVX2, no VNNI, no bf16
+    result = ceilings_module._measure_cpu_once(epyc, quick=True)
+    assert set(result.peak_flops) == {"fp32"}
+    assert "int8 dot-product" in result.details["int8_omitted"]
+    with pytest.raises(KeyError, match="no int8 ceiling on cpu: CPU lacks an int8 dot-product"):
+        result.peak("int8")
+
+
 def test_second_call_hits_the_cache(hw, measured_ceilings, monkeypatch) -> None:
     """The cache file exists and a second call returns the same numbers without measuring."""
     cache, first = measured_ceilings
