@@ -17,11 +17,13 @@ from typing import Any
 import numpy as np
 
 from planner.errors import runtime_error_line
+from planner.measure.energy import EnergyWindow, device_of, per_inference
 from planner.models.footprint import Footprint, estimate_footprint, sweep_guard
 from planner.models.loaded import Feed, make_feeds
 from planner.models.spec import ModelInputs
 from planner.plugins import CandidateSpec, ModelRef
 from planner.results import CandidateResult, SequencePoint, Status, to_data
+from planner.results.values import EnergySource
 
 FIDELITY_SEED = 1000
 FIDELITY_BATCHES = 16
@@ -54,6 +56,8 @@ class MeasureJob:
     streams: bool | None = None
     # The budgeted search's bound (ms): timing stops once this candidate is clearly slower (planner.measure.timer).
     drop_above_ms: float | None = None
+    # The plan's energy counter and idle power: the latency timing is metered with it (None: no energy figure).
+    energy: EnergySource | None = None
 
     @property
     def measures_streams(self) -> bool:
@@ -102,8 +106,9 @@ def run_job(job: MeasureJob) -> dict:
     inputs = job.model.inputs
     # The audit watches the latency timing and the sweeps; parallel streams oversubscribe on purpose.
     auditor = _auditor(job, timer.label).start()
-    timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
-                           event_timer=timer.event_timer)
+    with EnergyWindow(job.energy, device_of(job.spec.config)) as energy:
+        timing = time_callable(session.run, pool, settings=settings, sync=timer.sync,
+                               event_timer=timer.event_timer)
 
     fixed = None if job.spec.dynamic_batch and inputs.dynamic_batch else inputs.batch
     compared = _val_or_fidelity_inputs(job, inputs)
@@ -167,6 +172,7 @@ def run_job(job: MeasureJob) -> dict:
         "audit": audit,
         "sequence_points": sequence[0],
         "stream_points": streams.points if streams else (),
+        "energy": energy.reading,
     }
 
 
@@ -327,7 +333,9 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         knee_batch=sweep.knee_batch if sweep else None,
         peak_memory_bytes=int(peak) if peak else None, memory_basis=basis,
         info=info, threads=value["threads"], wall_s=wall,
-        sequence_sweep=tuple(value["sequence_points"]), streams=tuple(value.get("stream_points", ())))
+        sequence_sweep=tuple(value["sequence_points"]), streams=tuple(value.get("stream_points", ())),
+        energy=per_inference(job.energy, value.get("energy"), calls=timing.warmup_calls + len(timing.samples_ms),
+                             device=device_of(spec.config)))
     if value.get("audit") is not None:
         from planner.measure.audit import with_weights
 

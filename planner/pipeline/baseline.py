@@ -46,8 +46,10 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     """Measure and analyse the baseline; returns it and its outputs (the reference for fidelity)."""
     from planner.hardware import detect
     from planner.hardware.ceilings import measure_ceilings
+    from planner.measure.energy import prepare_source
     from planner.measure.evaluate import MeasureJob, fidelity_batch_count, measure
     from planner.models.footprint import check_fits, sweep_footprint
+    from planner.results.energy_view import energy_line
 
     started = time.time()
     on_event(Event("stage", "detecting hardware", stage="hardware", index=0, total=4))
@@ -63,12 +65,16 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
     footprint = sweep_footprint(model.footprint, model.inputs, model.module if model.has_torch else None)
     if spec.config.get("device") == "cuda" and hw.gpus:
         check_fits(footprint, hw.gpus[0].memory_free_bytes, where="free on the GPU", inputs=model.inputs)
+    # Idle power first, with nothing of the planner's running: every energy figure is net of it.
+    energy = prepare_source(str(spec.config.get("device") or "cpu"), quick=quick)
+    on_event(Event("log", energy_line(energy)))
     job = MeasureJob(model=ModelRef.of(model), spec=spec, quick=quick,
                      sweep_max_batch=4 if quick else 32, memory_budget_bytes=budget, footprint=footprint,
                      fidelity_batches=fidelity_batch_count(quick), weights_bytes=model.size_bytes,
                      val_data=str(val_data) if val_data else None,
                      sequence_sweep=model.inputs.sequence is not None,
-                     streams=False)  # the Baseline records no streams; its sweep is its throughput
+                     streams=False,  # the Baseline records no streams; its sweep is its throughput
+                     energy=energy)
     result, outputs = measure(job, timeout_s=timeout_s)
     lat = result.latency_ms
     if result.status is not Status.OK or lat is None:
@@ -105,6 +111,8 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         "latency_ms": to_data(lat),
         "throughput": to_data(result.throughput),
         "audit": to_data(result.audit),
+        "energy_source": to_data(energy),
+        "energy": to_data(result.energy),
         **analysis,
     }, Baseline)
     on_event(Event("stage_done", f"{len(baseline.findings)} architecture findings", stage="analysis"))

@@ -49,6 +49,8 @@ class FakeGpu:
     cuda_cores: int | None = None
     max_sm_clock: int = 1410
     utilization: int = 0
+    # Successive total-energy readings in mJ, one per call (the last repeats); empty: a pre-Volta GPU without it.
+    energy_mj: list[int] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)
     broken: set[str] = field(default_factory=set)
 
@@ -146,6 +148,14 @@ class FakeNvml:
         if handle.cuda_cores is None:
             raise NVMLError_NotSupported()
         return handle.read("cores", handle.cuda_cores)
+
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:  # noqa: N802
+        """Millijoules since the driver loaded: the next of `energy_mj`."""
+        if not handle.energy_mj:
+            raise NVMLError_NotSupported()
+        value = handle.energy_mj[0] if len(handle.energy_mj) == 1 else handle.energy_mj.pop(0)
+        return handle.read("energy", value)
 
 
 class OldFakeNvml(FakeNvml):
