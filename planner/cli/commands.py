@@ -57,13 +57,15 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 def format_ceilings(ceilings) -> str:
     """The roofline ceilings as two readable lines."""
-    from planner.hardware.ceilings import measurement_note
+    from planner.hardware.ceiling_notes import measurement_note, warnings
 
     peaks = ", ".join(f"{p} {units.flop_rate(v)}" for p, v in ceilings.peak_flops.items())
     how = measurement_note(dict(getattr(ceilings, "details", None) or {}))
+    ridges = ", ".join(f"{units.ratio(ceilings.ridge_point(p))} ({p})" for p in ceilings.peak_flops)
+    warned = "".join(f"\n  Warning: {w}" for w in warnings(dict(getattr(ceilings, "details", None) or {})))
     return (f"Ceilings ({ceilings.source}): peak {peaks}; memory bandwidth "
-            f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point "
-            f"{units.ratio(ceilings.ridge_point())} FLOP/byte" + (f"\n  How: {how}" if how else ""))
+            f"{units.bandwidth(ceilings.bandwidth_bytes_per_s)}; ridge point {ridges} FLOP/byte"
+            + (f"\n  How: {how}" if how else "") + warned)
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from planner.pipeline.budget import Budget
 from planner.pipeline.search import TYPICAL_SCREEN_S, Search
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
+from planner.results.roof_share import candidate_roof_share
 from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction
 
 if TYPE_CHECKING:
@@ -203,6 +204,9 @@ class CandidateRun:
             # Its figure is now the full method's: a screen that stopped early no longer describes it.
             new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by), dropped="",
                                       speedup=base_p50 / outcome.stats.p50_ms if outcome.stats.p50_ms else None,
+                                      roof_share=candidate_roof_share(
+                                          self.baseline, old.precision, outcome.stats.p50_ms,
+                                          same_work=old.roof_share is not None),
                                       wall_s=(old.wall_s or 0.0) + outcome.wall_s)
             confirmed[i] = dataclasses.replace(new, confirmation=confirmation(old.p50, new, interleaved=len(jobs)))
             self.on_event(Event("candidate_done", confirm_line(confirmed[i]), stage="confirm", index=n + 1,
@@ -381,8 +385,12 @@ class CandidateRun:
         elif status in (Status.REJECTED, Status.UNCONFIRMED) and plugin is not None:
             reason = plugin.explain_gate(spec, str(status), reason)
         base_p50 = self.baseline.latency_ms.p50_ms
+        # Only a candidate that keeps the model's multiply-adds is measured against the baseline's FLOPs.
+        same_work = arithmetic in (Arithmetic.NONE, Arithmetic.REDUCED_PRECISION)
         return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
-                                   speedup=base_p50 / result.p50 if result.p50 else None)
+                                   speedup=base_p50 / result.p50 if result.p50 else None,
+                                   roof_share=candidate_roof_share(self.baseline, result.precision, result.p50,
+                                                                   same_work=same_work))
 
     def _gate(self, precision: str, outputs: list[np.ndarray], labels: list[np.ndarray] | None, *,
               changes_function: bool = False,

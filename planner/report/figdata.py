@@ -59,6 +59,8 @@ class Roofline:
     peak_label: str
     bandwidth: float
     model_point: RooflinePoint | None
+    # The other precisions' compute roofs (bf16, int8, ...) as (precision, peak): a quantized layer's ceiling.
+    other_roofs: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,10 @@ def roofline(data: ReportData) -> Roofline | None:
     model_point = None
     if model_ai and attained and model_ai > 0 and attained > 0:
         model_point = RooflinePoint("whole model", model_ai, attained, text(bn.get("bound")))
+    others = tuple((str(name), value) for name, raw in as_dict(data.ceilings.get("peak_flops")).items()
+                   if str(name) != precision and (value := real(raw)) is not None and value > 0)
     return Roofline(points=points, peak_flops=peak, peak_label=precision, bandwidth=bw,
-                    model_point=model_point)
+                    model_point=model_point, other_roofs=others)
 
 
 def candidate_bars(data: ReportData) -> list[tuple[str, float, str]]:
@@ -241,10 +245,13 @@ def caption(data: ReportData, name: str) -> str:
         rl = roofline(data)
         peak = f"{rl.peak_label} peak" if rl else "peak"
         source = text(data.ceilings.get("source")) or "source not recorded"
+        names = [name for name, _ in rl.other_roofs] if rl else []
+        dashed = (f" Dashed: the {' and '.join(names)} roof{'s' if len(names) > 1 else ''}, which a layer reaches "
+                  "only when it runs in that precision." if names else "")
         return (f"Roofline: each layer with FLOPs and a measured time at its intensity (FLOP/byte) "
                 f"and attained FLOP/s (FLOPs / measured time), against the {peak} and the memory "
                 f"bandwidth slope ({source}). Layers without FLOPs (activations, pooling, norms) "
-                "cannot sit on log axes and are left out; their verdicts are in the table above.")
+                "cannot sit on log axes and are left out; their verdicts are in the table above." + dashed)
     if name == CANDIDATES:
         return ("Median (p50) latency per candidate, coloured by status; candidates that failed "
                 "have no latency and appear only in the table.")

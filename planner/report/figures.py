@@ -79,11 +79,16 @@ def _roofline(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 5))
     xs = [p.intensity for p in rl.points] + ([rl.model_point.intensity] if rl.model_point else [])
     ridge = rl.peak_flops / rl.bandwidth
-    lo, hi = min(xs + [ridge]) / 4, max(xs + [ridge]) * 4
+    # Every roof's ridge is on the axis, so the flat top of the int8 roof shows even right of every layer.
+    ridges = [ridge] + [peak / rl.bandwidth for _, peak in rl.other_roofs]
+    lo, hi = min(xs + ridges) / 4, max(xs + ridges) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     ax.plot(grid, [min(rl.peak_flops, rl.bandwidth * x) for x in grid], color="#333333", linewidth=2,
             label=f"roofline ({rl.peak_label} peak, memory bandwidth)")
     ax.axvline(ridge, color="#999999", linestyle=":", linewidth=1, label="ridge point")
+    for (name, peak), style in zip(rl.other_roofs, ("--", "-.", (0, (5, 1)), (0, (3, 1, 1, 1)))):
+        ax.plot(grid, [min(peak, rl.bandwidth * x) for x in grid], color="#555555", linewidth=1, linestyle=style,
+                label=f"{name} roof")
     for bound in sorted({p.bound for p in rl.points}):
         pts = [p for p in rl.points if p.bound == bound]
         ax.scatter([p.intensity for p in pts], [p.attained for p in pts], s=36,

@@ -21,6 +21,7 @@ from planner.results.audit import MeasurementAudit
 from planner.results.context import EdgeProjection, Environment, ModelDescription
 from planner.results.decisions import AnswerRecord, DecisionPathRecord, PlanRecord, RequirementCheck, Requirements
 from planner.results.interaction import Interaction
+from planner.results.roof_share import RoofShare, candidate_roof_share
 
 SCHEMA_VERSION = 3
 """results.json's format; 2 moved ranks off the candidates into `ranking`; 3 lists each plan step's
@@ -273,6 +274,9 @@ class CandidateResult:
     size_bytes: int | None = None
     fidelity: Fidelity | None = None
     speedup: float | None = None
+    # Its share of its own precision's measured roof (the INT8 roof for an INT8 candidate); None where there is
+    # no such roof, where it removes work (pruning, low rank), or in files written before it was recorded.
+    roof_share: RoofShare | None = None
     prediction: Prediction | None = None
     confirmation: Confirmation | None = None
     reproduce: str = ""
@@ -372,7 +376,9 @@ class Baseline:
             memory_basis=self.memory_basis, size_bytes=self.model.size_bytes,
             fidelity=Fidelity(cosine=1.0, max_abs_error=0.0, mean_abs_error=0.0, top1_agreement=1.0,
                               samples=0, reference=True),
-            speedup=1.0, reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
+            speedup=1.0, roof_share=candidate_roof_share(self, str(self.spec.get("precision", "fp32")),
+                                                         self.latency_ms.p50_ms),
+            reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
             stopped_by=self.stopped_by, audit=self.audit, energy=self.energy)
 
 

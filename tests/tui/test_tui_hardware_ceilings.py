@@ -36,3 +36,37 @@ def test_measure_ceilings_measures_again_and_says_it_did(tmp_path):
         assert "Again: measured again now: fp32 67.1 GFLOP/s (was 67.1 GFLOP/s)" in _ceilings_text(app)
 
     run_app(app, body)
+
+
+def test_the_ceilings_show_the_int8_roof_and_a_kept_out_remeasure():
+    from planner.hardware.ceiling_values import Ceilings
+    from planner.tui.screens.hardware import ceiling_rows, remeasured_text
+
+    note = ("a re-measure under load (0.99 cores busy) was kept out of the cache: fp32 194 GFLOP/s, bf16 139 "
+            "GFLOP/s, bandwidth 22 GB/s; the cached figures (idle, measured 2026-11-25T10:00:00+00:00) are used")
+    ceilings = Ceilings(peak_flops={"fp32": 205e9, "bf16": 412e9, "int8": 1648e9}, bandwidth_bytes_per_s=57e9,
+                        source="measured", details={"mode": "quick", "measured_while": "idle",
+                                                    "int8_method": "torch._int_mm", "kept_out_note": note})
+    rows = dict(ceiling_rows(ceilings))
+    assert rows["Peak"] == "fp32 205 GFLOP/s, bf16 412 GFLOP/s, int8 1.65 TFLOP/s"
+    assert rows["Ridge point"].startswith("3.6 FLOP/byte (fp32), 7.23 (bf16), 28.9 (int8): below it")
+    assert "2 per multiply-add" in rows["INT8 roof"] and "torch._int_mm" in rows["INT8 roof"]
+    assert rows["Warning"] == note
+    # What r found: the figures it measured and that they were kept out, not the cached ones as if new.
+    assert remeasured_text(ceilings, ceilings) == note
+
+
+def test_the_candidate_details_state_the_share_of_its_own_roof():
+    from planner.tui.screens.results import candidate_detail
+
+    cand = {"label": "INT8 (OpenVINO)", "plugin": "openvino-int8", "precision": "int8", "status": "ok",
+            "latency_ms": {"p50_ms": 18.0, "p95_ms": 19.0, "p99_ms": 20.0, "samples": 20},
+            "roof_share": {"precision": "int8", "attained_flops_per_s": 400e9, "peak_flops_per_s": 2e12,
+                           "share": 0.2, "warning": ""}}
+    assert "roof: 20% of the INT8 roof (400 GFLOP/s of 2 TFLOP/s)" in candidate_detail(cand, 1).plain
+    above = {**cand, "roof_share": {**cand["roof_share"], "share": None,
+                                    "warning": "attains 3.6 TFLOP/s, above the measured int8 roof of 2 TFLOP/s: "
+                                               "the ceiling was measured while the machine was busy; run "
+                                               "`planner detect --ceilings --refresh`"}}
+    shown = candidate_detail(above, 1).plain
+    assert "above the measured int8 roof" in shown and "press r (Measure ceilings, step 1)" in shown

@@ -14,7 +14,7 @@ from planner.report.data import (
 )
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
-from planner.results import fidelity_view
+from planner.results import fidelity_view, roof_share
 from planner.results.values import OutputKind
 from planner.results.view import peak_rate, stream_points
 
@@ -241,6 +241,28 @@ def streams_lines(cands: list[dict]) -> list[str]:
     return lines
 
 
+def roof_lines(data: ReportData, cands: list[dict]) -> list[str]:
+    """Each measured candidate's share of its own precision's roof (an INT8 candidate against the INT8 roof), in
+    words under the table; [] when no candidate recorded one (files written before the share was)."""
+    if not any(as_dict(c.get("roof_share")) for c in cands):
+        return []
+    omitted = as_dict(data.ceilings.get("details"))
+    lines = ["", "Share of its own roof: the model's FLOPs per call (2 per multiply-add; int8 operations counted "
+             "alike) over the candidate's p50, against the measured peak of the precision it computes in. A "
+             "candidate that removes work (pruning, low rank, a new architecture) has none: the model's FLOPs "
+             "would overstate what it does.", ""]
+    for c in cands:
+        share = roof_share.phrase(as_dict(c.get("roof_share")))
+        precision = text(c.get("precision")).lower()
+        if not share and p50(c) is not None and precision and precision not in as_dict(
+                data.ceilings.get("peak_flops")):
+            why = text(omitted.get(f"{precision}_omitted")) or "not measured on this machine"
+            share = f"no {precision.upper()} roof ({why})"
+        if share:
+            lines.append(f"- **{label(c)}**: {share}")
+    return lines
+
+
 def render(data: ReportData) -> list[str]:
     """The All candidates section."""
     lines = ["## All candidates", ""]
@@ -272,6 +294,7 @@ def render(data: ReportData) -> list[str]:
             lines += ["", f"Best throughput is at one batch: no candidate's batch sweep ran, because {shared}."]
         lines += confirmation_lines(cands)
         lines += streams_lines(cands)
+        lines += roof_lines(data, cands)
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
         lines += sequence_table(cands)
         lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.hardware.ceiling_notes import measurement_note
+from planner.hardware.ceiling_notes import INT8_COUNTING, measurement_note, warnings
 from planner.hardware.profile import DeviceClass
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, text
@@ -167,12 +167,15 @@ def ceilings_lines(data: ReportData) -> list[str]:
         lines.append("No peak FLOP/s was recorded.")
     all_details = as_dict(ceil.get("details"))
     how = measurement_note(all_details)
+    if "int8" in as_dict(ceil.get("peak_flops")):
+        method = text(all_details.get("int8_method"))
+        lines += ["", f"The int8 roof: {INT8_COUNTING}" + (f"; measured with {method}" if method else "") + "."]
     if how:
         lines += ["", f"When and how: {how}."]
-    for key in ("busy_note", "exceeded_note"):
-        if all_details.get(key):
-            lines += ["", f"Warning: {text(all_details[key])}."]
-    shown = {"timestamp", "mode", "repeats", "measured_while", "attempts", "busy_note", "exceeded_note"}
+    for warning in warnings(all_details):
+        lines += ["", f"Warning: {text(warning)}."]
+    shown = {"timestamp", "mode", "repeats", "measured_while", "attempts", "busy_note", "exceeded_note",
+             "kept_out_note", "int8_method", *(k for k in all_details if k.endswith("_failed"))}
     details = {k: v for k, v in all_details.items()
                if (isinstance(v, (str, int, float, bool)) or v is None) and k not in shown}
     if details:

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label
 
-from planner.hardware.ceiling_notes import measurement_note
+from planner.hardware.ceiling_notes import INT8_COUNTING, measurement_note, warnings
 from planner.hardware.render import isa_rows
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
@@ -98,14 +98,19 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
         ("Bandwidth", fmt.bandwidth(ceilings.bandwidth_bytes_per_s)),
     ]
     if ceilings.bandwidth_bytes_per_s and "fp32" in ceilings.peak_flops:
-        rows.append(("Ridge point", f"{fmt.ratio(ceilings.ridge_point('fp32'))} FLOP/byte (fp32): below it a "
-                                    "layer is memory bound, above it compute bound"))
+        # One ridge per roof: an int8 layer turns compute bound at a far higher intensity than an fp32 one.
+        ridges = [f"{fmt.ratio(ceilings.ridge_point(p))}" + (" FLOP/byte" if i == 0 else "") + f" ({p})"
+                  for i, p in enumerate(ceilings.peak_flops)]
+        rows.append(("Ridge point", f"{', '.join(ridges)}: below it a layer is memory bound, above it compute "
+                                    "bound"))
+    if "int8" in ceilings.peak_flops:
+        rows.append(("INT8 roof", INT8_COUNTING + (f"; {details['int8_method']}" if details.get("int8_method")
+                                                   else "")))
     how = measurement_note(details)
     if how:
         rows.append(("Measured", fmt.tui_words(how)))
-    for key in ("busy_note", "exceeded_note"):
-        if details.get(key):
-            rows.append(("Warning", fmt.tui_words(str(details[key]))))
+    for warning in warnings(details):
+        rows.append(("Warning", fmt.tui_words(warning)))
     for key, value in sorted(details.items()):
         if key.endswith("_omitted"):
             rows.append((f"No {key.removesuffix('_omitted')}", str(value)))
@@ -116,12 +121,17 @@ def ceiling_rows(ceilings: Any) -> list[Row]:
 
 def remeasured_text(ceilings: Any, before: Any = None) -> str:
     """What measuring the ceilings again found, against the figures shown before."""
-    fp32 = fmt.flops_rate(ceilings.peak_flops.get("fp32"))
+    details = dict(getattr(ceilings, "details", None) or {})
+    if details.get("kept_out_note"):
+        # The figures shown are the cached ones: say what the re-measure found and why it was not used.
+        return fmt.tui_words(str(details["kept_out_note"]))
+    was = dict(before.peak_flops) if before is not None else {}
+    peaks = [f"{p} {fmt.flops_rate(v)}" + (f" (was {fmt.flops_rate(was[p])})" if p in was else "")
+             for p, v in ceilings.peak_flops.items()]
     bandwidth = fmt.bandwidth(ceilings.bandwidth_bytes_per_s)
-    if before is None:
-        return f"fp32 {fp32}, bandwidth {bandwidth}"
-    return (f"fp32 {fp32} (was {fmt.flops_rate(before.peak_flops.get('fp32'))}), "
-            f"bandwidth {bandwidth} (was {fmt.bandwidth(before.bandwidth_bytes_per_s)})")
+    if before is not None:
+        bandwidth += f" (was {fmt.bandwidth(before.bandwidth_bytes_per_s)})"
+    return ", ".join([*peaks, f"bandwidth {bandwidth}"])
 
 
 REMEASURE_HINT = "press r to measure them again now; until then this machine's cached figures are used"

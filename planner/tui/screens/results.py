@@ -14,7 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
-from planner.results import Prediction, fidelity_view, to_data
+from planner.results import Prediction, fidelity_view, roof_share, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
 from planner.results.view import check_on_your_data, unconfirmed_lead
 from planner.tui import formatting as fmt
@@ -159,6 +159,9 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
+    roof = roof_share.phrase(c.get("roof_share") or None)
+    if roof:
+        text.append(f"\nroof: {fmt.tui_words(roof)}")
     confirmation = c.get("confirmation") or {}
     if isinstance(confirmation, dict) and fmt.num(confirmation.get("screen_p50_ms")) is not None:
         agreed = "reproduced" if confirmation.get("reproduced") else "did not reproduce"
