@@ -109,17 +109,22 @@ def at_least_as_clean(new: Ceilings, cached: Ceilings) -> bool:
     return cleanliness(new.details) <= cleanliness(cached.details)
 
 
-def _how(details: dict[str, Any]) -> str:
-    """How a kept-out measurement was taken, in a few words: 'under load (0.99 cores busy)'."""
+def _how(ceilings: Ceilings) -> str:
+    """How a kept-out measurement was taken, in a few words: 'under load (0.99 cores busy) whose bf16 came out
+    below fp32'."""
+    details = ceilings.details
     words = []
     load = other_cores(details)
     if details.get("measured_while") == BUSY:
         words.append(f"under load ({load:.2f} cores busy)" if load is not None else "under load")
     elif details.get("measured_while") != IDLE:
         words.append("taken while the machine's load could not be read")
-    failed = failed_precisions(details)
-    if failed:
-        words.append(f"whose {' and '.join(failed)} came out below a more precise precision")
+    peaks = ceilings.peak_flops
+    for precision in failed_precisions(details):
+        if precision not in CPU_PRECISIONS or precision not in peaks:
+            continue
+        above = [p for p in CPU_PRECISIONS[:CPU_PRECISIONS.index(precision)] if peaks.get(p, 0.0) > peaks[precision]]
+        words.append(f"whose {precision} came out below {' and '.join(above)}")
     return " ".join(words)
 
 
@@ -145,7 +150,7 @@ def settle(new: Ceilings, cached: Ceilings | None) -> Settled:
     if not failed and at_least_as_clean(new, cached):
         return Settled(new, new, replaced=True, changed=True)
     stamp = new.details.get("timestamp")
-    where = f"a re-measure {_how(new.details)}" + (f" at {stamp}" if stamp else "")
+    where = f"a re-measure {_how(new)}" + (f" at {stamp}" if stamp else "")
     peaks = dict(cached.peak_flops)
     details = {k: v for k, v in cached.details.items() if k not in (KEPT_OUT, KEPT_OUT_NOTE)}
     raised: list[str] = []
@@ -178,7 +183,7 @@ def settle(new: Ceilings, cached: Ceilings | None) -> Settled:
             shown_details.pop(f"{precision}_omitted", None)
     figures = {**{p: new.peak_flops[p] for p in new.peak_flops}, "bandwidth": new.bandwidth_bytes_per_s}
     cached_when = cached.details.get("timestamp")
-    note = (f"a re-measure {_how(new.details)} was kept out of the cache: "
+    note = (f"a re-measure {_how(new)} was kept out of the cache: "
             + ", ".join(f"{p} {units.bandwidth(v) if p == 'bandwidth' else units.flop_rate(v)}"
                         for p, v in figures.items())
             + f"; the cached figures ({state(cached.details)}"
