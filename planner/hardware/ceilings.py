@@ -122,7 +122,9 @@ def measure_until_idle(measure_once: Callable[[], Ceilings], sampler: Callable[[
 
 def _best_of(a: Ceilings, b: Ceilings) -> Ceilings:
     """Per figure, the higher of two measurements of one device; the details of the one with the higher fp32."""
-    peaks = {p: max(a.peak_flops.get(p, 0.0), b.peak_flops.get(p, 0.0)) for p in {*a.peak_flops, *b.peak_flops}}
+    # In the order measured (fp32, bf16, int8), so every table lists the roofs the same way.
+    peaks = {p: max(a.peak_flops.get(p, 0.0), b.peak_flops.get(p, 0.0))
+             for p in dict.fromkeys([*a.peak_flops, *b.peak_flops])}
     base = b if b.peak_flops.get("fp32", 0.0) > a.peak_flops.get("fp32", 0.0) else a
     return Ceilings(peak_flops=peaks, bandwidth_bytes_per_s=max(a.bandwidth_bytes_per_s, b.bandwidth_bytes_per_s),
                     source=base.source, device=base.device, details=dict(base.details))

@@ -185,3 +185,11 @@ def test_a_cache_from_before_the_int8_roof_is_measured_again(bf16_cpu, tmp_path:
     got = measure_ceilings(bf16_cpu, quick=True, cache_dir=tmp_path, device="cpu")
     assert len(calls) == 1 and got.peak("int8") == 800 * G
     assert json.loads(path.read_text())["format"] == CACHE_FORMAT
+
+
+def test_repeated_attempts_keep_the_roofs_in_their_order() -> None:
+    """The best of several busy attempts lists fp32, bf16, int8 as measured, so tables never reorder."""
+    runs = iter([_figures(90 * G, 300 * G, int8=900 * G), _figures(95 * G, 280 * G, int8=1000 * G)])
+    got = measure_until_idle(lambda: next(runs), sampler=_Sampler([0.9, 0.9]), attempts=2)
+    assert list(got.peak_flops) == ["fp32", "bf16", "int8"]
+    assert got.peak_flops == {"fp32": 95 * G, "bf16": 300 * G, "int8": 1000 * G}
