@@ -193,3 +193,24 @@ def test_repeated_attempts_keep_the_roofs_in_their_order() -> None:
     got = measure_until_idle(lambda: next(runs), sampler=_Sampler([0.9, 0.9]), attempts=2)
     assert list(got.peak_flops) == ["fp32", "bf16", "int8"]
     assert got.peak_flops == {"fp32": 95 * G, "bf16": 300 * G, "int8": 1000 * G}
+
+
+def test_a_busy_remeasure_after_a_model_beat_the_cache_keeps_the_clean_figures_raised(bf16_cpu, tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    """A model beat the cached fp32 peak, so the next start measures again; under load, that measurement is kept
+    out, and the cache holds its clean figures with fp32 raised to what the model attained."""
+    from planner.hardware.ceilings import raise_exceeded
+
+    calls = _measures(monkeypatch,
+                      ([_figures(200 * G, 412 * G)], [0.01]),
+                      ([_figures(150 * G, 300 * G, 30 * G)] * 3, [0.99] * 3))
+    first = measure_ceilings(bf16_cpu, quick=True, cache_dir=tmp_path, device="cpu")
+    raise_exceeded(first, {"fp32": (230 * G, "the whole model")}, hw=bf16_cpu, cache_dir=tmp_path)
+
+    got = measure_ceilings(bf16_cpu, quick=True, cache_dir=tmp_path, device="cpu")
+    assert len(calls) == 2
+    assert got.peak_flops == {"fp32": 230 * G, "bf16": 412 * G} and got.bandwidth_bytes_per_s == 57 * G
+    assert "was kept out of the cache" in got.details["kept_out_note"]
+    # The next start reads that cache again: no more measuring, the same roofs.
+    assert measure_ceilings(bf16_cpu, quick=True, cache_dir=tmp_path, device="cpu").peak_flops == got.peak_flops
+    assert len(calls) == 2
