@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from planner.measure.evaluate import fidelity_batch_count, fidelity_inputs
-from planner.measure.fidelity import judge_outputs
+from planner.measure.fidelity import judge_outputs, settle_words
 from planner.models.valdata import load_val_data
 from planner.plugins.contract import Precision
 from planner.plugins.gate import Verdict
@@ -77,9 +77,15 @@ class PlanGate:
 
     def judge(self, reference: Sequence["np.ndarray"], outputs: Sequence["np.ndarray"], *,
               precision: Precision | str = Precision.FP32, changes_function: bool = False) -> Verdict:
-        """Judge `outputs` against `reference` by the rule measured candidates meet (`judge_outputs`)."""
+        """Judge `outputs` against `reference` by the rule measured candidates meet (`judge_outputs`).
+
+        Where the check cannot judge, the verdict is undecided (`Verdict.undecided`), never passed, and its
+        test says which data would settle it.
+        """
         why, decided_by, fid = judge_outputs(reference, outputs, labels=self._data()[1], precision=precision,
                                              accuracy_budget=self.accuracy_budget,
                                              changes_function=changes_function, kind=self.output_kind,
                                              kind_basis=self.output_kind_basis)
+        if fid is not None and fid.cannot_judge and not why:
+            decided_by += f", on {self.data}; {settle_words(self.val_data is None)}"
         return Verdict(why=why, decided_by=decided_by, fidelity=fid, data=self.data)

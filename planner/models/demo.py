@@ -177,6 +177,32 @@ class TextClassifier(nn.Module):
         return self.head(pooled)
 
 
+class FlatResponseNet(nn.Module):
+    """A compact deep CNN whose outputs, with random weights, barely depend on its input.
+
+    Ten 3x3 convolutions of 16 channels with ReLU, global average pooling and a linear layer. With
+    the default random weights each layer passes on less of what came from the input than of what
+    its biases add, so after ten of them the outputs for different inputs differ by a few millionths
+    of their size: a raw cosine passes any candidate close to that shared part. The fidelity check
+    must say it cannot judge here (see planner.measure.fidelity).
+    """
+
+    def __init__(self, depth: int = 10, channels: int = 16, num_classes: int = 10) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        cin = 3
+        for _ in range(depth):
+            layers += [nn.Conv2d(cin, channels, 3, padding=1), nn.ReLU()]
+            cin = channels
+        self.features = nn.Sequential(*layers)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(channels, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores that are nearly the same for every input."""
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+
+
 TEXT_INPUTS = ModelInputs((
     TensorSpec(name="input_ids", shape=(1, 64), dtype="int64", low=0, high=1000,
                range_basis="the demo's vocabulary"),
@@ -225,6 +251,9 @@ DEMOS: dict[str, DemoModel] = {
                   "a common anti-pattern: 64x64 input upsampled to 224x224 inside forward"),
         DemoModel("tiny", TinyConvNet, (1, 3, 32, 32),
                   "a tiny CNN (32x32 input) for quick smoke runs"),
+        DemoModel("flat", FlatResponseNet, (1, 3, 32, 32),
+                  "a deep CNN (10 layers, 32x32 input) whose random-weight outputs barely depend on its input: "
+                  "the fidelity check cannot judge a candidate on it"),
         DemoModel("text", TextClassifier, (1, 64),
                   "a small transformer encoder (input_ids and attention_mask, int64, 64 tokens)",
                   text_inputs=TEXT_INPUTS),

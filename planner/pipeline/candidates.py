@@ -405,8 +405,14 @@ class CandidateRun:
         fp16, INT8, ternary, an approximation) and fails there is unconfirmed, not rejected: random
         inputs sit near decision boundaries real data may never reach. An fp32 candidate should be
         exact on any input, so it is still rejected.
+
+        Where the check cannot judge (the outputs barely depend on the inputs used, as with random
+        weights, or a map has no foreground on them), a candidate that passes what could be compared is
+        not established either, on any inputs: nothing there could have failed it. Only an fp32 candidate
+        that keeps the function and is exact even on the small input-dependent part passes
+        (`judge_outputs`).
         """
-        from planner.measure.fidelity import judge_outputs
+        from planner.measure.fidelity import judge_outputs, settle_words
         from planner.plugins import Precision
 
         # The one rule, which plugins choosing a setting meet too (ctx.gate); what follows is the plan's reading.
@@ -425,7 +431,12 @@ class CandidateRun:
                 f"random numbers, so no candidate can be checked against it ({why})"), fid
         if generated_inputs and decided_by:
             decided_by += ", on generated inputs"
+        if fid.cannot_judge and not why:
+            # Which data would settle it travels with the test's words to the report, the TUI and --json.
+            decided_by += f"; {settle_words(generated_inputs)}"
         fid = dataclasses.replace(fid, decided_by=decided_by)
+        if fid.cannot_judge and not why:
+            return Status.UNCONFIRMED, f"{NOT_ESTABLISHED}: {decided_by}", fid
         # Outputs that are not finite are broken on any input, generated or real.
         finite = math.isfinite(fid.cosine) and math.isfinite(fid.max_abs_error)
         if why and finite and generated_inputs and (precision != Precision.FP32 or changes_function):

@@ -31,7 +31,10 @@ class Verdict:
     """What the plan's fidelity gate says about one set of outputs.
 
     `why` is '' when they pass, else the gate's reason in plain words; `decided_by` names the test
-    that decided; `data` says what the inputs were ("--val-data", "generated inputs").
+    that decided; `data` says what the inputs were ("--val-data", "generated inputs"). Where the
+    check cannot judge (the original's outputs barely depend on the inputs, as with random weights),
+    `why` is '' yet the outputs did not pass: the verdict is `undecided`, and `decided_by` says why
+    and which data would settle it.
     """
 
     why: str
@@ -40,9 +43,14 @@ class Verdict:
     data: str
 
     @property
+    def undecided(self) -> bool:
+        """Whether the check could not judge these outputs (nothing on these inputs could fail them)."""
+        return not self.why and self.fidelity is not None and bool(self.fidelity.cannot_judge)
+
+    @property
     def passed(self) -> bool:
-        """Whether the outputs pass the gate."""
-        return not self.why
+        """Whether the outputs pass the gate (never where it could not judge them)."""
+        return not self.why and not self.undecided
 
     @property
     def by_accuracy(self) -> bool:
@@ -61,6 +69,8 @@ class Verdict:
 
     def line(self) -> str:
         """One line for a log: what was measured, then why it fails or the test it passed."""
+        if self.undecided:
+            return f"{self.measured()} — {self.decided_by}"
         return f"{self.measured()} — {self.why or 'passes: ' + self.decided_by}"
 
 

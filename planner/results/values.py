@@ -116,6 +116,15 @@ class Fidelity:
     relative_error: float | None = None  # ||a - b|| / ||a|| over all outputs
     spread_error: float | None = None  # mean |a - b| over the output's scale (see spread_basis)
     spread_basis: str = ""  # "probability" (a map within [0, 1]: the scale is 1) or "spread" (the reference's std)
+    # The part of the output that depends on the input: each output minus the original's mean output over
+    # the samples. input_spread is its size over the outputs' size (||ref - mean|| / ||ref||); the candidate
+    # is compared on it by cosine and by its error over that part's size (||out - ref|| / ||ref - mean||).
+    input_spread: float | None = None
+    centered_cosine: float | None = None
+    centered_error: float | None = None
+    # Why the check cannot judge this candidate ('' when it can): the outputs barely depend on the inputs
+    # used (random weights?), or a map has no foreground on them. Such a candidate is not established.
+    cannot_judge: str = ""
 
 
 class OutputKind(StrEnum):

@@ -28,7 +28,7 @@ PRUNE_RATIOS = (0.5, 0.25, 0.125)  # largest first: the most aggressive ratio th
 
 def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[dict, str]]) -> Iterable[CandidateSpec]:
     """The first config (in the order given) that passes the plan's fidelity gate; else the last, marked with
-    the plugin's `rejection` (it needs fine-tuning)."""
+    the plugin's `rejection` (it needs fine-tuning), or unmarked where the gate cannot judge on these inputs."""
     from targets.architecture.transforms import NotApplicableError
 
     tried: list[str] = []
@@ -50,9 +50,18 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
                                + ("; ".join(tried) if tried else "none before it"),))
             return
         # An accuracy names the data it was measured on, as the measured candidate's row does.
-        tried.append(f"{label}: {verdict.why}" + (f" on {verdict.data}" if verdict.by_accuracy else ""))
+        why = verdict.why or "cannot judge"
+        tried.append(f"{label}: {why}" + (f" on {verdict.data}" if verdict.by_accuracy else ""))
         last = (config, label, changes, verdict)
-    if last is not None:
+    if last is not None and last[3].undecided:
+        # The gate cannot judge on these inputs (the original's outputs barely depend on them): no setting
+        # could be chosen by it, so the gentlest is measured, its fidelity not established, and not called
+        # one that needs fine-tuning, which nothing here showed.
+        config, label, changes, verdict = last
+        yield plugin.spec(ctx, config, label, changes,
+                          (f"the gentlest setting: the plan's fidelity check cannot choose one here "
+                           f"({verdict.decided_by}); tried: " + "; ".join(tried),))
+    elif last is not None:
         config, label, changes, verdict = last
         test = ("kept accuracy on the labelled data within budget" if verdict.by_accuracy
                 else "passed the fp32 fidelity check")

@@ -45,7 +45,7 @@ def _near_zero_map(rng: np.random.Generator) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(-16.0 + rng.normal(0, 0.3, size=(8, 1, 32, 32)))))
 
 
-def test_a_near_zero_map_with_tiny_error_passes_bf16_though_its_cosine_is_poor():
+def test_a_near_zero_map_with_tiny_error_is_not_failed_on_its_poor_cosine_and_cannot_be_judged():
     rng = np.random.default_rng(0)
     ref = _near_zero_map(rng)
     out = ref * (1.0 + rng.normal(0, 0.6, size=ref.shape))  # 60% relative noise on values of ~1e-7
@@ -56,7 +56,9 @@ def test_a_near_zero_map_with_tiny_error_passes_bf16_though_its_cosine_is_poor()
     assert fid.map_threshold == 0.5 and fid.map_iou is None and fid.spread_basis == "probability"
     why, decided_by = BF16.judge(fid)
     assert why == ""
-    assert decided_by.startswith("no foreground on these inputs: the map's agreement is no test here")
+    # Nothing on these inputs could fail a candidate (no foreground to find or miss): it cannot be judged.
+    assert fid.cannot_judge.startswith("the map has no foreground on these inputs")
+    assert decided_by.startswith("cannot judge: the map has no foreground on these inputs")
     assert "on the probability scale" in decided_by
     # The same numbers judged as class scores (as results written before kinds are) fail on cosine.
     assert BF16.judge(dataclasses.replace(fid, output_kind=""))[0].startswith("cosine similarity")
@@ -149,13 +151,15 @@ def test_classes_keep_top1_and_add_top5():
     fid = compare([ref], [out])
     assert fid.output_kind == "classes" and fid.top1_agreement == 1.0 and fid.top5_agreement == 1.0
     assert fid.map_iou is None and fid.position_agreement is None
-    assert BF16.judge(fid) == ("", "top-1 agreement on 16 of 16 samples (gate 90%)")
+    assert BF16.judge(fid) == ("", "top-1 agreement on 16 of 16 samples (gate 90%); cosine of the part that "
+                                   "depends on the input (outputs minus the original's mean output over the 16 "
+                                   f"samples) {fid.centered_cosine:.5f} (gate 0.995)")
     assert compare([ref[:, :5]], [out[:, :5]]).top5_agreement is None  # 5 classes: top-5 is every class
 
 
 def test_regression_is_judged_by_relative_error():
     rng = np.random.default_rng(8)
-    ref = rng.normal(10, 1, size=(16, 1))
+    ref = rng.normal(0, 10, size=(16, 1))
     fid = compare([ref], [ref * 1.02])
     assert fid.output_kind == "regression" and fid.top1_agreement is None
     assert fid.relative_error == pytest.approx(0.02)
