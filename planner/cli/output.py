@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 from planner import units
 from planner.results import Baseline, CandidateResult, PlanResults, Status, fidelity_view, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
-from planner.results.view import check_on_your_data, generated_pass_caution, model_inputs, unconfirmed_lead
+from planner.results.view import (
+    check_on_your_data,
+    generated_pass_caution,
+    model_inputs,
+    not_established_why,
+    unconfirmed_lead,
+)
 from planner.units import tokens_rate
 
 if TYPE_CHECKING:
@@ -166,8 +172,7 @@ def best_lines(results: PlanResults) -> list[str]:
             lines.append(f"Note: {caution[0].upper()}{caution[1:]}.")
     if lead is not None:
         lines += ([""] if best is None else []) + [
-            check_on_your_data(lead) + " (not established on real data: its outputs drifted from the original's on "
-            "generated inputs, which cannot tell whether that matters on real data)"]
+            check_on_your_data(lead) + f" (not established on real data: {not_established_why(lead)})"]
     return lines
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from planner import units
 from planner.results import fidelity_view
+from planner.results.view import as_dict
 
 if TYPE_CHECKING:
     from planner.results.view import InputView
@@ -147,6 +148,12 @@ def fidelity_rule(candidates: list[dict]) -> str:
             "fixed inputs; it passes when their cosine similarity reaches the threshold for its precision")
     if seen:
         rule += " (here " + ", ".join(f"{gate} for {prec}" for prec, gate in sorted(seen.items())) + ")"
+    if any(as_dict(c.get("fidelity")).get("centered_cosine") is not None for c in candidates if isinstance(c, dict)):
+        # Recorded since the input-dependent part was compared; older results read as they were judged.
+        rule += (", both on the outputs as they are and on the part of them that depends on the input (each output "
+                 "minus the original's mean output over the inputs: with random weights most of an output can be "
+                 "the same for every input); where that part is too small to test, the check cannot judge and a "
+                 "candidate that changes the arithmetic is not established")
     return (rule + ", the top-1 class agrees where the output is a classification, and the accuracy drop "
             "stays within the budget where labelled data measures accuracy")
 

@@ -359,10 +359,22 @@ def unconfirmed_lead(candidates: Any, confirmed_speedup: float | None) -> Mappin
 
 def check_on_your_data(lead: Mapping[str, Any], *, code: str = "") -> str:
     """'Up to 3.9x (INT8 NNCF) if it holds on your data: re-run with --val-data DIR'; `code` wraps the flag
-    (a backtick in Markdown)."""
+    (a backtick in Markdown). Where the check could not judge it, the model's trained weights settle it too."""
     label = text(lead.get("label")) or text(lead.get("plugin")) or "a candidate"
+    weights = " or with the model's trained weights" if text(as_dict(lead.get("fidelity")).get("cannot_judge")) else ""
     return (f"Up to {units.speedup(number(lead.get('speedup')))} ({label}) if it holds on your data: "
-            f"re-run with {code}--val-data DIR{code}")
+            f"re-run with {code}--val-data DIR{code}{weights}")
+
+
+def not_established_why(cand: Mapping[str, Any]) -> str:
+    """Why a candidate is not established on real data, in words: the fidelity check could not judge it (the
+    original's outputs barely depend on the inputs used, a map without foreground), or it drifted from the
+    original on generated inputs."""
+    cannot = text(as_dict(cand.get("fidelity")).get("cannot_judge"))
+    if cannot:
+        return f"the fidelity check cannot judge it: {cannot}"
+    return ("its outputs drifted from the original's on generated inputs, which cannot tell whether that matters "
+            "on real data")
 
 
 def generated_pass_caution(best: Mapping[str, Any], *, code: str = "") -> str:

@@ -103,11 +103,22 @@ def gate_lines(cands: list[dict]) -> list[str]:
 def generated_inputs_lines(cands: list[dict]) -> list[str]:
     """What a fidelity check on generated inputs can say, when this run's checks ran on them ([] otherwise)."""
     generated = any("generated inputs" in text(as_dict(c.get("fidelity")).get("decided_by")) for c in cands)
-    unconfirmed = [label(c) for c in cands if text(c.get("status")) == "unconfirmed"]
-    if not generated and not unconfirmed:
+    unjudged = [c for c in cands if text(c.get("status")) == "unconfirmed"
+                and text(as_dict(c.get("fidelity")).get("cannot_judge"))]
+    unconfirmed = [label(c) for c in cands if text(c.get("status")) == "unconfirmed" and c not in unjudged]
+    if not generated and not unconfirmed and not unjudged:
         return []
-    lines = ["", "The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
-             "outputs agree with the original's on those inputs, not that accuracy holds on real data."]
+    lines = [""] + (["The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
+                     "outputs agree with the original's on those inputs, not that accuracy holds on real data."]
+                    if generated else [])
+    if unjudged:
+        why = text(as_dict(unjudged[0].get("fidelity")).get("cannot_judge"))
+        settle = ("`--val-data DIR` with real inputs (labelled, so accuracy decides), or the model's trained weights"
+                  if generated else "the model's trained weights, or labelled `--val-data DIR` (accuracy then decides)")
+        lines.append(f"*Cannot judge* ({fmt.series([label(c) for c in unjudged])}): not established on real data. "
+                     f"The check compares each candidate with the original on the part of the outputs that depends "
+                     f"on the input, and here {why}. Nothing on these inputs could fail a candidate that changes the "
+                     f"arithmetic, so none is called passed; what would settle it: {settle}.")
     if unconfirmed:
         lines.append(f"*Unconfirmed* ({fmt.series(unconfirmed)}): not established on real data. The outputs "
                      "drifted from the original's on generated inputs, which cannot tell whether that matters on "

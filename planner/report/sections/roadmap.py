@@ -88,6 +88,9 @@ def fidelity_facts(cand: dict) -> str:
     by_kind = fidelity_view.phrases(fid)
     if fid.get("cosine") is not None and not by_kind:
         parts.append(f"cosine {fmt.cosine(fid['cosine'])}")
+        if fid.get("centered_cosine") is not None:
+            # The raw cosine mostly measures what every input's output shares; this is the part that varies.
+            parts[-1] += f" ({fmt.cosine(fid['centered_cosine'])} on the part that depends on the input)"
     if fid.get("top1_agreement") is not None and not by_kind:
         parts.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
     parts += by_kind
@@ -109,6 +112,8 @@ def accuracy_risk(cand: dict) -> str:
                "unconfirmed": "not established on real data"}.get(status, "")
     if verdict and status != "unconfirmed" and "generated inputs" in text(fid.get("decided_by")):
         verdict += " on generated inputs"
+    if status == "unconfirmed" and text(fid.get("cannot_judge")):
+        verdict += " (the fidelity check cannot judge it here: the original's outputs barely depend on these inputs)"
     return " — ".join(p for p in (fidelity_facts(cand), verdict) if p) or "not recorded"
 
 

@@ -11,7 +11,7 @@ from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_measured, step_plugins
 from planner.results import fidelity_view
-from planner.results.view import check_on_your_data, generated_pass_caution, unconfirmed_lead
+from planner.results.view import check_on_your_data, generated_pass_caution, not_established_why, unconfirmed_lead
 
 
 def _model_sentence(data: ReportData) -> str:
@@ -111,9 +111,8 @@ def _unconfirmed_sentence(data: ReportData) -> str:
     lead = _unconfirmed_lead(data)
     if lead is None:
         return ""
-    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *not established on real data*: its outputs "
-            "drifted from the original's on generated inputs, which cannot tell whether that matters on real data, "
-            "so it is not ranked.")
+    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *not established on real data*: "
+            f"{not_established_why(lead)}, so it is not ranked.")
 
 
 def _load_caveat(data: ReportData, best: dict) -> str:

@@ -16,7 +16,8 @@ from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
 from planner.results import Prediction, fidelity_view, roof_share, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
-from planner.results.view import check_on_your_data, unconfirmed_lead
+from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
+from planner.results.view import text as text_of
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -202,6 +203,9 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
                                    ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
             if fmt.num(fid.get(name)) is not None and not (by_kind and name in ("cosine", "top1_agreement")):
                 parts.append(f"{name} {format_value(fid[name])}")
+        if fmt.num(fid.get("centered_cosine")) is not None and not by_kind:
+            # The raw cosine mostly measures what every input's output shares; this is the part that varies.
+            parts.append(f"cosine on the part that depends on the input {fmt.cosine(fid['centered_cosine'])}")
         parts += by_kind
         text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
     audit = audit_of(c.get("audit"))
@@ -225,8 +229,10 @@ def unconfirmed_line(candidates: list[dict], best_label: str | None, best_speedu
     if lead is None:
         return ""
     confirmed = f"Best confirmed: {best_label} at {fmt.speedup(best_speedup)} · " if best_label else ""
-    return (f"{confirmed}{check_on_your_data(lead)} (not established on real data: it drifted from the original "
-            "on generated inputs only)")
+    # A candidate the check could not judge says so; one that drifted keeps the line's short words.
+    why = (not_established_why(lead) if text_of(as_dict(lead.get("fidelity")).get("cannot_judge"))
+           else "it drifted from the original on generated inputs only")
+    return f"{confirmed}{check_on_your_data(lead)} (not established on real data: {why})"
 
 
 def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
