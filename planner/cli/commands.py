@@ -43,13 +43,19 @@ def cmd_detect(args: argparse.Namespace) -> int:
         from planner.hardware.ceilings import measure_ceilings
 
         ceilings = measure_ceilings(hw, refresh=getattr(args, "refresh", False))
+    from planner.hardware.energy.find import describe, probe_devices
+
+    energy = probe_devices(len(hw.gpus))
     if args.json:
         data = to_data(hw)
         if ceilings:
             data["ceilings"] = to_data(ceilings)
+        data["energy_counters"] = {device: to_data(probe) for device, probe in energy.items()}
         print_json(data)
         return 0
     print(format_profile(hw))
+    for device, probe in energy.items():
+        print(f"Energy counter for {'GPU' if device == 'cuda' else 'CPU'} work: {describe(probe)}")
     if ceilings:
         print(format_ceilings(ceilings))
     return 0
@@ -216,17 +222,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
-                          budget_s=args.budget, pipeline=args.pipeline)
+                          budget_s=args.budget)
     with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
         print_json(results_data(outcome.results))  # the object results.json holds
     else:
-        from planner.cli.output import format_ranking, request_split_lines
+        from planner.cli.output import format_ranking
 
         print(format_ranking(outcome.results))
-        for line in request_split_lines(outcome.results):
-            print(line)
         print(f"\nWrote {outcome.out_dir / 'results.json'}")
         if outcome.report_path:
             print(f"Report {outcome.report_path}")

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from planner import units
-from planner.results import Baseline, CandidateResult, PlanResults, Status, fidelity_view, to_data
+from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view, to_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.view import (
     check_on_your_data,
@@ -110,7 +110,8 @@ def format_ranking(results: PlanResults) -> str:
     # A dense map, a sequence or a regression output shows its own test's figure (map IoU...), not cosine.
     by_kind = any(c.fidelity is not None and c.fidelity.output_kind not in ("", "classes") for c in results.candidates)
     fid_head, fid_w = ("agreement", 18) if by_kind else ("cosine", 8)
-    head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {'best/s':>8} {'b×str':>5} "
+    head = (f"{'#':>2} {'candidate':<44} {'p50 ms':>8} {'p95 ms':>8} {energy_view.SHORT_HEADER:>7} {'best/s':>8} "
+            f"{'b×str':>5} "
             f"{'mem MiB':>7} {fid_head:>{fid_w}} {'speedup':>7} {'predicted':>10} status")
     lines = [f"Candidates ranked by {by} (status: {results.status})", head, "-" * len(head)]
     rows = results.ranked()
@@ -118,10 +119,13 @@ def format_ranking(results: PlanResults) -> str:
         lat = c.latency_ms
         lines.append(
             f"{rank or '':>2} {c.label[:44]:<44} {units.ms(lat.p50_ms if lat else None, unit=False):>8} "
-            f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {_rate_cells(c)} "
+            f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {energy_view.short_cell(c):>7} {_rate_cells(c)} "
             f"{units.mib(c.peak_memory_bytes):>7} {_fidelity_cell(c, by_kind):>{fid_w}} "
             f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
     lines += _streams_note([c for _, c in rows])
+    lines += [f"\n{energy_view.SHORT_HEADER}: " + energy_view.energy_note(results).removeprefix(
+        f"{energy_view.HEADER}: ") + " (marks: n/a unavailable, <res below the counter's resolution, inval invalid, "
+        "n/cov the counter does not see the candidate's device, n/rec not recorded)"]
     problems = [c for _, c in rows
                 if c.status in (Status.REJECTED, Status.UNCONFIRMED, Status.FAILED, Status.SKIPPED)]
     if problems:
@@ -170,6 +174,8 @@ def best_lines(results: PlanResults) -> list[str]:
         caution = generated_pass_caution(to_data(best))
         if caution:
             lines.append(f"Note: {caution[0].upper()}{caution[1:]}.")
+        if results.energy_source is not None:
+            lines.append(f"Energy: {energy_view.energy_detail(best).removeprefix('energy: ')}")
     if lead is not None:
         lines += ([""] if best is None else []) + [
             check_on_your_data(lead) + f" (not established on real data: {not_established_why(lead)})"]
@@ -225,15 +231,3 @@ def format_verdict(verdict: "PackageVerdict") -> str:
         if skipped not in names:
             lines.append(f"  {skipped:<9} not run: the checks above failed")
     return "\n".join(lines)
-
-
-def request_split_lines(results: PlanResults) -> list[str]:
-    """The user's requests end to end (`--pipeline`), with the original model and the winner; [] without it."""
-    from planner.results.pipeline_split import split_lines
-
-    baseline = results.baseline.pipeline if results.baseline is not None else None
-    index = results.ranking.best if results.ranking else None
-    best = results.candidates[index] if index else None  # index 0 is the original model itself
-    winner = best.pipeline if best is not None else None
-    lines = split_lines(baseline, winner, winner_label=best.label if best is not None else "")
-    return ["", *lines] if lines else []

@@ -12,7 +12,7 @@ from typing import Any
 
 from planner import units
 from planner.hardware.energy import EnergyReadError, Meter, Reading, open_meter
-from planner.results.values import EnergySource, EnergyStatus, InferenceEnergy
+from planner.results.energy_values import EnergySource, EnergyStatus, InferenceEnergy
 
 RESOLUTION_STEPS = 10
 """The net energy must exceed this many of the counter's steps (a 10% quantisation error at most)..."""
@@ -73,7 +73,8 @@ def per_inference(source: EnergySource | None, reading: Reading | None, *, calls
         return None
     scope = source.scope
     if not source.available:
-        return InferenceEnergy(EnergyStatus.UNAVAILABLE, scope=scope, reason=source.reason)
+        fix = f". To make it readable: {source.fix}" if source.fix else ""
+        return InferenceEnergy(EnergyStatus.UNAVAILABLE, scope=scope, reason=source.reason + fix)
     if not covered(source, device):
         return InferenceEnergy(EnergyStatus.NOT_COVERED, scope=scope,
                                reason=f"the {scope} counter does not see work on {device}")

@@ -96,12 +96,13 @@ def _plan_figures(run: "CandidateRun", candidates: Sequence[CandidateResult]) ->
     figures: dict[str, list[InteractionCell]] = {}
     base_spec = from_data(run.baseline.spec, CandidateSpec)
     figures[_key(base_spec, ref)] = [InteractionCell("baseline", base_spec.label,
-                                                     p50_ms=run.baseline.latency_ms.p50_ms)]
+                                                     p50_ms=run.baseline.latency_ms.p50_ms,
+                                                     energy=run.baseline.energy)]
     for c in candidates:
         if c.spec and c.measured and c.p50 and not c.is_reference:
             disturbed = bool(c.audit is not None and c.audit.disturbed)
             figures[_key(from_data(c.spec, CandidateSpec), ref)] = [
-                InteractionCell("", c.label, p50_ms=c.p50, disturbed=disturbed)]
+                InteractionCell("", c.label, p50_ms=c.p50, disturbed=disturbed, energy=c.energy)]
     return figures
 
 
@@ -242,9 +243,9 @@ def _time(run: "CandidateRun", name: str, label: str, spec: "CandidateSpec", ref
     run.on_event(Event("log", f"interaction cell {name}: measuring {label}"))
     job = MeasureJob(model=ref, spec=spec, quick=run.quick, sweep_max_batch=0,
                      fidelity_batches=fidelity_batch_count(run.quick), env=dict(spec.config.get("env", {})),
-                     streams=False)
+                     streams=False, energy=run.baseline.energy_source)
     result, _ = measure(job, timeout_s=timeout_s)
     if result.status is not Status.OK or not result.p50:
         return InteractionCell(name, label, status=str(result.status), reason=result.reason)
     disturbed = bool(result.audit is not None and result.audit.disturbed)
-    return InteractionCell(name, label, p50_ms=result.p50, disturbed=disturbed)
+    return InteractionCell(name, label, p50_ms=result.p50, disturbed=disturbed, energy=result.energy)

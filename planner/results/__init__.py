@@ -11,7 +11,6 @@ from planner.results.decisions import (
     RequirementCheck,
     Requirements,
 )
-from planner.results.pipeline_split import PipelineSplit
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
@@ -44,7 +43,7 @@ __all__ = [
     "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "BudgetRecord", "CandidateResult",
     "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment",
     "ModelDescription",
-    "ModelSummary", "PipelineSplit", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
+    "ModelSummary", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
     "to_data", "write_results",

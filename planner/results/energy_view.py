@@ -14,13 +14,14 @@ from typing import Any
 
 from planner import units
 from planner.codec import to_data
-from planner.results.values import EnergyStatus
+from planner.results.energy_values import EnergyStatus
 from planner.results.view import as_dict, as_list, number, text
 
 NOT_RECORDED = "not recorded"
 """A candidate from a file written before energy was measured."""
+NOT_MEASURED = "not measured"
+"""A candidate that was never timed (skipped, failed): no window to meter."""
 HEADER = "J/inference"
-SHORT_HEADER = "J/inf"
 
 _SCALES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"))
 
@@ -43,6 +44,11 @@ def joules(value: Any, *, missing: str = units.MISSING) -> str:
     return f"{units.sig(v / 1e-9)} nJ"
 
 
+def _timed(candidate: Any) -> bool:
+    """Whether the candidate's latency was measured (one that was not has no energy figure either)."""
+    return bool(as_dict(_plain(candidate).get("latency_ms")))
+
+
 def energy_of(candidate: Any) -> dict:
     """A candidate's energy record ({} when it has none)."""
     return _plain(_plain(candidate).get("energy"))
@@ -52,11 +58,35 @@ def energy_cell(candidate: Any) -> str:
     """The J/inference cell: '38.2 mJ', or the status in a word or two (never blank)."""
     energy = energy_of(candidate)
     if not energy:
-        return NOT_RECORDED
+        return NOT_RECORDED if _timed(candidate) else NOT_MEASURED
     status = text(energy.get("status"))
     if status == EnergyStatus.MEASURED:
         return joules(energy.get("joules"), missing="invalid")
     return status or str(EnergyStatus.UNAVAILABLE)
+
+
+SHORT = {EnergyStatus.BELOW_RESOLUTION: "<res", EnergyStatus.INVALID: "inval", EnergyStatus.UNAVAILABLE: "n/a",
+         EnergyStatus.NOT_COVERED: "n/cov"}
+"""Marks for a narrow column (the TUI's, the CLI's): the details or the closing lines say why."""
+SHORT_HEADER = "mJ/inf"
+
+
+def short_cell(candidate: Any) -> str:
+    """A narrow column's cell: millijoules per inference as a bare number, or a mark ('n/a', '<res', ...)."""
+    energy = energy_of(candidate)
+    if not energy:
+        return "n/rec" if _timed(candidate) else units.MISSING
+    status = text(energy.get("status"))
+    if status == EnergyStatus.MEASURED:
+        return units.sig((number(energy.get("joules")) or 0.0) * 1e3)
+    return SHORT.get(EnergyStatus(status), status[:5]) if status in tuple(EnergyStatus) else status[:5] or "n/a"
+
+
+def cell_phrase(candidate: Any) -> str:
+    """The cell in running text: '38.2 mJ/inference', or 'J/inference unavailable' (never blank)."""
+    cell = energy_cell(candidate)
+    return f"{cell}/inference" if text(energy_of(candidate).get("status")) == EnergyStatus.MEASURED \
+        else f"{HEADER} {cell}"
 
 
 def energy_value(candidate: Any) -> float | None:
@@ -73,15 +103,20 @@ def source_of(results: Any) -> dict:
 
 def energy_line(source: Any) -> str:
     """The energy counter in one line: what it measures and the idle power, or 'unavailable: why' and the fix."""
+    return f"energy per inference: {source_words(source)}"
+
+
+def source_words(source: Any) -> str:
+    """energy_line without its lead: '<scope> energy from <source> (...), net of idle ...' or 'unavailable: ...'."""
     src = _plain(source)
     if not src:
-        return f"energy per inference: {NOT_RECORDED} (this plan was made before energy was measured)"
+        return f"{NOT_RECORDED} (this plan was made before energy was measured)"
     if not src.get("available"):
         fix = text(src.get("fix"))
-        return (f"energy per inference: unavailable: {text(src.get('reason')) or 'no energy counter'}"
+        return (f"unavailable: {text(src.get('reason')) or 'no energy counter'}"
                 + (f". To make it readable: {fix}" if fix else "") + ". Never estimated from a TDP.")
     detail = text(src.get("detail"))
-    return (f"energy per inference: {text(src.get('scope'))} energy from {text(src.get('source'))}"
+    return (f"{text(src.get('scope'))} energy from {text(src.get('source'))}"
             + (f" ({detail})" if detail else "")
             + f", net of idle {units.sig(src.get('idle_w'))} W (measured over "
             f"{units.seconds(src.get('idle_window_s'))} before the baseline, halves "
@@ -93,7 +128,7 @@ def energy_note(results: Any, candidates: Any = None) -> str:
     candidate has no figure. `candidates` defaults to the plan's."""
     data = _plain(results)
     cands = [_plain(c) for c in as_list(candidates if candidates is not None else data.get("candidates"))]
-    parts = [energy_line(source_of(data))]
+    parts = [source_words(source_of(data))]
     src = source_of(data)
     if src.get("available"):
         parts.append("per call at the model's batch, over each candidate's latency timing (warm-up included)")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.results.energy_values import InferenceEnergy
+
 AMPLIFY_ABOVE = 1.05
 CONFLICT_BELOW = 0.95
 CELLS = ("baseline", "architecture", "hardware", "combined")
@@ -25,6 +27,7 @@ class InteractionCell:
     status: str = "ok"
     reason: str = ""
     disturbed: bool = False  # the environment audit saw other load during every reading of this cell
+    energy: InferenceEnergy | None = None  # joules per inference over the cell's timing (None: not measured)
 
 
 @dataclass(frozen=True)

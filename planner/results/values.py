@@ -15,13 +15,12 @@ from enum import StrEnum
 from typing import Any
 
 from planner.hardware.ceiling_values import Ceilings
-from planner.hardware.energy.counter import Counter
 from planner.hardware.profile import HardwareProfile
 from planner.results.audit import MeasurementAudit
 from planner.results.context import EdgeProjection, Environment, ModelDescription
 from planner.results.decisions import AnswerRecord, DecisionPathRecord, PlanRecord, RequirementCheck, Requirements
+from planner.results.energy_values import EnergySource, InferenceEnergy
 from planner.results.interaction import Interaction
-from planner.results.pipeline_split import PipelineSplit
 from planner.results.roof_share import RoofShare, candidate_roof_share
 
 SCHEMA_VERSION = 3
@@ -215,55 +214,6 @@ class Declared:
     is_baseline: bool = False  # its plugin runs the model as it comes
 
 
-class EnergyStatus(StrEnum):
-    """What a candidate's energy figure is: a figure, or which of the reasons there is none."""
-
-    MEASURED = "measured"
-    BELOW_RESOLUTION = "below resolution"  # the net energy is within the counter's step and the idle draw's noise
-    INVALID = "invalid"  # the counter went backwards or a read failed mid-window
-    UNAVAILABLE = "unavailable"  # no readable counter here
-    NOT_COVERED = "not covered"  # the counter does not see the device the candidate ran on
-
-
-@dataclass(frozen=True)
-class EnergySource:
-    """The energy counter a plan's figures come from and the idle power subtracted from them, or why there is none.
-
-    Never estimated from a TDP: without a readable counter `available` is False and `reason` says why
-    (with `fix`, the admin change that makes an existing counter readable).
-    """
-
-    available: bool = False
-    scope: str = ""  # what the figure covers: CPU package, GPU, SoC rails, SoC rails (PMIC)
-    source: str = ""  # how it is read: 'RAPL (powercap sysfs)', 'NVML total energy'...
-    detail: str = ""  # the domains or rails summed
-    idle_w: float | None = None  # mean power with nothing measured running, subtracted from every window
-    idle_spread_w: float | None = None  # how far the idle window's two halves differed: the idle draw's noise
-    idle_window_s: float | None = None
-    reason: str = ""
-    fix: str = ""
-    notes: tuple[str, ...] = ()  # what each other counter family said
-    counter: Counter | None = None  # what a measuring worker opens
-
-
-@dataclass(frozen=True)
-class InferenceEnergy:
-    """A candidate's energy per inference (one call at the model's batch) over its latency timing window.
-
-    Net of idle: (energy over the window - idle power x the window) / the calls in it (warm-up included,
-    as the window is).
-    """
-
-    status: EnergyStatus = EnergyStatus.UNAVAILABLE
-    joules: float | None = None  # per inference, when measured
-    scope: str = ""
-    reason: str = ""  # why there is no figure, or what to know about it
-    window_s: float | None = None
-    calls: int | None = None
-    gross_j: float | None = None  # the counter's energy over the window
-    idle_j: float | None = None  # the idle power's share of it, subtracted
-
-
 @dataclass(frozen=True)
 class CandidateResult:
     """One measured (or failed) candidate, as results.json and the report carry it."""
@@ -301,7 +251,6 @@ class CandidateResult:
     # time: its median's 95% interval lay above the best's); '' when it was not dropped.
     dropped: str = ""
     energy: InferenceEnergy | None = None  # joules per inference; None in files written before energy was measured
-    pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not timed)
 
     @property
     def p50(self) -> float | None:
@@ -374,7 +323,6 @@ class Baseline:
     bottleneck_classes: JSON = field(default_factory=dict)
     analysis_notes: tuple[str, ...] = ()
     audit: MeasurementAudit | None = None  # what the machine was doing while the baseline was timed
-    pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not given)
     energy_source: EnergySource | None = None  # the counter and idle power (None in files written before them)
     energy: InferenceEnergy | None = None  # the baseline's own joules per inference
 
@@ -391,7 +339,7 @@ class Baseline:
             speedup=1.0, roof_share=candidate_roof_share(self, str(self.spec.get("precision", "fp32")),
                                                          self.latency_ms.p50_ms),
             reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
-            stopped_by=self.stopped_by, audit=self.audit, pipeline=self.pipeline, energy=self.energy)
+            stopped_by=self.stopped_by, audit=self.audit, energy=self.energy)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from energy_trees import rapl_tree, set_rapl
 from planner.hardware.energy import Reading
 from planner.hardware.energy.counter import Counter, CounterFamily
 from planner.measure.energy import EnergyWindow, per_inference, prepare_source
-from planner.results.values import EnergySource, EnergyStatus
+from planner.results.energy_values import EnergySource, EnergyStatus
 
 RAPL = Counter(family=CounterFamily.RAPL, scope="CPU package", source="RAPL (powercap sysfs)", files=("x",),
                max_ranges=(1,), resolution_j=1e-4)

@@ -49,3 +49,20 @@ def find_counter(root: Path = REAL_ROOT, *, device: str = "cpu", nvml_module: An
     if counter is not None:
         return CounterProbe(counter=counter, notes=tuple(notes))
     return CounterProbe(reason=f"no CPU energy counter: {why}", fix=fix, notes=tuple(notes))
+
+
+def describe(probe: CounterProbe) -> str:
+    """The probe in one line: the counter and what it covers, or 'none: why' with the fix (never a TDP guess)."""
+    counter = probe.counter
+    if counter is None:
+        fix = f". To make it readable: {probe.fix}" if probe.fix else ""
+        return f"none: {probe.reason}{fix}. Energy per inference is then reported as unavailable"
+    return f"{counter.scope} via {counter.source}" + (f" ({counter.detail})" if counter.detail else "")
+
+
+def probe_devices(gpus: int) -> dict[str, CounterProbe]:
+    """This machine's counter for CPU work, and for GPU work when it has GPUs (`planner detect` shows both)."""
+    probes = {"cpu": find_counter(device="cpu")}
+    if gpus:
+        probes["cuda"] = find_counter(device="cuda")
+    return probes

@@ -14,7 +14,7 @@ from planner.report.data import (
 )
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
-from planner.results import fidelity_view, roof_share
+from planner.results import energy_view, fidelity_view, roof_share
 from planner.results.values import OutputKind
 from planner.results.view import peak_rate, stream_points
 
@@ -146,7 +146,7 @@ def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: 
     return [fmt.number(data.rank(cand)) if data.rank(cand) is not None else "—",
             f"**{label(cand)}**" if cand is data.best else label(cand),
             text(cand.get("precision")) or "—",
-            fmt.ms(p50(cand)), p95_cell(cand),
+            fmt.ms(p50(cand)), p95_cell(cand), energy_view.energy_cell(cand),
             f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}"
             + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else "") if best
             else fmt.NOT_MEASURED,
@@ -294,11 +294,12 @@ def render(data: ReportData) -> list[str]:
         by_kind = headers != ("Cosine", "Top-1")
         # A note column only where the budgeted search stopped timing a candidate after the screen.
         with_note = any(dropped_note(c) for c in cands)
-        lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", "Best throughput",
+        lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", energy_view.HEADER, "Best throughput",
                             "Peak memory", "Size", *headers, *(["Accuracy"] if with_accuracy else []),
                             "Speedup", "Status", *(["Note"] if with_note else [])],
                            [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind, with_note=with_note)
                             for c in cands])
+        lines += ["", energy_view.energy_note(data.results, cands)]
         lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)
         if shared:

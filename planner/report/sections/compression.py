@@ -9,6 +9,7 @@ from __future__ import annotations
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import accuracy_cell, fidelity_cells, fidelity_headers, has_accuracy, label
+from planner.results import energy_view
 
 _BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "ternary": 2}
 _POTENTIAL = "fails fidelity: needs ternary-aware training"
@@ -43,11 +44,12 @@ def render(data: ReportData) -> list[str]:
             status = "ranked" if data.rank(cand) is not None else (reason or text(cand.get("status")))
         cosine, _ = fidelity_cells(cand, by_kind=by_kind)
         row = [label(cand), str(_BITS[precision]), fmt.size(size), f"{ratio:.1f}x" if ratio else "—",
-               fmt.ms(p50(cand)), cosine]
+               fmt.ms(p50(cand)), energy_view.energy_cell(cand), cosine]
         if with_accuracy:
             row.append(accuracy_cell(cand))
         rows.append(row + [status])
-    headers = ["Candidate", "Bits/param", "Size on disk", "vs fp32", "p50", fidelity_headers(cands)[0]]
+    headers = ["Candidate", "Bits/param", "Size on disk", "vs fp32", "p50", energy_view.HEADER,
+               fidelity_headers(cands)[0]]
     if with_accuracy:
         headers.append("Accuracy")
     lines = ["## Compression", "",
@@ -56,6 +58,7 @@ def render(data: ReportData) -> list[str]:
              "A ternary candidate that fails the fidelity check shows what ternary-aware training could make "
              "deployable; it is never ranked.", ""]
     lines += fmt.table(headers + ["Status"], rows)
+    lines += ["", energy_view.energy_note(data.results, [c for c in cands if text(c.get("precision")) in _BITS])]
     lines += _layer_table(cands)
     return lines + [""]
 

@@ -12,6 +12,10 @@ from planner.advice.requirements import TIER_TARGETS
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label
+from planner.results import energy_view
+
+ON_BOARD = "not measured on the board"
+"""A projected board's energy: nothing ran there, and energy is never estimated from a datasheet."""
 
 # (tier, latency ms, memory MB, model size MB): the device performance targets the requirements use too,
 # so a tier here never disagrees with the default requirements of that device class.
@@ -72,15 +76,19 @@ def render(data: ReportData) -> list[str]:
             text(cand.get("status")), "")
         if size_on_disk is None and met:
             note += " (model size not measured: judged on latency and memory only)"
-        rows.append([label(cand), fmt.ms(p50(cand)), fmt.size(cand.get("peak_memory_bytes")),
-                     fmt.size(size_on_disk), (", ".join(met) or "none") + note])
-    lines += ["", *fmt.table(["Candidate", "p50", "Peak memory", "Size on disk", "Tiers met"], rows)]
-    lines += _projection(edge)
+        rows.append([label(cand), fmt.ms(p50(cand)), energy_view.energy_cell(cand),
+                     fmt.size(cand.get("peak_memory_bytes")), fmt.size(size_on_disk),
+                     (", ".join(met) or "none") + note])
+    lines += ["", *fmt.table(["Candidate", "p50", energy_view.HEADER, "Peak memory", "Size on disk", "Tiers met"],
+                             rows)]
+    lines += ["", energy_view.energy_note(data.results, cands)]
+    lines += _projection(edge, data)
     return lines + [""]
 
 
-def _projection(edge: dict) -> list[str]:
-    """The edge board's traits and each candidate's roofline estimate there, labelled as estimates."""
+def _projection(edge: dict, data: ReportData) -> list[str]:
+    """The edge board's traits and each candidate's roofline estimate there, labelled as estimates; its energy is
+    this machine's where measured, never the board's (nothing ran there)."""
     profile = as_dict(edge.get("profile"))
     rows = [as_dict(r) for r in as_list(edge.get("candidates"))]
     if not profile or not rows:
@@ -95,10 +103,13 @@ def _projection(edge: dict) -> list[str]:
              f"Board budgets (the planner's defaults): {fmt.ms(profile.get('latency_budget_ms'))} latency, "
              f"{fmt.size((fmt.real(profile.get('model_size_budget_mb')) or 0) * 2**20)} model size. "
              f"Chosen by: {text(edge.get('chosen_by')) or '--device'}.", ""]
-    table = [[text(r.get("label")), fmt.ms(r.get("measured_p50_ms")), fmt.ms(r.get("estimate_ms")),
+    energy_here = {text(c.get("label")): energy_view.energy_cell(c) for c in data.candidates}
+    table = [[text(r.get("label")), fmt.ms(r.get("measured_p50_ms")),
+              energy_here.get(text(r.get("label")), energy_view.NOT_RECORDED), ON_BOARD, fmt.ms(r.get("estimate_ms")),
               text(r.get("bound")) or "—", _yes_no(r.get("fits_latency_budget")), _yes_no(r.get("fits_size_budget"))]
              for r in rows]
-    lines += fmt.table(["Candidate", "Measured here (p50)", "Estimated on board (roofline lower bound)", "Bound",
+    lines += fmt.table(["Candidate", "Measured here (p50)", f"{energy_view.HEADER} here",
+                        f"{energy_view.HEADER} on board", "Estimated on board (roofline lower bound)", "Bound",
                         "Within latency budget", "Within size budget"], table)
     basis = text(rows[0].get("basis"))
     if basis:

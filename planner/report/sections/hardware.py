@@ -7,6 +7,7 @@ from planner.hardware.profile import DeviceClass
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, text
 from planner.report.fmt import real
+from planner.results import energy_view
 
 # ISA features that change which runtimes and precisions pay, with what each one buys.
 _FEATURES: dict[str, str] = {
@@ -184,6 +185,14 @@ def ceilings_lines(data: ReportData) -> list[str]:
     return lines + [""]
 
 
+def energy_counter_phrase(results: dict) -> str:
+    """Which energy counter the plan read (or why none), and what the other counter families said."""
+    source = energy_view.source_of(results)
+    line = energy_view.source_words(source)
+    others = [text(n) for n in as_list(source.get("notes")) if text(n)]
+    return line + (f" (also looked for: {'; '.join(others)})" if others else "")
+
+
 def render(data: ReportData) -> list[str]:
     """The Hardware section."""
     hw = data.hardware
@@ -200,6 +209,7 @@ def render(data: ReportData) -> list[str]:
                                                     ("torch_version", "torch")) if hw.get(key)]
     if soft:
         lines.append("- **Software**: " + ", ".join(soft))
+    lines.append(f"- **Energy counter**: {energy_counter_phrase(data.results)}")
     notes = probe_notes(data)
     if notes:
         lines += ["", "What the probes could not see, and why:", ""]

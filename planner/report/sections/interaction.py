@@ -10,6 +10,7 @@ from __future__ import annotations
 from planner import units
 from planner.report import figdata, fmt
 from planner.report.data import ReportData, as_dict, as_list, text
+from planner.results import energy_view
 from planner.results.interaction import VERDICT_WORDS
 
 _NEEDS_RETRAINING = "needs retraining: speed measured, accuracy not"
@@ -29,7 +30,9 @@ def cell_text(cell: dict | None) -> str:
         reason = text(cell.get("reason"))
         return f"{text(cell.get('status')) or 'failed'}{': ' + reason if reason else ''}"
     busy = " (timed under load)" if cell.get("disturbed") else ""
-    return f"{units.ms(p50)} ({units.speedup(cell.get('speedup'))}){busy}"
+    # A cell from a file written before energy was measured has no figure; the table's note says so.
+    energy = f"; {energy_view.cell_phrase(cell)}" if energy_view.energy_of(cell) else ""
+    return f"{units.ms(p50)} ({units.speedup(cell.get('speedup'))}){busy}{energy}"
 
 
 def factor_line(pair: dict) -> str:
@@ -109,6 +112,7 @@ def render(data: ReportData) -> list[str]:
         lines += fmt.table(["", f"baseline runtime ({base_label})", hw],
                            [["original architecture", cell_text(by.get("baseline")), cell_text(by.get("hardware"))],
                             [arch, cell_text(by.get("architecture")), cell_text(by.get("combined"))]])
+        lines += ["", energy_view.energy_note(data.results, [])]
         lines += _retimed_line(data, pair)
         lines += ["", factor_line(pair)]
         method = text(pair.get("method"))

@@ -12,7 +12,7 @@ from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label, ordered
 from planner.report.sections.findings import impact_text
 from planner.report.sections.interaction import baseline_retimed
-from planner.results import fidelity_view
+from planner.results import energy_view, fidelity_view
 
 PHASES = (1, 2, 3)
 """The roadmap phases: quick wins, extra impact, architecture redesign."""
@@ -265,7 +265,9 @@ def _check(data: ReportData, cand: dict) -> str:
 
 
 def _candidate_step(data: ReportData, cand: dict, phase: int) -> Step:
-    gain = f"{fmt.speedup(data.speedup(cand))} the baseline's speed (p50 {fmt.ms(p50(cand))}, measured"
+    # Energy where the plan looked for a counter (a file written before that has none to speak of).
+    energy = f", {energy_view.cell_phrase(cand)}" if energy_view.source_of(data.results) else ""
+    gain = f"{fmt.speedup(data.speedup(cand))} the baseline's speed (p50 {fmt.ms(p50(cand))}{energy}, measured"
     if text(cand.get("dropped")):
         gain += " by the quick screen only"
     gain += ")"

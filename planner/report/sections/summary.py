@@ -10,7 +10,7 @@ from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_measured, step_plugins
-from planner.results import fidelity_view
+from planner.results import energy_view, fidelity_view
 from planner.results.view import check_on_your_data, generated_pass_caution, not_established_why, unconfirmed_lead
 
 
@@ -73,7 +73,19 @@ def _decision(data: ReportData) -> list[str]:
     lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}",
              f"**Measured gain**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the baseline, "
              f"{fmt.speedup(data.speedup(best))} the baseline's speed.{_load_caveat(data, best)}"]
+    if energy_view.source_of(data.results):  # a plan that looked for an energy counter (older files did not)
+        lines.append(f"**Energy**: {_energy(data, best)}")
     return lines + [f"**Accuracy risk**: {_risk(best)}"]
+
+
+def _energy(data: ReportData, best: dict) -> str:
+    """The best candidate's and the baseline's J/inference, or 'unavailable' and why (never estimated)."""
+    base = next((c for c in data.candidates if data.is_reference(c)), {})
+    source = energy_view.source_of(data.results)
+    if not source.get("available"):
+        return energy_view.source_words(source)
+    return (f"{energy_view.cell_phrase(best)} against {energy_view.cell_phrase(base)} for the baseline "
+            f"({text(source.get('scope'))}, net of idle)")
 
 
 def _risk(best: dict) -> str:

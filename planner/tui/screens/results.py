@@ -14,8 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
-from planner.measure.pool import pool_sentence
-from planner.results import Prediction, fidelity_view, roof_share, to_data
+from planner.results import Prediction, energy_view, fidelity_view, roof_share, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
 from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
 from planner.results.view import text as text_of
@@ -85,6 +84,8 @@ def _predicted_mid(c: dict) -> float | None:
 COLUMNS: tuple[Column, ...] = (
     Column("p50", "p50 ms", 6, lambda c: fmt.ms(_lat(c, "p50"), unit=False), lambda c: _lat(c, "p50")),
     Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95"), drop=1),
+    # Energy goes first on a narrow screen; the details always say it (and why there is none).
+    Column("energy", energy_view.SHORT_HEADER, 6, energy_view.short_cell, energy_view.energy_value, drop=3),
     Column("rate", "samp/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
     Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
            lambda c: fmt.num(c.get("peak_memory_bytes")), drop=2),
@@ -95,7 +96,8 @@ COLUMNS: tuple[Column, ...] = (
            lambda c: str(c.get("status"))),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
-SORT_NAMES = {"p50": "p50", "p95": "p95", "rate": "throughput", "mem": "memory", "speedup": "speedup",
+SORT_NAMES = {"p50": "p50", "p95": "p95", "energy": "energy per inference",
+              "rate": "throughput", "mem": "memory", "speedup": "speedup",
               "pred": "predicted speedup", "status": "status"}
 SORT_CYCLE = tuple(c.key for c in COLUMNS)
 MIN_LABEL = 16
@@ -161,6 +163,8 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     if lat:
         text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
                     + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
+    if lat:
+        text.append(f"\n{fmt.tui_words(energy_view.energy_detail(c))}")
     roof = roof_share.phrase(c.get("roof_share") or None)
     if roof:
         text.append(f"\nroof: {fmt.tui_words(roof)}")
@@ -220,16 +224,6 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     if c.get("reproduce"):
         text.append("\nreproduce: ", style="bold")
         text.append(str(c["reproduce"]))
-    split = c.get("pipeline")
-    if isinstance(split, dict) and split.get("pipeline"):
-        from planner.codec import from_data
-        from planner.results.pipeline_split import PipelineSplit
-
-        text.append("\nyour request end to end: ", style="bold")
-        text.append(from_data(split, PipelineSplit).sentence("this candidate"))
-    pool = pool_sentence((c.get("info") or {}).get("input_pool")) if lat else ""
-    if pool:
-        text.append(f"\ntiming: {pool}", style="dim")
     return text
 
 
