@@ -8,9 +8,10 @@ from typing import Any, Callable, Mapping
 from planner import units
 from planner.advice import _facts as facts
 from planner.advice.requirements import Requirements
-from planner.codec import to_data
+from planner.codec import from_data, to_data
 from planner.hardware.profile import EDGE_DEVICE_CLASSES, HardwareProfile
 from planner.results.decisions import AnswerRecord, AnswerStatus, Group  # below advice so results can hold them
+from planner.results.pipeline_split import PipelineSplit
 
 # The edge decision tree: more than this per sample means the model is too large for the device.
 EDGE_SLOW_MS = 100.0
@@ -357,11 +358,31 @@ def _tensor_cores(q: Question, inp: _Inputs) -> Answer:
 
 
 def _preprocessing(q: Question, inp: _Inputs) -> Answer:
-    return Answer(q, "Not measurable here: the planner times the model call alone",
-                  "the profile covers the model only", AnswerStatus.ASK_USER,
-                  prompt=("Time one request end to end in your serving code: how much is decoding, resizing, "
-                          "normalising and copying, against the model call? If that part dominates, speeding "
-                          "up the model will not help (a common profiling pitfall)."))
+    """The measured split when `--pipeline` timed the user's requests; else (or when it failed) the user's to answer.
+
+    The value is what a user's reply gives the trees (True: the work around the model is the bottleneck),
+    with the split beside it: {"around_model": bool, "model_share", "preprocess_share", "postprocess_share"}.
+    """
+    recorded = inp.baseline.get("pipeline")
+    split = from_data(recorded, PipelineSplit) if isinstance(recorded, Mapping) and recorded else None
+    prompt = ("Time one request end to end in your serving code: how much is decoding, resizing, normalising and "
+              "copying, against the model call? If that part dominates, speeding up the model will not help (a "
+              "common profiling pitfall). `planner plan --pipeline FILE.py:PRE[,POST] --trust-code` measures it "
+              "with your own functions.")
+    if split is None:
+        return Answer(q, "Not measurable here: the planner times the model call alone",
+                      "the profile covers the model only", AnswerStatus.ASK_USER, prompt=prompt)
+    if not split.measured:
+        return Answer(q, "Not measured: your --pipeline could not be timed",
+                      f"--pipeline {split.pipeline}: {split.error}" + (f" (fix: {split.fix})" if split.fix else ""),
+                      AnswerStatus.ASK_USER, prompt=prompt)
+    model, pre, post = split.shares
+    who = "The work around it" if split.around_model else "The model itself"
+    return Answer(q, f"{who}: {split.line()}",
+                  f"{split.basis()} with {split.runtime or 'the original model'}; {split.parts_text()}; "
+                  f"rule: {split.rule()}", AnswerStatus.AUTO,
+                  value={"around_model": split.around_model, "model_share": round(model, 4),
+                         "preprocess_share": round(pre, 4), "postprocess_share": round(post, 4)})
 
 
 def _cpu_utilization(q: Question, inp: _Inputs) -> Answer:

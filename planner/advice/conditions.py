@@ -154,7 +154,13 @@ def _preprocessing_open(ctx: TreeContext) -> Outcome:
     reply = _user_says(ctx, "preprocessing")
     if reply is not None and isinstance(reply.value, bool):
         return Outcome(reply.value, f"you said: {reply.answer}")
-    return Outcome(None, "not measurable by the planner (it times the model alone): the checklist asks you")
+    # Measured with --pipeline: the same either/or a reply gives, read from the split (see checklist._preprocessing).
+    measured = _answer(ctx, "preprocessing")
+    if (measured is not None and measured.status == AnswerStatus.AUTO and isinstance(measured.value, dict)
+            and isinstance(measured.value.get("around_model"), bool)):
+        return Outcome(measured.value["around_model"], f"measured with --pipeline: {measured.answer}")
+    return Outcome(None, "not measurable by the planner without --pipeline (it times the model alone): "
+                         "the checklist asks you")
 
 
 def _transfers_open(ctx: TreeContext) -> Outcome:

@@ -222,15 +222,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           plugins=tuple(p.strip() for p in args.plugins.split(",")) if args.plugins else (),
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
-                          budget_s=args.budget)
+                          budget_s=args.budget, pipeline=args.pipeline)
     with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
         outcome = run_plan(options, on_event=progress)
     if args.json:
         print_json(results_data(outcome.results))  # the object results.json holds
     else:
-        from planner.cli.output import format_ranking
+        from planner.cli.output import format_ranking, request_split_lines
 
         print(format_ranking(outcome.results))
+        for line in request_split_lines(outcome.results):
+            print(line)
         print(f"\nWrote {outcome.out_dir / 'results.json'}")
         if outcome.report_path:
             print(f"Report {outcome.report_path}")

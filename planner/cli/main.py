@@ -125,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what the compared (first) output is, which decides how candidates are judged: classes, "
                         "dense (a map per pixel), sequence (class scores per position) or regression; NAME is "
                         "the output's name or 0 (default: read from the output's shape)")
+    p.add_argument("--pipeline", metavar="FILE.py:PRE[,POST]",
+                   help="also time your whole request, with the original model and with the plan's winner: "
+                        "PRE(raw sample) returns the model's input (an array in the input's shape without the "
+                        "batch axis, or with it; a dict of arrays by input name for several inputs, dtype as "
+                        "the model takes it); the optional POST(output) takes the first output as a numpy array. "
+                        "Raw samples come from samples() or a SAMPLES list in FILE.py, else the files of "
+                        "--val-data (as paths). The checklist then answers whether the model or the work around "
+                        "it is the bottleneck (runs your code: needs --trust-code)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")

@@ -231,3 +231,15 @@ def format_verdict(verdict: "PackageVerdict") -> str:
         if skipped not in names:
             lines.append(f"  {skipped:<9} not run: the checks above failed")
     return "\n".join(lines)
+
+
+def request_split_lines(results: PlanResults) -> list[str]:
+    """The user's requests end to end (`--pipeline`), with the original model and the winner; [] without it."""
+    from planner.results.pipeline_split import split_lines
+
+    baseline = results.baseline.pipeline if results.baseline is not None else None
+    index = results.ranking.best if results.ranking else None
+    best = results.candidates[index] if index else None  # index 0 is the original model itself
+    winner = best.pipeline if best is not None else None
+    lines = split_lines(baseline, winner, winner_label=best.label if best is not None else "")
+    return ["", *lines] if lines else []

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from planner import __version__, units
 from planner.deploy.manifest import FORMAT, hash_files, write_manifest
-from planner.deploy.runfile import RUN_FOOTER, readme_text, requirements_text
+from planner.deploy.runfile import readme_text, requirements_text, run_footer
 from planner.deploy.samples import SAMPLES_NAME, write_samples
 from planner.errors import PlannerError, runtime_error_line
 from planner.results import CandidateResult, Deployment, PlanResults, from_data, to_data
@@ -159,7 +159,7 @@ def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", 
     if files is None:
         raise NotPackagedError(f"its plugin {candidate.plugin} has no exporter (it cannot write the candidate out "
                           "to run without the planner)")
-    (dest / "run.py").write_text(files.run_py.rstrip("\n") + "\n" + RUN_FOOTER, encoding="utf-8")
+    (dest / "run.py").write_text(files.run_py.rstrip("\n") + "\n" + run_footer(), encoding="utf-8")
     write_samples(dest / SAMPLES_NAME, feeds, reference)
     requirements, pins = requirements_text(files.requirements)
     (dest / "requirements.txt").write_text(requirements, encoding="utf-8")

@@ -18,6 +18,7 @@ import numpy as np
 
 from planner.errors import runtime_error_line
 from planner.measure.energy import EnergyWindow, device_of, per_inference
+from planner.measure.pool import POOL_SIZE
 from planner.models.footprint import Footprint, estimate_footprint, sweep_guard
 from planner.models.loaded import Feed, make_feeds
 from planner.models.spec import ModelInputs
@@ -33,7 +34,6 @@ QUICK_FIDELITY_BATCHES = 8
 def fidelity_batch_count(quick: bool) -> int:
     """How many input batches outputs are compared on (baseline and candidates must agree)."""
     return QUICK_FIDELITY_BATCHES if quick else FIDELITY_BATCHES
-POOL_SIZE = 8
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def run_job(job: MeasureJob) -> dict:
         "peak_rss_bytes": peak_at_batch,
         "rss_before_open_bytes": rss_before,
         "cuda_peak_bytes": cuda_peak,
-        "info": {**session.info(), "timer": timer.label,
+        "info": {**session.info(), "timer": timer.label, "input_pool": len(pool),
                  **({"repeat_drift": drift} if drift > REPEAT_TOLERANCE else {}),
                  **({"sweep_skipped": skipped} if skipped else {}),
                  **({"sequence_sweep_stopped": sequence[1]} if sequence[1] else {}),

@@ -41,6 +41,7 @@ class PlanOptions:
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
     output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)
     budget_s: float | None = None  # `--budget`: the whole plan's time cap in seconds (None: no cap)
+    pipeline: str | None = None  # `--pipeline FILE.py:PRE[,POST]`: time the user's whole request (needs trust_code)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
@@ -53,6 +54,12 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
     budget = Budget(options.budget_s)  # a budget too small for even the baseline fails here, before any work
     session = PlanSession(on_event=on_event, cancel=cancel)
     session.budget = budget
+    if options.pipeline:
+        from planner.measure.pipeline_timing import check_pipeline_arg
+        from planner.pipeline.request_timing import RequestTiming
+
+        check_pipeline_arg(options.pipeline, trust_code=options.trust_code)  # before any measuring
+        session.request_timing = RequestTiming(options.pipeline, options.val_data)
     session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
                  trust_code=options.trust_code)
     # A kind for an output the model lacks fails now, before any measuring.
@@ -74,6 +81,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
             plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,
                          confirm=options.confirm)
+        if not session.cancel.cancelled:
+            session.time_winner_requests()  # with --pipeline: how much of the request is left to the model
         hw = session.detect()
         profile = resolve_device(options.device, str(hw.device_class), hw.board)
         if profile is not None and (options.device or session.target == "edge"):

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from planner.models.loaded import LoadedModel
     from planner.models.samples import SampleOptions
     from planner.models.valdata import PreparedValData
+    from planner.pipeline.request_timing import RequestTiming
     from planner.results import Deployment
 
 T = TypeVar("T")
@@ -102,6 +103,7 @@ class PlanSession:
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
         self.budget = Budget()  # the plan's time budget: no cap unless the caller sets one (`--budget`)
+        self.request_timing: RequestTiming | None = None  # `--pipeline`: time the user's whole request too
         self.results = PlanResults(planner_version=__version__, environment=environment())
         self._done: frozenset[Step] = frozenset()
         self._stale: frozenset[Step] = frozenset()
@@ -284,6 +286,9 @@ class PlanSession:
             self.measure_ceilings(quick=quick)
         baseline, reference = profile_baseline(model, quick=quick, hw=self.detect(), ceilings=self.ceilings,
                                                on_event=self.on_event, timeout_s=timeout_s, val_data=val_data)
+        if self.request_timing is not None:
+            baseline = dataclasses.replace(baseline, pipeline=self._time_requests(baseline.as_candidate(),
+                                                                                  "the original model"))
         self.baseline, self.reference = baseline, reference
         self.done(Step.PROFILE)  # earlier candidates are discarded: their speedups are over the old baseline
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
@@ -295,6 +300,32 @@ class PlanSession:
             self.update(ceilings=self.ceilings)
         self.save()
         return baseline
+
+    def time_winner_requests(self) -> None:
+        """Time the user's requests end to end with the plan's winner (`--pipeline`), when it is not the baseline."""
+        best = self.results.ranking.best if self.results.ranking else None
+        if self.request_timing is None or not best:  # no winner, or the original model itself
+            return
+        winner = self.results.candidates[best]
+        split = self._time_requests(winner, "the winner")
+        from planner.pipeline.request_timing import with_split
+
+        cands = list(self.results.candidates)
+        cands[best] = with_split(winner, split)
+        self.update(candidates=tuple(cands))
+        self.save()
+
+    def _time_requests(self, candidate: CandidateResult, role: str) -> Any:
+        """The candidate's end-to-end split; a failure is a warning, and the split records its error."""
+        from planner.pipeline.request_timing import time_requests
+        from planner.plugins import ModelRef
+
+        assert self.request_timing is not None
+        split = time_requests(self.request_timing, candidate, model=ModelRef.of(self._need(self.model, "model")),
+                              quick=self.quick, on_event=self.on_event, role=role)
+        if split.error:
+            self.warn(f"--pipeline with {role}: {split.error}" + (f" ({split.fix})" if split.fix else ""))
+        return split
 
     def _prepare_val_data(self, folder: Path, model: "LoadedModel",
                           samples: "SampleOptions | None") -> PreparedValData:

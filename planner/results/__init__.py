@@ -11,6 +11,7 @@ from planner.results.decisions import (
     RequirementCheck,
     Requirements,
 )
+from planner.results.pipeline_split import PipelineSplit
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
@@ -43,7 +44,7 @@ __all__ = [
     "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "BudgetRecord", "CandidateResult",
     "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment",
     "ModelDescription",
-    "ModelSummary", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
+    "ModelSummary", "PipelineSplit", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
     "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
     "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
     "to_data", "write_results",

@@ -21,6 +21,7 @@ from planner.results.context import EdgeProjection, Environment, ModelDescriptio
 from planner.results.decisions import AnswerRecord, DecisionPathRecord, PlanRecord, RequirementCheck, Requirements
 from planner.results.energy_values import EnergySource, InferenceEnergy
 from planner.results.interaction import Interaction
+from planner.results.pipeline_split import PipelineSplit
 from planner.results.roof_share import RoofShare, candidate_roof_share
 
 SCHEMA_VERSION = 3
@@ -251,6 +252,7 @@ class CandidateResult:
     # time: its median's 95% interval lay above the best's); '' when it was not dropped.
     dropped: str = ""
     energy: InferenceEnergy | None = None  # joules per inference; None in files written before energy was measured
+    pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not timed)
 
     @property
     def p50(self) -> float | None:
@@ -323,6 +325,7 @@ class Baseline:
     bottleneck_classes: JSON = field(default_factory=dict)
     analysis_notes: tuple[str, ...] = ()
     audit: MeasurementAudit | None = None  # what the machine was doing while the baseline was timed
+    pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not given)
     energy_source: EnergySource | None = None  # the counter and idle power (None in files written before them)
     energy: InferenceEnergy | None = None  # the baseline's own joules per inference
 
@@ -339,7 +342,7 @@ class Baseline:
             speedup=1.0, roof_share=candidate_roof_share(self, str(self.spec.get("precision", "fp32")),
                                                          self.latency_ms.p50_ms),
             reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
-            stopped_by=self.stopped_by, audit=self.audit, energy=self.energy)
+            stopped_by=self.stopped_by, audit=self.audit, pipeline=self.pipeline, energy=self.energy)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
+from planner.measure.pool import pool_sentence
 from planner.measure.stats import PERCENTILE_MIN_SAMPLES
 from planner.report import figdata, fmt
 from planner.report.data import (
@@ -17,6 +18,7 @@ from planner.report.data import (
     text,
 )
 from planner.report.fmt import real
+from planner.report.pipeline_lines import pipeline_lines
 from planner.results import energy_view
 
 TOP_LAYERS = 10
@@ -211,6 +213,8 @@ def render(data: ReportData) -> list[str]:
     lines += ["", "### Latency", ""]
     lat = latency(b)
     if lat:
+        pool = pool_sentence(as_dict(b.get("info")).get("input_pool"))
+        lines += [pool, ""] if pool else []
         lines += fmt.table(["Statistic", "Value"], latency_rows(lat))
         lines += ["", "E" + energy_view.energy_detail(b)[1:] + "."]
     else:
@@ -222,4 +226,7 @@ def render(data: ReportData) -> list[str]:
               throughput_lines(b, empty="No batch sweep was recorded for the baseline."))
     lines += [""] + figdata.figure_block(data, figdata.THROUGHPUT) + [""]
     lines += sequence_lines(b)
+    request = pipeline_lines(data)
+    if request:
+        lines += ["### Your request end to end", "", *request, ""]
     return lines + _memory_lines(data) + _compute_lines(data) + _layer_lines(data)

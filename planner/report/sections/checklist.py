@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData, as_list, first, text
+from planner.report.pipeline_lines import pipeline_lines
 
 _STATUS = {"auto": "answered from measurements", "ask-user": "**you must answer**",
            "ask_user": "**you must answer**", "not-measured": "not measured",
@@ -50,6 +51,9 @@ def render(data: ReportData) -> list[str]:
                  _STATUS.get(text(m.get("status")), text(m.get("status")) or "status not recorded")]
                 for m in members]
         lines += fmt.table(["Question", "Answer", "Evidence", "Status"], rows) + [""]
+    request = pipeline_lines(data)
+    if request:
+        lines += [*request, ""]
     ask = [m for m in items if text(m.get("status")).replace("_", "-") == "ask-user"]
     if ask:
         lines += ["Questions only you can answer:", ""]

@@ -20,6 +20,7 @@ from textual.widgets import (
 
 from planner.events import CancelToken
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
+from planner.measure.pool import pool_sentence
 from planner.results import to_data
 from planner.results.audit import flag_line
 from planner.results.view import sequence_sweep
@@ -98,6 +99,15 @@ def sequence_rows(baseline: dict) -> list[Row]:
     if stopped:
         rows.append(("", f"sequence sweep stopped: {stopped}"))
     return rows
+
+
+def timing_note(baseline: Any) -> str:
+    """How the calls were fed (the pool of distinct inputs) and, with --pipeline, the user's request end to end."""
+    from planner.results.pipeline_split import split_lines
+
+    split = getattr(baseline, "pipeline", None)
+    pool = pool_sentence((getattr(baseline, "info", None) or {}).get("input_pool"))
+    return "\n\n".join(p for p in (pool, "\n".join(split_lines(split, None))) if p)
 
 
 def percentile_bars(baseline: dict) -> tuple[list[str], list[float], str, str]:
@@ -196,6 +206,7 @@ class ProfilePane(StepPane):
             with TabPane("Summary", id="tab-latency"):
                 with VerticalScroll():
                     yield KeyValues([("Baseline", "not measured yet: press r")], id="latency")
+                    yield Static("", id="timing-note", classes="hint", markup=False)
                     yield Static("", id="bound", classes="hint")
             with TabPane("Latency", id="tab-chart"):
                 yield BarChart(id="percentiles")
@@ -312,9 +323,13 @@ class ProfilePane(StepPane):
             self.query_one("#sweep-note", Label).display = False
             self.query_one("#percentile-note", Label).update("Not measured yet: press r.")
             self.query_one("#bound", Static).update("")
+            self.query_one("#timing-note", Static).display = False
             self.replace_children(findings, [])
             return
         self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline))
+        timing = self.query_one("#timing-note", Static)
+        timing.update(timing_note(typed))
+        timing.display = bool(timing_note(typed))  # results recorded before the pool was: no empty line
         disturbed = flag_line(typed.audit if typed is not None else None)
         if disturbed:
             self.query_one(Notice).show_info(f"The baseline was {disturbed}.")

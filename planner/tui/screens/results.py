@@ -14,6 +14,7 @@ from textual.coordinate import Coordinate
 from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
+from planner.measure.pool import pool_sentence
 from planner.results import Prediction, energy_view, fidelity_view, roof_share, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
 from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
@@ -224,6 +225,16 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     if c.get("reproduce"):
         text.append("\nreproduce: ", style="bold")
         text.append(str(c["reproduce"]))
+    split = c.get("pipeline")
+    if isinstance(split, dict) and split.get("pipeline"):
+        from planner.codec import from_data
+        from planner.results.pipeline_split import PipelineSplit
+
+        text.append("\nyour request end to end: ", style="bold")
+        text.append(from_data(split, PipelineSplit).sentence("this candidate"))
+    pool = pool_sentence((c.get("info") or {}).get("input_pool")) if lat else ""
+    if pool:
+        text.append(f"\ntiming: {pool}", style="dim")
     return text
 
 
