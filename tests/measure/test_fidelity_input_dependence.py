@@ -130,7 +130,7 @@ def test_an_exact_fp32_candidate_is_judged_exact_and_one_that_ignores_its_input_
     reference, ignoring = _flat()
     why, decided_by, fid = judge_outputs(reference, [reference[0].copy()], precision="fp32")
     assert why == "" and fid is not None and fid.cannot_judge == ""
-    assert decided_by.startswith("exact: cosine of the part that depends on the input")
+    assert decided_by.startswith("exact to rounding: its error is 0 of the part that depends on the input")
     assert Verdict(why=why, decided_by=decided_by, fidelity=fid, data="generated inputs").passed
     why, decided_by, fid = judge_outputs(reference, ignoring, precision="fp32")
     assert why == "" and fid is not None and fid.cannot_judge and decided_by.startswith("cannot judge")

@@ -55,7 +55,7 @@ def test_an_exact_fp32_rewrite_stays_ok_and_one_that_ignores_its_input_does_not(
     reference = _flat()
     status, reason, fid = _run(reference)._gate("fp32", [reference[0].copy()], None, generated_inputs=True)
     assert status is Status.OK and reason == ""
-    assert fid is not None and fid.decided_by.startswith("exact:")
+    assert fid is not None and fid.decided_by.startswith("exact to rounding:")
     mean = np.repeat(reference[0].mean(axis=0, keepdims=True), 8, axis=0)
     status, reason, _ = _run(reference)._gate("fp32", [mean], None, generated_inputs=True)
     assert status is Status.UNCONFIRMED and "cannot judge" in reason
@@ -70,3 +70,14 @@ def test_an_input_dependent_part_gone_wrong_is_caught_where_the_raw_cosine_passe
     assert fid is not None and fid.cosine > 0.99
     assert status is Status.REJECTED
     assert reason.startswith("fidelity check: ") and "part that depends on the input" in reason
+
+
+@pytest.mark.parametrize(("share", "status"), [(0.03, Status.OK), (0.5, Status.UNCONFIRMED)])
+def test_an_fp32_rewrite_passes_while_its_error_stays_a_small_share_of_the_input_dependent_part(share, status):
+    reference = _flat()
+    varying = reference[0] - reference[0].mean(axis=0)
+    # Rounding-like noise, unrelated to the input, sized against the part that depends on the input.
+    noise = np.random.default_rng(2).normal(0, 1, size=varying.shape)
+    candidate = [reference[0] + share * noise * np.linalg.norm(varying) / np.linalg.norm(noise)]
+    got, _, fid = _run(reference)._gate("fp32", candidate, None, generated_inputs=True)
+    assert got is status and fid is not None and fid.centered_error == pytest.approx(share)
