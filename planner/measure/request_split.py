@@ -230,19 +230,22 @@ def time_requests(pipeline: Pipeline, call_model: Callable[[dict], Any], templat
 
 
 def summarise(parts: list[tuple[float, float, float]], pipeline: Pipeline) -> dict:
-    """The split of timed requests (seconds per part): each part's mean and the request's median, in ms."""
+    """The split of timed requests (seconds per part): each part's median and the whole request's, in ms.
+
+    Medians, not means: one request slowed by another process (a busy machine) must not move the split.
+    """
     times = _np.asarray(parts, dtype=_np.float64) * 1e3
-    means = times.mean(axis=0)
+    medians = _np.median(times, axis=0)
     totals = times.sum(axis=1)
     return {"requests": len(parts), "distinct_samples": len(pipeline.samples), "samples_from": pipeline.source,
             "preprocess": pipeline.pre_name, "postprocess": pipeline.post_name,
-            "preprocess_ms": float(means[0]), "model_ms": float(means[1]),
-            "postprocess_ms": float(means[2]) if pipeline.post is not None else None,
+            "preprocess_ms": float(medians[0]), "model_ms": float(medians[1]),
+            "postprocess_ms": float(medians[2]) if pipeline.post is not None else None,
             "request_p50_ms": float(_np.median(totals))}
 
 
 def shares(split: dict) -> tuple[float, float, float]:
-    """(model, preprocessing, postprocessing) as shares of the mean request; they add up to 1."""
+    """(model, preprocessing, postprocessing) as shares of the parts' medians together; they add up to 1."""
     model, pre, post = (float(split.get(k) or 0.0) for k in ("model_ms", "preprocess_ms", "postprocess_ms"))
     total = model + pre + post
     return (model / total, pre / total, post / total) if total > 0 else (0.0, 0.0, 0.0)
@@ -264,11 +267,11 @@ def bottleneck_words(split: dict) -> str:
 
 
 def report_lines(split: dict) -> list[str]:
-    """What run.py prints for a timed split: the shares, each part's mean, and which part holds the request back."""
+    """What run.py prints for a timed split: the shares, each part's median, and which part holds the request back."""
     parts = [f"preprocessing {split['preprocess_ms']:.3g} ms", f"model {split['model_ms']:.3g} ms"]
     if split.get("postprocess_ms") is not None:
         parts.append(f"postprocessing {split['postprocess_ms']:.3g} ms")
     return [split_line(split),
-            f"mean per request: {', '.join(parts)}; median request {split['request_p50_ms']:.3g} ms",
+            f"median per request: {', '.join(parts)}; whole request {split['request_p50_ms']:.3g} ms",
             f"{split['requests']} requests over {split['distinct_samples']} distinct samples ({split['samples_from']})",
             f"the bottleneck: {bottleneck_words(split)}"]

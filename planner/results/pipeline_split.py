@@ -11,7 +11,7 @@ The same value as planner.measure.request_split's, which a hand-over package's r
 
 @dataclass(frozen=True)
 class PipelineSplit:
-    """Requests timed end to end with one runtime: each part's mean per request, or why none was timed.
+    """Requests timed end to end with one runtime: each part's median per request, or why none was timed.
 
     The parts are the user's preprocessing (one raw sample to the model's input), the model call (the input
     handed to the runtime, one inference, the first output back as an array) and the user's postprocessing.
@@ -38,7 +38,8 @@ class PipelineSplit:
 
     @property
     def shares(self) -> tuple[float, float, float]:
-        """(model, preprocessing, postprocessing) as shares of the mean request; (0, 0, 0) when not measured."""
+        """(model, preprocessing, postprocessing) as shares of the parts' medians together; (0, 0, 0) when not
+        measured. Medians: one request slowed by another process must not move the split."""
         parts = (self.model_ms or 0.0, self.preprocess_ms or 0.0, self.postprocess_ms or 0.0)
         total = sum(parts)
         return (parts[0] / total, parts[1] / total, parts[2] / total) if total > 0 else (0.0, 0.0, 0.0)
@@ -57,14 +58,13 @@ class PipelineSplit:
         return text + (f", postprocessing {post:.0%}" if self.postprocess_ms is not None else "")
 
     def parts_text(self) -> str:
-        """'mean request 1.2 ms: preprocessing 0.6 ms, model 0.5 ms, postprocessing 0.1 ms'."""
+        """'median per request: preprocessing 0.6 ms, model 0.5 ms, postprocessing 0.1 ms'."""
         from planner import units
 
         parts = [f"preprocessing {units.ms(self.preprocess_ms)}", f"model {units.ms(self.model_ms)}"]
         if self.postprocess_ms is not None:
             parts.append(f"postprocessing {units.ms(self.postprocess_ms)}")
-        total = sum(p or 0.0 for p in (self.preprocess_ms, self.model_ms, self.postprocess_ms))
-        return f"mean request {units.ms(total)}: " + ", ".join(parts)
+        return "median per request: " + ", ".join(parts)
 
     def sentence(self, role: str) -> str:
         """One line for `role` ('the original model'): the shares and the parts, or why none was measured."""
@@ -98,6 +98,7 @@ def split_lines(baseline: PipelineSplit | None, winner: PipelineSplit | None, *,
         lines.append(f"- {winner.sentence(f'the winner {winner_label}'.strip())}")
     last = winner if winner is not None and winner.measured else baseline
     if last is not None and last.measured:
+        lines.append("")
         who = "the winner" if last is winner else "the original model"
         lines.append(f"With {who}, the model is {last.shares[0]:.0%} of the request: "
                      + ("the work around it is the bottleneck, so speeding up the model further changes little"

@@ -48,7 +48,7 @@ def test_run_py_times_a_request_end_to_end_without_the_planner(written_plan, tmp
     lines = done.stdout.splitlines()
     assert lines[0].startswith("model ") and "of the request, preprocessing " in lines[0]
     assert ", postprocessing " in lines[0]
-    assert lines[1].startswith("mean per request: preprocessing ") and "median request" in lines[1]
+    assert lines[1].startswith("median per request: preprocessing ") and "whole request" in lines[1]
     assert lines[2] == "20 requests over 4 distinct samples (SAMPLES in serve.py)"
     assert lines[3].startswith("the bottleneck: ")
     # A bad pipeline is the same clear error the planner gives, and a failing exit status.

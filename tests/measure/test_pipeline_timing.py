@@ -77,7 +77,8 @@ def test_the_split_of_a_real_request_in_a_worker(tiny, pipeline_file) -> None:
     assert split.preprocess_ms >= 20.0  # the sleep in decode is in the preprocessing part, not the model's
     assert split.model_ms > 0 and split.postprocess_ms is not None and split.postprocess_ms >= 0
     assert sum(split.shares) == pytest.approx(1.0)
-    assert split.around_model  # 20 ms of decoding against a tiny CNN's call
+    # The rule on the measured shares (which side wins depends on how busy the machine is: not asserted here).
+    assert split.around_model == (split.shares[0] < request_split.MODEL_SHARE_BOTTLENECK)
     assert split.line().startswith("model ") and ", postprocessing " in split.line()
 
 
@@ -164,3 +165,11 @@ def test_the_argument_is_checked_before_any_measuring(pipeline_file) -> None:
         check_pipeline_arg(f"{pipeline_file}:decode", trust_code=False)
     assert "--trust-code" in raised.value.fix
     check_pipeline_arg(f"{pipeline_file}:decode,top1", trust_code=True)
+
+
+def test_one_request_slowed_by_another_process_does_not_move_the_split(pipeline_file) -> None:
+    pipeline = load_pipeline(f"{pipeline_file}:decode,top1")
+    steady = [(0.003, 0.001, 0.0001)] * 20
+    split = request_split.summarise([*steady, (0.003, 0.5, 0.0001)], pipeline)  # one call caught a busy core
+    assert split["model_ms"] == pytest.approx(1.0) and split["preprocess_ms"] == pytest.approx(3.0)
+    assert request_split.split_line(split) == "model 24% of the request, preprocessing 73%, postprocessing 2%"

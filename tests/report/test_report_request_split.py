@@ -35,7 +35,7 @@ def test_the_baseline_section_says_how_calls_were_fed_and_splits_the_request(res
     assert ("Your requests end to end (`--pipeline serve.py:decode,top1`, 240 requests timed over 48 distinct "
             "samples (samples() in serve.py), each part on its own clock):") in section
     assert ("- with the original model (torch eager): model 27% of the request, preprocessing 67%, "
-            "postprocessing 7% (mean request 45 ms: preprocessing 30 ms, model 12 ms, postprocessing 3 ms)"
+            "postprocessing 7% (median per request: preprocessing 30 ms, model 12 ms, postprocessing 3 ms)"
             ) in section
     assert "- with the winner `" in section and "model 7% of the request" in section
     assert ("With the winner, the model is 7% of the request: the work around it is the bottleneck, so speeding "
