@@ -58,13 +58,13 @@ class PipelineSplit:
         return text + (f", postprocessing {post:.0%}" if self.postprocess_ms is not None else "")
 
     def parts_text(self) -> str:
-        """'median per request: preprocessing 0.6 ms, model 0.5 ms, postprocessing 0.1 ms'."""
+        """'median over 200 requests: preprocessing 0.6 ms, model 0.5 ms, postprocessing 0.1 ms'."""
         from planner import units
 
         parts = [f"preprocessing {units.ms(self.preprocess_ms)}", f"model {units.ms(self.model_ms)}"]
         if self.postprocess_ms is not None:
             parts.append(f"postprocessing {units.ms(self.postprocess_ms)}")
-        return "median per request: " + ", ".join(parts)
+        return f"median over {self.requests} requests: " + ", ".join(parts)
 
     def sentence(self, role: str) -> str:
         """One line for `role` ('the original model'): the shares and the parts, or why none was measured."""
@@ -74,9 +74,9 @@ class PipelineSplit:
         return f"with {role}{runtime}: {self.line()} ({self.parts_text()})"
 
     def basis(self) -> str:
-        """How the requests were timed: the argument, how many, over which samples."""
-        return (f"`--pipeline {self.pipeline}`, {self.requests} requests timed over {self.distinct_samples} "
-                f"distinct samples ({self.samples_from}), each part on its own clock")
+        """How the requests were timed: the argument and the samples they cycled over."""
+        return (f"`--pipeline {self.pipeline}`, requests cycling over {self.distinct_samples} distinct samples "
+                f"({self.samples_from}), each part on its own clock")
 
 
     def rule(self) -> str:
