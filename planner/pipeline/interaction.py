@@ -97,7 +97,7 @@ def _plan_figures(run: "CandidateRun", candidates: Sequence[CandidateResult]) ->
     base_spec = from_data(run.baseline.spec, CandidateSpec)
     figures[_key(base_spec, ref)] = [InteractionCell("baseline", base_spec.label,
                                                      p50_ms=run.baseline.latency_ms.p50_ms,
-                                                     energy=run.baseline.energy)]
+                                                     energy=getattr(run.baseline, "energy", None))]
     for c in candidates:
         if c.spec and c.measured and c.p50 and not c.is_reference:
             disturbed = bool(c.audit is not None and c.audit.disturbed)
@@ -243,7 +243,7 @@ def _time(run: "CandidateRun", name: str, label: str, spec: "CandidateSpec", ref
     run.on_event(Event("log", f"interaction cell {name}: measuring {label}"))
     job = MeasureJob(model=ref, spec=spec, quick=run.quick, sweep_max_batch=0,
                      fidelity_batches=fidelity_batch_count(run.quick), env=dict(spec.config.get("env", {})),
-                     streams=False, energy=run.baseline.energy_source)
+                     streams=False, energy=getattr(run.baseline, "energy_source", None))
     result, _ = measure(job, timeout_s=timeout_s)
     if result.status is not Status.OK or not result.p50:
         return InteractionCell(name, label, status=str(result.status), reason=result.reason)
