@@ -69,9 +69,9 @@ def test_bytes_and_rates_print_the_same_on_every_surface() -> None:
 
 def test_cli_ceilings_use_the_policy() -> None:
     ceilings = SimpleNamespace(source="measured", peak_flops={"fp32": 1.482e11}, bandwidth_bytes_per_s=9.84e9,
-                               ridge_point=lambda: 1.482e11 / 9.84e9)
+                               ridge_point=lambda precision="fp32": 1.482e11 / 9.84e9)
     assert format_ceilings(ceilings) == ("Ceilings (measured): peak fp32 148 GFLOP/s; memory bandwidth "
-                                         "9.84 GB/s; ridge point 15.1 FLOP/byte")
+                                         "9.84 GB/s; ridge point 15.1 (fp32) FLOP/byte")
 
 
 def test_report_keeps_prose_for_missing_values() -> None:
