@@ -134,7 +134,11 @@ def format_ranking(results: PlanResults) -> str:
         from planner.report.fmt import plain_reason
 
         lines += ["", "Not ranked:"]
-        lines += [f"  {c.label}: {c.status}: {plain_reason(c.reason)}" for c in problems]
+        # One line per distinct reason: many settings of one runtime often share it word for word.
+        groups: dict[tuple[str, str], list[str]] = {}
+        for c in problems:
+            groups.setdefault((str(c.status), plain_reason(c.reason)), []).append(c.label)
+        lines += [f"  {'; '.join(names)}: {status}: {reason}" for (status, reason), names in groups.items()]
     for s in results.skipped_plugins:
         lines.append(f"  plugin {s.plugin} skipped: {'; '.join(s.reasons)}")
     if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):

@@ -30,9 +30,9 @@ def test_the_flat_demo_barely_depends_on_its_input():
 
 @pytest.mark.worker
 def test_int8_on_a_model_whose_outputs_barely_depend_on_its_input_is_not_established(tmp_path):
-    pytest.importorskip("openvino")  # the OpenVINO INT8 plugin's candidates (NNCF where installed, else QDQ)
+    pytest.importorskip("onnxruntime")  # the ONNX Runtime INT8 candidates (static QDQ and dynamic)
     outcome = run_plan(PlanOptions(model="demo:flat", target="cpu", quick=True, confirm=0, out=tmp_path,
-                                   plugins=("cpu.openvino_int8",)))
+                                   plugins=("edge.int8",)))
     int8 = [c for c in outcome.results.candidates if c.precision == "int8" and c.fidelity is not None]
     assert int8, [(c.label, c.status, c.reason) for c in outcome.results.candidates]
     for cand in int8:

@@ -313,8 +313,7 @@ def render(data: ReportData) -> list[str]:
         problems = [c for c in cands if text(c.get("status")) in _NOT_RANKED]
         if problems:
             lines += ["### Not ranked", ""]
-            lines += [f"- **{label(c)}** — {text(c.get('status'))}: "
-                      f"{fmt.plain_reason(text(c.get('reason'))) or 'no reason recorded'}" for c in problems]
+            lines += not_ranked_lines(problems)
             lines.append("")
         lines += gate_lines(cands)
     skipped = data.skipped_plugins
@@ -325,3 +324,16 @@ def render(data: ReportData) -> list[str]:
             lines.append(f"- `{text(s.get('plugin')) or 'unnamed plugin'}`: {reasons}")
         lines.append("")
     return lines
+
+
+def not_ranked_lines(problems: list[dict]) -> list[str]:
+    """One line per distinct status and reason, naming every candidate it applies to.
+
+    A reason shared by many candidates (every INT8 setting the fidelity check could not judge) is read
+    once, not once per candidate.
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for c in problems:
+        reason = fmt.plain_reason(text(c.get("reason"))) or "no reason recorded"
+        groups.setdefault((text(c.get("status")), reason), []).append(f"**{label(c)}**")
+    return [f"- {fmt.series(names)} — {status}: {reason}" for (status, reason), names in groups.items()]
