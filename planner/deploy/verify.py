@@ -153,6 +153,9 @@ def _fidelity_check(manifest: dict, reference: list, outputs: list) -> tuple[Che
     words = fidelity_words(fid)
     if why:
         return Check(FIDELITY, False, f"{why}: {words} {count} ({precision} rule)"), fid
+    if fid.cannot_judge:
+        # Nothing on these inputs could fail it, so a pass would say nothing: not established, not passed.
+        return Check(FIDELITY, False, f"not established: {decided_by} {count}"), fid
     return Check(FIDELITY, True, f"{words} {count}, within the {precision} rule"
                  + (f" (decided by {decided_by})" if decided_by else "")), fid
 

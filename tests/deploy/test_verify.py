@@ -93,3 +93,19 @@ def test_a_manifest_that_is_not_json_is_named(package):
     shutil.copy(package / "README.md", package / "manifest.json")
     with pytest.raises(PlannerError, match="manifest.json cannot be read"):
         verify_path(package)
+
+
+def test_outputs_that_barely_depend_on_the_input_are_not_established_not_passed():
+    """A package whose outputs the check cannot judge (the same for every input) is not called verified."""
+    import numpy as np
+
+    from planner.deploy.verify import _fidelity_check
+
+    rng = np.random.default_rng(0)
+    shared = rng.normal(size=(1, 10))
+    reference = [shared + 1e-7 * rng.normal(size=(1, 10)) for _ in range(8)]
+    # INT8-sized error: far above the tiny part that depends on the input, far below the raw cosine gate.
+    outputs = [r + 1e-3 * rng.normal(size=(1, 10)) for r in reference]
+    check, fid = _fidelity_check({"candidate": {"precision": "int8"}}, reference, outputs)
+    assert fid is not None and fid.cannot_judge and fid.cosine > 0.99
+    assert not check.passed and check.detail.startswith("not established: cannot judge")
