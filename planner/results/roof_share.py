@@ -52,8 +52,9 @@ def roof_share(precision: str, p50_ms: float | None, flops_per_call: float | Non
     if attained > peak:
         return RoofShare(roof, attained, peak, None,
                          warning=(f"attains {units.flop_rate(attained)}, above the measured {roof} roof of "
-                                  f"{units.flop_rate(peak)}: the ceiling was measured while the machine was busy; "
-                                  f"{REFRESH_HINT}"))
+                                  f"{units.flop_rate(peak)}: that roof is too low (measured under load, or this "
+                                  "runtime's kernels beat the planner's GEMM test); "
+                                  f"{REFRESH_HINT} on an idle machine"))
     return RoofShare(roof, attained, peak, attained / peak)
 
 
