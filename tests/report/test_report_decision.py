@@ -123,6 +123,17 @@ def test_each_phase_lists_at_most_three_steps_and_names_the_rest_once(example) -
     assert len(applies) == 3 and all("Check: " in line for line in applies)
 
 
+def test_a_faster_candidate_past_the_steps_that_is_not_established_is_named_as_such(example) -> None:
+    """A candidate named past a phase's three steps keeps its fidelity status: unconfirmed is never a plain win."""
+    target = "onnxruntime all seq 2t"
+    cands = tuple(dataclasses.replace(c, status=Status.UNCONFIRMED, reason="not established on real data: cannot "
+                                      "judge") if c.label == target else c for c in example.candidates)
+    md = render_markdown(dataclasses.replace(example, candidates=cands), figures=FIGURE_LINKS)
+    also = next(line for line in _phases(md)[1].splitlines() if line.startswith("- Also measured here"))
+    assert "also faster: torch cpu fp32 2t channels_last compile (1.44x);" in also
+    assert f"also faster, but not established on real data (check on your data first): {target} (1.4x)" in also
+
+
 def test_every_evidence_section_sits_under_the_appendix(example) -> None:
     md = render_markdown(example, figures=FIGURE_LINKS)
     assert [line for line in md.splitlines() if line.startswith("## ")] == ["## Summary", "## Roadmap",

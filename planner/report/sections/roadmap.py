@@ -346,8 +346,14 @@ def _phase(data: ReportData, phase: int) -> _Phase:
     shown_steps = len(steps)
     steps += [_finding_step(f) for f in findings]
     also = []
-    if shown[MAX_STEPS:]:
-        also.append("also faster: " + _named(data, shown[MAX_STEPS:]))
+    beyond = shown[MAX_STEPS:]
+    # A faster candidate the fidelity check could not establish is named as such, never as a plain win.
+    pending = [c for c in beyond if text(c.get("status")) == "unconfirmed"]
+    if [c for c in beyond if c not in pending]:
+        also.append("also faster: " + _named(data, [c for c in beyond if c not in pending]))
+    if pending:
+        also.append("also faster, but not established on real data (check on your data first): "
+                    + _named(data, pending))
     if folded:
         also.append("other settings of the same runtime and precision, slower than the step above them: "
                     + _named(data, folded))
