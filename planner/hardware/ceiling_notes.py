@@ -13,6 +13,10 @@ EXCEEDED_WARNING = ("measured above the cached ceiling: the ceiling was measured
 """What a user reads wherever a measurement beat the ceiling, instead of an efficiency above 100%."""
 
 
+WIDE_SPREAD = 0.5
+"""Repeats whose slowest is this much above the fastest disagree widely: the best is kept, but say so."""
+
+
 def measurement_note(details: dict[str, Any]) -> str:
     """When and how the ceilings were measured, in one line: time, repeats, spread, busy or idle, raises."""
     parts: list[str] = []
@@ -25,8 +29,10 @@ def measurement_note(details: dict[str, Any]) -> str:
     spreads = [float(v["spread"]) for v in details.values()
                if isinstance(v, dict) and isinstance(v.get("spread"), (int, float)) and math.isfinite(v["spread"])]
     if spreads:
-        parts.append(f"repeats within {units.pct(max(spreads))} of each other" if max(spreads) < 10
-                     else "repeats disagree widely")
+        # A spread is (slowest - fastest) / fastest: past half, the slowest repeat took 1.5x the fastest.
+        worst = max(spreads)
+        parts.append(f"the slowest repeat {units.pct(worst)} above the fastest" if worst < WIDE_SPREAD
+                     else f"repeats disagree widely (the slowest took {1 + worst:.1f}x the fastest)")
     state = details.get("measured_while")
     loads = [v for v in details.get("other_cores") or [] if isinstance(v, (int, float))]
     if state == "busy":
@@ -34,6 +40,10 @@ def measurement_note(details: dict[str, Any]) -> str:
                      f"{details.get('attempts', 1)} attempts: {REFRESH_HINT} on an idle machine")
     elif state == "idle":
         parts.append("machine idle" + (f" (other processes {loads[-1]:.2f} cores)" if loads else ""))
+    conv = sorted(name.removesuffix("_method") for name, value in details.items()
+                  if name.endswith("_method") and name != "int8_method" and value != "torch.mm")
+    if conv:
+        parts.append(f"{' and '.join(conv)} peak from {details[conv[0] + '_method']}, faster here than torch.mm")
     for name, value in details.items():
         if name.endswith("_raised") and isinstance(value, dict):
             figure = name.removesuffix("_raised")

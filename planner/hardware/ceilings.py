@@ -23,7 +23,7 @@ from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 """3: the CPU's int8 peak joined fp32 and bf16, so a cache written before it is measured again (for the int8 roof)."""
 BUSY_OTHER_CORES = 0.25
 """Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
@@ -159,14 +159,8 @@ def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
             details["bf16_omitted"] = ("CPU lacks avx512_bf16/amx_bf16/ARM bf16, so bf16 GEMM would be "
                                        "emulated and slower than fp32")
         for name, dtype in precisions:
-            a = torch.randn(n, n, dtype=dtype)
-            b = torch.randn(n, n, dtype=dtype)
-            out = torch.empty(n, n, dtype=dtype)
-            # partial binds this iteration's tensors; a lambda would close over loop names that `del` unbinds.
-            rate, info = best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, host_clock)
-            peaks[name] = rate
-            details[f"{name}_gemm"] = info
-            del a, b, out
+            peaks[name], details[f"{name}_gemm"], details[f"{name}_method"] = _float_gemm_peak(
+                torch, dtype, n, repeats, min_sample)
         if not cpu_int8_dot(hw.cpu):
             details["int8_omitted"] = ("CPU lacks an int8 dot-product instruction (avx512_vnni/avx_vnni/amx_int8, "
                                        "Arm dotprod/i8mm), so int8 GEMM would widen to 16-bit sums")
@@ -193,6 +187,40 @@ def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
                         details=details)
     _validate(ceilings)
     return ceilings
+
+
+GEMM_METHODS = {"mm": "torch.mm", "conv": "a 1x1 convolution (oneDNN's own GEMM kernels)"}
+"""How a float GEMM peak was measured, in words: the faster of the two is the roof."""
+
+
+def _float_gemm_peak(torch: Any, dtype: Any, n: int, repeats: int, min_sample: float) -> tuple[float, dict, str]:
+    """(FLOP/s, timing details, method) of the faster of two n x n x n float GEMMs: torch.mm and a 1x1 convolution.
+
+    torch.mm goes to the BLAS torch was built with, and a BLAS may pick a slower code path on another vendor's
+    CPU: on an AMD EPYC with AVX-512, fp32 torch.mm reached 225 GFLOP/s while oneDNN's convolutions reached
+    over 380, so a roof from torch.mm alone sat below what the model's own layers attained. A 1x1 convolution
+    over an s x s map (s*s ~ n) is the same multiply-adds through oneDNN, which the runtimes' kernels also use.
+    """
+    a = torch.randn(n, n, dtype=dtype)
+    b = torch.randn(n, n, dtype=dtype)
+    out = torch.empty(n, n, dtype=dtype)
+    # partial binds these tensors; a lambda would close over names that `del` unbinds.
+    best = (*best_rate(partial(torch.mm, a, b, out=out), 2.0 * n**3, repeats, min_sample, host_clock),
+            GEMM_METHODS["mm"])
+    del a, b, out
+    side = max(1, int(math.isqrt(n)))
+    x = torch.randn(1, n, side, side, dtype=dtype)
+    w = torch.randn(n, n, 1, 1, dtype=dtype)
+    try:
+        rate, info = best_rate(partial(torch.nn.functional.conv2d, x, w), 2.0 * n * n * side * side, repeats,
+                               min_sample, host_clock)
+        if rate > best[0]:
+            best = (rate, info, GEMM_METHODS["conv"])
+    except RuntimeError:
+        pass  # a build without oneDNN convolutions for this dtype: torch.mm's figure stands
+    finally:
+        del x, w
+    return best
 
 
 def _measure_cuda(hw: HardwareProfile, quick: bool, index: int = 0) -> Ceilings:

@@ -44,6 +44,8 @@ def test_quick_measurement_is_positive_and_finite(hw, measured_ceilings) -> None
     assert _positive_finite(result.ridge_point())
     assert result.details["threads"] == hw.cpu.usable_cores
     assert result.details["torch_version"] == torch.__version__
+    # The float roofs are the faster of torch.mm and oneDNN's 1x1 convolution, and say which.
+    assert result.details["fp32_method"] in ceilings_module.GEMM_METHODS.values()
     if hw.cpu.has_bf16:
         assert _positive_finite(result.peak("bf16"))
     else:
@@ -216,3 +218,18 @@ def test_cuda_measurement(tmp_path: Path) -> None:
         assert _positive_finite(result.peak(precision))
     assert result.peak("fp16") > result.peak("fp32")
     assert _positive_finite(result.bandwidth_bytes_per_s)
+
+
+
+@pytest.mark.parametrize(("mm", "conv", "method"), [(225e9, 380e9, "conv"), (400e9, 380e9, "mm")])
+def test_the_float_roof_is_the_faster_of_the_two_gemms(monkeypatch, mm, conv, method) -> None:
+    """A BLAS that takes a slow path on this CPU (torch.mm on an AMD EPYC) cannot set the roof below oneDNN's."""
+    def fake_rate(fn, flops, repeats, min_sample, clock):
+        fn()  # the real call, so a shape error would show
+        rate = conv if fn.func is torch.nn.functional.conv2d else mm
+        return rate, {"repeats": repeats, "spread": 0.0}
+
+    monkeypatch.setattr(ceilings_module, "best_rate", fake_rate)
+    rate, info, said = ceilings_module._float_gemm_peak(torch, torch.float32, 64, 2, 0.0)
+    assert rate == max(mm, conv) and info["repeats"] == 2
+    assert said == ceilings_module.GEMM_METHODS[method]
