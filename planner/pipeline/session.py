@@ -105,6 +105,7 @@ class PlanSession:
         self.budget = Budget()  # the plan's time budget: no cap unless the caller sets one (`--budget`)
         self.request_timing: RequestTiming | None = None  # `--pipeline`: time the user's whole request too
         self.results = PlanResults(planner_version=__version__, environment=environment())
+        self._energy_probes: dict[str, Any] | None = None  # energy_counters(), probed on first use
         self._done: frozenset[Step] = frozenset()
         self._stale: frozenset[Step] = frozenset()
         self._warnings_from: dict[Step, int] = {}  # where a step's own warnings start, from its discard
@@ -199,6 +200,15 @@ class PlanSession:
             self.hw = detect()
             self.update(hardware=self.hw)
         return self.hw
+
+    def energy_counters(self) -> dict[str, Any]:
+        """Which energy counter measures work on each device here ('cpu', and 'cuda' with GPUs): a
+        `planner.hardware.energy.CounterProbe` each, the counter or why there is none. Probed once."""
+        from planner.hardware.energy.find import probe_devices
+
+        if self._energy_probes is None:
+            self._energy_probes = probe_devices(len(self.detect().gpus))
+        return self._energy_probes
 
     def measure_ceilings(self, *, quick: bool = False, refresh: bool = False) -> "Ceilings":
         """Measure (or read the cached) roofline ceilings of this machine; `refresh` always measures again."""

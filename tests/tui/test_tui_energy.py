@@ -55,3 +55,21 @@ def test_the_column_and_the_details_on_a_wide_screen(tmp_path, monkeypatch):
         assert "energy: unavailable: no CPU energy counter" in detail
 
     run_app(app, body, size=(160, 40))
+
+
+
+def test_the_hardware_step_names_the_energy_counter_or_why_none() -> None:
+    """The Hardware step says which counter measures energy here, or why none does: never a TDP guess."""
+    from planner.hardware.energy.find import probe_devices
+    from planner.tui.screens.hardware import energy_rows
+
+    rows = energy_rows(lambda: probe_devices(0))
+    assert [label for label, _ in rows] == ["Energy"]
+    text = rows[0][1]
+    assert ("via" in text) or (text.startswith("none: ") and "reported as unavailable" in text)
+    assert "TDP" not in text
+
+    def broken() -> dict:
+        raise PermissionError("/sys/class/powercap: permission denied")
+
+    assert energy_rows(broken) == [("Energy", "not probed (PermissionError: /sys/class/powercap: permission denied)")]

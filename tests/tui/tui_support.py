@@ -79,6 +79,13 @@ class RecordedSession(PlanSession):
             self.update(hardware=self.hw)
         return self.hw
 
+    def energy_counters(self):
+        # The recorded machine's probe, not this one's: a machine with a readable counter would change the screens.
+        from planner.hardware.energy import CounterProbe
+
+        return {"cpu": CounterProbe(reason="no CPU energy counter: no /sys/class/powercap (the kernel exposes no "
+                                           "RAPL here: a VM, a container or a non-x86 CPU)")}
+
     def measure_ceilings(self, *, quick: bool = False, refresh: bool = False):
         self.refreshed = getattr(self, "refreshed", 0) + int(refresh)  # how often the user asked to measure again
         self.on_event(Event("stage", "measuring ceilings (peak FLOP/s, bandwidth)", stage="ceilings"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -71,6 +71,18 @@ def machine_rows(hw: Any) -> list[Row]:
     if hw.board:
         rows.append(("Board", hw.board + (f" ({hw.soc})" if hw.soc else "")))
     return rows
+
+
+def energy_rows(probe: Callable[[], dict[str, Any]]) -> list[Row]:
+    """One row per kind of work (CPU, and GPU where there are GPUs): the energy counter `probe` found for it, or
+    why there is none and the fix; energy per inference is never estimated from a TDP."""
+    from planner.hardware.energy.find import describe
+
+    try:
+        probes = probe()
+    except Exception as exc:  # noqa: BLE001 - a probe that breaks must not stop the hardware step
+        return [("Energy", f"not probed ({type(exc).__name__}: {exc})")]
+    return [("Energy" if device == "cpu" else "Energy (GPU)", describe(found)) for device, found in probes.items()]
 
 
 def no_gpu_text(hw: Any) -> str:
@@ -160,6 +172,7 @@ class HardwarePane(StepPane):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._remeasured = ""  # what the last r found, shown under the ceilings
+        self._energy: list[Row] = []  # which energy counter each kind of work has, or why none
 
     def compose(self) -> ComposeResult:
         """What the tool does, the toolbar, progress, and the profile's sections."""
@@ -203,6 +216,8 @@ class HardwarePane(StepPane):
     @work(thread=True, exclusive=True, exit_on_error=False, name="detect", group="hardware")
     def _detect(self) -> None:
         hw = self.session.detect()
+        # Probed here, off the UI thread: a Raspberry Pi's probe runs vcgencmd.
+        self._energy = energy_rows(self.session.energy_counters)
         # Resolve the target and default requirements here, off the UI thread: resolving
         # "auto" may import torch to ask whether CUDA works.
         if self.session.target is None:
@@ -252,7 +267,7 @@ class HardwarePane(StepPane):
         hw, ceilings = self.session.hw, self.session.ceilings
         if hw is None:
             return
-        self.query_one("#machine", KeyValues).set_rows([section("Machine"), *machine_rows(hw)])
+        self.query_one("#machine", KeyValues).set_rows([section("Machine"), *machine_rows(hw), *self._energy])
         self.query_one("#ceilings", KeyValues).set_rows(
             [section("Ceilings"), *(ceiling_rows(ceilings) if ceilings is not None else
                                     [("Status", "not measured yet: press r (the Profile step "
