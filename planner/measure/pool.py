@@ -21,4 +21,4 @@ def pool_sentence(size: object) -> str:
         return ""
     return (f"Each timed call takes the next of {size} distinct inputs in turn, never the same tensor twice in a "
             "row, so caches cannot make a repeated input look fast: the figures are comparable with your own "
-            "loop over distinct requests (the model call alone; `--pipeline` times the whole request).")
+            "loop over distinct requests (the model call alone; `planner plan --pipeline` times the whole request).")
