@@ -118,6 +118,14 @@ def seconds(value: Any, *, missing: str = MISSING) -> str:
     return ms(v * 1e3, missing=missing)
 
 
+_JOULE_SCALES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+
+
+def joules(value: Any, *, missing: str = MISSING) -> str:
+    """An energy: '1.2 J', '38.2 mJ', '412 µJ', '90 nJ'."""
+    return _scaled(value, _JOULE_SCALES, "J", below="", missing=missing)
+
+
 def _scaled(value: Any, scales: tuple[tuple[float, str], ...], unit: str, *, below: str, missing: str) -> str:
     """The value in the largest scale it reaches ('44.7 MiB', '4.8 GFLOP'); `below` formats smaller ones."""
     v = finite(value)

@@ -23,7 +23,6 @@ NOT_MEASURED = "not measured"
 """A candidate that was never timed (skipped, failed): no window to meter."""
 HEADER = "J/inference"
 
-_SCALES = ((1.0, ""), (1e-3, "m"), (1e-6, "µ"))
 
 
 def _plain(value: Any) -> dict:
@@ -35,13 +34,7 @@ def _plain(value: Any) -> dict:
 
 def joules(value: Any, *, missing: str = units.MISSING) -> str:
     """An energy: '1.2 J', '38.2 mJ', '412 µJ' (nJ below a microjoule)."""
-    v = number(value)
-    if v is None:
-        return missing
-    for scale, prefix in _SCALES:
-        if abs(v) >= scale:
-            return f"{units.sig(v / scale)} {prefix}J"
-    return f"{units.sig(v / 1e-9)} nJ"
+    return units.joules(number(value), missing=missing)
 
 
 def _timed(candidate: Any) -> bool:
