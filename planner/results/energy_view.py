@@ -24,7 +24,6 @@ NOT_MEASURED = "not measured"
 HEADER = "J/inference"
 
 
-
 def _plain(value: Any) -> dict:
     """A typed record's results.json form; a dict as it is."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
