@@ -24,7 +24,8 @@ from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
 CACHE_FORMAT = 4
-"""3: the CPU's int8 peak joined fp32 and bf16, so a cache written before it is measured again (for the int8 roof)."""
+"""3: the CPU's int8 peak joined fp32 and bf16; 4: the float peaks are the faster of torch.mm and a 1x1
+convolution. A cache written before is measured again."""
 BUSY_OTHER_CORES = 0.25
 """Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
 
