@@ -93,17 +93,20 @@ def _tiny_job(tiny, source: EnergySource):
 
 
 @pytest.mark.worker
-def test_worker_result_carries_this_machines_unavailable(tiny) -> None:
-    """A real measuring worker on this machine: the candidate's energy says 'unavailable' and why."""
-    from planner.measure.evaluate import measure
+def test_a_real_plan_here_carries_this_machines_unavailable(tiny_plan) -> None:
+    """The session's real quick plan on this machine: every timed candidate's energy says 'unavailable' and why
+    (read from the shared plan rather than another worker: its candidates were measured by real workers)."""
+    from planner.results import read_results
     from planner.results.energy_view import energy_cell
 
     if Path("/sys/class/powercap").exists():
         pytest.skip("this machine exposes powercap")
-    result, _ = measure(_tiny_job(tiny, prepare_source("cpu", quick=True)))
-    assert result.latency_ms is not None and result.energy is not None
-    assert result.energy.status is EnergyStatus.UNAVAILABLE and "no /sys/class/powercap" in result.energy.reason
-    assert energy_cell(result) == "unavailable"
+    out, code, _ = tiny_plan
+    timed = [c for c in read_results(out / "results.json").candidates if c.latency_ms is not None]
+    assert code == 0 and timed
+    for c in timed:
+        assert c.energy is not None and c.energy.status is EnergyStatus.UNAVAILABLE, c.label
+        assert "no /sys/class/powercap" in c.energy.reason and energy_cell(c) == "unavailable"
 
 
 @pytest.mark.worker
