@@ -104,6 +104,30 @@ def tiny_plan(tmp_path_factory):
     return out, code, stdout.getvalue()
 
 
+@pytest.fixture(scope="session")
+def digits_pipeline_plan(tmp_path_factory):
+    """One real `planner plan --model demo:digits --target cpu --quick --confirm 0` with ONNX Runtime and the
+    example request pipeline (examples/pipelines/digits.py): (output folder, exit status, stdout, stderr).
+
+    Shared by the tests that read a digits plan: its accuracy on the demo's built-in held-out set
+    (tests/pipeline/test_digits_plan.py) and its whole request timed (tests/cli/test_cli_pipeline.py), so it
+    is measured once per session; nothing may write into its folder.
+    """
+    import contextlib
+    import io
+
+    from planner.cli import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "digits.py"
+    out = tmp_path_factory.mktemp("digits-pipeline")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(["plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0",
+                     "--plugins", "cpu.onnxruntime", "--trust-code", "--out", str(out),
+                     "--pipeline", f"{example}:preprocess,postprocess"])
+    return out, code, stdout.getvalue(), stderr.getvalue()
+
+
 @pytest.fixture
 def hardware_profile() -> Callable[..., HardwareProfile]:
     """A factory for real profiles detected from a fixture tree: hardware_profile('rpi4', gpus=(a100(),))."""

@@ -4,8 +4,6 @@ split, and a bad argument refused before anything is measured."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -16,18 +14,7 @@ from planner.measure.pool import POOL_SIZE
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "digits.py"
 
 
-@pytest.fixture(scope="module")
-def digits_pipeline_plan(tmp_path_factory):
-    """(out folder, exit status, stdout, stderr) of one quick plan of demo:digits with the example pipeline."""
-    from planner.cli import main
-
-    out = tmp_path_factory.mktemp("digits-pipeline")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0",
-                     "--plugins", "cpu.onnxruntime", "--trust-code", "--out", str(out),
-                     "--pipeline", f"{EXAMPLE}:preprocess,postprocess"])
-    return out, code, stdout.getvalue(), stderr.getvalue()
+# digits_pipeline_plan: the session's shared plan of demo:digits with this example pipeline (tests/conftest.py).
 
 
 @pytest.mark.worker

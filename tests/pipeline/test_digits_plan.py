@@ -6,16 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from planner.pipeline import PlanOptions, run_plan
+from planner.pipeline import PlanOutcome
+from planner.results import read_results
 
 pytestmark = pytest.mark.worker  # every test reads one real quick plan of demo:digits
 
 
 @pytest.fixture(scope="module")
-def digits_plan(tmp_path_factory):
-    out = tmp_path_factory.mktemp("digits")
-    return run_plan(PlanOptions(model="demo:digits", target="cpu", quick=True, confirm=0, out=out,
-                                plugins=("cpu.onnxruntime",)))
+def digits_plan(digits_pipeline_plan) -> PlanOutcome:
+    """The session's shared quick ONNX Runtime plan of demo:digits (tests/conftest.py), read back from the
+    results.json it wrote. It also timed the example request pipeline, which changes nothing read here."""
+    out, code, _, stderr = digits_pipeline_plan
+    assert code == 0, stderr[-3000:]
+    return PlanOutcome(results=read_results(out / "results.json"), out_dir=out, report_path=out / "report.md")
 
 
 def test_every_measured_candidate_has_an_accuracy(digits_plan):
