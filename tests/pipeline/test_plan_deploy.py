@@ -6,21 +6,22 @@ import json
 
 import pytest
 
-from planner.pipeline import PlanOptions, run_plan
+from planner.results import read_results
 
 
 @pytest.mark.worker
-def test_a_plan_writes_the_winners_package_and_records_it(tmp_path):
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, plugins=("cpu.onnxruntime",),
-                                   confirm=0, out=tmp_path))
-    results = outcome.results
+def test_a_plan_writes_the_winners_package_and_records_it(tiny_plan):
+    # The session's shared quick plan of demo:tiny (tests/conftest.py): every plan writes its packages.
+    out, code, stdout = tiny_plan
+    assert code == 0, stdout
+    results = read_results(out / "results.json")
     best = results.best
     assert best is not None
     winner = results.deployments[0]
     assert (winner.role, winner.label, winner.folder) == ("winner", best.label, "deploy/winner")
-    manifest = json.loads((tmp_path / "deploy" / "winner" / "manifest.json").read_text())
+    manifest = json.loads((out / "deploy" / "winner" / "manifest.json").read_text())
     assert manifest["candidate"]["label"] == best.label
     assert manifest["measured"]["p50_ms"] == pytest.approx(best.p50)
-    saved = json.loads((tmp_path / "results.json").read_text())
+    saved = json.loads((out / "results.json").read_text())
     assert saved["deployments"][0]["folder"] == "deploy/winner"
     assert not any("hand-over package" in w for w in results.warnings)
