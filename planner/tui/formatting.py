@@ -129,15 +129,29 @@ def short_labels(labels: list[str], width: int) -> ShortLabels:
         if not _fits(tokens, width):
             tokens = _shorten(i, kept, width, set(out))
         out.append(truncate(" ".join(tokens), width))
-    # Last resort (a width too narrow for the words that matter): twins lead with the words they differ in.
-    for i, text in enumerate(out):
-        twins = [j for j, other in enumerate(out) if other == text and labels[j] != labels[i]]
+    # Last resort (a width too narrow for the words that matter): twins lead with the words some twin lacks,
+    # then with the words fewest labels share, so a reordered twin does not become another label's twin.
+    uses = {t: sum(t in k for k in kept) for k in kept for t in k}
+    twins_of = [[j for j, other in enumerate(out) if other == text and labels[j] != labels[i]]
+                for i, text in enumerate(out)]
+    for i, twins in enumerate(twins_of):
         if twins:
-            others = {t for j in twins for t in kept[j]}
-            out[i] = truncate(" ".join([t for t in kept[i] if t not in others] + [t for t in kept[i] if t in others]),
-                              width)
+            differ = {t for t in kept[i] if any(t not in kept[j] for j in twins)}
+            out[i] = truncate(" ".join(sorted(kept[i], key=lambda t: (t not in differ, uses[t]))), width)
+    _number_twins(out, labels, width)
     threads = any(re.match(r"^\d+(x\d+)?t$", t) for k in kept for t in k)
     return ShortLabels(out, common, used, threads)
+
+
+def _number_twins(out: list[str], labels: list[str], width: int) -> None:
+    """Different labels that still read the same (a width too narrow for any word that tells them apart) end in
+    their place among the twins ('…2'), so no two rows or bars ever read alike; the details give the full label."""
+    for i, text in enumerate(out):
+        twins = [j for j, other in enumerate(out) if other == text and labels[j] != labels[i]]
+        if twins and width >= 3:
+            for n, j in enumerate(sorted([i, *twins]), start=1):
+                tag = f"…{n}"
+                out[j] = out[j][: max(width - len(tag), 1)].rstrip("…") + tag
 
 
 # The command line's options and the TUI control that does the same, for errors raised by the engine.
