@@ -50,9 +50,10 @@ def test_predicted_column_shows_the_band_and_a_dash_for_the_baseline(tmp_path, m
 
 
 def test_wide_screens_keep_every_column_and_the_marks_say_where_it_fell() -> None:
-    assert [c.key for c in visible_columns(200)] == ["p50", "p95", "energy", "rate", "mem", "speedup", "pred", "status"]
+    assert [c.key for c in visible_columns(200)] == ["rank", "p50", "p95", "energy", "rate", "mem", "speedup", "pred",
+                                                     "status"]
     assert "mem" not in [c.key for c in visible_columns(62)]
-    assert [c.key for c in visible_columns(30)][0] == "p50"
+    assert [c.key for c in visible_columns(30)][:2] == ["rank", "p50"]
     band = {"prediction": {"low": 1.5, "high": 4.0, "basis": "VNNI"}}
     assert predicted_cell({**band, "speedup": 2.0}) == "1.5-4✓"
     assert predicted_cell({**band, "speedup": 0.9}) == "1.5-4↓"

@@ -82,25 +82,54 @@ def _predicted_mid(c: dict) -> float | None:
     return (p.low + p.high) / 2 if p.low is not None and p.high is not None else None
 
 
-COLUMNS: tuple[Column, ...] = (
-    Column("p50", "p50 ms", 6, lambda c: fmt.ms(_lat(c, "p50"), unit=False), lambda c: _lat(c, "p50")),
-    Column("p95", "p95 ms", 6, lambda c: fmt.ms(_lat(c, "p95"), unit=False), lambda c: _lat(c, "p95"), drop=1),
-    # Energy goes first on a narrow screen; the details always say it (and why there is none).
-    Column("energy", energy_view.SHORT_HEADER, 6, energy_view.short_cell, energy_view.energy_value, drop=3),
-    Column("rate", "samp/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
-    Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
-           lambda c: fmt.num(c.get("peak_memory_bytes")), drop=2),
-    Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),
-           lambda c: fmt.num(c.get("speedup")), True),
-    Column("pred", "pred", 9, predicted_cell, _predicted_mid, True),
-    Column("status", "stat", 4, lambda c: STATUS_SHORT.get(str(c.get("status")), str(c.get("status"))[:4]),
-           lambda c: str(c.get("status"))),
-)
-COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
-SORT_NAMES = {"p50": "p50", "p95": "p95", "energy": "energy per inference",
+def _percentile_column(p: str, drop: int) -> Column:
+    return Column(p, f"{p} ms", 6, lambda c: fmt.ms(_lat(c, p), unit=False), lambda c: _lat(c, p), drop=drop)
+
+
+def status_cell(c: dict) -> str:
+    """The status in short words; a measured row judged against the requirements the user set says 'meets' or
+    which it misses ('miss p95,mem'), never plain 'ok' when one is missed (see requirement_verdict)."""
+    status = str(c.get("status"))
+    verdict = c.get("verdict") or ""
+    return verdict if status == "ok" and verdict else STATUS_SHORT.get(status, status[:4])
+
+
+STATUS_MAX = 12
+"""The widest the status column grows for the requirements a row misses; the details name every one."""
+
+
+def table_columns(percentile: str | None = None, status_width: int = 4, count: int = 9) -> tuple[Column, ...]:
+    """The results columns, with `percentile` (the latency target's: 'p95' or 'p99') as the second latency column
+    and never the first dropped on a narrow screen; `status_width` fits the longest status cell, and the rank
+    column the highest of `count` ranks."""
+    target = percentile if percentile in ("p95", "p99") else None
+    return (
+        # The rank the report and the command line give (PlanResults.ranked); '—' for a candidate not ranked.
+        Column("rank", "#", max(2, len(str(count))), lambda c: str(c["rank"]) if c.get("rank") else fmt.MISSING,
+               lambda c: c.get("rank")),
+        _percentile_column("p50", 0),
+        _percentile_column(target or "p95", 0 if target else 2),
+        # Energy goes first on a narrow screen; the details always say it (and why there is none).
+        Column("energy", energy_view.SHORT_HEADER, 6, energy_view.short_cell, energy_view.energy_value, drop=4),
+        Column("rate", "samp/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
+        Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
+               lambda c: fmt.num(c.get("peak_memory_bytes")), drop=3),
+        Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),
+               lambda c: fmt.num(c.get("speedup")), True),
+        Column("pred", "pred", 9, predicted_cell, _predicted_mid, True, drop=1),
+        Column("status", "stat", min(max(4, status_width), STATUS_MAX),
+               lambda c: fmt.truncate(status_cell(c), min(max(4, status_width), STATUS_MAX)),
+               lambda c: (str(c.get("status")), c.get("verdict") or "")),
+    )
+
+
+COLUMNS = table_columns()
+"""The columns without a latency target at p95 or p99."""
+COLUMN_BY_KEY = {c.key: c for c in (*COLUMNS, _percentile_column("p99", 0))}
+SORT_NAMES = {"rank": "rank", "p50": "p50", "p95": "p95", "p99": "p99", "energy": "energy per inference",
               "rate": "throughput", "mem": "memory", "speedup": "speedup",
               "pred": "predicted speedup", "status": "status"}
-SORT_CYCLE = tuple(c.key for c in COLUMNS)
+SORT_CYCLE = (*(c.key for c in COLUMNS), "p99")
 MIN_LABEL = 16
 """The narrowest the candidate column may get before lower-priority columns are dropped (see Column.drop)."""
 
@@ -110,9 +139,8 @@ def fixed_width(columns: tuple[Column, ...]) -> int:
     return sum(c.width + 1 for c in columns) + 1 + 2
 
 
-def visible_columns(width: int) -> tuple[Column, ...]:
+def visible_columns(width: int, columns: tuple[Column, ...] = COLUMNS) -> tuple[Column, ...]:
     """The columns that fit `width` with a readable candidate label; the details panel shows the dropped ones."""
-    columns = COLUMNS
     while width - fixed_width(columns) < MIN_LABEL and any(c.drop for c in columns):
         first = max(columns, key=lambda c: c.drop)
         columns = tuple(c for c in columns if c is not first)
@@ -126,6 +154,25 @@ def sorted_candidates(candidates: list[dict], key: str, reverse: bool) -> list[t
     missing = [(i, c) for i, c in enumerate(candidates) if column.sort(c) is None]
     present.sort(key=lambda pair: column.sort(pair[1]), reverse=reverse)
     return present + missing
+
+
+# The requirement checks' names as the status column says them (the latency one says its percentile).
+_MISS_WORDS = {"throughput": "rate", "memory": "mem", "model_size": "size", "accuracy": "acc"}
+
+
+def requirement_verdict(checks: Any, percentile: str) -> str:
+    """'meets' when a row meets every requirement the user set, 'miss p95,mem' naming those it misses (an
+    impossible one is missed too), '' when none was set or one could not be judged and none missed."""
+    missed = [percentile if check.name == "latency" else _MISS_WORDS.get(check.name, check.name)
+              for check in checks if check.met is False]
+    if missed:
+        return "miss " + ",".join(missed)
+    return "meets" if checks and all(check.met for check in checks) else ""
+
+
+def requirement_lines(checks: Any) -> str:
+    """Each requirement the user set, against this candidate, in the report's words ('' when none was set)."""
+    return "; ".join(f"{check.name.replace('_', ' ')}: {check.margin}" for check in checks)
 
 
 def interaction_detail(c: dict, pairs: list[dict]) -> Text:
@@ -152,7 +199,10 @@ def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None
     text = Text()
     text.append(str(c.get("label")), style="bold")
     rank = f"rank {c['rank']}" if c.get("rank") else "not ranked"
-    text.append(f"\n{c.get('plugin')} · {c.get('precision')} · {c.get('status')} · {rank}"
+    # Against the requirements the user set (see requirement_verdict): a missed one is never hidden behind "ok".
+    verdict = {"": "", "meets": " · meets your requirements"}.get(
+        str(c.get("verdict") or ""), " · " + str(c.get("verdict")).replace("miss ", "misses "))
+    text.append(f"\n{c.get('plugin')} · {c.get('precision')} · {c.get('status')}{verdict} · {rank}"
                 + (" · the baseline" if index == 0 else ""))
     if c.get("reason"):
         # The report's words for a recorded reason ("fidelity check: ..., below the 0.995 needed");
@@ -292,12 +342,15 @@ class ResultsPane(StepPane):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: object = _UNSET
-        self._sort = "p50"
+        self._sort = "rank"  # the report's order first; o or a header click picks another
         self._reverse = False
         self._label_width = 0
         self._candidates: list[dict] = []
         self._columns: tuple[Column, ...] = COLUMNS
         self._short = fmt.short_labels([], 0)
+        self._checks: list[tuple[Any, ...]] = []  # per candidate, the checks of the requirements the user set
+        self._all_columns: tuple[Column, ...] = COLUMNS  # before a narrow screen drops any
+        self._width = 80  # the pane's, when the table was last fitted
         self._deploying = False  # `r` is writing and verifying the packages
 
     def compose(self) -> ComposeResult:
@@ -321,7 +374,8 @@ class ResultsPane(StepPane):
     def sync(self) -> None:
         """Rebuild when the candidate list changed (a new run, or a new measurement)."""
         results = self.session.results
-        stamp = (results.candidates, results.ranking, results.interactions, results.edge_device, results.target)
+        stamp = (results.candidates, results.ranking, results.interactions, results.edge_device, results.target,
+                 results.requirements)
         if stamp == self._shown:
             return
         self._shown = stamp
@@ -330,6 +384,7 @@ class ResultsPane(StepPane):
             self.query_one("#deploy-status", Static).display = False
         # Each row is the candidate's results.json form with its rank, as the report reads it.
         self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
+        self._judge()
         self._fill_table(keep_cursor=False)
         self._fill_headline()
         self._fill_plots()
@@ -337,6 +392,29 @@ class ResultsPane(StepPane):
         if not self._candidates:
             self.query_one("#sorted", Label).update("Run the Optimize step (7) to measure candidates.")
             self.query_one("#candidate-detail", Static).update("")
+
+    def _judge(self) -> None:
+        """Check every measured candidate against the requirements the user set, as the report checks the best
+        one (planner.pipeline.session.requirement_checks); the planner's defaults alone change nothing here."""
+        from planner.pipeline.session import requirement_checks
+        from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG
+
+        results = self.session.results
+        reqs = results.requirements
+        stated = reqs is not None and reqs.stated
+        # Only a latency target the user set keeps its percentile's column, as only such a target ranks by it.
+        percentile = (str(reqs.latency_percentile) if reqs is not None and reqs.latency_ms is not None
+                      and reqs.source("latency_ms") in (SOURCE_FLAG, SOURCE_FILE) else None)
+        self._checks = []
+        for i, c in enumerate(self._candidates):
+            checks: tuple[Any, ...] = ()
+            if stated and reqs is not None and c.get("status") == "ok" and c.get("latency_ms"):
+                checks = tuple(check for check in requirement_checks(results, reqs, subject=results.candidates[i])
+                               if check.source in (SOURCE_FLAG, SOURCE_FILE))
+            self._checks.append(checks)
+            c["verdict"] = requirement_verdict(checks, percentile or "p50")
+        widest = max((len(status_cell(c)) for c in self._candidates), default=4)
+        self._all_columns = table_columns(percentile, widest, len(self._candidates))
 
     def on_resize(self) -> None:
         """Give the label column the new width."""
@@ -355,7 +433,8 @@ class ResultsPane(StepPane):
         # The label gets what the shown numeric columns leave (fixed_width); a narrow pane drops some.
         # A step that has never been shown has no size yet; the pane area it will fill has.
         width = self.size.width or (self.parent.content_size.width if isinstance(self.parent, Widget) else 0)
-        self._columns = visible_columns(width)
+        self._width = width
+        self._columns = visible_columns(width, self._all_columns)
         return max(12, width - fixed_width(self._columns))
 
     def _fill_table(self, *, keep_cursor: bool = True) -> None:
@@ -372,6 +451,8 @@ class ResultsPane(StepPane):
         table.add_column(headers[0], width=self._label_width + 1, key="label")
         for column, header in zip(columns, headers[1:]):
             table.add_column(header, width=column.width + 1, key=column.key)
+        if self._sort not in {c.key for c in self._all_columns}:
+            self._sort, self._reverse = "rank", False  # the target's percentile changed: its column went
         rows = sorted_candidates(self._candidates, self._sort, self._reverse)
         self._short = fmt.short_labels([str(c.get("label")) for c in self._candidates], self._label_width)
         for index, c in rows:
@@ -379,15 +460,26 @@ class ResultsPane(StepPane):
                                  *(col.show(c) for col in columns), right=right), key=str(index))
         arrow = "↓" if self._reverse else "↑"
         if self._candidates:
-            self.query_one("#sorted", Label).update(
-                f"{len(self._candidates)} candidates · sorted by {COLUMN_BY_KEY[self._sort].sort_name} {arrow}"
-                " · o or a header click sorts")
+            self.query_one("#sorted", Label).update(self._sorted_line(arrow))
         if highlighted is not None:
             row = [str(i) for i, _ in rows].index(highlighted) if highlighted in {str(i) for i, _ in rows} else 0
             table.move_cursor(row=row)
         elif rows:
             table.move_cursor(row=0)
             self._show_detail(rows[0][0])
+
+    def _sorted_line(self, arrow: str) -> str:
+        """'9 candidates · sorted by rank (p95 latency) ↑ · o or a header click sorts', shortened to fit."""
+        name = COLUMN_BY_KEY[self._sort].sort_name
+        ranking = self.session.results.ranking
+        if self._sort == "rank" and ranking is not None and ranking.by:
+            # The report's rule in short: 'p95 latency (the latency target's percentile)' -> 'p95 latency'.
+            name = f"rank ({ranking.by.split(' (')[0].split(' at ')[0]})"
+        line = f"{len(self._candidates)} candidates · sorted by {name} {arrow}"
+        for tail in (" · o or a header click sorts", " · o sorts", ""):
+            if len(line + tail) <= self._width - 2:  # the pane's padding
+                return line + tail
+        return line
 
     def _fill_headline(self) -> None:
         """The best confirmed candidate and a faster one not established on real data, shown only when there is one."""
@@ -495,6 +587,10 @@ class ResultsPane(StepPane):
         if 0 <= index < len(self._candidates):
             pairs = [to_data(p) for p in self.session.results.interactions]
             detail = candidate_detail(self._candidates[index], index, pairs)
+            checks = self._checks[index] if index < len(self._checks) else ()
+            if checks:
+                missed = any(check.met is False for check in checks)
+                detail.append(f"\nyour requirements: {requirement_lines(checks)}", style="bold" if missed else "")
             if self._short.legend():
                 detail.append(f"\nshort labels: {self._short.legend()}", style="dim")
             self.query_one("#candidate-detail", Static).update(detail)
