@@ -25,14 +25,18 @@ def test_every_step_and_the_help_are_free_of_internal_words(tmp_path, monkeypatc
     screens: dict[str, str] = {}
 
     async def body(pilot):
+        from textual.widgets import TabbedContent, TabPane
+
         await drive(pilot, "results")
         for step in STEPS:
             if step.id == "report":
                 continue  # the preview is the recorded report.md, not text the TUI writes
-            # Each pause lasts until the app has drawn what the key changed (33 screens: no fixed waits).
+            # Each pause lasts until the app has drawn what the key changed (no fixed waits).
             await pilot.press(str(step.number))
             await pilot.pause()
-            for tab in range(4):  # the Results step has four tabs
+            # Every tab of a tabbed step (Profile, Results), each once; a step without tabs is one screen.
+            tabbed = app.current_pane.query(TabbedContent)
+            for tab in range(len(tabbed.first().query(TabPane)) if tabbed else 1):
                 screens[f"{step.id} {tab}"] = screen_text(app)
                 await pilot.press("right_square_bracket")
                 await pilot.pause()
