@@ -8,9 +8,10 @@ from dataclasses import replace
 from textual.widgets import DataTable, Static
 from tui_support import RecordedSession, drive, run_app, screen_text, wait_for
 
+from planner.results.decisions import CheckStatus, RequirementCheck
 from planner.tui.app import PlannerApp
 from planner.tui.formatting import short_labels
-from planner.tui.screens.results import table_columns, visible_columns
+from planner.tui.screens.results import requirement_verdict, table_columns, visible_columns
 
 
 class EveryP95Session(RecordedSession):
@@ -100,3 +101,19 @@ def test_different_labels_never_shorten_to_the_same_text() -> None:
     at16 = short_labels(labels, 16).labels
     # The twins keep the words that tell them apart.
     assert "nncf" in at16[3] and "qdq" in at16[6]
+
+
+def _check(name: str, met: bool | None, status: CheckStatus) -> RequirementCheck:
+    return RequirementCheck(name, "", None, met, status, "", "flag")
+
+
+def test_the_status_words_follow_the_reports_verdicts() -> None:
+    met, at_p50 = _check("latency", True, CheckStatus.MET), _check("latency", True, CheckStatus.MET_AT_P50)
+    impossible = _check("latency", False, CheckStatus.IMPOSSIBLE)
+    size = _check("model_size", False, CheckStatus.MISSED)
+    unjudged = _check("memory", None, CheckStatus.NOT_MEASURED)
+    assert requirement_verdict((), "p95") == ""
+    assert requirement_verdict((met,), "p95") == "meets"
+    assert requirement_verdict((at_p50,), "p95") == "met at p50"  # never plainly met at its percentile
+    assert requirement_verdict((impossible, size), "p99") == "miss p99,size"
+    assert requirement_verdict((met, unjudged), "p95") == ""  # not judged: no verdict either way

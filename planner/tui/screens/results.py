@@ -161,13 +161,18 @@ _MISS_WORDS = {"throughput": "rate", "memory": "mem", "model_size": "size", "acc
 
 
 def requirement_verdict(checks: Any, percentile: str) -> str:
-    """'meets' when a row meets every requirement the user set, 'miss p95,mem' naming those it misses (an
-    impossible one is missed too), '' when none was set or one could not be judged and none missed."""
+    """'meets' when a row meets every requirement the user set ('met at p50' when the latency was judged on the
+    median only, as the report words it), 'miss p95,mem' naming those it misses (an impossible one is missed
+    too), '' when none was set or one could not be judged and none missed."""
+    from planner.results.decisions import CheckStatus
+
     missed = [percentile if check.name == "latency" else _MISS_WORDS.get(check.name, check.name)
               for check in checks if check.met is False]
     if missed:
         return "miss " + ",".join(missed)
-    return "meets" if checks and all(check.met for check in checks) else ""
+    if not checks or not all(check.met for check in checks):
+        return ""
+    return "met at p50" if any(check.status == CheckStatus.MET_AT_P50 for check in checks) else "meets"
 
 
 def requirement_lines(checks: Any) -> str:
