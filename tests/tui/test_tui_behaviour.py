@@ -49,20 +49,20 @@ def test_terminal_smaller_than_80x24_shows_a_message(tmp_path):
     app = PlannerApp(model="demo:tiny", autostart=False, out_dir=tmp_path)
 
     async def body(pilot):
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
         text = screen_text(app)
         assert "Terminal too small:" in text and "enlarge to at least 80×24 (now 60×20)" in text
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert not isinstance(app.screen, TooSmallScreen)
         assert "1 Hardware" in screen_text(app)
         await pilot.press("question_mark")  # a modal open when the terminal shrinks is covered too
         await pilot.resize_terminal(70, 24)
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert "(now 70×24)" in screen_text(app)
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
 
     run_app(app, body, size=(60, 20))
@@ -78,16 +78,16 @@ def test_q_during_a_run_asks_first_and_stay_keeps_running(tmp_path):
         await pilot.press("r")
         await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
         await pilot.press("q")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert isinstance(app.screen, ConfirmQuit)
         assert "Profiling is still running" in screen_text(app)
         await pilot.press("n")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert not isinstance(app.screen, ConfirmQuit) and app.is_running and app.job is not None
         session.gate.set()
         await wait_idle(pilot)
         await pilot.press("q")  # nothing runs now: quits without asking
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert not app.is_running
 
     run_app(app, body)
@@ -104,12 +104,12 @@ def test_a_run_that_ends_under_a_modal_updates_the_steps(tmp_path):
         await pilot.press("r")
         await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await pilot.pause()
         session.gate.set()
         await wait_idle(pilot)
         assert isinstance(app.screen, HelpScreen) and app.is_running
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert "✓ 4 Profile" in screen_text(app)
 
     run_app(app, body)
@@ -125,7 +125,7 @@ def test_quitting_during_a_run_stops_it(tmp_path):
         await pilot.press("r")
         await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
         await pilot.press("q", "y")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert session.cancel.cancelled
         session.gate.set()
 
@@ -179,11 +179,11 @@ def test_invalid_requirement_is_explained_under_its_field(tmp_path):
         await drive(pilot, "requirements")
         field = app.query_one("#req-latency_ms", Input)
         field.value = "fast"
-        await pilot.pause(0.1)
+        await pilot.pause()
         error = app.query_one("#err-latency_ms", Notice)
         assert error.display and "latency_ms" in str(error.render())
         field.value = "20"
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert not error.display
         assert session.requirements.latency_ms == 20
         assert "set here" in str(app.query_one("#src-latency_ms", Label).render())
@@ -225,7 +225,7 @@ def test_results_sort_by_header_click_and_key(tmp_path, monkeypatch):
         keys = [col.key.value for col in table.ordered_columns]
         x = sum(col.get_render_width(table) for col in table.ordered_columns[:keys.index("rate")]) + 2
         await pilot.click("#candidates", offset=(x, 0))
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert "sorted by throughput ↓" in str(app.query_one("#sorted", Label).render())
         top = int(table.coordinate_to_cell_key((0, 0)).row_key.value)
         rates = [peak.samples_per_s if (peak := c.peak_rate()) else 0.0 for c in candidates]
@@ -244,11 +244,11 @@ def test_command_palette_goes_to_a_step(tmp_path):
         titles = [title for title, _, _ in app.palette_commands()]
         assert "Go to: Results" in titles and "Run profile" in titles and "Save report" in titles
         await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
+        await pilot.pause()
         await pilot.press(*"go to: results")
-        await pilot.pause(0.5)
+        await pilot.pause()
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.current == "results"
 
     run_app(app, body)
@@ -260,11 +260,11 @@ def test_help_opens_and_closes(tmp_path):
     async def body(pilot):
         await drive(pilot, "hardware")
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         assert "next / previous step" in screen_text(app)
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
 
     run_app(app, body)
@@ -278,7 +278,7 @@ def test_sidebar_marks_finished_steps(tmp_path):
         text = screen_text(app)
         assert "✓ 1 Hardware" in text and "✓ 4 Profile" in text and "· 5 Checklist" in text
         await pilot.press("r")  # Continue: plan with the answers, and go to the tree
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert app.current == "tree" and "✓ 5 Checklist" in screen_text(app)
 
     run_app(app, body)
@@ -342,7 +342,7 @@ def test_rerunning_optimize_replaces_the_previous_candidates(tmp_path):
         await drive(pilot, "results")
         first = [c.label for c in session.results.candidates]
         await pilot.press("7", "r")
-        await pilot.pause(0.3)
+        await pilot.pause()
         await wait_idle(pilot)
         labels = [c.label for c in session.results.candidates]
         assert labels == first and len(set(labels)) == len(labels)
@@ -374,14 +374,14 @@ def test_an_either_or_question_is_answered_with_its_alternatives(tmp_path):
     async def body(pilot):
         await drive(pilot, "profile")
         await pilot.press("5")
-        await pilot.pause(0.3)
+        await pilot.pause()
         select = app.query_one("#reply-cpu-preprocessing", Select)
         offered = [str(prompt) for prompt, _ in select._options if _ is not Select.BLANK]
         assert "the model itself" in offered and "the work around it" in offered
         assert "yes" not in offered and "no" not in offered
         select.value = "the work around it"
         await pilot.press("r")
-        await pilot.pause(0.3)
+        await pilot.pause()
         answer = next(a for a in session.answers if a.question.id == "cpu.preprocessing")
         # The report records the alternative chosen, and the tree reads it as "the work around it".
         assert answer.answer == "the work around it" and answer.value is True
@@ -412,7 +412,7 @@ def test_c_cancels_a_running_profile(tmp_path):
         # A new profile is not stopped by the earlier cancel.
         session.gate = None
         await pilot.press("r")
-        await pilot.pause(0.3)
+        await pilot.pause()
         await wait_idle(pilot)
         assert session.baseline is not None and not session.cancel.cancelled
 
@@ -430,7 +430,7 @@ def test_busy_message_offers_c_only_for_jobs_it_stops(tmp_path):
         await wait_for(pilot, lambda: app.job is not None, 10, "the profile to start")
         assert app.check_action("cancel_run", ()) is True
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await pilot.pause()
         busy = [n.message for n in app._notifications if n.title == "Busy"]
         assert busy and "press c to cancel it" in busy[-1]
         session.gate.set()
@@ -450,7 +450,7 @@ def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(t
         assert "report" in app.main.query_one("StepList").done
         session.set_requirements(overrides={"latency_ms": "5"})
         app.requirements_changed()
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.saved_to is None and "report" not in app.main.query_one("StepList").done
         saved = str(app.query_one("#report #saved", Label).render())
         assert "changed since the last save" in saved
@@ -459,7 +459,7 @@ def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(t
         await wait_idle(pilot)
         assert app.saved_to is not None
         await pilot.press("7", "r")
-        await pilot.pause(0.3)
+        await pilot.pause()
         await wait_idle(pilot)
         assert app.saved_to is None and "report" not in app.main.query_one("StepList").done
 
@@ -470,13 +470,13 @@ def test_too_small_screen_lets_nothing_open_over_it(tmp_path):
     app = PlannerApp(model="demo:tiny", autostart=False, out_dir=tmp_path)
 
     async def body(pilot):
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
         await pilot.press("question_mark", "ctrl+p", "n")
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert isinstance(app.screen, TooSmallScreen)
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
+        await pilot.pause()
         assert not any(isinstance(s, TooSmallScreen) for s in app.screen_stack)
         assert "1 Hardware" in screen_text(app)
 
@@ -513,7 +513,7 @@ def test_saving_again_says_it_overwrote(tmp_path):
         await drive(pilot, "report")
         assert "overwrote" not in str(app.query_one("#report #saved", Label).render())
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await pilot.pause()
         await wait_idle(pilot)
         assert "(overwrote the earlier save)" in str(app.query_one("#report #saved", Label).render())
 
