@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,19 +22,23 @@ from planner.hardware.energy.rapl import read_rapl
 Clock = Callable[[], float]
 
 
-class Meter:
-    """Measures the energy a counter sees between `start` and `stop`; `close` releases what it opened."""
+class Meter(ABC):
+    """Measures the energy a counter sees between `start` and `stop`; `close` releases what it opened.
 
+    The interface the two ways of reading a counter implement: `CumulativeMeter` and `SampledMeter`.
+    """
+
+    @abstractmethod
     def start(self) -> None:
         """Begin a window."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stop(self) -> Reading:
         """End the window and return its energy (or why there is no figure)."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Release the counter (an NVML session); a meter may be started again until then."""
+        return None  # a sysfs counter holds nothing open; a meter that does overrides this
 
 
 def counter_delta(before: Sequence[float], after: Sequence[float], ranges: Sequence[int] = (),
