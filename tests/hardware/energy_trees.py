@@ -8,6 +8,7 @@ in_voltageN_input / in_currentN_input, and the PMIC's `<RAIL>_A current(N)=…A`
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -40,8 +41,15 @@ def rapl_tree(root: Path, *, packages: int = 1, energy_uj: int = 123_456_789, ps
 
 
 def set_rapl(root: Path, package: int, energy_uj: int) -> None:
-    """Move one package's counter (as the hardware would between two reads)."""
-    write(root, f"/sys/class/powercap/intel-rapl:{package}/energy_uj", f"{energy_uj}\n")
+    """Move one package's counter (as the hardware would between two reads).
+
+    Written to a temporary file and renamed over the old one: a reader in another process never sees the file
+    half written (empty), as it never does in sysfs, where each read is one snapshot of the counter.
+    """
+    path = root / f"sys/class/powercap/intel-rapl:{package}/energy_uj"
+    temporary = path.with_name(path.name + ".new")
+    temporary.write_text(f"{energy_uj}\n")
+    os.replace(temporary, path)
 
 
 def root_only(root: Path) -> None:
