@@ -8,6 +8,7 @@ planner writes to results.json, the ceilings cache or a candidate spec goes thro
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any, TypeVar
 
 import msgspec
@@ -25,10 +26,12 @@ def to_data(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """A read-only mapping as a dict; a subclass of str, int or float (torch's TorchVersion, say) as the plain
-    value, as json.dumps writes it."""
+    """A read-only mapping as a dict; a path as its text; a subclass of str, int or float (torch's TorchVersion,
+    say) as the plain value, as json.dumps writes it."""
     if isinstance(value, Mapping):
         return dict(value)
+    if isinstance(value, PurePath):
+        return str(value)
     for kind in (str, int, float):
         if isinstance(value, kind):
             return kind(value)

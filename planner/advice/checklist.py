@@ -510,3 +510,15 @@ def answer_checklist(target: str, hw: HardwareProfile, baseline: Mapping[str, An
     """
     inputs = _Inputs(hw, baseline or {}, requirements)
     return [ANSWERERS[q.id](q, inputs) for q in questions_for(target)]
+
+
+def answer_from_record(record: AnswerRecord, target: str | None) -> Answer:
+    """The `Answer` a results record was made from: its question is the checklist's own (with its replies),
+    or, for a question this planner no longer asks, one rebuilt from the record's fields."""
+    asked = questions_for(target) if target is not None and target in TARGET_GROUPS else ()
+    question = next((q for q in asked if q.id == record.id), None)
+    if question is None:
+        question = Question(id=record.id, group=record.group, text=record.question, hint=record.hint,
+                            answered_by=record.answered_by)
+    return Answer(question=question, answer=record.answer, evidence=record.evidence, status=record.status,
+                  prompt=record.prompt, value=record.value)

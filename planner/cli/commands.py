@@ -224,7 +224,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
                           budget_s=args.budget, pipeline=args.pipeline)
     with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
-        outcome = run_plan(options, on_event=progress)
+        if args.engine == "subprocess":
+            from planner.engine.plan import run_plan_in_engine
+
+            outcome = run_plan_in_engine(options, on_event=progress)
+        else:
+            outcome = run_plan(options, on_event=progress)
     if args.json:
         print_json(results_data(outcome.results))  # the object results.json holds
     else:
@@ -322,6 +327,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from planner.tui.app import run_tui
 
     return run_tui(model=args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    """Serve the engine protocol on stdin/stdout until the client shuts it down or hangs up."""
+    from planner.engine.server import serve_stdio
+
+    return serve_stdio()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -134,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "--val-data (as paths). The checklist then answers whether the model or the work around "
                         "it is the bottleneck (runs your code: needs --trust-code)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
+    p.add_argument("--engine", choices=["inprocess", "subprocess"], default="inprocess",
+                   help="run the plan in this process (default, the fastest), or in a `planner engine` process "
+                        "driven over its protocol, as the interactive planner does")
+
+    sub.add_parser("engine", help="serve the planner's engine protocol on stdin/stdout (the interactive "
+                                  "planner starts one; see planner/engine/protocol.py)")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
     _add_model_args(p)
@@ -177,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
         "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
         "verify": commands.cmd_verify,
-        "tui": commands.cmd_tui, "serve": commands.cmd_serve,
+        "tui": commands.cmd_tui, "serve": commands.cmd_serve, "engine": commands.cmd_engine,
     }
     try:
         return handlers[args.command](args)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from planner.events import CancelToken, EventSink, null_sink
 from planner.pipeline.budget import Budget
@@ -44,15 +44,19 @@ class PlanOptions:
     pipeline: str | None = None  # `--pipeline FILE.py:PRE[,POST]`: time the user's whole request (needs trust_code)
 
 
-def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink,
-             cancel: CancelToken | None = None) -> PlanOutcome:
-    """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured."""
+def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: CancelToken | None = None,
+             session_factory: Callable[..., PlanSession] = PlanSession) -> PlanOutcome:
+    """Run the whole method; Ctrl-C or cancel stops cleanly and keeps what was measured.
+
+    `session_factory(on_event=..., cancel=...)` makes the plan's session (the engine keeps it, to answer
+    for it afterwards; tests pass one that replays a recorded run).
+    """
     from planner.pipeline.edge_projection import edge_projection, resolve_device
 
     # An unknown name fails now, before any measuring; a named board also sets the default requirements.
     named = resolve_device(options.device, "", None) if options.device else None
     budget = Budget(options.budget_s)  # a budget too small for even the baseline fails here, before any work
-    session = PlanSession(on_event=on_event, cancel=cancel)
+    session = session_factory(on_event=on_event, cancel=cancel)
     session.budget = budget
     if options.pipeline:
         from planner.measure.pipeline_timing import check_pipeline_arg

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from planner import __version__
+from planner.advice.checks import requirement_checks
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
@@ -37,7 +38,7 @@ from planner.results import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from planner.advice import Answer, DecisionPath, Plan, RequirementCheck, Requirements
+    from planner.advice import Answer, DecisionPath, Plan, Requirements
     from planner.hardware.ceilings import Ceilings
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
@@ -582,19 +583,6 @@ class PlanSession:
 
 CONFIRM_ROUNDS = 3
 """At most this many rounds of confirming a quick run's leaders."""
-
-
-def requirement_checks(results: PlanResults, requirements: "Requirements", *,
-                       subject: CandidateResult) -> tuple["RequirementCheck", ...]:
-    """Each requirement checked against one measured candidate (the best, or the baseline)."""
-    from planner.advice import evaluate
-
-    peak = results.ceilings.peak_flops.get("fp32") if results.ceilings else None
-    flops = results.baseline.flops_per_sample if results.baseline else None
-    # The advice reads results.json's form: the model as an object ({} before one is loaded).
-    model = to_data(results.model) if results.model is not None else {}
-    measured = {**to_data(subject), "model": model, "flops_per_sample": flops}
-    return tuple(evaluate(requirements, measured, peak_flops_per_s=peak))
 
 
 def _reply_value(reply: str) -> bool | str:

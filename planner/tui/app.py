@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import sys
+import threading
 from functools import partial
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -24,14 +24,16 @@ from textual.widgets import (
 )
 from textual.worker import Worker
 
+from planner.engine.client import EngineClient, EngineDiedError
+from planner.engine.remote import RemoteSession
 from planner.errors import PlannerError
-from planner.pipeline import PlanSession
 from planner.pipeline.steps import Step as SessionStep
 from planner.tui.bridge import EventBridge
 from planner.tui.host import Job
 from planner.tui.screens.base import StepPane
 from planner.tui.screens.checklist import ChecklistPane
 from planner.tui.screens.confirm import ConfirmQuit
+from planner.tui.screens.engine_stopped import EngineStopped, kept_text
 from planner.tui.screens.hardware import HardwarePane
 from planner.tui.screens.help import HelpScreen
 from planner.tui.screens.model import ModelPane
@@ -44,7 +46,7 @@ from planner.tui.screens.too_small import TooSmallScreen
 from planner.tui.screens.tree import TreePane
 from planner.tui.startup import resume_gc
 from planner.tui.steps import STEP_BY_ID, STEPS
-from planner.tui.terminal import default_log_path, prepare_subprocesses, stray_output_to
+from planner.tui.terminal import default_log_path, stray_output_to
 from planner.tui.widgets.step_list import StepList
 from planner.tui.widgets.too_small import is_too_small
 
@@ -68,6 +70,8 @@ PANES: dict[str, type[StepPane]] = {
 }
 
 Command = tuple[str, str, Callable[[], object]]
+Connect = Callable[[Callable[[EngineDiedError], None]], EngineClient]
+"""Starts an engine and returns its connected client; its argument is what to call if the engine dies."""
 PaneT = TypeVar("PaneT", bound=StepPane)
 
 
@@ -128,13 +132,15 @@ class PlannerApp(App[int]):
     ]
 
     def __init__(self, *, model: str | None = None, input_shape: str | None = None, trust_code: bool = False,
-                 inputs: list[str] | None = None, session: PlanSession | None = None, out_dir: Path | None = None,
+                 inputs: list[str] | None = None, connect: Connect | None = None, out_dir: Path | None = None,
                  autostart: bool = True, log_path: str | None = None) -> None:
+        """`connect(on_death)` starts an engine and returns its connected client (the tests serve recorded
+        sessions from a thread); by default the app starts `planner engine` as a subprocess and is its client."""
         super().__init__()
-        prepare_subprocesses()
         self.bridge = EventBridge()
-        self.session = session if session is not None else PlanSession(on_event=self.bridge)
-        self.session.on_event = self.bridge
+        self._connect = connect
+        self._engine_lock = threading.Lock()
+        self.session = self._new_session()
         self.initial_model = model or DEFAULT_MODEL
         self.initial_shape = input_shape
         self.initial_inputs = list(inputs) if inputs else None
@@ -307,12 +313,51 @@ class PlannerApp(App[int]):
         self.session_changed()
 
     def stop_running_job(self) -> None:
-        """Stop the job in progress: cancel between candidates and end the measuring processes."""
-        self.session.cancel.cancel()
-        # The measurement runs in a child process; ending it lets the worker thread return promptly
-        # instead of holding the exit until the measurement completes.
-        for child in multiprocessing.active_children():
-            child.terminate()
+        """Stop the job in progress: the engine cancels it and ends its measuring processes."""
+        self.session.cancel.cancel(now=True)
+
+    # -- the engine --------------------------------------------------------------------------
+    def _new_session(self) -> RemoteSession:
+        """A session with no engine yet: its first step (or the start-up's detection) starts one."""
+        session = RemoteSession(None, on_event=self.bridge)
+        session.connector = self.connect_engine
+        return session
+
+    def connect_engine(self) -> EngineClient:
+        """Start the engine (once; again after it died) and shake hands; called from a worker thread."""
+        with self._engine_lock:
+            client = self.session.client
+            if client is not None and client.alive:
+                return client
+            died = lambda death: self.call_from_thread(self.engine_died, death)  # noqa: E731
+            if self._connect is not None:
+                client = self._connect(died)
+            else:
+                client = EngineClient.spawn(log_path=Path(self.log_path) if self.log_path else None, on_death=died)
+            self.session.attach(client)
+            return client
+
+    def engine_died(self, death: EngineDiedError) -> None:
+        """The engine process ended on its own: say which step ran and what was kept, and offer a restart."""
+        if not self.is_running:
+            return
+        running = self.job.title if self.job is not None else None
+        self.push_screen(EngineStopped(death.problem, running, kept_text(self.session.out_dir)), self._restart_answer)
+
+    def _restart_answer(self, restart: bool | None) -> None:
+        if not restart:
+            return
+        self.session = self._new_session()
+        self._initial_load_done = False
+        self.autostart = True
+        self.session_changed()
+        self.pane("hardware", HardwarePane).detect()
+
+    def on_unmount(self) -> None:
+        """Shut the engine down with the app (SIGTERM, then SIGKILL, if it does not stop in a few seconds)."""
+        client = self.session.client
+        if client is not None:
+            threading.Thread(target=client.close, name="engine-close", daemon=False).start()
 
     # -- actions -----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

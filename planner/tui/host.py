@@ -11,7 +11,8 @@ if TYPE_CHECKING:
     from textual.widget import Widget
     from textual.worker import Worker
 
-    from planner.pipeline import PlanSession
+    from planner.engine.client import EngineClient
+    from planner.engine.remote import RemoteSession
 
 
 class JobPane(Protocol):
@@ -34,7 +35,7 @@ class Job:
 class PlannerHost(Protocol):
     """The app as the panes see it: the session (which keeps what is done), and the job in progress."""
 
-    session: PlanSession
+    session: RemoteSession
     out_dir: Path | None
     job: Job | None
 
@@ -61,6 +62,9 @@ class PlannerHost(Protocol):
 
     def requirements_changed(self) -> None:
         """Re-plan if the session says the plan is out of date (the requirements or target changed)."""
+
+    def connect_engine(self) -> EngineClient:
+        """Start the engine if it is not running (from a worker thread) and return its connection."""
 
     def stop_running_job(self) -> None:
         """Stop the job in progress: cancel between candidates and end the measuring processes."""

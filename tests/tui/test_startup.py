@@ -7,12 +7,11 @@ import gc
 import threading
 
 import pytest
-from tui_support import RecordedSession, run_app, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, run_app, wait_for, wait_idle
 
 from planner.cli.main import main
 from planner.errors import PlannerError
 from planner.tui import startup
-from planner.tui.app import PlannerApp
 
 
 @pytest.fixture(autouse=True)

@@ -6,6 +6,7 @@ import threading
 
 from textual.widgets import DataTable, Input, Label, RichLog
 from tui_support import (
+    PlannerApp,
     RecordedSession,
     drive,
     run_app,
@@ -15,7 +16,7 @@ from tui_support import (
 )
 
 from planner.events import Event
-from planner.tui.app import DEFAULT_MODEL, PlannerApp
+from planner.tui.app import DEFAULT_MODEL
 from planner.tui.bridge import EventBridge
 from planner.tui.screens.confirm import ConfirmQuit
 from planner.tui.screens.help import HelpScreen
@@ -448,7 +449,7 @@ def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(t
     async def body(pilot):
         await drive(pilot, "report")
         assert "report" in app.main.query_one("StepList").done
-        session.set_requirements(overrides={"latency_ms": "5"})
+        app.session.set_requirements(overrides={"latency_ms": "5"})
         app.requirements_changed()
         await pilot.pause()
         assert app.saved_to is None and "report" not in app.main.query_one("StepList").done

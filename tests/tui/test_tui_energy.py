@@ -6,10 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from textual.widgets import DataTable, Static
-from tui_support import RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app
 
 from planner.results.energy_values import EnergyStatus, InferenceEnergy
-from planner.tui.app import PlannerApp
 from planner.tui.screens.results import candidate_detail, visible_columns
 
 WHY = "no CPU energy counter: no /sys/class/powercap (the kernel exposes no RAPL here)"
@@ -59,11 +58,18 @@ def test_the_column_and_the_details_on_a_wide_screen(tmp_path, monkeypatch):
 
 
 def test_the_hardware_step_names_the_energy_counter_or_why_none() -> None:
-    """The Hardware step says which counter measures energy here, or why none does: never a TDP guess."""
-    from planner.hardware.energy.find import probe_devices
+    """The Hardware step says which counter measures energy here (the engine probes), or why none does: never a
+    TDP guess."""
+    from planner.engine.local import local_engine
+    from planner.engine.remote import RemoteSession
+    from planner.pipeline import PlanSession
     from planner.tui.screens.hardware import energy_rows
 
-    rows = energy_rows(lambda: probe_devices(0))
+    session = RemoteSession(local_engine(PlanSession))
+    try:
+        rows = energy_rows(session.energy_counters)
+    finally:
+        session.client.close()
     assert [label for label, _ in rows] == ["Energy"]
     text = rows[0][1]
     assert ("via" in text) or (text.startswith("none: ") and "reported as unavailable" in text)

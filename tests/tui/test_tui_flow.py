@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable, Input, Label, Markdown, Select, Static, Tree
-from tui_support import RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.advice import defaults_for
-from planner.tui.app import PlannerApp
 from planner.tui.screens.requirements import number_text
 from planner.tui.widgets.toggles import TickList
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from textual.widgets import Label
-from tui_support import RecordedSession, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, run_app, screen_text, wait_for, wait_idle
 
-from planner.tui.app import PlannerApp
 from planner.tui.widgets.kv import KeyValues
 from planner.tui.widgets.progress import RunProgress
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Input, Label
-from tui_support import TextRecordedSession, drive, run_app, screen_text, wait_idle
+from tui_support import PlannerApp, TextRecordedSession, drive, run_app, screen_text, wait_idle
 
 from planner.results import to_data
 from planner.tui import app as app_module
-from planner.tui.app import PlannerApp
 from planner.tui.screens.model import model_rows, split_inputs
 from planner.tui.screens.profile import latency_rows, throughput_chart
 
@@ -52,8 +51,8 @@ def test_command_line_inputs_are_prefilled_and_loaded(tmp_path):
     async def body(pilot):
         await drive(pilot, "model")
         assert app.query_one("#inputs", Input).value == " ".join(TEXT_SPECS)
-        assert app.session.load_calls[0]["inputs"] == TEXT_SPECS
-        assert app.session.load_calls[0]["input_shape"] is None
+        assert app.served.load_calls[0]["inputs"] == TEXT_SPECS
+        assert app.served.load_calls[0]["input_shape"] is None
         text = screen_text(app)
         # Every input in the model panel, with its dtype, named axes and values, inside 80×24.
         assert "Inputs         input_ids int64 [1, sequence=64], values" in text
@@ -74,12 +73,12 @@ def test_typed_input_specs_go_to_the_load(tmp_path):
         field.value = "input_ids:1x32:int64:0-500 attention_mask:1x32:int64"
         await pilot.press("r")
         await wait_idle(pilot)
-        assert app.session.load_calls[-1]["inputs"] == ["input_ids:1x32:int64:0-500", "attention_mask:1x32:int64"]
+        assert app.served.load_calls[-1]["inputs"] == ["input_ids:1x32:int64:0-500", "attention_mask:1x32:int64"]
         field.value = "1x3x32x32"
         await pilot.press("r")
         await wait_idle(pilot)
-        assert app.session.load_calls[-1]["input_shape"] == "1x3x32x32"
-        assert app.session.load_calls[-1]["inputs"] is None
+        assert app.served.load_calls[-1]["input_shape"] == "1x3x32x32"
+        assert app.served.load_calls[-1]["inputs"] is None
 
     run_app(app, body)
 

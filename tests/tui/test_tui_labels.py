@@ -7,9 +7,8 @@ import dataclasses
 import pytest
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from tui_support import RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app
 
-from planner.tui.app import PlannerApp
 from planner.tui.formatting import short_labels
 from planner.tui.screens.results import plot_series
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from textual.widgets import DataTable
-from tui_support import RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app
 
 from planner.results import Prediction
-from planner.tui.app import PlannerApp
 from planner.tui.screens.results import predicted_cell, visible_columns
 
 

@@ -6,9 +6,7 @@ import dataclasses
 
 import pytest
 from textual.widgets import Static
-from tui_support import RecordedSession, drive, run_app, wait_for, wait_idle
-
-from planner.tui.app import PlannerApp
+from tui_support import PlannerApp, RecordedSession, drive, run_app, wait_for, wait_idle
 
 
 class DeployingSession(RecordedSession):

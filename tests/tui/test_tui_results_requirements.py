@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.widgets import DataTable, Static
-from tui_support import RecordedSession, drive, run_app, screen_text, wait_for
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for
 
 from planner.results.decisions import CheckStatus, RequirementCheck
-from planner.tui.app import PlannerApp
 from planner.tui.formatting import short_labels
 from planner.tui.screens.results import requirement_verdict, table_columns, visible_columns
 

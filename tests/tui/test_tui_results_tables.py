@@ -7,10 +7,9 @@ from dataclasses import replace
 import pytest
 from textual.containers import VerticalScroll
 from textual.widgets import Static, TabbedContent
-from tui_support import RecordedSession, drive, run_app, screen_text
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text
 
 from planner.results.interaction import Interaction, InteractionCell
-from planner.tui.app import PlannerApp
 from planner.tui.screens.results import NO_TABLES
 
 PAIR = Interaction(

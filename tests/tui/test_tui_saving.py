@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Label
-from tui_support import RecordedSession, drive, run_app, screen_text, wait_idle
-
-from planner.tui.app import PlannerApp
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_idle
 
 
 def test_opening_and_profiling_create_no_folder_until_saved(tmp_path, monkeypatch):

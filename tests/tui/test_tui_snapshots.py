@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_support import RecordedSession, drive
+from tui_support import PlannerApp, RecordedSession, drive
 
-from planner.tui.app import PlannerApp
 from planner.tui.steps import STEPS
 
 

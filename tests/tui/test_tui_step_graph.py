@@ -4,10 +4,9 @@ engine's answer (planner/pipeline/steps.py), never the TUI's own."""
 from __future__ import annotations
 
 from textual.widgets import Input, Label, Select
-from tui_support import RecordedSession, drive, run_app, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, drive, run_app, wait_for, wait_idle
 
 from planner.pipeline.steps import Step
-from planner.tui.app import PlannerApp
 from planner.tui.screens.optimize import plugin_prompt
 from planner.tui.widgets.step_list import StepList
 from planner.tui.widgets.toggles import TickList

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-from tui_support import RecordedSession, drive, run_app, screen_text
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text
 
 from planner.errors import ModelLoadError
-from planner.tui.app import PlannerApp
 from planner.tui.formatting import tui_words
 from planner.tui.screens.help import help_markdown
 from planner.tui.steps import STEPS

@@ -12,7 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+import planner.tui.app as app_module
 from planner.codec import from_data
+from planner.engine.local import local_engine
 from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
@@ -28,8 +30,23 @@ from planner.results import (
     results_from_data,
     write_results,
 )
+from planner.tui.terminal import prepare_subprocesses
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+class PlannerApp(app_module.PlannerApp):
+    """The planner's app, whose engine (when `session` is given) serves that session from a thread of the test's
+    process, over the real protocol: a recorded session replays its run, a real one measures."""
+
+    CSS_PATH = str(Path(app_module.__file__).parent / "app.tcss")  # a subclass reads it beside its own module
+
+    def __init__(self, *, session: PlanSession | None = None, **kwargs: Any) -> None:
+        if session is not None:
+            prepare_subprocesses()  # a real session's measuring processes start under Textual
+            kwargs["connect"] = lambda on_death: local_engine(lambda: session, on_death=on_death)
+        super().__init__(**kwargs)
+        self.served = session  # the engine's session, for tests that look inside it
 
 
 def load_fixture() -> dict:
@@ -112,6 +129,7 @@ class RecordedSession(PlanSession):
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0):
         self._need(self.model, "model")
         self.quick = quick
+        self.update(quick=quick)
         if self.ceilings is None:
             self.measure_ceilings(quick=quick)
         self.on_event(Event("stage", "timing the baseline: torch eager fp32 (cpu)", stage="baseline",

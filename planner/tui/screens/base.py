@@ -16,7 +16,7 @@ from planner.tui.messages import JobDone
 from planner.tui.widgets.notice import Notice
 
 if TYPE_CHECKING:
-    from planner.pipeline import PlanSession
+    from planner.engine.remote import RemoteSession
     from planner.tui.host import PlannerHost
 
 
@@ -37,7 +37,7 @@ class StepPane(Vertical):
         return cast("PlannerHost", self.app)
 
     @property
-    def session(self) -> PlanSession:
+    def session(self) -> RemoteSession:
         """The engine session every step drives."""
         return self.planner.session
 

@@ -72,7 +72,7 @@ class ChecklistPane(StepPane):
     def sync(self) -> None:
         """Rebuild the items when the session holds new answers."""
         answers = self.session.answers
-        if answers is self._shown:
+        if answers == self._shown:
             return
         self._shown = answers
         items = self.query_one("#items", VerticalScroll)

@@ -73,16 +73,13 @@ def machine_rows(hw: Any) -> list[Row]:
     return rows
 
 
-def energy_rows(probe: Callable[[], dict[str, Any]]) -> list[Row]:
-    """One row per kind of work (CPU, and GPU where there are GPUs): the energy counter `probe` found for it, or
-    why there is none and the fix; energy per inference is never estimated from a TDP."""
-    from planner.hardware.energy.find import describe
-
+def energy_rows(probe: Callable[[], list[tuple[str, str]]]) -> list[Row]:
+    """One row per kind of work (CPU, and GPU where there are GPUs): the energy counter the engine's `probe`
+    found for it, or why there is none and the fix; energy per inference is never estimated from a TDP."""
     try:
-        probes = probe()
+        return [(label, text) for label, text in probe()]
     except Exception as exc:  # noqa: BLE001 - a probe that breaks must not stop the hardware step
         return [("Energy", f"not probed ({type(exc).__name__}: {exc})")]
-    return [("Energy" if device == "cpu" else "Energy (GPU)", describe(found)) for device, found in probes.items()]
 
 
 def no_gpu_text(hw: Any) -> str:
@@ -215,11 +212,13 @@ class HardwarePane(StepPane):
     # -- workers -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, name="detect", group="hardware")
     def _detect(self) -> None:
+        # The engine's handshake carries the host's hardware: show it the moment the engine is up.
+        self.planner.connect_engine()
+        self.app.call_from_thread(self.sync)
         hw = self.session.detect()
-        # Probed here, off the UI thread: a Raspberry Pi's probe runs vcgencmd.
+        # Probed in the engine: a Raspberry Pi's probe runs vcgencmd.
         self._energy = energy_rows(self.session.energy_counters)
-        # Resolve the target and default requirements here, off the UI thread: resolving
-        # "auto" may import torch to ask whether CUDA works.
+        # Resolving "auto" may import torch in the engine to ask whether CUDA works: off the UI thread.
         if self.session.target is None:
             self.session.set_target("auto")
         if self.session.requirements is None:

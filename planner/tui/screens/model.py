@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select
 
+from planner.codec import to_data
 from planner.results.view import inputs_dynamic_batch, model_inputs
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
@@ -168,15 +169,12 @@ class ModelPane(StepPane):
     # -- workers -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, exit_on_error=False, name="demos", group="demos")
     def _demo_list(self) -> None:
-        # Importing the demos imports torch (seconds), so it happens off the UI thread.
-        from planner.models.demo import DEMOS
-
-        self.report("demos", [(f"demo:{d.name} — {d.summary}", f"demo:{d.name}") for d in DEMOS.values()])
+        # The engine lists them (the demos are torch modules): off the UI thread.
+        self.report("demos", self.session.demos())
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="load", group="model")
     def _load(self, source: str, shape: str | None, inputs: list[str] | None, trust: bool) -> None:
-        model = self.session.load(source, input_shape=shape, inputs=inputs, trust_code=trust)
-        self.report("load", model.describe())
+        self.report("load", self.session.load(source, input_shape=shape, inputs=inputs, trust_code=trust))
 
     # -- results -----------------------------------------------------------------------------
     def job_done(self, job: str, result: Any) -> None:
@@ -207,5 +205,5 @@ class ModelPane(StepPane):
         """Show the loaded model, if any."""
         model = self.session.model
         info = self.query_one("#model-info", KeyValues)
-        info.set_rows(model_rows(model.describe()) if model is not None else
+        info.set_rows(model_rows(to_data(model)) if model is not None else
                       [("Model", "none loaded yet: pick one and press r (or Load)")])

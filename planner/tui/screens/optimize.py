@@ -11,7 +11,6 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Label, RichLog, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from planner.events import CancelToken
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import RunProgress, log_events, new_log
@@ -79,7 +78,7 @@ class OptimizePane(StepPane):
     def sync(self) -> None:
         """List the plugins once a plan exists (and again when the plan changes)."""
         plan = self.session.plan
-        if plan is self._shown:
+        if plan == self._shown:
             return
         self._shown = plan
         if plan is None:
@@ -134,8 +133,6 @@ class OptimizePane(StepPane):
         if not chosen:
             self.query_one(Notice).show_error("no plugin is ticked", "tick at least one plugin (space)")
             return
-        # A fresh token: a cancelled earlier run must not stop this one.
-        self.session.cancel = CancelToken()
         if self.start("optimize", self._optimize, chosen):
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False

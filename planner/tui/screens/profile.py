@@ -18,7 +18,6 @@ from textual.widgets import (
     TabPane,
 )
 
-from planner.events import CancelToken
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.measure.pool import pool_sentence
 from planner.results import to_data
@@ -236,8 +235,6 @@ class ProfilePane(StepPane):
             self.query_one(Notice).show_error("no model is loaded", "load one in step 2 (press 2)")
             return
         quick = self.query_one("#quick", Tick).value
-        # A fresh token: a cancelled earlier run must not stop this one.
-        self.session.cancel = CancelToken()
         self._cancelled = False
         if self.start("profile", self._profile, quick):
             self.query_one(Notice).clear()
@@ -308,7 +305,7 @@ class ProfilePane(StepPane):
     def sync(self) -> None:
         """Rebuild the tables and chart when the session holds a new baseline."""
         typed = self.session.baseline
-        if typed is self._shown:
+        if typed == self._shown:
             return
         self._shown = typed
         # The panes read the baseline in its results.json form, as the report does.

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Markdown
 
 from planner.errors import PlannerError
-from planner.pipeline import default_out_dir
+from planner.pipeline.outdir import default_out_dir
 from planner.pipeline.steps import Step as SessionStep
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
@@ -99,9 +99,9 @@ class ReportPane(StepPane):
         # A report already there (from this session or an earlier one) is replaced: say so.
         again = (out_dir / REPORT_NAME).exists()
         outcome = self.session.finish(write_report=True)
-        report = outcome.report_path
+        report = Path(outcome["report_path"]) if outcome.get("report_path") else None
         markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
-        self.report("save", {"out_dir": outcome.out_dir, "report": report, "markdown": markdown,
+        self.report("save", {"out_dir": Path(outcome["out_dir"]), "report": report, "markdown": markdown,
                              "overwrote": again})
 
     def job_done(self, job: str, result: Any) -> None:

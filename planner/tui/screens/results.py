@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
@@ -315,6 +316,33 @@ def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+@dataclass(frozen=True)
+class CheckView:
+    """One check on a package, as the engine's verification reported it."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class PackageCheck:
+    """One package's verification, as the engine reported it (`planner.deploy.verify` runs it there)."""
+
+    folder: Path
+    label: str
+    passed: bool
+    checks: tuple[CheckView, ...]
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> PackageCheck:
+        """From the engine's `verify` answer."""
+        return cls(folder=Path(str(data.get("folder", ""))), label=str(data.get("label", "")),
+                   passed=bool(data.get("passed")),
+                   checks=tuple(CheckView(str(c.get("name", "")), bool(c.get("passed")), str(c.get("detail", "")))
+                                for c in data.get("checks") or []))
+
+
 def deploy_lines(deployments: list[Any], verdicts: list[Any]) -> Text:
     """What `r` wrote and found: per role its candidate and folder and each check passed or failed, then what a
     failed check found (the details panel is small: passing checks stay one word)."""
@@ -401,7 +429,7 @@ class ResultsPane(StepPane):
     def _judge(self) -> None:
         """Check every measured candidate against the requirements the user set, as the report checks the best
         one (planner.pipeline.session.requirement_checks); the planner's defaults alone change nothing here."""
-        from planner.pipeline.session import requirement_checks
+        from planner.advice.checks import requirement_checks
         from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG
 
         results = self.session.results
@@ -530,15 +558,12 @@ class ResultsPane(StepPane):
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="deploy", group="deploy")
     def _deploy(self) -> None:
-        from planner.deploy import DEPLOY_DIR, verify_path
-
         if self.session.out_dir is None:
             self.session.set_out_dir(self.planner.out_dir)
         deployments = self.session.deploy()
-        root = self.session.out_dir / DEPLOY_DIR if self.session.out_dir is not None else None
-        written = [d for d in deployments if d.folder]
-        verdicts = verify_path(root) if written and root is not None else []
-        self.report("deploy", {"deployments": list(deployments), "verdicts": verdicts, "root": root})
+        checked = self.session.verify()
+        verdicts = [PackageCheck.of(v) for v in checked.get("verdicts") or []]
+        self.report("deploy", {"deployments": list(deployments), "verdicts": verdicts, "root": checked.get("root")})
 
     def job_done(self, job: str, result: Any) -> None:
         """Show each package and its checks."""

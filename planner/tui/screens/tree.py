@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Label, Static, Tree
 
 from planner.advice import tree_nodes
-from planner.plugins import catalog
+from planner.codec import to_data
 from planner.tui.screens.base import StepPane
 
 _UNSET = object()
@@ -105,7 +105,7 @@ class TreePane(StepPane):
     def sync(self) -> None:
         """Rebuild the tree when the session holds a new decision path."""
         path = self.session.path
-        if path is self._shown:
+        if path == self._shown:
             return
         self._shown = path
         tree = self.query_one(Tree)
@@ -114,12 +114,12 @@ class TreePane(StepPane):
             self.query_one("#node-detail", Static).update("")
             self.query_one("#plan", Static).update("")
             return
-        data = path.to_dict()
+        data = to_data(path)
         self._visits = {v["id"]: v for v in data["visited"]}
         self._actions = {}
         for action in data["actions"]:
             self._actions.setdefault(action["node"], []).append(action)
-        root_view = tree_nodes(self.session.target or path.target, catalog())
+        root_view = tree_nodes(self.session.target or path.target, self.session.catalog())
         tree.reset(node_label(root_view, self._visits.get(root_view.id)), data=root_view)
         self._add_branch(tree.root, root_view)
         tree.root.expand_all()

@@ -1,0 +1,283 @@
+"""The client side of the engine protocol: start `planner engine`, say hello, send commands, hear events.
+
+`EngineClient` owns the connection: the engine process (when it started one), a thread that reads the
+engine's lines, and the commands waiting for their answer. It imports nothing that measures, so the
+TUI that uses it starts in a fraction of a second and outlives any crash of the engine: an engine
+that dies (a segfault, the OOM killer, SIGKILL) fails the waiting command with `EngineDiedError`, which
+names the exit signal.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from planner import __version__
+from planner.engine.protocol import PROTOCOL_VERSION, ProtocolError, decode, encode, event_of
+from planner.errors import PlannerError
+from planner.events import Event, EventSink
+
+ENGINE_COMMAND_ENV = "PLANNER_ENGINE_COMMAND"
+"""Set it to a command line to start another engine than this Python's `planner engine` (a fake one in tests)."""
+
+HELLO_TIMEOUT_S = 60.0
+"""How long a starting engine may take to say hello (a cold disk cache can take seconds)."""
+
+STOP_WAIT_S = 3.0
+"""How long a stopping engine gets after `shutdown` before SIGTERM, and again before SIGKILL."""
+
+REINSTALL = "reinstall the planner in this environment (`make install`, or `pip install -e .` in the project)"
+
+
+class EngineError(PlannerError):
+    """The engine could not be started or spoke another protocol."""
+
+
+class EngineDiedError(PlannerError):
+    """The engine process ended while a command waited (or between commands); `signal_name` says how."""
+
+    def __init__(self, problem: str, fix: str = "", *, signal_name: str | None = None,
+                 returncode: int | None = None) -> None:
+        super().__init__(problem, fix)
+        self.signal_name = signal_name
+        self.returncode = returncode
+
+
+class _Pending:
+    """A command waiting for its `result` or `error`."""
+
+    def __init__(self, on_event: EventSink | None) -> None:
+        self.on_event = on_event
+        self.done = threading.Event()
+        self.reply: dict[str, Any] | None = None
+
+
+def engine_command() -> list[str]:
+    """The command that starts the engine: `$PLANNER_ENGINE_COMMAND`, else this Python's `planner engine`."""
+    override = os.environ.get(ENGINE_COMMAND_ENV)
+    if override:
+        return shlex.split(override)
+    return [sys.executable, "-m", "planner.cli", "engine"]
+
+
+class EngineClient:
+    """One connection to an engine: `request` sends a command and waits for its answer."""
+
+    def __init__(self, reader: IO[str], writer: IO[str], *, process: subprocess.Popen | None = None,
+                 on_death: Callable[[EngineDiedError], None] | None = None) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.process = process
+        self.on_death = on_death
+        self.hello: dict[str, Any] = {}
+        self.bye: dict[str, Any] | None = None
+        self.death: EngineDiedError | None = None
+        self.running = ""  # the name of the command in progress, for what a death report says was running
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._reader_thread: threading.Thread | None = None
+        self.stray: list[str] = []  # lines that were not messages (kept for the log; never fatal)
+
+    # -- starting ------------------------------------------------------------------------------
+    @classmethod
+    def spawn(cls, *, log_path: Path | None = None, command: list[str] | None = None,
+              on_death: Callable[[EngineDiedError], None] | None = None) -> EngineClient:
+        """Start an engine process and shake hands; EngineError (with how to reinstall) when it cannot start."""
+        argv = command or engine_command()
+        log = open(log_path, "ab") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115 - the child keeps it
+        try:
+            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                       text=True, encoding="utf-8", bufsize=1)
+        except OSError as exc:
+            raise EngineError(f"the planner engine could not start ({shlex.join(argv)}): {exc}", REINSTALL) from exc
+        finally:
+            if log is not subprocess.DEVNULL:
+                log.close()  # type: ignore[union-attr]
+        assert process.stdout is not None and process.stdin is not None
+        client = cls(process.stdout, process.stdin, process=process, on_death=on_death)
+        client.connect(log_path=log_path)
+        return client
+
+    def connect(self, *, log_path: Path | None = None) -> dict[str, Any]:
+        """Read the engine's hello and check its protocol version; then start hearing its messages."""
+        line = _readline(self.reader, HELLO_TIMEOUT_S)
+        if not line:
+            died = self._exit_problem("before it said hello")
+            where = f"; what it printed is in {log_path}" if log_path else ""
+            raise EngineError(died.problem + where, REINSTALL)
+        try:
+            hello = decode(line)
+        except ProtocolError as exc:
+            self.close(wait=False)
+            raise EngineError(f"the planner engine did not start the protocol: {exc}", REINSTALL) from exc
+        if hello.get("type") != "hello":
+            self.close(wait=False)
+            raise EngineError(f"the planner engine's first message was {hello.get('type')!r}, not its hello", REINSTALL)
+        version = hello.get("protocol")
+        if version != PROTOCOL_VERSION:
+            self.close(wait=False)
+            raise EngineError(
+                f"the planner engine speaks protocol version {version} (planner {hello.get('planner', '?')}); this "
+                f"client speaks version {PROTOCOL_VERSION} (planner {__version__})",
+                "install the same planner version on both sides")
+        self.hello = hello
+        self._reader_thread = threading.Thread(target=self._read, name="engine-reader", daemon=True)
+        self._reader_thread.start()
+        return hello
+
+    # -- commands ------------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        """Send a message that expects no answer (`cancel`, `shutdown`); a dead engine is no error here."""
+        with self._write_lock:
+            try:
+                self.writer.write(encode(message) + "\n")
+                self.writer.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+    def request(self, message: dict[str, Any], *, on_event: EventSink | None = None,
+                name: str = "") -> dict[str, Any]:
+        """Send a command and wait for its `result`; its `error` raises PlannerError, a dead engine EngineDiedError."""
+        if self.death is not None:
+            raise self.death
+        command_id = next(self._ids)
+        pending = _Pending(on_event)
+        with self._lock:
+            self._pending[command_id] = pending
+        self.running = name or str(message.get("step") or message.get("type"))
+        try:
+            self.send({**message, "id": command_id})
+            pending.done.wait()
+        finally:
+            with self._lock:
+                self._pending.pop(command_id, None)
+        reply = pending.reply
+        if reply is None:
+            raise self.death or EngineDiedError("the planner engine stopped", "restart it")
+        if reply.get("type") == "error":
+            error = PlannerError(str(reply.get("problem", "the engine failed")), str(reply.get("fix", "")))
+            error.state = reply.get("state")  # type: ignore[attr-defined]
+            raise error
+        return reply
+
+    # -- hearing -------------------------------------------------------------------------------
+    def _read(self) -> None:
+        """The reading thread: route each line to its command until the engine's stdout closes."""
+        while True:
+            try:
+                line = self.reader.readline()
+            except (OSError, ValueError):
+                line = ""
+            if not line:
+                break
+            try:
+                message = decode(line)
+            except ProtocolError:
+                self.stray.append(line.rstrip("\n"))
+                continue
+            self._route(message)
+        self._ended()
+
+    def _route(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "bye":
+            self.bye = message
+            return
+        with self._lock:
+            pending = self._pending.get(message.get("id", 0) if isinstance(message.get("id"), int) else 0)
+        if pending is None:
+            return  # an answer nobody waits for (a command abandoned at quit) or an id-less error
+        if kind == "event":
+            if pending.on_event is not None:
+                try:
+                    pending.on_event(event_of(message))
+                except Exception:  # noqa: BLE001, S110 - a display failure must not stop hearing the engine
+                    pass
+        elif kind in ("result", "error"):
+            pending.reply = message
+            pending.done.set()
+
+    def _ended(self) -> None:
+        """The engine's stream closed: a goodbye, or a death to report to every waiting command."""
+        if self.bye is None:
+            self.death = self._exit_problem(f"while {self.running or 'idle'}")
+        with self._lock:
+            waiting = list(self._pending.values())
+        for pending in waiting:
+            pending.done.set()
+        if self.death is not None and self.on_death is not None:
+            self.on_death(self.death)
+
+    def _exit_problem(self, when: str) -> EngineDiedError:
+        """How the engine process ended, in words, with its signal or exit status."""
+        code = None
+        if self.process is not None:
+            try:
+                code = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+        if code is not None and code < 0:
+            name = _signal_name(-code)
+            return EngineDiedError(f"the planner engine was killed by {name} {when}", "restart the engine",
+                              signal_name=name, returncode=code)
+        status = f"exited with status {code}" if code is not None else "closed its connection"
+        return EngineDiedError(f"the planner engine {status} {when}", "restart the engine", returncode=code)
+
+    # -- stopping ------------------------------------------------------------------------------
+    def cancel(self, *, now: bool = False) -> None:
+        """Ask the engine to stop the running command (at its next safe point, or `now`)."""
+        self.send({"type": "cancel", "now": now})
+
+    def close(self, *, wait: bool = True) -> None:
+        """Shut the engine down: `shutdown`, then SIGTERM and SIGKILL if it does not go within a few seconds."""
+        self.send({"type": "shutdown"})
+        process = self.process
+        if process is None:
+            return
+        for stop in ((lambda: None) if wait else process.terminate, process.terminate, process.kill):
+            stop()
+            try:
+                process.wait(timeout=STOP_WAIT_S if wait else 0.5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        for stream in (self.writer, self.reader):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+
+    @property
+    def alive(self) -> bool:
+        """Whether the engine still answers (its stream is open and it has not said goodbye)."""
+        return self.death is None and self.bye is None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _readline(reader: IO[str], timeout_s: float) -> str:
+    """One line from `reader`, or "" when none comes within `timeout_s` (a hung engine) or the stream ends."""
+    box: list[str] = []
+    thread = threading.Thread(target=lambda: box.append(reader.readline()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    thread.join(max(0.0, deadline - time.monotonic()))
+    return box[0] if box else ""
+
+
+__all__ = ["EngineClient", "EngineDiedError", "EngineError", "Event", "engine_command"]

@@ -1,0 +1,288 @@
+"""`RemoteSession`: the engine's `PlanSession` as its client sees it, over the protocol.
+
+Each step is a command to the engine; each answer carries the session's state, which this mirror keeps:
+the results (`PlanResults`, as results.json holds them), which steps are done and which are out of
+date, the output folder and the user's checklist replies. The TUI reads only this: the step rules, the
+measuring and the model itself stay in the engine. Step methods block until the engine answers, so
+the TUI calls them from its worker threads, as it called the in-process session.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from planner.engine.protocol import State
+from planner.errors import PlannerError
+from planner.events import EventSink, null_sink
+from planner.pipeline.steps import Step
+from planner.results import PlanResults, from_data, results_from_data
+
+if TYPE_CHECKING:
+    from planner.advice import Answer
+    from planner.engine.client import EngineClient
+    from planner.hardware.ceiling_values import Ceilings
+    from planner.hardware.profile import HardwareProfile
+    from planner.plugins.declarations import Catalog
+    from planner.results import Baseline, CandidateResult, Deployment, ModelDescription, Requirements
+    from planner.results.decisions import DecisionPathRecord, PlanRecord
+
+
+class RemoteCancel:
+    """The running step's cancel flag, on the engine's side: `cancel` sends the protocol's `cancel`."""
+
+    def __init__(self, session: RemoteSession) -> None:
+        self._session = session
+        self._cancelled = threading.Event()
+
+    def cancel(self, *, now: bool = False) -> None:
+        """Ask the engine to stop the running step (after the current candidate, or `now`)."""
+        self._cancelled.set()
+        if self._session.client is not None:
+            self._session.client.cancel(now=now)
+
+    def reset(self) -> None:
+        """A new run starts: it has not been cancelled."""
+        self._cancelled.clear()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the last run was asked to stop."""
+        return self._cancelled.is_set()
+
+
+class RemoteSession:
+    """The session the TUI drives: the same steps as `PlanSession`, run by the engine process."""
+
+    def __init__(self, client: EngineClient | None, *, on_event: EventSink = null_sink) -> None:
+        self.client: EngineClient | None = None
+        self.connector: Callable[[], Any] | None = None  # starts the engine on the first step, when set
+        self.on_event = on_event
+        self.cancel = RemoteCancel(self)
+        self.state = State()
+        self.results = PlanResults()
+        self._apply_lock = threading.Lock()
+        self._answers: tuple[Any, tuple[Answer, ...]] | None = None
+        self._catalog: Catalog | None = None
+        if client is not None:
+            self.attach(client)
+
+    def attach(self, client: EngineClient) -> None:
+        """Drive this engine (connected: its hello carries the host's hardware, shown before any step)."""
+        self.client = client
+        hardware = client.hello.get("hardware")
+        if hardware and self.results.hardware is None:
+            from planner.hardware.profile import HardwareProfile
+
+            self.results = PlanResults(hardware=from_data(hardware, HardwareProfile))
+
+    # -- the state -----------------------------------------------------------------------------
+    def apply(self, state: dict[str, Any] | None) -> None:
+        """Take the engine's state after a command (an error's state too: a failed step may have discarded)."""
+        if not state:
+            return
+        new = from_data(state, State)
+        with self._apply_lock:
+            if new.seq < self.state.seq:
+                return  # an older state, read by a thread that woke late: the newer one stands
+            self.state = new
+            self.results = results_from_data(new.results) if new.results else PlanResults(
+                hardware=self.results.hardware)
+
+    def done_steps(self) -> frozenset[Step]:
+        """The steps whose result is there and up to date, as the engine's session says."""
+        return frozenset(Step(s) for s in self.state.done)
+
+    def stale_steps(self) -> frozenset[Step]:
+        """The steps whose result is kept but out of date."""
+        return frozenset(Step(s) for s in self.state.stale)
+
+    def is_done(self, step: Step) -> bool:
+        """Whether `step`'s result is there and up to date."""
+        return str(step) in self.state.done
+
+    @property
+    def hw(self) -> HardwareProfile | None:
+        """The engine's host, detected."""
+        return self.results.hardware
+
+    @property
+    def ceilings(self) -> Ceilings | None:
+        """Its roofline ceilings, once measured (or read from the cache)."""
+        return self.results.ceilings
+
+    @property
+    def model(self) -> ModelDescription | None:
+        """The loaded model's description (inputs, parameters, size), or None."""
+        return self.results.model
+
+    @property
+    def target(self) -> str | None:
+        """The deployment target, resolved."""
+        return self.results.target
+
+    @property
+    def requirements(self) -> Requirements | None:
+        """The requirements in force."""
+        return self.results.requirements
+
+    @property
+    def baseline(self) -> Baseline | None:
+        """The profiled baseline, or None."""
+        return self.results.baseline
+
+    @property
+    def quick(self) -> bool:
+        """Whether the profile (and so the candidates) ran in quick mode."""
+        return self.results.quick
+
+    @property
+    def out_dir(self) -> Path | None:
+        """The output folder, once chosen."""
+        return Path(self.state.out_dir) if self.state.out_dir else None
+
+    @property
+    def replies(self) -> dict[str, str]:
+        """The user's checklist replies, by question id."""
+        return dict(self.state.replies)
+
+    @property
+    def answers(self) -> tuple[Answer, ...]:
+        """The checklist's answers (each with its question and the replies it offers); the same object until
+        the checklist changes."""
+        records = self.results.checklist
+        if self._answers is None or self._answers[0] != records:
+            from planner.advice.checklist import answer_from_record
+
+            self._answers = (records, tuple(answer_from_record(r, self.target) for r in records))
+        return self._answers[1]
+
+    @property
+    def path(self) -> DecisionPathRecord | None:
+        """The walk of the decision tree, or None before a plan."""
+        return self.results.decision_path
+
+    @property
+    def plan(self) -> PlanRecord | None:
+        """The plan, or None."""
+        return self.results.plan
+
+    def planned_plugins(self) -> list[str]:
+        """The plugins the plan's steps name, in plan order, without repeats."""
+        plan = self.plan
+        return list(dict.fromkeys(name for s in plan.steps for name in s.plugins)) if plan else []
+
+    # -- the steps -----------------------------------------------------------------------------
+    def call(self, step: str, **args: Any) -> Any:
+        """Run one step in the engine and wait; its events reach `on_event`, its state this mirror."""
+        message = {"type": "run", "step": step, "args": {k: v for k, v in args.items() if v is not None}}
+        return self._request(message, step)
+
+    def _request(self, message: dict[str, Any], name: str) -> Any:
+        if self.client is None and self.connector is not None:
+            self.connector()  # the first step starts the engine (it attaches itself)
+        if self.client is None:
+            raise PlannerError("the planner engine has not started yet", "wait a moment and try again")
+        try:
+            reply = self.client.request(message, on_event=self.on_event, name=name)
+        except Exception as exc:
+            self.apply(getattr(exc, "state", None))
+            raise
+        self.apply(reply.get("state"))
+        return reply.get("value")
+
+    def detect(self) -> HardwareProfile:
+        """The hardware (the handshake already carried it; this asks again only when it did not)."""
+        if self.hw is None:
+            self.call("detect")
+        if self.hw is None:
+            raise PlannerError("the engine could not detect the hardware", "see the engine's log, then restart it")
+        return self.hw
+
+    def energy_counters(self) -> list[tuple[str, str]]:
+        """Each kind of work's energy counter, or why there is none, as (label, text) rows."""
+        return [(str(label), str(text)) for label, text in self.call("energy") or []]
+
+    def measure_ceilings(self, *, quick: bool = False, refresh: bool = False) -> Ceilings | None:
+        """Measure (or read the cached) ceilings."""
+        self.call("ceilings", quick=quick, refresh=refresh)
+        return self.ceilings
+
+    def demos(self) -> list[tuple[str, str]]:
+        """The built-in demo models as (label, source) pairs."""
+        return [(str(label), str(source)) for label, source in self.call("demos") or []]
+
+    def catalog(self) -> Catalog:
+        """The declarations of every registered plugin (what the decision tree's actions name); asked once."""
+        if self._catalog is None:
+            from planner.plugins.declarations import Catalog
+
+            self._catalog = from_data(self.call("catalog"), Catalog)
+        return self._catalog
+
+    def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
+             trust_code: bool = False) -> dict[str, Any]:
+        """Load and check the model; returns its description (as `planner inspect --json` prints it)."""
+        return dict(self.call("load", source=source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
+                    or {})
+
+    def set_target(self, target: str = "auto") -> str:
+        """Resolve and record the deployment target."""
+        return str(self.call("target", target=target))
+
+    def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None,
+                         device_class: str | None = None) -> Requirements | None:
+        """Set the requirements (flags, then a TOML file, then the device class's defaults)."""
+        self.call("requirements", toml_path=str(toml_path) if toml_path else None, overrides=overrides,
+                  device_class=device_class)
+        return self.requirements
+
+    def set_out_dir(self, out: Path | None) -> Path:
+        """Choose and check the output folder."""
+        return Path(self.call("out_dir", out=str(out) if out else None))
+
+    def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
+                val_data: Path | None = None) -> Baseline | None:
+        """Measure and analyse the baseline."""
+        self.cancel.reset()
+        self.call("profile", quick=quick, timeout_s=timeout_s, val_data=str(val_data) if val_data else None)
+        return self.baseline
+
+    def decide(self, *, replies: dict | None = None) -> PlanRecord | None:
+        """Answer the checklist (with the user's `replies`, when given), walk the tree and make the plan."""
+        if replies is not None:
+            self._request({"type": "answer", "replies": dict(replies)}, "decide")
+        else:
+            self.call("decide")
+        return self.plan
+
+    def plugin_status(self) -> list[dict]:
+        """Every registered plugin with whether it can run here, and why not."""
+        return list(self.call("plugins") or [])
+
+    def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None, timeout_s: float = 300.0,
+                 plugin_options: dict | None = None, confirm: int | None = None) -> tuple[CandidateResult, ...]:
+        """Build, measure, gate and rank the candidates of `plugins` (the plan's when None)."""
+        self.cancel.reset()
+        self.call("optimize", plugins=list(plugins) if plugins else None, timeout_s=timeout_s,
+                  plugin_options=plugin_options, confirm=confirm)
+        return self.results.candidates
+
+    def deploy(self) -> tuple[Deployment, ...]:
+        """Write the hand-over packages and record them."""
+        self.call("deploy")
+        return self.results.deployments
+
+    def verify(self) -> dict[str, Any]:
+        """Check the packages `deploy` wrote: `root` (the deploy/ folder) and one verdict per package
+        (`folder`, `label`, `passed`, `checks` with `name`, `passed` and `detail`)."""
+        return dict(self.call("verify") or {})
+
+    def finish(self, *, status: str | None = None, write_report: bool = True) -> dict[str, Any]:
+        """Rank, check requirements and write results.json and the report; returns `out_dir` and `report_path`."""
+        return dict(self.call("finish", status=status, write_report=write_report) or {})
+
+    def save(self) -> None:
+        """Write results.json, if an output folder is set."""
+        self.call("save")
