@@ -90,6 +90,8 @@ class State:
     out_dir: str | None = None
     replies: dict[str, str] = field(default_factory=dict)  # the user's checklist replies, by question id
     running: str = ""  # the command still running (a quick step answered during a long one), else ""
+    discards: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per change (model, inputs, ...): the
+    # steps holding a result that it would throw away, so a client can ask before losing measured work
     seq: int = 0  # counts up with every state sent: replies read on different threads may be applied out of order
 
 

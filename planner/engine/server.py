@@ -92,7 +92,7 @@ class EngineServer:
         with self._write_lock:
             self._seq += 1
             seq = self._seq
-        return State(seq=seq, results=to_data(session.results),
+        return State(seq=seq, discards=discards_of(session), results=to_data(session.results),
                      done=tuple(sorted(str(s) for s in session.done_steps())),
                      stale=tuple(sorted(str(s) for s in session.stale_steps())),
                      out_dir=str(session.out_dir) if session.out_dir else None, replies=dict(session.replies),
@@ -371,6 +371,15 @@ class EngineServer:
             self.session = captured["session"]
         return {"out_dir": str(outcome.out_dir), "report_path": str(outcome.report_path) if outcome.report_path
                 else None, "status": str(outcome.results.status)}
+
+
+def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
+    """Per change, the steps holding a result (up to date or stale) that the change would discard."""
+    from planner.pipeline.steps import Change, Fate, invalidated_by
+
+    held = session.done_steps() | session.stale_steps()
+    return {str(change): tuple(str(step) for step, fate in invalidated_by(change).items()
+                               if fate is Fate.DISCARDED and step in held) for change in Change}
 
 
 def _command_names() -> tuple[str, ...]:

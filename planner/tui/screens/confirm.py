@@ -40,3 +40,36 @@ class ConfirmQuit(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "quit")
+
+
+class ConfirmDiscard(ModalScreen[bool]):
+    """Asks before a change that throws away measured work (another model, other inputs); True goes ahead."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Go ahead"), Binding("n,escape", "answer(False)", "Keep")]
+
+    def __init__(self, title: str, detail: str, *, go: str = "Load anyway (y)") -> None:
+        super().__init__()
+        self._title = title
+        self._detail = detail
+        self._go = go
+
+    def compose(self) -> ComposeResult:
+        """What would be lost, and the two answers."""
+        with Vertical(id="confirm-box"):
+            yield Label(self._title, classes="title")
+            yield Static(self._detail)
+            with Horizontal(classes="buttons"):
+                yield Button(self._go, id="go", variant="error", compact=True)
+                yield Button("Keep (n)", id="keep", variant="primary", compact=True)
+
+    def on_mount(self) -> None:
+        """Focus Keep, so Enter loses nothing by accident."""
+        self.query_one("#keep", Button).focus()
+
+    def action_answer(self, go: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(go)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "go")

@@ -13,6 +13,7 @@ from planner.codec import to_data
 from planner.results.view import inputs_dynamic_batch, model_inputs
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
+from planner.tui.screens.confirm import ConfirmDiscard
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.toggles import Tick
@@ -70,6 +71,8 @@ def model_rows(info: dict) -> list[Row]:
         ("Source", str(info.get("source"))),
         ("Parameters", fmt.count(info.get("parameters"))),
         ("Weights", fmt.size(info.get("size_bytes"))),
+        ("FLOPs", f"{fmt.flops(info['flops_per_sample'])} per sample (2 per multiply-add)"
+         if info.get("flops_per_sample") else "counted by the profile (step 4)"),
         *input_rows(info),
         ("Output", "×".join(str(d) for d in info.get("output_shape") or []) or fmt.MISSING),
         ("Runtime", str(info.get("runtime"))),
@@ -142,14 +145,46 @@ class ModelPane(StepPane):
 
     # -- actions -----------------------------------------------------------------------------
     def run_step(self) -> None:
-        """Load the model named in the form."""
+        """Load the model named in the form (asking first when that throws away measured work)."""
         source = self.query_one("#source", Input).value.strip()
-        shape, inputs = split_inputs(self.query_one("#inputs", Input).value)
-        trust = self.query_one("#trust", Tick).value
         if not source:
             self.query_one(Notice).show_error("no model source given",
                                               f"pick a demo or type a source: {SOURCE_HINT}")
             return
+        lost = self.measured_work_lost(source)
+        if lost:
+            current = self.session.model.name if self.session.model is not None else "the loaded model"
+            self.app.push_screen(ConfirmDiscard(f"Load {source}?", f"Loading it throws away {lost} of {current}. "
+                                                f"{self.kept_where()}"),
+                                 lambda go: self._load_now(source) if go else None)
+            return
+        self._load_now(source)
+
+    def measured_work_lost(self, source: str) -> str:
+        """What loading `source` would throw away of what was measured (the engine's step graph says which steps
+        a change discards), in words; "" when nothing measured would be lost."""
+        model = self.session.model
+        if model is None:
+            return ""
+        change = "inputs" if model.source == source else "model"
+        discarded = set(self.session.state.discards.get(change, ()))
+        measured = max(0, len(self.session.results.candidates) - 1)
+        parts = []
+        if "profile" in discarded:
+            parts.append("the profile")
+        if "optimize" in discarded and measured:
+            parts.append(f"{measured} measured candidate{'s' if measured != 1 else ''}")
+        return " and ".join(parts)
+
+    def kept_where(self) -> str:
+        """Whether what would be lost is saved on disk."""
+        if self.planner.saved_to is not None:
+            return f"Its report and results.json stay in {self.planner.saved_to}."
+        return "They are not saved: press n, then s, to save them first."
+
+    def _load_now(self, source: str) -> None:
+        shape, inputs = split_inputs(self.query_one("#inputs", Input).value)
+        trust = self.query_one("#trust", Tick).value
         if self.start("load", self._load, source, shape, inputs, trust):
             self.query_one(Notice).clear()
             self.query_one("#status", Label).update(f"loading {source}…")
@@ -195,7 +230,11 @@ class ModelPane(StepPane):
     def job_failed(self, job: str, error: BaseException) -> None:
         """A bad source or input: the engine's problem and fix appear under the source field."""
         if job == "load":
-            self.query_one("#status", Label).update("not loaded")
+            # The session keeps the model it had (and what was measured for it): say which one that is.
+            model = self.session.model
+            self.query_one("#status", Label).update(
+                f"not loaded; still loaded: {model.source} (its steps are kept)" if model is not None else
+                "not loaded")
         super().job_failed(job, error)
         if job == "load":
             self.planner.startup_continue("load")

@@ -1,0 +1,47 @@
+"""The TUI outlives its engine: a crash mid-step says which step ran and what was kept, and r restarts it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from tui_support import PlannerApp, drive, run_app, screen_text, wait_for
+
+from planner.engine.client import EngineClient
+from planner.results import read_results
+from planner.tui.screens.engine_stopped import EngineStopped
+
+FAKE_ENGINE = [sys.executable, str(Path(__file__).parent / "fake_engine.py")]
+
+
+def _spawn(log: Path):
+    return lambda on_death: EngineClient.spawn(command=FAKE_ENGINE, log_path=log, on_death=on_death)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV], ids=["SIGKILL", "SIGSEGV"])
+def test_an_engine_killed_mid_optimize_leaves_the_tui_running_with_what_was_kept(sig, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANNER_FAKE_STEP_S", "0.4")
+    app = PlannerApp(model="demo:tiny", connect=_spawn(tmp_path / "engine.log"), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        await pilot.press("r")
+        session = app.session
+        await wait_for(pilot, lambda: (session.out_dir / "results.json").exists(), 30, "the first candidate saved")
+        os.kill(session.client.process.pid, sig)
+        await wait_for(pilot, lambda: isinstance(app.screen, EngineStopped), 30, "the engine-stopped message")
+        text = screen_text(app)
+        assert f"killed by {sig.name}" in text and "Optimizing" in text
+        assert "Kept in" in text and "results.json" in text
+        kept = read_results(session.out_dir / "results.json")
+        assert kept.baseline is not None and len(kept.candidates) >= 2  # the baseline and a measured candidate
+        assert app.is_running and app.job is None
+        await pilot.press("r")  # restart: a fresh engine, the model loaded again
+        await wait_for(pilot, lambda: app.session.model is not None, 60, "the model loaded by the new engine")
+        assert app.session.client.alive and app.session.client.process.pid != session.client.process.pid
+
+    run_app(app, body)
