@@ -39,6 +39,10 @@ class PlannerHost(Protocol):
     out_dir: Path | None
     job: Job | None
 
+    @property
+    def saved_to(self) -> Path | None:
+        """The folder of the last save, while the saved report is up to date."""
+
     def goto(self, step_id: str) -> None:
         """Show a step."""
 
