@@ -153,7 +153,7 @@ class ModelPane(StepPane):
             return
         lost = self.measured_work_lost(source)
         if lost:
-            current = self.session.model.name if self.session.model is not None else "the loaded model"
+            current = self.session.model.source if self.session.model is not None else "the loaded model"
             self.app.push_screen(ConfirmDiscard(f"Load {source}?", f"Loading it throws away {lost} of {current}. "
                                                 f"{self.kept_where()}"),
                                  lambda go: self._load_now(source) if go else None)
