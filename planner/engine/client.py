@@ -31,6 +31,16 @@ ENGINE_COMMAND_ENV = "PLANNER_ENGINE_COMMAND"
 HELLO_TIMEOUT_S = 60.0
 """How long a starting engine may take to say hello (a cold disk cache can take seconds)."""
 
+WATCH_INTERVAL_S = 0.25
+WATCH_GRACE_S = 1.0
+"""How often the engine process is checked for an exit its stream does not show, and how long its last words
+may take to arrive after it."""
+
+SIGNAL_WORDS = {"SIGKILL": " (a kill -9, or the system's out-of-memory killer)",
+                "SIGSEGV": " (a crash in native code: a segmentation fault)",
+                "SIGABRT": " (a native library aborted)", "SIGBUS": " (a crash in native code: a bus error)"}
+"""What a signal that ends an engine usually means, in words."""
+
 STOP_WAIT_S = 3.0
 """How long a stopping engine gets after `shutdown` before SIGTERM, and again before SIGKILL."""
 
@@ -86,6 +96,7 @@ class EngineClient:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._reader_thread: threading.Thread | None = None
+        self._over = threading.Event()  # set once the connection has ended (goodbye, death or close)
         self.stray: list[str] = []  # lines that were not messages (kept for the log; never fatal)
 
     # -- starting ------------------------------------------------------------------------------
@@ -96,8 +107,10 @@ class EngineClient:
         argv = command or engine_command()
         log = open(log_path, "ab") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115 - the child keeps it
         try:
+            # Its own session (and process group): when it dies, whatever it started (measuring processes, compile
+            # workers) can be ended with it, and a terminal's signals reach the client, which speaks for it.
             process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                       text=True, encoding="utf-8", bufsize=1)
+                                       text=True, encoding="utf-8", bufsize=1, start_new_session=True)
         except OSError as exc:
             raise EngineError(f"the planner engine could not start ({shlex.join(argv)}): {exc}", REINSTALL) from exc
         finally:
@@ -111,9 +124,12 @@ class EngineClient:
     def connect(self, *, log_path: Path | None = None) -> dict[str, Any]:
         """Read the engine's hello and check its protocol version; then start hearing its messages."""
         line = _readline(self.reader, HELLO_TIMEOUT_S)
+        where = f"; what it printed is in {log_path}" if log_path else ""
+        if line is None:  # still running, but silent: end it rather than leave it behind
+            self.close(wait=False)
+            raise EngineError(f"the planner engine did not say hello within {HELLO_TIMEOUT_S:g} s{where}", REINSTALL)
         if not line:
             died = self._exit_problem("before it said hello")
-            where = f"; what it printed is in {log_path}" if log_path else ""
             raise EngineError(died.problem + where, REINSTALL)
         try:
             hello = decode(line)
@@ -133,7 +149,20 @@ class EngineClient:
         self.hello = hello
         self._reader_thread = threading.Thread(target=self._read, name="engine-reader", daemon=True)
         self._reader_thread.start()
+        if self.process is not None:
+            threading.Thread(target=self._watch, name="engine-watch", daemon=True).start()
         return hello
+
+    def _watch(self) -> None:
+        """Notice the engine process ending even while its stream stays open: a process it forked (a measuring
+        worker, a compiler's worker pool) inherits the stream's descriptor and keeps it open after the engine died."""
+        assert self.process is not None
+        while not self._over.is_set():
+            if self.process.poll() is not None:
+                self._over.wait(WATCH_GRACE_S)  # a goodbye or the end of the stream may still be on its way
+                self._ended()
+                return
+            self._over.wait(WATCH_INTERVAL_S)
 
     # -- commands ------------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -208,9 +237,15 @@ class EngineClient:
             pending.done.set()
 
     def _ended(self) -> None:
-        """The engine's stream closed: a goodbye, or a death to report to every waiting command."""
+        """The engine's stream closed or its process ended: a goodbye, or a death to report to every waiting
+        command (once, whichever thread notices first)."""
+        with self._lock:
+            if self._over.is_set():
+                return
+            self._over.set()
         if self.bye is None:
-            self.death = self._exit_problem(f"while {self.running or 'idle'}")
+            self.death = self._exit_problem(f"while it ran the {self.running} step" if self.running else "while idle")
+            self._end_group()
         with self._lock:
             waiting = list(self._pending.values())
         for pending in waiting:
@@ -228,10 +263,20 @@ class EngineClient:
                 code = None
         if code is not None and code < 0:
             name = _signal_name(-code)
-            return EngineDiedError(f"the planner engine was killed by {name} {when}", "restart the engine",
-                              signal_name=name, returncode=code)
+            why = SIGNAL_WORDS.get(name, "")
+            return EngineDiedError(f"the planner engine was killed by {name}{why} {when}", "restart the engine",
+                                   signal_name=name, returncode=code)
         status = f"exited with status {code}" if code is not None else "closed its connection"
         return EngineDiedError(f"the planner engine {status} {when}", "restart the engine", returncode=code)
+
+    def _end_group(self) -> None:
+        """End whatever the dead engine left running (its measuring processes share its process group)."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
     # -- stopping ------------------------------------------------------------------------------
     def cancel(self, *, now: bool = False) -> None:
@@ -251,6 +296,8 @@ class EngineClient:
                 break
             except subprocess.TimeoutExpired:
                 continue
+        self._over.set()
+        self._end_group()  # a measuring process the engine could not stop in time
         for stream in (self.writer, self.reader):
             try:
                 stream.close()
@@ -270,14 +317,14 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _readline(reader: IO[str], timeout_s: float) -> str:
-    """One line from `reader`, or "" when none comes within `timeout_s` (a hung engine) or the stream ends."""
+def _readline(reader: IO[str], timeout_s: float) -> str | None:
+    """One line from `reader`: "" when the stream ends, None when none comes within `timeout_s` (a hung engine)."""
     box: list[str] = []
     thread = threading.Thread(target=lambda: box.append(reader.readline()), daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout_s
     thread.join(max(0.0, deadline - time.monotonic()))
-    return box[0] if box else ""
+    return box[0] if box else None
 
 
 __all__ = ["EngineClient", "EngineDiedError", "EngineError", "Event", "engine_command"]

@@ -343,6 +343,8 @@ class PlannerApp(App[int]):
             return
         running = self.job.title if self.job is not None else None
         self.push_screen(EngineStopped(death.problem, running, kept_text(self.session.out_dir)), self._restart_answer)
+        # The failed step's own toast says the same and would cover the dialog's buttons on a small screen.
+        self.call_after_refresh(self.clear_notifications)
 
     def _restart_answer(self, restart: bool | None) -> None:
         if not restart:

@@ -34,8 +34,10 @@ def test_an_engine_killed_mid_optimize_leaves_the_tui_running_with_what_was_kept
         await wait_for(pilot, lambda: (session.out_dir / "results.json").exists(), 30, "the first candidate saved")
         os.kill(session.client.process.pid, sig)
         await wait_for(pilot, lambda: isinstance(app.screen, EngineStopped), 30, "the engine-stopped message")
-        text = screen_text(app)
-        assert f"killed by {sig.name}" in text and "Optimizing" in text
+        await pilot.pause()
+        text = " ".join(str(app.screen.query_one("#engine-stopped-text").render()).split())
+        text += " " + " ".join(screen_text(app).replace("█", " ").split())
+        assert f"killed by {sig.name}" in text and "while it ran the optimize step" in text and "(Optimizing)" in text
         assert "Kept in" in text and "results.json" in text
         kept = read_results(session.out_dir / "results.json")
         assert kept.baseline is not None and len(kept.candidates) >= 2  # the baseline and a measured candidate

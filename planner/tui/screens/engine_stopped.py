@@ -42,9 +42,8 @@ class EngineStopped(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """What happened, what was kept, and the choices."""
         with Vertical(id="confirm-box"):
-            yield Label("The planner engine stopped", classes="title")
-            during = f" during: {self._job}" if self._job else ""
-            yield Static(f"{self._problem[:1].upper()}{self._problem[1:]}{during}.\n{self._kept}\n"
+            yield Label(f"The planner engine stopped{f' ({self._job})' if self._job else ''}", classes="title")
+            yield Static(f"{self._problem[:1].upper()}{self._problem[1:]}.\n{self._kept}\n"
                          "Restarting starts a fresh engine and loads the model from the Model step again; "
                          "what was measured before stays on disk.", id="engine-stopped-text")
             with Horizontal(classes="buttons"):
