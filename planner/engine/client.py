@@ -283,6 +283,24 @@ class EngineClient:
         """Ask the engine to stop the running command (at its next safe point, or `now`)."""
         self.send({"type": "cancel", "now": now})
 
+    def end_if_busy_after(self, seconds: float) -> None:
+        """If a command still waits `seconds` from now, the engine is stuck: end it (and what it started), which
+        fails the command with EngineDiedError as any death does."""
+        if self.process is None:
+            return
+        with self._lock:
+            waiting = set(self._pending)
+
+        def check() -> None:
+            with self._lock:
+                stuck = bool(waiting & set(self._pending))
+            if stuck and self.alive:
+                self._end_group()
+
+        timer = threading.Timer(seconds, check)
+        timer.daemon = True
+        timer.start()
+
     def close(self, *, wait: bool = True) -> None:
         """Shut the engine down: `shutdown`, then SIGTERM and SIGKILL if it does not go within a few seconds."""
         self.send({"type": "shutdown"})

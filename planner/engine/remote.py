@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from planner.results.decisions import DecisionPathRecord, PlanRecord
 
 
+CANCEL_GRACE_S = 5.0
+"""How long a step asked to stop now may take before its engine is ended (it is stuck in native code)."""
+
+
 class RemoteCancel:
     """The running step's cancel flag, on the engine's side: `cancel` sends the protocol's `cancel`."""
 
@@ -37,10 +41,14 @@ class RemoteCancel:
         self._cancelled = threading.Event()
 
     def cancel(self, *, now: bool = False) -> None:
-        """Ask the engine to stop the running step (after the current candidate, or `now`)."""
+        """Ask the engine to stop the running step (after the current candidate, or `now`: then an engine that has
+        not stopped within `CANCEL_GRACE_S` is stuck, and is ended with its measuring processes)."""
         self._cancelled.set()
-        if self._session.client is not None:
-            self._session.client.cancel(now=now)
+        client = self._session.client
+        if client is not None:
+            client.cancel(now=now)
+            if now:
+                client.end_if_busy_after(CANCEL_GRACE_S)
 
     def reset(self) -> None:
         """A new run starts: it has not been cancelled."""

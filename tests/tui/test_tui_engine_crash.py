@@ -47,3 +47,22 @@ def test_an_engine_killed_mid_optimize_leaves_the_tui_running_with_what_was_kept
         assert app.session.client.alive and app.session.client.process.pid != session.client.process.pid
 
     run_app(app, body)
+
+
+def test_a_profile_that_does_not_stop_when_cancelled_ends_its_engine(tmp_path, monkeypatch):
+    """`c` asks the engine to stop now; an engine still busy a few seconds later is stuck, and is ended."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANNER_FAKE_STEP_S", "60")  # the recorded profile sleeps through the cancel
+    app = PlannerApp(model="demo:tiny", connect=_spawn(tmp_path / "engine.log"), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await wait_for(pilot, lambda: app.session.model is not None, 60, "the start-up load")
+        await pilot.press("4", "r")
+        await wait_for(pilot, lambda: app.job is not None and app.job.name == "profile", 10, "the profile")
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, EngineStopped), 20, "the stuck engine ended")
+        text = " ".join(str(app.screen.query_one("#engine-stopped-text").render()).split())
+        assert "killed by SIGKILL" in text and "profile step" in text
+        assert app.job is None and app.is_running
+
+    run_app(app, body)
