@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -34,6 +35,7 @@ from planner.engine.protocol import (
     encode,
     event_message,
 )
+from planner.engine.startup import pause_gc, resume_gc
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
 from planner.pipeline import PlanSession
@@ -46,6 +48,13 @@ a cancelled optimize saved afterwards is saved as interrupted."""
 
 STOP_WAIT_S = 5.0
 """How long a hang-up or shutdown waits for the running step to stop before writing what it has."""
+
+STARTUP_LOADS = ("load", "open")
+"""The commands that end the start-up's pause of garbage collection when they end (planner.engine.startup);
+any other long command ends it as it starts."""
+
+END_POLL_S = 0.1
+"""How often a `cancel now` ends the measuring processes its command starts until the command stops."""
 
 
 class EngineServer:
@@ -156,25 +165,29 @@ class EngineServer:
 
     def _quick(self, command_id: int, name: str, call: Callable[[], Any]) -> None:
         """Answer a quick command on the reading thread; while a long one runs, its events stay the long one's."""
-        busy = self._worker is not None and self._worker.is_alive()
-        self._answer(command_id, name, call, own_events=not busy)
+        self._answer(command_id, name, call, own_events=self._running is None)
 
     def _start(self, command_id: int, name: str, call: Callable[[], Any]) -> None:
         """Run a long command on the worker thread; one at a time, as the measurements must not compete."""
-        if self._worker is not None and self._worker.is_alive():
-            running = self._running[1] if self._running else "a step"
-            self._error(command_id, f"busy: {running} is still running", "wait for it, or send cancel")
+        running = self._running
+        if running is not None:
+            self._error(command_id, f"busy: {running[1]} is still running", "wait for it, or send cancel")
             return
         if name in FRESH_CANCEL:
             self.session.cancel = CancelToken()
         self._cancel = self.session.cancel
         self._running = (command_id, name)
+        if name in STARTUP_LOADS:
+            call = _resuming_gc_after(call)
+        else:
+            resume_gc()  # a plan or a profile runs with collection as usual
 
         def work() -> None:
             try:
                 self._answer(command_id, name, call)
-            finally:
-                self._running = None
+            finally:  # answered already, unless it failed outside a step's errors
+                if self._running is not None and self._running[0] == command_id:
+                    self._running = None
 
         self._worker = threading.Thread(target=work, name=f"engine-{name}", daemon=True)
         self._worker.start()
@@ -186,17 +199,29 @@ class EngineServer:
         try:
             value = call()
         except PlannerError as exc:
+            if self._cancel.cancelled and self._running is not None and self._running[0] == command_id:
+                # Failed because the user stopped it (its measuring process ended): say so, not the step's own fix.
+                self._error(command_id, f"{name} was cancelled before it finished ({exc.problem})",
+                            f"run {name} again to measure it", kind="Cancelled")
+                return
             self._error(command_id, exc.problem, exc.fix, kind=type(exc).__name__)
             return
         except Exception as exc:  # noqa: BLE001 - a step's failure is the client's to show; the engine goes on
             self._error(command_id, f"{name} failed: {type(exc).__name__}: {exc}",
                         "see the engine's log for the details; try the step again", kind=type(exc).__name__)
             return
-        self.send({"type": "result", "id": command_id, "value": _value(value), "state": self.state()})
+        self.send({"type": "result", "id": command_id, "value": _value(value), "state": self._answered(command_id)})
 
     def _error(self, command_id: int, problem: str, fix: str, *, kind: str = "ProtocolError") -> None:
         self.send({"type": "error", "id": command_id, "problem": problem, "fix": fix, "kind": kind,
-                   "state": self.state()})
+                   "state": self._answered(command_id)})
+
+    def _answered(self, command_id: int) -> State:
+        """The state an answer carries. A long command ends here, before its answer goes out: a client that sends
+        the next step as soon as it reads the answer must not find the engine still busy with this one."""
+        if self._running is not None and self._running[0] == command_id:
+            self._running = None
+        return self.state()
 
     def _log(self, command_id: int, text: str) -> None:
         self.send(event_message(command_id, Event("log", text)))
@@ -207,10 +232,23 @@ class EngineServer:
         self._cancel.cancel()
         if now:
             end_measuring_processes()
+            running, worker = self._running, self._worker
+            if running is not None and worker is not None:
+                # A measuring process still starting is not among the children yet (and a step such as the
+                # profile reads no cancel flag): keep ending them until the command stops.
+                threading.Thread(target=self._end_until_stopped, args=(running[0], worker), daemon=True).start()
+
+    def _end_until_stopped(self, command_id: int, worker: threading.Thread) -> None:
+        """End the measuring processes of command `command_id` as they start, until it answers (or a few seconds)."""
+        deadline = time.monotonic() + STOP_WAIT_S
+        while time.monotonic() < deadline and self._running is not None and self._running[0] == command_id:
+            worker.join(END_POLL_S)
+            if self._running is not None and self._running[0] == command_id:
+                end_measuring_processes()
 
     def _hang_up(self, reason: str, *, status: str = "interrupted") -> None:
         """Stop reading: the running step (if any) is cancelled and what it measured is written."""
-        running = self._worker is not None and self._worker.is_alive()
+        running = self._running is not None  # a worker that has sent its answer is not running any more
         self._status = "interrupted" if running else status
         self._reason = reason
         if running:
@@ -395,6 +433,17 @@ def _value(value: Any) -> Any:
     return value
 
 
+def _resuming_gc_after(call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call`, after which collection resumes: the start-up's pause ends with the first load, loaded or failed."""
+    def resuming() -> Any:
+        try:
+            return call()
+        finally:
+            resume_gc()
+
+    return resuming
+
+
 def end_measuring_processes() -> None:
     """End the measuring processes of the running step, so it stops now rather than after the measurement."""
     for child in multiprocessing.active_children():
@@ -405,6 +454,7 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     """`planner engine`: serve the protocol on stdin/stdout until shutdown or hang-up; 0 when it ended cleanly."""
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing printed by a library,
     # a C extension or a measuring process (which inherits fd 1) can break a line of the protocol.
+    pause_gc()  # until the first model load has ended (planner.engine.startup)
     sys.stdout.flush()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)

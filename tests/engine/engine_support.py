@@ -1,0 +1,108 @@
+"""Engine test support: a client that keeps every message it hears, and a command run in the background.
+
+The tests drive a real `planner engine` process (EngineClient.spawn); nothing here stands in for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from planner.engine.client import EngineClient, EngineDiedError
+from planner.events import Event
+
+WAIT_S = 120.0
+"""The longest a test waits for an event or an answer (a busy 2-core machine measures slowly)."""
+
+
+class RecordingClient(EngineClient):
+    """An EngineClient that also keeps every message it routes, in order: what went over the wire."""
+
+    heard: list[dict[str, Any]]
+    deaths: list[EngineDiedError]
+
+    def _route(self, message: dict[str, Any]) -> None:
+        self.__dict__.setdefault("heard", []).append(message)
+        super()._route(message)
+
+    def messages(self, kind: str, command_id: int | None = None) -> list[dict[str, Any]]:
+        """The messages of one type heard so far (of one command, when `command_id` is given)."""
+        return [m for m in self.__dict__.get("heard", [])
+                if m["type"] == kind and (command_id is None or m.get("id") == command_id)]
+
+
+def spawn(tmp_path: Path, **kwargs: Any) -> RecordingClient:
+    """A real `planner engine` process with its log in tmp_path/engine.log; its deaths are kept in `deaths`."""
+    deaths: list[EngineDiedError] = []
+    client = RecordingClient.spawn(log_path=tmp_path / "engine.log", on_death=deaths.append, **kwargs)
+    assert isinstance(client, RecordingClient)
+    client.deaths = deaths
+    client.__dict__.setdefault("heard", [])
+    return client
+
+
+class Background:
+    """One command sent from a thread, so the test can act (cancel, kill) while it runs."""
+
+    def __init__(self, client: EngineClient, message: dict[str, Any]) -> None:
+        self.events: list[Event] = []
+        self.reply: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+        self._heard = threading.Condition()
+        self._thread = threading.Thread(target=self._run, args=(client, message), daemon=True)
+        self._thread.start()
+
+    def _run(self, client: EngineClient, message: dict[str, Any]) -> None:
+        try:
+            self.reply = client.request(message, on_event=self._on_event)
+        except BaseException as exc:  # noqa: BLE001 - the test asserts on it
+            self.error = exc
+        with self._heard:
+            self._heard.notify_all()
+
+    def _on_event(self, event: Event) -> None:
+        with self._heard:
+            self.events.append(event)
+            self._heard.notify_all()
+
+    def wait_for(self, wanted: Callable[[Event], bool], timeout_s: float = WAIT_S) -> Event:
+        """The first event that `wanted` accepts; fails the test if the command ends or time runs out first."""
+        deadline = time.monotonic() + timeout_s
+        with self._heard:
+            while True:
+                found = next((e for e in self.events if wanted(e)), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                assert self._thread.is_alive() and left > 0, (
+                    f"no such event; the command ended with {self.reply or self.error!r}; heard "
+                    f"{[(e.kind, e.message) for e in self.events]}")
+                self._heard.wait(min(left, 0.5))
+
+    def join(self, timeout_s: float = WAIT_S) -> None:
+        """Wait for the command's answer; fails the test if none comes within `timeout_s`."""
+        self._thread.join(timeout_s)
+        assert not self._thread.is_alive(), f"no answer within {timeout_s} s; heard {[e.message for e in self.events]}"
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    """The processes `pid` started (its measuring workers), to end any a killed engine leaves behind."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def end_processes(processes: list[psutil.Process]) -> None:
+    """End these processes if they still run (psutil checks each is the same process, not a reused pid)."""
+    for process in processes:
+        try:
+            if process.is_running():
+                process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=10)
