@@ -35,7 +35,6 @@ from planner.engine.protocol import (
     encode,
     event_message,
 )
-from planner.engine.startup import pause_gc, resume_gc
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
 from planner.pipeline import PlanSession
@@ -48,10 +47,6 @@ a cancelled optimize saved afterwards is saved as interrupted."""
 
 STOP_WAIT_S = 5.0
 """How long a hang-up or shutdown waits for the running step to stop before writing what it has."""
-
-STARTUP_LOADS = ("load", "open")
-"""The commands that end the start-up's pause of garbage collection when they end (planner.engine.startup);
-any other long command ends it as it starts."""
 
 END_POLL_S = 0.1
 """How often a `cancel now` ends the measuring processes its command starts until the command stops."""
@@ -177,10 +172,6 @@ class EngineServer:
             self.session.cancel = CancelToken()
         self._cancel = self.session.cancel
         self._running = (command_id, name)
-        if name in STARTUP_LOADS:
-            call = _resuming_gc_after(call)
-        else:
-            resume_gc()  # a plan or a profile runs with collection as usual
 
         def work() -> None:
             try:
@@ -433,17 +424,6 @@ def _value(value: Any) -> Any:
     return value
 
 
-def _resuming_gc_after(call: Callable[[], Any]) -> Callable[[], Any]:
-    """`call`, after which collection resumes: the start-up's pause ends with the first load, loaded or failed."""
-    def resuming() -> Any:
-        try:
-            return call()
-        finally:
-            resume_gc()
-
-    return resuming
-
-
 def end_measuring_processes() -> None:
     """End the measuring processes of the running step, so it stops now rather than after the measurement."""
     for child in multiprocessing.active_children():
@@ -454,7 +434,6 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     """`planner engine`: serve the protocol on stdin/stdout until shutdown or hang-up; 0 when it ended cleanly."""
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing printed by a library,
     # a C extension or a measuring process (which inherits fd 1) can break a line of the protocol.
-    pause_gc()  # until the first model load has ended (planner.engine.startup)
     sys.stdout.flush()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
