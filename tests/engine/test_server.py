@@ -3,11 +3,15 @@ on, and nothing printed by a model's code reaches the protocol's stream."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from engine_support import spawn
 
 from planner.engine.protocol import COMMANDS, STEPS
 from planner.errors import PlannerError
+from planner.results import RESULTS_NAME, read_results
 
 
 def _send_line(engine, line: str) -> None:
@@ -92,3 +96,22 @@ def test_a_model_file_without_trust_code_is_refused_with_how_to_allow_it(engine,
         engine.request({"type": "open", "model": f"{model}:make", "target": "cpu"})
     assert "trust" in (exc.value.problem + exc.value.fix).lower()
     assert "model" not in exc.value.state["done"] and engine.alive
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "end of input"])
+def test_a_hang_up_between_steps_writes_results_and_says_bye(tmp_path, how):
+    out = tmp_path / "out"
+    engine = spawn(tmp_path)
+    try:
+        engine.request({"type": "open", "model": "demo:tiny", "target": "cpu", "out": str(out)})
+        if how == "SIGTERM":
+            os.kill(engine.process.pid, signal.SIGTERM)
+        else:
+            engine.writer.close()  # the client went away without a shutdown
+        assert engine.process.wait(timeout=60) == 0
+        engine._reader_thread.join(10)
+    finally:
+        engine.close()
+    reason = "the engine received SIGTERM" if how == "SIGTERM" else "the client closed the connection"
+    assert engine.bye is not None and engine.bye["reason"] == reason and engine.deaths == []
+    assert read_results(out / RESULTS_NAME).status == engine.bye["status"] == "interrupted"
