@@ -35,6 +35,7 @@ from planner.engine.protocol import (
     encode,
     event_message,
 )
+from planner.engine.startup import pause_gc, resume_gc
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
 from planner.pipeline import PlanSession
@@ -47,6 +48,10 @@ a cancelled optimize saved afterwards is saved as interrupted."""
 
 STOP_WAIT_S = 5.0
 """How long a hang-up or shutdown waits for the running step to stop before writing what it has."""
+
+STARTUP_LOADS = ("load", "open")
+"""The commands that end the start-up's pause of garbage collection when they end (planner.engine.startup);
+any other long command ends it as it starts."""
 
 END_POLL_S = 0.1
 """How often a `cancel now` ends the measuring processes its command starts until the command stops."""
@@ -172,6 +177,8 @@ class EngineServer:
             self.session.cancel = CancelToken()
         self._cancel = self.session.cancel
         self._running = (command_id, name)
+        if name not in STARTUP_LOADS:
+            resume_gc()  # a plan or a profile runs with collection as usual
 
         def work() -> None:
             try:
@@ -180,7 +187,10 @@ class EngineServer:
                 if self._running is not None and self._running[0] == command_id:
                     self._running = None
 
-        self._worker = threading.Thread(target=work, name=f"engine-{name}", daemon=True)
+        # After a load has answered, not before: the first collection then scans all the start-up's objects
+        # (about 0.2 s), which the answer should not wait for.
+        target = _resuming_gc_after(work) if name in STARTUP_LOADS else work
+        self._worker = threading.Thread(target=target, name=f"engine-{name}", daemon=True)
         self._worker.start()
 
     def _answer(self, command_id: int, name: str, call: Callable[[], Any], *, own_events: bool = True) -> None:
@@ -424,6 +434,17 @@ def _value(value: Any) -> Any:
     return value
 
 
+def _resuming_gc_after(call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call`, after which collection resumes: the start-up's pause ends with the first load, loaded or failed."""
+    def resuming() -> Any:
+        try:
+            return call()
+        finally:
+            resume_gc()
+
+    return resuming
+
+
 def end_measuring_processes() -> None:
     """End the measuring processes of the running step, so it stops now rather than after the measurement."""
     for child in multiprocessing.active_children():
@@ -434,6 +455,7 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     """`planner engine`: serve the protocol on stdin/stdout until shutdown or hang-up; 0 when it ended cleanly."""
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing printed by a library,
     # a C extension or a measuring process (which inherits fd 1) can break a line of the protocol.
+    pause_gc()  # until the first model load has ended (planner.engine.startup)
     sys.stdout.flush()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)

@@ -1,0 +1,47 @@
+"""Start-up of `planner engine`: garbage collection waits until the first model load has ended.
+
+The engine's first long command is usually the model load that the interactive planner sends as soon
+as the engine says hello. Loading a PyTorch model first imports PyTorch (and, for the FLOP count,
+torch._dynamo): a few hundred thousand objects that live as long as the process. CPython's cyclic
+garbage collector scans the growing heap again and again while they are created, holding the GIL as
+it scans; pausing it until the load has ended took about a third off the load on the 2-core build
+machine (benchmarks/tui_startup.py times the whole start-up). Memory is still freed by reference
+counting meanwhile; only cycles wait.
+
+Collection resumes when the first load (or `open`) ends, loaded or failed, or as soon as any other
+long command starts: a plan or a profile runs with collection as usual. Only `serve_stdio` pauses it,
+so an engine served on a thread inside another process (the TUI's tests) never changes that
+process's collector. The TUI process has its own pause (planner.tui.startup), which the engine
+cannot import.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+_lock = threading.Lock()
+_paused = False
+
+
+def pause_gc() -> None:
+    """Pause automatic garbage collection for the start-up (nothing changes if it is already off)."""
+    global _paused
+    with _lock:
+        if gc.isenabled():
+            gc.disable()
+            _paused = True
+
+
+def resume_gc() -> None:
+    """Turn collection back on if `pause_gc` turned it off; calling it again, or without a pause, does nothing."""
+    global _paused
+    with _lock:
+        if _paused:
+            _paused = False
+            gc.enable()
+
+
+def gc_paused() -> bool:
+    """Whether collection is paused by `pause_gc` and not yet resumed."""
+    return _paused
