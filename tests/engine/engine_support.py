@@ -89,6 +89,14 @@ class Background:
         assert not self._thread.is_alive(), f"no answer within {timeout_s} s; heard {[e.message for e in self.events]}"
 
 
+def heard_bye(client: EngineClient, timeout_s: float = 10.0) -> dict[str, Any] | None:
+    """The engine's goodbye, once its reading thread has heard it (None if none comes within `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    while client.bye is None and client.death is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return client.bye
+
+
 def descendants(pid: int) -> list[psutil.Process]:
     """The processes `pid` started (its measuring workers), to end any a killed engine leaves behind."""
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from engine_support import WAIT_S, Background, RecordingClient
+from engine_support import WAIT_S, Background, RecordingClient, heard_bye
 
 from planner import __version__
 from planner.codec import from_data
@@ -45,8 +45,9 @@ def test_hello_then_shutdown_says_bye_and_exits_0(engine):
 
     engine.send({"type": "shutdown"})
     assert engine.process.wait(timeout=30) == 0
-    engine._reader_thread.join(10)
-    assert engine.bye == {"type": "bye", "status": "ok", "reason": "the client asked", "out_dir": None}
+    heard_bye(engine)
+    assert engine.bye is not None and engine.bye["status"] == "ok" and engine.bye["reason"] == "the client asked"
+    assert engine.bye["out_dir"] is None  # nothing was opened
     assert not engine.alive and engine.death is None
 
 
@@ -157,7 +158,7 @@ def test_a_plan_step_by_step_with_an_answer_and_a_cancel(engine, tmp_path):
 
     engine.send({"type": "shutdown"})
     assert engine.process.wait(timeout=WAIT_S) == 0
-    engine._reader_thread.join(10)
+    heard_bye(engine)
     assert engine.bye is not None and engine.bye["status"] == "ok" and engine.bye["out_dir"] == str(out)
     assert engine.stray == []
 

@@ -7,7 +7,7 @@ import os
 import signal
 
 import pytest
-from engine_support import spawn
+from engine_support import heard_bye, spawn
 
 from planner.engine.protocol import COMMANDS, STEPS
 from planner.errors import PlannerError
@@ -109,7 +109,7 @@ def test_a_hang_up_between_steps_writes_results_and_says_bye(tmp_path, how):
         else:
             engine.writer.close()  # the client went away without a shutdown
         assert engine.process.wait(timeout=60) == 0
-        engine._reader_thread.join(10)
+        heard_bye(engine)
     finally:
         engine.close()
     reason = "the engine received SIGTERM" if how == "SIGTERM" else "the client closed the connection"
