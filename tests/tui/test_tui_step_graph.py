@@ -3,10 +3,11 @@ engine's answer (planner/pipeline/steps.py), never the TUI's own."""
 
 from __future__ import annotations
 
-from textual.widgets import Input, Label, Select
+from textual.widgets import Input, Label, Select, Static
 from tui_support import PlannerApp, RecordedSession, drive, run_app, wait_for, wait_idle
 
 from planner.pipeline.steps import Step
+from planner.tui.screens.confirm import ConfirmDiscard
 from planner.tui.screens.optimize import plugin_prompt
 from planner.tui.widgets.step_list import StepList
 from planner.tui.widgets.toggles import TickList
@@ -68,6 +69,10 @@ def test_another_model_clears_everything_measured_for_the_last_one(tmp_path):
         await pilot.press("2")
         app.query_one("#source", Input).value = "demo:other"
         await pilot.press("r")
+        # The report is saved, so the question says where it stays; y loads the other model.
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDiscard), 10, "the question before discarding")
+        assert "stay in" in " ".join(str(w.render()) for w in app.screen.query(Static))
+        await pilot.press("y")
         await wait_for(pilot, lambda: session.model is not None and session.model.name == "other", 30, "the load")
         await wait_idle(pilot)
         done = app.main.query_one(StepList).done
