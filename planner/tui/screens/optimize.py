@@ -13,7 +13,7 @@ from textual.widgets.selection_list import Selection
 
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
-from planner.tui.widgets.progress import RunProgress, log_events, new_log
+from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
 
 _UNSET = object()
@@ -70,7 +70,7 @@ class OptimizePane(StepPane):
             yield Button("Run (r)", id="run", compact=True)
             yield Button("Cancel (c)", id="cancel", compact=True, disabled=True)
             yield Label("", id="status", classes="status")
-        yield RunProgress(id="progress")
+        yield RunProgress(phases=OPTIMIZE_PHASES, id="progress")
         yield Notice(id="notice")
         yield new_log(id="log")
 

@@ -1,6 +1,8 @@
-"""RunProgress and log helpers: a progress bar with the current stage, fed by engine events."""
+"""RunProgress and log helpers: one progress bar over a whole run with the phase under way, fed by engine events."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -10,14 +12,50 @@ from textual.widgets import Label, ProgressBar, RichLog
 from planner.events import Event
 
 
+@dataclass(frozen=True)
+class Phase:
+    """A part of a run, as the bar shows it: its name, and the share of the bar it fills (start to end, 0-1).
+
+    `counted` phases say which of their items is under way ("measuring candidates 3/9"); `drop` are the
+    leading words of the engine's messages that the phase's name already says.
+    """
+
+    name: str
+    start: float
+    end: float
+    counted: bool = False
+    drop: tuple[str, ...] = ()
+
+
+OPTIMIZE_PHASES = {
+    "candidates": Phase("building the candidates", 0.0, 0.05, drop=("building candidates: ",)),
+    "measure": Phase("measuring candidates", 0.05, 0.75, counted=True, drop=("measuring ",)),
+    "confirm": Phase("confirming the leaders", 0.75, 0.9, drop=("confirming ",)),
+    "interaction": Phase("measuring the interaction cells", 0.9, 1.0, drop=("interaction: ",)),
+}
+"""An optimize run's phases in the order the engine runs them (planner.pipeline.candidates, .interaction)."""
+
+
 class RunProgress(Horizontal):
-    """One row: a progress bar (indeterminate until the engine gives index/total) and the stage."""
+    """One row for a whole run: a bar that never goes back, and the phase under way beside it.
+
+    The bar is indeterminate until the engine gives a count. A pane names its run's phases (engine event
+    stages) and the share of the bar each fills; a stage the pane does not name gives counts over the
+    whole run (the profile's do). A phase without counts shows its name and leaves the bar where it was.
+    """
 
     DEFAULT_CSS = """
     RunProgress { height: 1; }
     RunProgress ProgressBar { width: auto; margin-right: 1; }
+    /* A short bar: at 80x24 the phase's name and its item need most of the row. */
+    RunProgress ProgressBar Bar { width: 12; }
     RunProgress #stage { width: 1fr; height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    def __init__(self, *, phases: dict[str, Phase] | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.phases = dict(phases or {})
+        self.done = 0.0  # the share of the run done so far (0-1): the bar never shows less
 
     def compose(self) -> ComposeResult:
         """The bar and the stage line."""
@@ -29,33 +67,58 @@ class RunProgress(Horizontal):
         self.query_one(ProgressBar).display = False
 
     def begin(self, message: str, total: float | None = None) -> None:
-        """Start: show the bar (indeterminate when total is None) and the first stage."""
+        """Start a run at 0: the bar waits for counts (indeterminate) unless `total` says the run is counted."""
         bar = self.query_one(ProgressBar)
         bar.display = True
-        bar.update(total=total, progress=0)
+        self.done = 0.0
+        bar.update(total=None if total is None else 100, progress=0)
         self.set_stage(message)
 
     def set_stage(self, message: str) -> None:
         """The one-line status beside the bar."""
         self.query_one("#stage", Label).update(message)
 
+    def advance(self, share: float) -> None:
+        """Show at least `share` (0-1) of the run done; a smaller share (a phase counting from 0 again) is ignored."""
+        self.done = max(self.done, min(max(share, 0.0), 1.0))
+        self.query_one(ProgressBar).update(total=100, progress=round(self.done * 100, 1))
+
     def apply(self, events: list[Event]) -> None:
-        """Advance the bar from events that carry index/total, and show the latest stage."""
-        bar = self.query_one(ProgressBar)
+        """Advance the bar from the events' counts, and name the phase under way."""
         for event in events:
-            if event.total:
-                bar.update(total=event.total, progress=event.index or 0)
+            phase = self.phases.get(event.stage)
+            counted = event.total is not None and event.total > 0 and event.index is not None
+            if counted and phase is not None:
+                self.advance(phase.start + (phase.end - phase.start) * (event.index or 0) / (event.total or 1))
+            elif counted:
+                self.advance((event.index or 0) / (event.total or 1))
             if event.kind in ("stage", "candidate"):
-                self.set_stage(event.message)
+                self.set_stage(stage_line(event, phase))
 
     def end(self, message: str, *, ok: bool = True) -> None:
         """Stop: a full bar when the run completed, no bar when it failed or was cancelled."""
         bar = self.query_one(ProgressBar)
         if ok:
-            bar.update(total=bar.total or 1, progress=bar.total or 1)
+            self.done = 1.0
+            bar.update(total=100, progress=100)
         else:
             bar.display = False
         self.set_stage(message)
+
+
+def stage_line(event: Event, phase: Phase | None) -> str:
+    """The line beside the bar: the phase's name (with which item, in a counted phase), then what it does now."""
+    if phase is None:
+        return event.message
+    name = phase.name
+    if phase.counted and event.total and event.index is not None:
+        name += f" {min(event.index + 1, event.total)}/{event.total}"
+    detail = event.message
+    for lead in phase.drop:
+        if detail.startswith(lead):
+            detail = detail[len(lead):]
+            break
+    return f"{name}: {detail}" if detail else name
 
 
 def new_log(*, id: str | None = None, classes: str | None = None) -> RichLog:

@@ -1,0 +1,92 @@
+"""What a new user's walk through the TUI at 80x24 found (issue 25): each fix, as the user sees it."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from tui_support import RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+
+from planner.events import Event
+from planner.pipeline.steps import Step
+from planner.results import rank_candidates
+from planner.tui.app import PlannerApp
+
+
+def recorded_app(session: RecordedSession, tmp_path) -> PlannerApp:
+    return PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+
+class PhasedSession(RecordedSession):
+    """An optimize that goes through every phase the engine's does, pausing at each for the test to look."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.step = threading.Semaphore(0)
+
+    def _pause(self) -> None:
+        assert self.step.acquire(timeout=30), "the test never let the run go on"
+
+    def optimize(self, *, plugins=None, timeout_s: float = 300.0, val_data=None):
+        self._need(self.plan, "plan")
+        if self.out_dir is None:
+            self.set_out_dir(None)
+        self.discard(Step.OPTIMIZE)
+        recorded = list(self.recorded.candidates[1:])
+        total = len(recorded)
+        self.on_event(Event("stage", "building candidates: onnxruntime", stage="candidates"))
+        self._pause()
+        for i, cand in enumerate(recorded):
+            self.on_event(Event("candidate", f"measuring {cand.label}", stage="measure", index=i, total=total))
+            self._pause()
+            self.add_candidate(cand)
+            self.on_event(Event("candidate_done", f"  ok: {cand.label}", stage="measure", index=i + 1, total=total))
+        # Confirming counts from 0 again, and the interaction cells have no counts at all.
+        self.on_event(Event("candidate", "confirming A, B with the full method, in turns", stage="confirm",
+                            index=0, total=2))
+        self._pause()
+        self.on_event(Event("candidate_done", "A confirmed", stage="confirm", index=1, total=2))
+        self.on_event(Event("stage", "interaction: A x B", stage="interaction"))
+        self._pause()
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        self.done(Step.OPTIMIZE)
+        return self.results.candidates
+
+
+def progress_line(app, phase: str) -> str:
+    """The screen's line that names `phase` (the progress row)."""
+    return next((line for line in screen_text(app).splitlines() if phase in line), "")
+
+
+def percent(line: str) -> int:
+    found = re.search(r"(\d+)%", line)
+    assert found, f"no percentage on {line!r}"
+    return int(found.group(1))
+
+
+def test_optimize_progress_is_one_bar_that_never_goes_back_and_names_each_phase(tmp_path):
+    session = PhasedSession()
+    app = recorded_app(session, tmp_path)
+    total = len(session.recorded.candidates) - 1
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: "building the candidates" in screen_text(app), 10, "the build phase")
+        seen: list[int] = []
+        expected = [f"measuring candidates {i + 1}/{total}" for i in range(total)]
+        expected += ["confirming the leaders", "measuring the interaction cells"]
+        for phase in expected:
+            session.step.release()
+            await wait_for(pilot, lambda phase=phase: phase in screen_text(app), 10, phase)
+            seen.append(percent(progress_line(app, phase)))
+        assert seen == sorted(seen) and seen[0] < seen[-1]
+        # The interaction cells carry no counts: the bar stays where confirming left it (one leader of two
+        # confirmed), not at 0%.
+        assert seen[-1] >= seen[-2] > 50
+        assert "A x B" in progress_line(app, "measuring the interaction cells")
+        session.step.release()
+        await wait_idle(pilot)
+        assert percent(progress_line(app, "candidates measured")) == 100
+
+    run_app(app, body)
