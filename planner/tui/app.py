@@ -370,8 +370,6 @@ class PlannerApp(App[int]):
             return self.current_pane.RUN_LABEL is not None
         if action == "cancel_run":
             return self.job is not None and self.job.name in CANCELLABLE
-        if action == "save":
-            return True if self.session.baseline is not None else None
         if action == "sort":
             return self.current == "results"
         return True
@@ -405,7 +403,13 @@ class PlannerApp(App[int]):
             self.notify("Nothing to cancel: only Profile and Optimize runs can be cancelled.", timeout=3)
 
     def action_save(self) -> None:
-        """Save results.json and report.md (from any step)."""
+        """Save results.json and report.md (from any step); with nothing to save yet, say what must happen first."""
+        # Every screen tells the user s saves, so s always answers, even when it cannot save yet.
+        if self.session.baseline is None:
+            first = ("load a model (step 2), then profile it (step 4)" if self.session.model is None
+                     else "profile the model first (step 4)")
+            self.notify(f"Nothing to save yet: {first}.", title="Save", timeout=5)
+            return
         self.run_on("report")
 
     def action_sort(self) -> None:

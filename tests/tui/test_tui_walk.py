@@ -90,3 +90,38 @@ def test_optimize_progress_is_one_bar_that_never_goes_back_and_names_each_phase(
         assert percent(progress_line(app, "candidates measured")) == 100
 
     run_app(app, body)
+
+
+def toasts(app) -> str:
+    """The notifications the user is shown (pilot tests draw no toasts), as one line of text."""
+    return " ".join(str(n.message) for n in app._notifications)
+
+
+def test_s_always_answers_and_says_what_must_happen_before_there_is_something_to_save(tmp_path):
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "hardware")
+        assert "s Save" in screen_text(app)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "Nothing to save yet" in toasts(app), 10, "the answer to s")
+        assert "profile the model first (step 4)" in toasts(app)
+        assert app.current == "hardware" and not (tmp_path / "out" / "report.md").exists()
+        # Once profiled, s saves from step 1.
+        app.clear_notifications()
+        await pilot.press("4", "r")
+        await wait_idle(pilot)
+        await pilot.press("1", "s")
+        await wait_idle(pilot)
+        assert app.current == "report" and (tmp_path / "out" / "report.md").exists()
+        # A new model drops the baseline: s says so again instead of doing nothing.
+        app.clear_notifications()
+        await pilot.press("2", "r")
+        await wait_idle(pilot)
+        assert session.baseline is None
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "Nothing to save yet" in toasts(app), 10, "the answer to s")
+        assert app.current == "model"
+
+    run_app(app, body)
