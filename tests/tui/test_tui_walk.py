@@ -125,3 +125,32 @@ def test_s_always_answers_and_says_what_must_happen_before_there_is_something_to
         assert app.current == "model"
 
     run_app(app, body)
+
+
+def test_the_demo_dropdown_follows_what_is_typed_in_the_source_field(tmp_path):
+    from textual.widgets import Input, Select
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "model")
+        select = app.query_one("#demo", Select)
+        await wait_for(pilot, lambda: select.value == "demo:tiny", 60, "the demo list")
+        source, inputs = app.query_one("#source", Input), app.query_one("#inputs", Input)
+        inputs.value = "1x1x8x8"
+        source.value = ""
+        source.focus()
+        await pilot.press(*"demo:digits")
+        await pilot.pause()
+        assert select.value == "demo:digits"
+        assert "demo:digits —" in screen_text(app) and "demo:tiny —" not in screen_text(app)
+        # Not a demo: the dropdown shows its prompt, never a demo that is not the one to load.
+        await pilot.press(*"-mine")
+        await pilot.pause()
+        assert select.is_blank() and "pick a demo model" in screen_text(app)
+        # Following the field never re-fills the form.
+        assert source.value == "demo:digits-mine" and inputs.value == "1x1x8x8"
+        assert session.load_calls[-1]["source"] == "demo:tiny"  # and loads nothing
+
+    run_app(app, body)

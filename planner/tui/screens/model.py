@@ -136,12 +136,21 @@ class ModelPane(StepPane):
         self._match_demo()
 
     def _match_demo(self) -> None:
-        """Show the source in the demo list when it names a demo (without re-filling the form)."""
+        """Show the source in the demo list when it names a demo, else the prompt (without re-filling the form)."""
         select = self.query_one("#demo", Select)
         source = self.query_one("#source", Input).value.strip()
-        if source in self._demo_sources:
-            with self.prevent(Select.Changed):
+        if not self._demo_sources or select.value == source:
+            return  # the list is not in yet (it matches once it is), or it already shows this source
+        with self.prevent(Select.Changed):
+            if source in self._demo_sources:
                 select.value = source
+            else:
+                select.clear()
+
+    @on(Input.Changed, "#source")
+    def _source_typed(self) -> None:
+        # The dropdown follows what is typed, so it never names a demo that is not the one to load.
+        self._match_demo()
 
     # -- actions -----------------------------------------------------------------------------
     def run_step(self) -> None:
