@@ -154,3 +154,64 @@ def test_the_demo_dropdown_follows_what_is_typed_in_the_source_field(tmp_path):
         assert session.load_calls[-1]["source"] == "demo:tiny"  # and loads nothing
 
     run_app(app, body)
+
+
+class BusyCeilingSession(RecordedSession):
+    """A baseline that beat ceilings measured while the machine was busy; r on step 1 measures them again, idle."""
+
+    def __init__(self, **kwargs) -> None:
+        from dataclasses import replace
+
+        from planner.hardware.ceiling_notes import EXCEEDED_WARNING
+
+        super().__init__(**kwargs)
+        base = self.recorded.baseline
+        bottleneck = {**base.bottleneck, "ceiling_warning": EXCEEDED_WARNING,
+                      "explanation": f"{base.bottleneck.get('explanation', '')} ({EXCEEDED_WARNING})"}
+        self.recorded = replace(self.recorded, baseline=replace(base, bottleneck=bottleneck,
+                                                                ceilings=self.fixture["ceilings"]))
+
+    def measure_ceilings(self, *, quick: bool = False, refresh: bool = False):
+        from dataclasses import replace
+
+        ceilings = super().measure_ceilings(quick=quick, refresh=refresh)
+        if refresh:  # a new measurement: a new time, on an idle machine
+            self.ceilings = replace(ceilings, details={**ceilings.details, "timestamp": "2026-11-26T03:00:00",
+                                                       "measured_while": "idle"})
+            self.update(ceilings=self.ceilings)
+        return self.ceilings
+
+
+def profile_summary(app) -> str:
+    """The Profile step's Summary tab: its rows and the roofline explanation under them (read by scrolling)."""
+    from textual.widgets import Static
+
+    from planner.tui.widgets.kv import KeyValues
+
+    pane = app.query_one("#profile")
+    rows = "\n".join(f"{key}: {value}" for key, value in pane.query_one("#latency", KeyValues).rows)
+    return f"{rows}\n{pane.query_one('#bound', Static).render()}"
+
+
+def test_the_busy_ceiling_hint_goes_once_the_ceilings_were_measured_again(tmp_path):
+    session = BusyCeilingSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        text = profile_summary(app)
+        assert "Ceiling: measured above the cached ceiling: the ceiling was measured while the machine was busy; " \
+               "press r (Measure ceilings, step 1)" in text
+        assert "machine was busy" in text.splitlines()[-1]  # the explanation says it too, in the TUI's words
+        assert "planner detect" not in text
+        await pilot.press("1", "r")
+        await wait_idle(pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        text = profile_summary(app)
+        assert "machine was busy" not in text and "Measure ceilings, step 1" not in text
+        assert "Ceiling: measured again since this profile (step 1): press r to profile against the new " \
+               "ceilings" in text
+        assert "Ceiling measured again since" in " ".join(screen_text(app).split())
+
+    run_app(app, body)

@@ -40,8 +40,31 @@ LAYER_COLUMNS = ("Layer", "ms", "Share", "Verdict", "Type", "{unit}", "FLOP/B")
 NAME_WIDTH = 18
 
 
-def latency_rows(baseline: dict) -> list[Row]:
-    """The baseline's headline numbers as labelled rows."""
+REMEASURED_CEILINGS = ("measured again since this profile (step 1): press r to profile against the new "
+                       "ceilings")
+"""What the Ceiling row says once the ceilings a busy machine gave were measured again after the baseline."""
+
+
+def ceilings_remeasured(baseline: Any, ceilings: Any) -> bool:
+    """Whether the session's ceilings changed after `baseline` was measured (the user measured them again)."""
+    recorded = getattr(baseline, "ceilings", None)
+    return bool(recorded) and ceilings is not None and to_data(ceilings) != recorded
+
+
+def bound_text(baseline: dict, *, ceilings_remeasured: bool = False) -> str:
+    """The baseline's roofline explanation; its busy-ceiling warning only while those ceilings are still the ones."""
+    explanation = str((baseline.get("bottleneck") or {}).get("explanation", ""))
+    if ceilings_remeasured:
+        explanation = explanation.replace(f" ({EXCEEDED_WARNING})", "")
+    return fmt.tui_words(explanation)
+
+
+def latency_rows(baseline: dict, *, ceilings_remeasured: bool = False) -> list[Row]:
+    """The baseline's headline numbers as labelled rows.
+
+    `ceilings_remeasured`: the ceilings were measured again after this baseline, so a warning that they were
+    measured while the machine was busy no longer holds; the row says they changed instead.
+    """
     lat = baseline.get("latency_ms") or {}
     rows: list[Row] = [
         ("Runtime", f"{baseline.get('runtime')} on {baseline.get('device')}"),
@@ -73,8 +96,10 @@ def latency_rows(baseline: dict) -> list[Row]:
             rows.append(("Unstable", str(bottleneck.get("unstable_reason") or "the measurement was not stable")))
         efficiency = bottleneck.get("efficiency")
         if bottleneck.get("ceiling_warning") or (isinstance(efficiency, (int, float)) and efficiency > 1.0):
-            # Above 100% of the roofline is a ceiling measured while busy, never a fact to show.
-            rows.append(("Ceiling", fmt.tui_words(str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING))))
+            # Above 100% of the roofline is a ceiling measured while busy, never a fact to show; once the
+            # ceilings were measured again, the advice to do so would send the user round in a loop.
+            rows.append(("Ceiling", REMEASURED_CEILINGS if ceilings_remeasured else
+                         fmt.tui_words(str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING))))
         elif isinstance(efficiency, (int, float)):
             rows.append(("Efficiency", f"{fmt.pct(efficiency)} of the roofline bound"))
     return rows
@@ -224,6 +249,7 @@ class ProfilePane(StepPane):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._shown: object = _UNSET
+        self._remeasured = False  # the ceilings shown against the baseline were measured again since
         self._layers: list[dict] = []
         self._verdicts: dict = {}
         self._cancelled = False  # the running profile was cancelled: its failure is the cancel
@@ -305,9 +331,10 @@ class ProfilePane(StepPane):
     def sync(self) -> None:
         """Rebuild the tables and chart when the session holds a new baseline."""
         typed = self.session.baseline
-        if typed == self._shown:
+        remeasured = ceilings_remeasured(typed, self.session.ceilings)
+        if typed == self._shown and remeasured == self._remeasured:
             return
-        self._shown = typed
+        self._shown, self._remeasured = typed, remeasured
         # The panes read the baseline in its results.json form, as the report does.
         baseline = to_data(typed) if typed is not None else None
         table = self.query_one("#layers", DataTable)
@@ -323,7 +350,7 @@ class ProfilePane(StepPane):
             self.query_one("#timing-note", Static).display = False
             self.replace_children(findings, [])
             return
-        self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline))
+        self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline, ceilings_remeasured=remeasured))
         timing = self.query_one("#timing-note", Static)
         timing.update(timing_note(typed))
         timing.display = bool(timing_note(typed))  # results recorded before the pool was: no empty line
@@ -343,7 +370,7 @@ class ProfilePane(StepPane):
         skipped = sweep_skipped(baseline)
         sweep_note.update(f"No batch sweep: {skipped}." if skipped else "")
         sweep_note.display = bool(skipped)
-        self.query_one("#bound", Static).update((baseline.get("bottleneck") or {}).get("explanation", ""))
+        self.query_one("#bound", Static).update(bound_text(baseline, ceilings_remeasured=remeasured))
         verdicts = baseline.get("layer_verdicts") or {}
         layers = baseline.get("layers") or []
         unit, scale = flop_unit(layers)
