@@ -215,3 +215,34 @@ def test_the_busy_ceiling_hint_goes_once_the_ceilings_were_measured_again(tmp_pa
         assert "Ceiling measured again since" in " ".join(screen_text(app).split())
 
     run_app(app, body)
+
+
+def test_the_optimize_log_has_the_panes_width_and_most_of_its_height_at_80x24(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from textual.widgets import RichLog
+
+    monkeypatch.chdir(tmp_path)  # the log names the results folder: keep it short
+    session = RecordedSession()
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=Path("out"))
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        session.gate = threading.Event()
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.job is not None, 10, "the optimize to start")
+        # The user looks at another step while the candidates are measured: the log's lines arrive hidden.
+        await pilot.press("1")
+        await pilot.pause()
+        session.gate.set()
+        await wait_idle(pilot)
+        await pilot.press("7")
+        await pilot.pause()
+        log = app.query_one("#optimize").query_one(RichLog)
+        assert log.size.width >= 58 and log.size.height >= 11  # of the pane's 62 columns and 22 rows
+        rows = [line.split("▕", 1)[1].strip() for line in screen_text(app).splitlines() if "▕" in line]
+        assert "✓ done: 8 candidates measured; results in out" in rows  # one line, not wrapped at 20 columns
+        assert "… measuring openvino f32 throughput 2t" in rows
+        assert sum(1 for row in rows if row.startswith(("… measuring", "ok:"))) >= 9
+
+    run_app(app, body)

@@ -134,6 +134,7 @@ class OptimizePane(StepPane):
             self.query_one(Notice).show_error("no plugin is ticked", "tick at least one plugin (space)")
             return
         if self.start("optimize", self._optimize, chosen):
+            self.add_class("-ran")  # the log takes most of the step's height from now on
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")

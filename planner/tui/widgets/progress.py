@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
+from typing import Self
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import Label, ProgressBar, RichLog
 
 from planner.events import Event
@@ -121,10 +124,64 @@ def stage_line(event: Event, phase: Phase | None) -> str:
     return f"{name}: {detail}" if detail else name
 
 
+class PaneLog(RichLog):
+    """A RichLog that wraps to its pane's width, also for lines written while its step is not on screen.
+
+    RichLog wraps each line once, when written, to the width it has then: a hidden step has none, so lines
+    written while the user looked at another step wrapped at the 20-column minimum for good. This log
+    wraps those to the width it had when last shown, and wraps every line again when its width changes.
+    """
+
+    def __init__(self, *, max_lines: int, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(wrap=True, markup=False, highlight=False, max_lines=max_lines, min_width=20,
+                         id=id, classes=classes)
+        self._entries: deque[object] = deque(maxlen=max_lines)  # what was written, to wrap again
+        self._wrapped_at = 0  # the width the lines were wrapped to (0: not yet known)
+        self._rewrapping = False
+
+    def write(self, content: object, width: int | None = None, expand: bool = False, shrink: bool = True,
+              scroll_end: bool | None = None, animate: bool = False) -> Self:
+        """Add a line (wrapped to the log's width), remembering it so that it can be wrapped again."""
+        if not self._size_known:
+            # RichLog keeps it until the log has a size, then writes it here again: remembered then.
+            return super().write(content, width, expand, shrink, scroll_end, animate)
+        if not self._rewrapping:
+            self._entries.append(content.copy() if isinstance(content, Text) else content)
+        if width is None:
+            shown = self.scrollable_content_region.width
+            # Hidden, the log has no region: wrap to the width it had when last laid out.
+            width = shown or (self._wrapped_at or None)
+            if shown:
+                self._wrapped_at = shown
+        return super().write(content, width, expand, shrink, scroll_end, animate)
+
+    def clear(self) -> Self:
+        """Remove every line."""
+        self._entries.clear()
+        return super().clear()
+
+    def on_resize(self, event: Resize) -> None:
+        """Wrap every line again at the new width (a wider terminal, or the pane's layout changed)."""
+        width = self.scrollable_content_region.width
+        if not self._size_known or not width or width == self._wrapped_at:
+            return  # RichLog's own handler writes what waited for the first size
+        self._wrapped_at = width
+        self.lines.clear()
+        self._line_cache.clear()
+        self._start_line = 0
+        self._widest_line_width = 0
+        self._rewrapping = True
+        try:
+            for entry in self._entries:
+                super().write(entry, width, scroll_end=False)
+        finally:
+            self._rewrapping = False
+        self.scroll_end(animate=False, immediate=False, x_axis=False)
+
+
 def new_log(*, id: str | None = None, classes: str | None = None) -> RichLog:
     """A live log that wraps to the pane's width (RichLog's default minimum is 78 columns)."""
-    return RichLog(wrap=True, markup=False, highlight=False, max_lines=2000, min_width=20,
-                   id=id, classes=classes)
+    return PaneLog(max_lines=2000, id=id, classes=classes)
 
 
 def log_events(log: RichLog, events: list[Event]) -> None:
