@@ -246,3 +246,62 @@ def test_the_optimize_log_has_the_panes_width_and_most_of_its_height_at_80x24(tm
         assert sum(1 for row in rows if row.startswith(("… measuring", "ok:"))) >= 9
 
     run_app(app, body)
+
+
+def pane_rows(app) -> list[str]:
+    """The step pane's lines at 80x24 (right of the step list), without the scrollbar."""
+    return [line.split("▕", 1)[1].rstrip(" ▁▂▃▄▅▆▇█").strip() for line in screen_text(app).splitlines()
+            if "▕" in line]
+
+
+def test_plugin_rows_are_never_cut_and_a_plugin_that_cannot_run_says_why_when_highlighted(tmp_path):
+    from textual.widgets import SelectionList
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "optimize")
+        plugins = app.query_one(SelectionList)
+        plugins.focus()
+        for _ in range(plugins.option_count):
+            rows = [row for row in pane_rows(app) if row.startswith("▐")]
+            assert rows and not [row for row in rows if "…" in row]
+            await pilot.press("down")
+            await pilot.pause()
+        # The last plugins cannot run here; highlighting one gives every reason under the list.
+        await pilot.press("end", "up")
+        await pilot.pause()
+        text = "\n".join(pane_rows(app))
+        assert "nvidia.tensorrt (nvidia) — unavailable (see below)" in text
+        assert "✗ TensorRT not installed" in text and "✗ no NVIDIA GPU detected" in text
+        await pilot.press("space")
+        await pilot.pause()
+        assert "nvidia.tensorrt" not in plugins.selected
+        assert "can't run here (see below)" in text + "\n".join(pane_rows(app))
+
+    run_app(app, body)
+
+
+def test_decision_tree_rows_keep_what_the_walk_decided_at_80x24(tmp_path):
+    from textual.widgets import Tree
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "tree")
+        results = {str(v["result"]) for v in session.path.to_dict()["visited"]}
+        tree = app.query_one(Tree)
+        tree.focus()
+        seen: set[str] = set()
+        for _ in range(tree.last_line + 1):
+            for row in pane_rows(app):
+                if " → " in row and row.lstrip("│├└─▼▶ ").startswith(("✓", "[")):
+                    seen.add(row.rsplit(" → ", 1)[1])
+            await pilot.press("pagedown")
+            await pilot.pause()
+        assert seen and seen <= results  # every decision whole, e.g. "recommended", never "recomme"
+        assert "recommended" in seen
+
+    run_app(app, body)

@@ -23,7 +23,9 @@ PROMPT_WIDTH = 56
 def plugin_prompt(row: dict) -> Text:
     """One plugin line: name, target, and either 'planned' or why it cannot run here.
 
-    The baseline's plugin (the session marks its row) is not offered: the profile measured it.
+    The baseline's plugin (the session marks its row) is not offered: the profile measured it. One line per
+    plugin, never cut: a reason too long for the line gives way to a short "can't run here", and the lines
+    under the list give every reason while the plugin is highlighted.
     """
     text = Text()
     text.append(row["plugin"], style="bold")
@@ -31,11 +33,12 @@ def plugin_prompt(row: dict) -> Text:
     if row.get("baseline"):
         text.append(" — the baseline, measured in step 4", style="dim")
     elif row["reasons"]:
-        text.append(f" — unavailable: {row['reasons'][0]}", style="dim")
+        room = PROMPT_WIDTH - len(text)
+        why = next((w for w in (f" — unavailable: {row['reasons'][0]}", " — unavailable (see below)")
+                    if len(w) <= room), " — unavailable")
+        text.append(why, style="dim")
     elif row["planned"]:
         text.append(" — planned")
-    # One line per item: the list maps screen lines to items one to one.
-    text.truncate(PROMPT_WIDTH, overflow="ellipsis")
     return text
 
 
@@ -102,8 +105,10 @@ class OptimizePane(StepPane):
                                            order.get(r["plugin"], 0), r["plugin"]))
         for row in rows:
             unavailable = bool(row["reasons"]) or bool(row.get("baseline"))
+            # A plugin that cannot run stays reachable (not disabled), so that highlighting it shows why;
+            # ticking it is undone (`_toggled`). The baseline's row says all there is in its line.
             options.append(Selection(plugin_prompt(row), row["plugin"], initial_state=row["planned"]
-                                     and not unavailable, disabled=unavailable))
+                                     and not unavailable, disabled=bool(row.get("baseline"))))
         plugins = self.query_one(SelectionList)
         plugins.clear_options()
         plugins.add_options(options)
@@ -121,6 +126,13 @@ class OptimizePane(StepPane):
         row = self._rows.get(event.selection.value)
         if row is not None:
             self.query_one("#plugin-detail", Static).update(plugin_detail(row))
+
+    @on(SelectionList.SelectionToggled)
+    def _toggled(self, event: SelectionList.SelectionToggled) -> None:
+        row = self._rows.get(event.selection.value)
+        if row is not None and row["reasons"]:
+            self.query_one(SelectionList).deselect(event.selection.value)
+            self.query_one("#status", Label).update("can't run here (see below)")
 
     # -- running -----------------------------------------------------------------------------
     def run_step(self) -> None:

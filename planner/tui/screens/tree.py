@@ -12,14 +12,26 @@ from textual.widgets import Label, Static, Tree
 
 from planner.advice import tree_nodes
 from planner.codec import to_data
+from planner.tui.formatting import truncate
 from planner.tui.screens.base import StepPane
 
 _UNSET = object()
 VISITED = "✓"
+STEP_LIST_COLUMNS = 20  # the step list, its border and the pane's padding
+SCROLLBAR = 2
 
 
-def node_label(view: Any, visit: dict | None) -> Text:
-    """A node's label: ✓ and bold when the walk visited it, the branch it hangs on, and what it decided."""
+def node_label(view: Any, visit: dict | None, width: int | None = None) -> Text:
+    """A node's label: ✓ and bold when the walk visited it, the branch it hangs on, and what it decided.
+
+    Given the columns the label has (`width`), a long node text is shortened so that what the walk decided
+    still shows at the end (the detail panel below has the whole text); the tree itself never wraps.
+    """
+    result = f" → {visit['result']}" if visit is not None and visit.get("result") not in (None, "", "step") else ""
+    lead = 2 + (len(f"[{view.branch}] ") if view.branch else 0)
+    body = str(view.text)
+    if width is not None and lead + len(body) + len(result) > width:
+        body = truncate(body, max(width - lead - len(result), 12))
     text = Text()
     if visit is not None:
         text.append(f"{VISITED} ", style="bold")
@@ -27,9 +39,9 @@ def node_label(view: Any, visit: dict | None) -> Text:
         text.append("  ")
     if view.branch:
         text.append(f"[{view.branch}] ", style="italic")
-    text.append(view.text, style="bold" if visit is not None else "dim")
-    if visit is not None and visit.get("result") not in (None, "", "step"):
-        text.append(f" → {visit['result']}", style="bold")
+    text.append(body, style="bold" if visit is not None else "dim")
+    if result:
+        text.append(result, style="bold")
     return text
 
 
@@ -137,11 +149,18 @@ class TreePane(StepPane):
             self.call_after_refresh(tree.move_cursor, first)
             self._show_detail(first.data)
 
-    def _add_branch(self, node: Any, view: Any) -> None:
+    def _label_width(self, depth: int, branch: bool) -> int:
+        """The columns a node's label has at `depth`: the tree's width less its guides, expand icon and scrollbar."""
+        tree = self.query_one(Tree)
+        # Hidden (another step on screen), the tree has no width yet: the pane's share of the terminal.
+        width = tree.size.width or self.app.size.width - STEP_LIST_COLUMNS
+        return width - SCROLLBAR - tree.guide_depth * depth - (2 if branch else 0)
+
+    def _add_branch(self, node: Any, view: Any, depth: int = 1) -> None:
         for child in view.children:
-            label = node_label(child, self._visits.get(child.id))
+            label = node_label(child, self._visits.get(child.id), self._label_width(depth, bool(child.children)))
             if child.children:
-                self._add_branch(node.add(label, data=child), child)
+                self._add_branch(node.add(label, data=child), child, depth + 1)
             else:
                 node.add_leaf(label, data=child)
 

@@ -35,3 +35,7 @@ class TickList(SelectionList[str]):
         mark = ON if option.value in self.selected else OFF
         segments[1] = Segment(mark, segments[1].style, segments[1].control)
         return Strip(segments, strip.cell_length)
+
+    def on_resize(self) -> None:
+        """Keep the highlighted item in view when the list gets fewer lines (the lines under it grew)."""
+        self.scroll_to_highlight()
