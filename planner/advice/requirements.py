@@ -150,7 +150,7 @@ KEYS: Mapping[str, _Key] = MappingProxyType({
     "min_throughput": _Key("min_throughput", "samples per second > 0", _positive),
     "memory_mb": _Key("memory_budget_bytes", "a number of MiB > 0", _mebibytes),
     "model_size_mb": _Key("model_size_budget_bytes", "a number of MiB > 0", _mebibytes),
-    "accuracy_drop": _Key("accuracy_budget", "a fraction in [0, 1), e.g. 0.01 for 1%", _fraction),
+    "accuracy_drop": _Key("accuracy_budget", "a fraction from 0 up to (not including) 1, e.g. 0.01 for 1%", _fraction),
 })
 
 # "none" removes a default target (TOML has no null); the percentile always has a value.

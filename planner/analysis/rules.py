@@ -239,12 +239,14 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
     idle = sum(f * share for f, share in zip(flops, idle_shares))
     impact = ctx.flop_share(idle)
     total = len(conv_modules)
+    gpu = ctx.target == "nvidia"
     # At least medium whenever a conv could be aligned: the idle-lane estimate is the CPU/SIMD
     # view; on GPUs a misaligned fp16 conv may miss tensor cores altogether (not estimated here).
     severity = Severity.INFO if all(forced) else grade(impact, high=0.3, medium=0.0)
     return Finding(
         id="channel-alignment",
-        title=(f"Tensor-core readiness {ready}/{total} conv layers; " if total else "")
+        # Tensor cores are NVIDIA hardware: their readiness is news only where the advice is for such a GPU.
+        title=(f"Tensor-core readiness {ready}/{total} conv layers; " if total and gpu else "")
         + f"{len(misaligned)} layer{'s' if len(misaligned) != 1 else ''} with channels not divisible by 8",
         severity=severity, layers=tuple(misaligned),
         evidence={"tensor_core_ready": f"{ready}/{total}", "ready": ready, "total": total,
@@ -257,11 +259,23 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
         impact=impact,
         impact_basis="estimated share of FLOP-weighted vector lanes idle from channel counts "
                      "not divisible by 8",
-        advice="Round channel counts up to a multiple of 8 (suggested_channels; 16 helps int8, 64 "
-               "helps some GPUs further). Only the image-facing input side and the class count "
-               "cannot change; padding costs a few percent FLOPs but lets fp16/int8 kernels use "
-               "tensor cores and full SIMD vectors.",
+        advice=f"Round channel counts up to a multiple of 8 ({channel_suggestions(misaligned, shapes, suggested)}; "
+               f"16 helps int8{', 64 helps some GPUs further' if gpu else ''}). Only the image-facing input "
+               "side and the class count cannot change; padding costs a few percent FLOPs but lets fp16/int8 "
+               f"kernels use {'tensor cores and full vector widths' if gpu else 'the full width of the vector units'}.",
     )
+
+
+def channel_suggestions(layers: list[str], shapes: list[str], suggested: list[str], *, shown: int = 3) -> str:
+    """The first few misaligned layers with their channels now and rounded up, in words ('conv1 3->47 to 3->48').
+
+    A layer whose channels are the model's input or its classes keeps them, so it is not listed.
+    """
+    pairs = [f"{layer} {now} to {want}" for layer, now, want in zip(layers, shapes, suggested) if now != want]
+    if not pairs:
+        return "here none can change: they are the model's input channels or its class count"
+    more = len(pairs) - shown
+    return ", ".join(pairs[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def expensive_activations(ctx: LintContext) -> Finding | None:

@@ -81,7 +81,7 @@ class Requirements:
             drop = units.finite(self.accuracy_budget)
             if drop is None or not 0 <= drop < 1:
                 raise RequirementsError(f"requirement accuracy_budget = {self.accuracy_budget!r} is not valid",
-                                        "it is a fraction in [0, 1), e.g. 0.01 for a 1% drop")
+                                        "it is a fraction from 0 up to (not including) 1, e.g. 0.01 for a 1% drop")
         try:
             object.__setattr__(self, "latency_percentile", Percentile(self.latency_percentile))
         except ValueError:

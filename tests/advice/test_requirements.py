@@ -94,7 +94,7 @@ def test_unknown_key_names_the_key_and_the_accepted_keys(tmp_path: Path) -> None
     ("latency_percentile = 'p90'\n", "latency_percentile", "p50, p95, p99"),
     ("memory_mb = -5\n", "memory_mb", "MiB > 0"),
     ("latency_ms = '50'\n", "latency_ms", "milliseconds > 0"),
-    ("accuracy_drop = 1.5\n", "accuracy_drop", "[0, 1)"),
+    ("accuracy_drop = 1.5\n", "accuracy_drop", "from 0 up to (not including) 1"),
     ("latency_ms = true\n", "latency_ms", "milliseconds"),
 ])
 def test_bad_values_name_the_key_and_what_is_accepted(tmp_path: Path, text: str, key: str, accepted: str) -> None:

@@ -55,6 +55,19 @@ def test_inefficient_channel_alignment_is_a_finding(inefficient) -> None:
     assert 0.01 < f.impact < 0.15 < f.evidence["fixable_flop_share"]
 
 
+def test_channel_alignment_speaks_of_tensor_cores_only_for_an_nvidia_gpu(inefficient) -> None:
+    cpu = inefficient["channel-alignment"]  # no target: not known to be an NVIDIA GPU
+    assert "Tensor-core" not in cpu.title and "tensor cores" not in cpu.advice
+    assert cpu.title == "7 layers with channels not divisible by 8"
+    # The advice names the layers' channels now and rounded up, not an evidence field.
+    assert "suggested_channels" not in cpu.advice and "conv1 3->47 to 3->48" in cpu.advice
+    torch.manual_seed(0)
+    model, x = InefficientClassifier().eval(), torch.randn(SMALL)
+    gpu = {f.id: f for f in lint(model, x, analyze_layers(model, x, measure_time=False), target="nvidia")}
+    assert gpu["channel-alignment"].title.startswith("Tensor-core readiness 0/6 conv layers; ")
+    assert "tensor cores" in gpu["channel-alignment"].advice
+
+
 def test_inefficient_gelu_is_an_expensive_activation(inefficient) -> None:
     f = inefficient["expensive-activations"]
     assert f.evidence["types"] == ["GELU"]

@@ -14,8 +14,10 @@ from planner.tui.widgets.notice import Notice
 
 # Internal document numbers, decision-tree node ids, and shorthand the issue found on screen.
 # Code a user would have to read as Python: a comparison, or a call such as torch.get_num_threads().
+# Then what a new user's walk found (issue 25): an evidence field's name, interval notation, a spread read as
+# a percentage, and tensor cores on a machine without an NVIDIA GPU (the recorded run's machine has none).
 JARGON = re.compile(r"seed 00|seed table|\bseed \d|pitfall \d|\b(cpu|gpu|edge)\.\d|best/s|\bIQR\b|fidelity.gate"
-                    r"|==|\w\(\)", re.IGNORECASE)
+                    r"|==|\w\(\)|suggested_channels|\[0, 1\)|repeats within|tensor.cores?\b", re.IGNORECASE)
 
 
 def test_every_step_and_the_help_are_free_of_internal_words(tmp_path, monkeypatch):
@@ -76,5 +78,22 @@ def test_a_load_error_in_the_tui_says_which_tick_box(tmp_path):
         notice.show_exception(ModelLoadError("model.py runs code", "if you trust it, pass --trust-code"))
         text = str(notice.render())
         assert "--trust-code" not in text and "tick 'trust code' in step 2" in text
+
+    run_app(app, body)
+
+
+def test_a_bad_accuracy_drop_is_explained_in_plain_words(tmp_path):
+    from textual.widgets import Input
+
+    app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "requirements")
+        app.query_one("#req-accuracy_drop", Input).value = "1.5"
+        await pilot.pause()
+        error = app.query_one("#err-accuracy_drop", Notice)
+        text = str(error.render())
+        assert error.display and "from 0 up to (not including) 1" in text
+        assert not JARGON.search(text)
 
     run_app(app, body)
