@@ -128,6 +128,11 @@ class PlannerApp(App[int]):
         Binding("right_square_bracket", "switch_tab(1)", "Next tab", show=False),
         Binding("left_square_bracket", "switch_tab(-1)", "Previous tab", show=False),
         Binding("escape", "focus_steps", "Step list", show=False),
+        # Reached when neither the focused widget nor its containers use these keys (a button, a tick box).
+        Binding("home", "scroll_step('home')", "Top of the step", show=False),
+        Binding("end", "scroll_step('end')", "End of the step", show=False),
+        Binding("pageup", "scroll_step('pageup')", "Page up", show=False),
+        Binding("pagedown", "scroll_step('pagedown')", "Page down", show=False),
         *(Binding(str(s.number), f"goto('{s.id}')", s.title, show=False) for s in STEPS),
     ]
 
@@ -430,6 +435,16 @@ class PlannerApp(App[int]):
         ids = [pane.id for pane in content.query(TabPane) if pane.id]
         if content.active in ids:
             content.active = ids[(ids.index(content.active) + step) % len(ids)]
+
+    def action_scroll_step(self, how: str) -> None:
+        """Scroll the step on screen: its largest part that has more than fits (home, end, pageup, pagedown)."""
+        shown = [w for w in self.current_pane.query("*") if w.region.area and w.max_scroll_y > 0
+                 and w.allow_vertical_scroll]
+        if not shown:
+            return
+        target = max(shown, key=lambda w: w.region.area)
+        {"home": target.scroll_home, "end": target.scroll_end, "pageup": target.scroll_page_up,
+         "pagedown": target.scroll_page_down}[how](animate=False)
 
     def action_help(self) -> None:
         """Open the help screen."""

@@ -305,3 +305,45 @@ def test_decision_tree_rows_keep_what_the_walk_decided_at_80x24(tmp_path):
         assert "recommended" in seen
 
     run_app(app, body)
+
+
+def test_end_and_pagedown_scroll_the_step_from_the_step_list_and_from_the_pane(tmp_path):
+    from textual.containers import VerticalScroll
+    from textual.widgets import Button
+
+    from planner.tui.widgets.step_list import StepList
+
+    session = RecordedSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "checklist")
+        items = app.query_one("#checklist #items", VerticalScroll)
+        assert isinstance(app.focused, StepList) and items.max_scroll_y > 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert 0 < items.scroll_y
+        await pilot.press("end")
+        await pilot.pause()
+        assert items.scroll_y == items.max_scroll_y
+        assert app.current == "checklist"  # the keys scrolled the step; they did not move to another
+        await pilot.press("home")
+        await pilot.pause()
+        assert items.scroll_y == 0
+        # Hardware: from the step list, and with its button focused.
+        await pilot.press("1")
+        await pilot.pause()
+        machine = app.query_one("#hw-scroll", VerticalScroll)
+        await pilot.press("end")
+        await pilot.pause()
+        assert machine.scroll_y == machine.max_scroll_y > 0
+        assert "every probe ran" in screen_text(app) or "Probe notes" in screen_text(app)
+        app.query_one("#hardware #measure", Button).focus()
+        await pilot.press("home")
+        await pilot.pause()
+        assert machine.scroll_y == 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert machine.scroll_y > 0
+
+    run_app(app, body)

@@ -54,6 +54,7 @@ def help_markdown(log_path: str | None = None) -> str:
 | s | save results.json and report.md (step 9) |
 | o | sort the results table by the next column (step 8) |
 | [ / ] | previous / next tab (steps 4 and 8) |
+| PgUp / PgDn, Home / End | scroll the step on screen (from the step list too) |
 | Tab / Shift+Tab | move between controls; Esc returns to the step list |
 | Ctrl+P | command palette: steps, actions, themes |
 | ? | this help |

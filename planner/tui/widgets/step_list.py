@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -22,7 +23,18 @@ def step_prompt(step: Step, *, done: bool, current: bool) -> Text:
 
 
 class StepList(OptionList):
-    """The nine steps; choosing one (click or Enter) switches the content pane."""
+    """The nine steps; choosing one (click or Enter) switches the content pane.
+
+    The nine steps always fit, so Home, End, PageUp and PageDown scroll the step on screen instead: the
+    step list has the focus after 1-9, and those keys are how a long step (the checklist) is read.
+    """
+
+    BINDINGS = [
+        Binding("home", "app.scroll_step('home')", "Top of the step", show=False),
+        Binding("end", "app.scroll_step('end')", "End of the step", show=False),
+        Binding("pageup", "app.scroll_step('pageup')", "Page up", show=False),
+        Binding("pagedown", "app.scroll_step('pagedown')", "Page down", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(*(Option(step_prompt(s, done=False, current=i == 0), id=s.id)
