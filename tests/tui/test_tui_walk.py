@@ -347,3 +347,49 @@ def test_end_and_pagedown_scroll_the_step_from_the_step_list_and_from_the_pane(t
         assert machine.scroll_y > 0
 
     run_app(app, body)
+
+
+class TwoModelSession(RecordedSession):
+    """The recorded run, where demo:small loads too (the same recorded numbers under another name)."""
+
+    def load(self, source: str, **kwargs):
+        if source != "demo:small":
+            return super().load(source, **kwargs)
+        from tui_support import RecordedModel
+
+        from planner.codec import from_data
+        from planner.pipeline.steps import Change
+        from planner.results import ModelDescription
+
+        self.load_calls.append({"source": source, **kwargs})
+        self.model = RecordedModel({**self.fixture["model"], "name": "small", "source": source})
+        self.update(model=from_data(self.model.describe(), ModelDescription))
+        self.invalidate(Change.MODEL)
+        return self.model
+
+
+def test_the_profile_log_starts_again_when_another_model_is_loaded(tmp_path):
+    from textual.widgets import Input, RichLog
+
+    session = TwoModelSession()
+    app = recorded_app(session, tmp_path)
+
+    async def body(pilot):
+        await drive(pilot, "profile")
+        log = app.query_one("#profile").query_one("#log", RichLog)
+        first = "\n".join(line.text for line in log.lines)
+        assert "▶ profile" in first and "baseline p50" in first
+        await pilot.press("2")
+        app.query_one("#source", Input).value = "demo:small"
+        await pilot.press("r")
+        await wait_idle(pilot)
+        assert session.results.model.source == "demo:small"
+        await pilot.press("4")
+        await pilot.pause()
+        assert not log.lines  # nothing of the previous model's profile
+        await pilot.press("r")
+        await wait_idle(pilot)
+        lines = "\n".join(line.text for line in log.lines)
+        assert lines.count("▶ profile") == 1 and "▶ profile small" in lines
+
+    run_app(app, body)

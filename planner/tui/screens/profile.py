@@ -250,6 +250,7 @@ class ProfilePane(StepPane):
         super().__init__(id=id)
         self._shown: object = _UNSET
         self._remeasured = False  # the ceilings shown against the baseline were measured again since
+        self._model: tuple[str, str] | None = None  # the model the log is about (name, source)
         self._layers: list[dict] = []
         self._verdicts: dict = {}
         self._cancelled = False  # the running profile was cancelled: its failure is the cancel
@@ -329,7 +330,14 @@ class ProfilePane(StepPane):
         super().job_failed(job, error)
 
     def sync(self) -> None:
-        """Rebuild the tables and chart when the session holds a new baseline."""
+        """Rebuild the tables and chart when the session holds a new baseline; a new model starts a new log."""
+        model = self.session.results.model
+        key = (str(model.name), str(model.source)) if model is not None else None
+        if key is not None and key != self._model:
+            if self._model is not None:
+                # The lines were about the previous model's profile: under a new model they would mislead.
+                self.query_one("#log", RichLog).clear()
+            self._model = key
         typed = self.session.baseline
         remeasured = ceilings_remeasured(typed, self.session.ceilings)
         if typed == self._shown and remeasured == self._remeasured:
