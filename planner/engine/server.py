@@ -261,6 +261,10 @@ class EngineServer:
         worker = self._worker
         if worker is not None and worker.is_alive():
             worker.join(STOP_WAIT_S)
+        running = self._running
+        if running is not None:  # the step would not stop in time: answer for it, so its client is not left waiting
+            self._error(running[0], f"{running[1]} was stopped before it finished: {self._reason}",
+                        f"start the engine again and run {running[1]} again", kind="Cancelled")
         if self._status == "interrupted" and self.session.out_dir is not None:
             from planner.results import RunStatus
 
@@ -466,4 +470,11 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda number, _frame: server.hang_up_on_signal(number))
     status = server.serve()
-    return 0 if status in ("ok", "interrupted") else 1
+    code = 0 if status in ("ok", "interrupted") else 1
+    worker = server._worker
+    if worker is not None and worker.is_alive():
+        # A step that would not stop in time still runs on its thread, often in native code: finalizing the
+        # interpreter under it aborts the process (SIGABRT). Its results are written and the goodbye sent: leave now.
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -7,8 +7,9 @@ import os
 import signal
 
 import pytest
-from engine_support import heard_bye, spawn
+from engine_support import Background, heard_bye, spawn
 
+from planner.engine.client import EngineDiedError
 from planner.engine.protocol import COMMANDS, STEPS
 from planner.errors import PlannerError
 from planner.results import RESULTS_NAME, read_results
@@ -115,3 +116,39 @@ def test_a_hang_up_between_steps_writes_results_and_says_bye(tmp_path, how):
     reason = "the engine received SIGTERM" if how == "SIGTERM" else "the client closed the connection"
     assert engine.bye is not None and engine.bye["reason"] == reason and engine.deaths == []
     assert read_results(out / RESULTS_NAME).status == engine.bye["status"] == "interrupted"
+
+
+SLOW_MODEL = '''
+import time
+
+import torch
+
+
+def make():
+    time.sleep(120)  # a model that takes minutes to build, and reads no cancel flag
+    return torch.nn.Linear(4, 2)
+
+
+INPUT_SHAPE = (1, 4)
+'''
+
+
+def test_a_hang_up_during_a_step_that_will_not_stop_answers_for_it_and_exits(tmp_path):
+    model = tmp_path / "slow.py"
+    model.write_text(SLOW_MODEL)
+    engine = spawn(tmp_path)
+    try:
+        engine.request({"type": "run", "step": "out_dir", "args": {"out": str(tmp_path / "out")}})
+        load = Background(engine, {"type": "run", "step": "load", "args": {"source": f"{model}:make",
+                                                                            "trust_code": True}})
+        assert engine.request({"type": "run", "step": "detect"})["state"]["running"] == "load"
+        os.kill(engine.process.pid, signal.SIGHUP)
+        assert engine.process.wait(timeout=60) == 0  # it leaves the step behind rather than wait minutes for it
+        load.join(10)
+    finally:
+        engine.close()
+    assert isinstance(load.error, PlannerError) and not isinstance(load.error, EngineDiedError)
+    assert load.error.problem == "load was stopped before it finished: the engine received SIGHUP"
+    assert load.error.fix == "start the engine again and run load again"
+    assert engine.bye is not None and engine.bye["status"] == "interrupted" and engine.deaths == []
+    assert read_results(tmp_path / "out" / RESULTS_NAME).status == "interrupted"
