@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import threading
 
-from tui_support import RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.events import Event
 from planner.pipeline.steps import Step
 from planner.results import rank_candidates
-from planner.tui.app import PlannerApp
+from planner.tui.screens.confirm import ConfirmDiscard
 
 
 def recorded_app(session: RecordedSession, tmp_path) -> PlannerApp:
@@ -118,6 +118,8 @@ def test_s_always_answers_and_says_what_must_happen_before_there_is_something_to
         # A new model drops the baseline: s says so again instead of doing nothing.
         app.clear_notifications()
         await pilot.press("2", "r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDiscard), 10, "the question before discarding")
+        await pilot.press("y")
         await wait_idle(pilot)
         assert session.baseline is None
         await pilot.press("s")
@@ -382,6 +384,8 @@ def test_the_profile_log_starts_again_when_another_model_is_loaded(tmp_path):
         await pilot.press("2")
         app.query_one("#source", Input).value = "demo:small"
         await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDiscard), 10, "the question before discarding")
+        await pilot.press("y")
         await wait_idle(pilot)
         assert session.results.model.source == "demo:small"
         await pilot.press("4")
