@@ -257,6 +257,8 @@ class HardwarePane(StepPane):
         """Show the error in place; the rest of the planner still works without ceilings."""
         self.query_one(RunProgress).end(f"{self.planner.job_title(job)} failed", ok=False)
         super().job_failed(job, error)
+        if job == "detect" and self.session.hw is None:
+            self.query_one("#machine", KeyValues).set_rows([("Hardware", "not detected: see the error above")])
         if job == "ceilings":
             self.planner.startup_continue("ceilings")
 
