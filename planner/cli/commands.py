@@ -324,9 +324,19 @@ def cmd_tui(args: argparse.Namespace) -> int:
               "  planner profile --model M\n"
               "  planner --help", file=sys.stderr)
         return 2
+    # The engine starts first: its own start-up (Python, the hello) runs while this process imports Textual.
+    from planner.engine.client import EngineClient
+    from planner.tui.terminal import default_log_path
+
+    log_path = default_log_path()
+    try:
+        engine: EngineClient | None = EngineClient.start(log_path=log_path)
+    except PlannerError:
+        engine = None  # the TUI tries again, and shows why it cannot start, with the fix
     from planner.tui.app import run_tui
 
-    return run_tui(model=args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code)
+    return run_tui(model=args.model, input_shape=args.input_shape, inputs=args.inputs, trust_code=args.trust_code,
+                   engine=engine, log_path=log_path)
 
 
 def cmd_engine(args: argparse.Namespace) -> int:

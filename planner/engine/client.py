@@ -104,6 +104,15 @@ class EngineClient:
     def spawn(cls, *, log_path: Path | None = None, command: list[str] | None = None,
               on_death: Callable[[EngineDiedError], None] | None = None) -> EngineClient:
         """Start an engine process and shake hands; EngineError (with how to reinstall) when it cannot start."""
+        client = cls.start(log_path=log_path, command=command, on_death=on_death)
+        client.connect(log_path=log_path)
+        return client
+
+    @classmethod
+    def start(cls, *, log_path: Path | None = None, command: list[str] | None = None,
+              on_death: Callable[[EngineDiedError], None] | None = None) -> EngineClient:
+        """Start an engine process without waiting for its hello (`connect` reads it): the TUI starts its engine
+        before importing Textual, so the two start-ups overlap."""
         argv = command or engine_command()
         log = open(log_path, "ab") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115 - the child keeps it
         try:
@@ -117,9 +126,7 @@ class EngineClient:
             if log is not subprocess.DEVNULL:
                 log.close()  # type: ignore[union-attr]
         assert process.stdout is not None and process.stdin is not None
-        client = cls(process.stdout, process.stdin, process=process, on_death=on_death)
-        client.connect(log_path=log_path)
-        return client
+        return cls(process.stdout, process.stdin, process=process, on_death=on_death)
 
     def connect(self, *, log_path: Path | None = None) -> dict[str, Any]:
         """Read the engine's hello and check its protocol version; then start hearing its messages."""

@@ -36,7 +36,6 @@ class LoadedModel:
     notes: list[str] = field(default_factory=list)
     program: Any = None  # the torch.export ExportedProgram a .pt2 held (exported to ONNX as is)
     footprint: Footprint | None = None  # memory estimated for inputs and activations before the first run
-    flops_per_sample: float | None = None  # counted at load (FlopCounterMode); None for ONNX files or uncountable
 
     @property
     def name(self) -> str:
@@ -85,7 +84,6 @@ class LoadedModel:
             "runtime": "torch" if self.has_torch else "onnxruntime",
             "onnx_path": str(self.onnx_path) if self.onnx_path else None,
             "notes": list(self.notes),
-            "flops_per_sample": self.flops_per_sample,
         }
 
 

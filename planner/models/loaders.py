@@ -81,24 +81,8 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
     size += sum(b.numel() * b.element_size() for b in module.buffers())
     return LoadedModel(source=src, inputs=spec, output_shape=output_shape, parameters=params,
                        size_bytes=size, module=module, trust_code=trust_code, notes=built.notes,
-                       program=built.program, footprint=footprint, flops_per_sample=_count_flops(module, spec))
+                       program=built.program, footprint=footprint)
 
-
-def _count_flops(module, spec: ModelInputs) -> float | None:
-    """FLOPs of one sample (torch's FlopCounterMode, 2 per multiply-add) from one more forward pass, for the
-    model's summary; None where the counter cannot follow the model (the profile counts again, per layer)."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    args = torch_arguments(make_feeds(spec, count=1)[0].values(), scalar_arguments(module))
-    try:
-        counter = FlopCounterMode(display=False)
-        with torch.inference_mode(), counter:
-            set_eval(module)(*args)
-    except Exception:  # noqa: BLE001 - the count is a courtesy; the model already ran once
-        return None
-    total = counter.get_total_flops()
-    return float(total) / max(1, spec.batch) if total else None
 
 
 def _guess_shape(name: str, scalar: str | None = None) -> str:

@@ -45,7 +45,6 @@ class ModelDescription:
     runtime: str = ""
     onnx_path: str | None = None
     notes: tuple[str, ...] = ()
-    flops_per_sample: float | None = None  # counted at load (2 per multiply-add); None where it was not
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import (
     ContentSwitcher,
@@ -69,6 +70,9 @@ PANES: dict[str, type[StepPane]] = {
     "results": ResultsPane, "report": ReportPane,
 }
 
+EAGER_PANES = ("hardware", "model")
+"""The panes on the first screen and in the start-up's first steps; the others mount just after the first frame."""
+
 Command = tuple[str, str, Callable[[], object]]
 Connect = Callable[[Callable[[EngineDiedError], None]], EngineClient]
 """Starts an engine and returns its connected client; its argument is what to call if the engine dies."""
@@ -99,6 +103,10 @@ class StepCommands(Provider):
 class MainScreen(Screen):
     """Header, the step list beside the current step's pane, and the footer with the keys."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.panes: dict[str, StepPane] = {}  # every step's pane, mounted or about to be (see EAGER_PANES)
+
     def compose(self) -> ComposeResult:
         """Header, step list and step panes, footer."""
         yield Header()
@@ -106,7 +114,14 @@ class MainScreen(Screen):
             yield StepList(id="steps")
             with ContentSwitcher(initial="hardware", id="panes"):
                 for step in STEPS:
-                    yield PANES[step.id](id=step.id)
+                    pane = PANES[step.id](id=step.id)
+                    self.panes[step.id] = pane
+                    if step.id in EAGER_PANES:
+                        yield pane
+                    else:
+                        # Composed just after the first frame, hidden: the first screen does not wait for them.
+                        pane.display = False
+                        yield Lazy(pane)
         yield Footer()
 
 
@@ -194,8 +209,11 @@ class PlannerApp(App[int]):
 
     # -- panes and steps ---------------------------------------------------------------------
     def pane(self, step_id: str, kind: type[PaneT] = StepPane) -> PaneT:  # type: ignore[assignment]
-        """The pane of a step."""
-        return self.main.query_one(f"#{step_id}", kind)
+        """The pane of a step (composed, or about to be: a pane mounts just after the first frame)."""
+        pane = self.main.panes.get(step_id)
+        if not isinstance(pane, kind):
+            return self.main.query_one(f"#{step_id}", kind)
+        return pane
 
     @property
     def current_pane(self) -> StepPane:
@@ -203,7 +221,10 @@ class PlannerApp(App[int]):
         return self.pane(self.current)
 
     def goto(self, step_id: str) -> None:
-        """Show a step."""
+        """Show a step (once its pane has mounted: a key pressed in the first instant waits a frame or two)."""
+        if not self.pane(step_id).is_mounted:
+            self.set_timer(0.02, partial(self.goto, step_id))
+            return
         step = STEP_BY_ID[step_id]
         self.current = step_id
         self.visited.add(step_id)
@@ -239,7 +260,9 @@ class PlannerApp(App[int]):
     def session_changed(self) -> None:
         """Every pane re-reads the session; the sidebar and footer update."""
         for step in STEPS:
-            self.pane(step.id).sync()
+            pane = self.pane(step.id)
+            if pane.is_mounted:  # a pane still to mount reads the session when it does
+                pane.sync()
         self._show_steps()
         self.refresh_bindings()
         if self.job is None:
@@ -491,11 +514,26 @@ class PlannerApp(App[int]):
 
 
 def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
-            inputs: list[str] | None = None) -> int:
-    """Open the planner TUI on a model (None: the default demo); returns the exit status."""
-    log_path = default_log_path()
+            inputs: list[str] | None = None, engine: EngineClient | None = None,
+            log_path: Path | None = None) -> int:
+    """Open the planner TUI on a model (None: the default demo); returns the exit status.
+
+    `engine` is one started already (`EngineClient.start`, its output going to `log_path`): its start-up then ran
+    while this process imported Textual. A restart after the engine died starts a fresh one.
+    """
+    log_path = log_path or default_log_path()
+    early = [engine] if engine is not None else []
+
+    def connect(on_death: Callable[[EngineDiedError], None]) -> EngineClient:
+        if early:
+            client = early.pop()
+            client.on_death = on_death
+            client.connect(log_path=log_path)
+            return client
+        return EngineClient.spawn(log_path=log_path, on_death=on_death)
+
     with stray_output_to(log_path) as redirected:
-        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code, inputs=inputs,
+        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code, inputs=inputs, connect=connect,
                          log_path=str(log_path) if redirected else None)
         result = app.run()
     if log_path.exists():

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, cast
 
+from textual import on
 from textual.containers import Vertical
+from textual.events import Mount
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -40,6 +42,11 @@ class StepPane(Vertical):
     def session(self) -> RemoteSession:
         """The engine session every step drives."""
         return self.planner.session
+
+    @on(Mount)
+    def _read_the_session_on_mount(self) -> None:
+        # A pane mounted after the first frame (see planner.tui.app.EAGER_PANES) missed the syncs before it.
+        self.call_after_refresh(self.sync)
 
     # -- hooks -------------------------------------------------------------------------------
     def sync(self) -> None:

@@ -64,15 +64,16 @@ def input_rows(info: dict) -> list[Row]:
     return rows
 
 
-def model_rows(info: dict) -> list[Row]:
-    """A loaded model's description (`LoadedModel.describe()`) as labelled rows."""
+def model_rows(info: dict, flops_per_sample: float | None = None) -> list[Row]:
+    """A loaded model's description (`LoadedModel.describe()`) as labelled rows, with its FLOPs once the profile
+    has counted them (counting at load would import torch's compiler and delay the model's summary by a second)."""
     rows: list[Row] = [
         ("Model", f"{info.get('name')} ({info.get('kind')})"),
         ("Source", str(info.get("source"))),
         ("Parameters", fmt.count(info.get("parameters"))),
         ("Weights", fmt.size(info.get("size_bytes"))),
-        ("FLOPs", f"{fmt.flops(info['flops_per_sample'])} per sample (2 per multiply-add)"
-         if info.get("flops_per_sample") else "counted by the profile (step 4)"),
+        ("FLOPs", f"{fmt.flops(flops_per_sample)} per sample (2 per multiply-add), counted by the profile"
+         if flops_per_sample else "counted by the profile (step 4)"),
         *input_rows(info),
         ("Output", "×".join(str(d) for d in info.get("output_shape") or []) or fmt.MISSING),
         ("Runtime", str(info.get("runtime"))),
@@ -253,5 +254,7 @@ class ModelPane(StepPane):
         """Show the loaded model, if any."""
         model = self.session.model
         info = self.query_one("#model-info", KeyValues)
-        info.set_rows(model_rows(to_data(model)) if model is not None else
+        baseline = self.session.baseline
+        info.set_rows(model_rows(to_data(model), baseline.flops_per_sample if baseline is not None else None)
+                      if model is not None else
                       [("Model", "none loaded yet: pick one and press r (or Load)")])
