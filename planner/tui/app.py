@@ -260,7 +260,7 @@ class PlannerApp(App[int]):
     def session_changed(self) -> None:
         """Every pane re-reads the session; the sidebar and footer update."""
         for step in STEPS:
-            pane = self.pane(step.id)
+            pane: StepPane = self.pane(step.id)
             if pane.is_mounted:  # a pane still to mount reads the session when it does
                 pane.sync()
         self._show_steps()
