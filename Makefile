@@ -27,8 +27,11 @@ lint: $(STAMP)
 	echo "mypy planner targets"; $(VENV)/bin/mypy planner targets || status=1; \
 	exit $$status
 
+# The TUI tests that replay recorded sessions measure nothing and mostly wait on Textual: they run two at a
+# time (pytest-xdist). Everything that measures runs one at a time, as measurements must not compete.
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 -m recorded_tui tests/tui
+	$(PY) -m pytest -q -m "not recorded_tui"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

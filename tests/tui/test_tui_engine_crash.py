@@ -22,7 +22,7 @@ def _spawn(log: Path):
     return lambda on_death: EngineClient.spawn(command=FAKE_ENGINE, log_path=log, on_death=on_death)
 
 
-# SIGKILL here; tests/engine/test_crash.py kills the engine with SIGSEGV too: the client reports any signal the same way.
+# SIGKILL here; tests/engine/test_crash.py also kills the engine with SIGSEGV: the client reports any signal alike.
 @pytest.mark.parametrize("sig", [signal.SIGKILL], ids=["SIGKILL"])
 def test_an_engine_killed_mid_optimize_leaves_the_tui_running_with_what_was_kept(sig, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
