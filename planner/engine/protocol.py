@@ -32,16 +32,17 @@ An example exchange (`>` client to engine, `<` engine to client; values shortene
 
     < {"type": "hello", "protocol": 1, "planner": "0.1.0", "pid": 4242, "hardware": {"cpu": {...}, ...}}
     > {"type": "open", "id": 1, "model": "demo:tiny", "target": "cpu", "out": "reports/tiny"}
-    < {"type": "event", "id": 1, "event": {"kind": "log", "message": "loaded demo:tiny", ...}}
-    < {"type": "result", "id": 1, "value": {"name": "tiny", ...}, "state": {"done": ["model", ...], ...}}
+    < {"type": "result", "id": 1, "value": {"source": "demo:tiny", "name": "tiny", "parameters": 1578, ...},
+       "state": {"seq": 1, "done": ["model", "target"], "out_dir": "reports/tiny", ...}}
     > {"type": "run", "id": 2, "step": "profile", "args": {"quick": true}}
-    < {"type": "event", "id": 2, "event": {"kind": "stage", "message": "timing the baseline", ...}}
+    < {"type": "event", "id": 2, "event": {"kind": "stage", "message": "timing the baseline: ...", ...}}
     > {"type": "cancel", "now": true}
-    < {"type": "error", "id": 2, "problem": "the baseline measurement was stopped", "fix": "...", ...}
+    < {"type": "error", "id": 2, "problem": "profile was cancelled before it finished (...)",
+       "fix": "run profile again to measure it", "kind": "Cancelled", "state": {...}}
     > {"type": "run", "id": 3, "step": "nonsense"}
-    < {"type": "error", "id": 3, "problem": "unknown step 'nonsense'", "fix": "one of: ...", ...}
+    < {"type": "error", "id": 3, "problem": "unknown step 'nonsense'", "fix": "one of: detect, ...", ...}
     > {"type": "shutdown"}
-    < {"type": "bye", "status": "ok", "reason": "the client asked"}
+    < {"type": "bye", "status": "ok", "reason": "the client asked", "out_dir": "reports/tiny"}
 
 A line that is not JSON, or a command the engine does not know, gets an `error` (with the command's
 `id` when it had one, else 0) and the engine keeps going. A client that reads a `hello` with another
