@@ -298,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                                         "the default demo model")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds a launch may take to show the model before it counts as broken (default 120)")
+    parser.add_argument("--no-ceilings-cache", action="store_true",
+                        help="each timed launch starts with an empty cache folder (PLANNER_CACHE_DIR), as on a first "
+                             "start: the ceilings are measured after the model loads and must not delay its summary")
     args = parser.parse_args(argv)
     if shutil.which("tmux") is None:
         print("error: tmux is not installed\n  fix: install it (apt-get install tmux) and run this again",
@@ -312,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{POLL_S * 1000:.0f} ms")
     tmux = Tmux()
     launches: list[Launch] = []
+    caches: list[str] = []  # --no-ceilings-cache: each launch's empty cache folder, removed at the end
     try:
         print("warm-up: one untimed launch first (fills the disk cache) ...", flush=True)
         warm = launch(tmux, command, 0, args.timeout)
@@ -320,12 +324,17 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         load_before = os.getloadavg()
         for number in range(1, args.launches + 1):
-            launches.append(launch(tmux, command, number, args.timeout))
+            caches.append(tempfile.mkdtemp(prefix="planner-cache-"))
+            fresh = ["env", f"PLANNER_CACHE_DIR={caches[-1]}"]
+            launches.append(launch(tmux, [*fresh, *command] if args.no_ceilings_cache else command, number,
+                                   args.timeout))
             print(f"  launch {number}: " + ", ".join(f"{LABELS[m]} {_fmt(launches[-1].seen.get(m))} s"
                                                      for m in MOMENTS), flush=True)
         load_after = os.getloadavg()
     finally:
         tmux.kill_server()
+        for folder in caches:
+            shutil.rmtree(folder, ignore_errors=True)
     print(f"\nload average (1 min) {load_before[0]:.2f} before the timed launches, {load_after[0]:.2f} after, "
           f"on {os.cpu_count()} CPUs")
     captures = sum(r.captures for r in launches)
