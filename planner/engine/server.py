@@ -46,6 +46,9 @@ FRESH_CANCEL = ("open", "profile", "optimize", "plan")
 """The commands that start with a fresh cancel flag. The others keep the last run's, which `finish` reads:
 a cancelled optimize saved afterwards is saved as interrupted."""
 
+LEFTOVER_WAIT_S = 2.0
+"""How long an exiting engine waits for the processes it ended to go."""
+
 STOP_WAIT_S = 5.0
 """How long a hang-up or shutdown waits for the running step to stop before writing what it has."""
 
@@ -455,6 +458,24 @@ def end_measuring_processes() -> None:
         child.terminate()
 
 
+def end_leftovers() -> None:
+    """End every process the engine started and left running (measuring processes, torch.compile's pool of
+    workers), so that its exit neither waits for them (multiprocessing joins its children at exit) nor leaves
+    them behind."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(children, timeout=LEFTOVER_WAIT_S)
+
+
 def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     """`planner engine`: serve the protocol on stdin/stdout until shutdown or hang-up; 0 when it ended cleanly."""
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing printed by a library,
@@ -467,10 +488,22 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     writer = os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
     reader = sys.stdin
     server = EngineServer(reader, writer, session_factory=session_factory)
+    engine_pid = os.getpid()
+
+    def on_signal(number: int, _frame: Any) -> None:
+        if os.getpid() != engine_pid:
+            # A process forked from the engine (torch.compile's workers) inherits this handler: it is not the
+            # engine, so the signal does what it would have done (SIGTERM ends it).
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            return
+        server.hang_up_on_signal(number)
+
     for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda number, _frame: server.hang_up_on_signal(number))
+        signal.signal(signum, on_signal)
     status = server.serve()
     code = 0 if status in ("ok", "interrupted") else 1
+    end_leftovers()
     worker = server._worker
     if worker is not None and worker.is_alive():
         # A step that would not stop in time still runs on its thread, often in native code: finalizing the
