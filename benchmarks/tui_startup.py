@@ -48,6 +48,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PLANNER = REPO_ROOT / ".venv" / "bin" / "planner"
 SIZE = (100, 30)
@@ -119,31 +121,18 @@ def pane_text(screen: str) -> str:
 
 
 def descendants(pid: int) -> list[int]:
-    """The processes started under `pid` (the planner, its engine, any worker), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may hold spaces; the parent's id is the second field after it.
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+    """The processes started under `pid` (the planner, its engine, any worker)."""
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 def alive(pid: int) -> bool:
     """Whether a process still runs (a zombie does not)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
 
 
@@ -245,8 +234,8 @@ def _quit(tmux: Tmux, session: str, pane_pid: int, processes: list[int]) -> tupl
 
 def _command_line(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
         return "?"
 
 

@@ -26,6 +26,7 @@ from typing import IO, Any, Callable
 from planner import __version__
 from planner.codec import to_data
 from planner.engine.protocol import (
+    COMMANDS,
     PROTOCOL_VERSION,
     QUICK_STEPS,
     STEPS,
@@ -151,7 +152,7 @@ class EngineServer:
         elif kind == "run":
             self._run(command_id, str(message.get("step", "")), message.get("args") or {})
         else:
-            self._error(command_id, f"unknown command {kind!r}", f"send one of: {', '.join(_command_names())}")
+            self._error(command_id, f"unknown command {kind!r}", f"send one of: {', '.join(COMMANDS)}")
 
     def _run(self, command_id: int, step: str, args: dict[str, Any]) -> None:
         if step not in STEPS:
@@ -426,12 +427,6 @@ def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
     held = session.done_steps() | session.stale_steps()
     return {str(change): tuple(str(step) for step, fate in invalidated_by(change).items()
                                if fate is Fate.DISCARDED and step in held) for change in Change}
-
-
-def _command_names() -> tuple[str, ...]:
-    from planner.engine.protocol import COMMANDS
-
-    return COMMANDS
 
 
 def _value(value: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Process plumbing the TUI needs so the engine's measuring subprocesses work under Textual."""
+"""Process plumbing of the TUI: where the engine's output goes while the TUI owns the terminal."""
 
 from __future__ import annotations
 
@@ -7,18 +7,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from multiprocessing import resource_tracker
 from pathlib import Path
-
-
-def prepare_subprocesses() -> None:
-    """Start multiprocessing's resource tracker now, before Textual replaces sys.stderr.
-
-    The tracker is started on first use and is handed sys.stderr's file descriptor; inside a
-    running Textual app sys.stderr is a capture object whose descriptor is -1, and spawning the
-    measuring process would fail with "bad value(s) in fds_to_keep".
-    """
-    resource_tracker.ensure_running()
 
 
 def default_log_path() -> Path:

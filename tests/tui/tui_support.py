@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from dataclasses import replace
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -30,7 +31,6 @@ from planner.results import (
     results_from_data,
     write_results,
 )
-from planner.tui.terminal import prepare_subprocesses
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -43,7 +43,9 @@ class PlannerApp(app_module.PlannerApp):
 
     def __init__(self, *, session: PlanSession | None = None, **kwargs: Any) -> None:
         if session is not None:
-            prepare_subprocesses()  # a real session's measuring processes start under Textual
+            # A real session's measuring processes start under Textual, whose sys.stderr has no descriptor: start
+            # multiprocessing's resource tracker now, while it still has one ("bad value(s) in fds_to_keep").
+            resource_tracker.ensure_running()
             kwargs["connect"] = lambda on_death: local_engine(lambda: session, on_death=on_death)
         super().__init__(**kwargs)
         self.served = session  # the engine's session, for tests that look inside it
