@@ -1,0 +1,1 @@
+"""Planning machines reached over SSH: host names, connecting, the remote preflight, shipping and fetching files."""
