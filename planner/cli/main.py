@@ -166,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve the interactive planner in a browser on localhost")
     p.add_argument("--port", type=int, default=8000)
     return parser
+    p = sub.add_parser("preflight", help="show what this machine offers a planner driven over SSH: planner and "
+                                         "protocol versions, architecture, Python, glibc, the runtimes that import")
+    p.add_argument("--json", action="store_true", help="print the facts as one line of JSON (what a client reads)")
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -175,14 +179,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in (None, "tui"):
         # Before anything else is imported: the TUI resumes collection once its first model has loaded.
         pause_gc()
-    from planner.cli import commands
+    from planner.cli import commands, preflight
 
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         None: commands.cmd_default, "detect": commands.cmd_detect, "models": commands.cmd_models,
         "plugins": commands.cmd_plugins,
         "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
         "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
-        "verify": commands.cmd_verify,
+        "verify": commands.cmd_verify, "preflight": preflight.cmd_preflight,
         "tui": commands.cmd_tui, "serve": commands.cmd_serve, "engine": commands.cmd_engine,
     }
     try:
