@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds for each package's run")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON")
 
+    p = sub.add_parser("preflight", help="show what this machine offers a planner driven over SSH: planner and "
+                                         "protocol versions, architecture, Python, glibc, the runtimes that import")
+    p.add_argument("--json", action="store_true", help="print the facts as one line of JSON (what a client reads)")
+
     p = sub.add_parser("report", help="re-render the Markdown report from results.json")
     p.add_argument("results", help="a plan's results.json, or the folder that holds it")
     p.add_argument("--out", help="folder for report.md (default: beside results.json)")
@@ -166,10 +170,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve the interactive planner in a browser on localhost")
     p.add_argument("--port", type=int, default=8000)
     return parser
-    p = sub.add_parser("preflight", help="show what this machine offers a planner driven over SSH: planner and "
-                                         "protocol versions, architecture, Python, glibc, the runtimes that import")
-    p.add_argument("--json", action="store_true", help="print the facts as one line of JSON (what a client reads)")
-
 
 
 def main(argv: Sequence[str] | None = None) -> int:
