@@ -139,7 +139,7 @@ def _cells(h: _Host, folder: Path) -> list[str]:
     link = _link(row.report, folder)
     if data is None:
         missing = fmt.NOT_MEASURED
-        return [device, f"failed: {row.failure or 'no reason recorded'}", "not recorded", "not recorded",
+        return [device, f"failed: {_failure(row) or 'no reason recorded'}", "not recorded", "not recorded",
                 "none", missing, missing, missing, "not checked", missing, link]
     best = h.best
     return [device, _status(h), machine_phrase(data) if data.hardware else "not recorded", _isa(data),
@@ -150,8 +150,13 @@ def _cells(h: _Host, folder: Path) -> list[str]:
 def _status(h: _Host) -> str:
     status = h.data.status if h.data else "unknown"
     if h.row.failure:
-        return f"stopped: {h.row.failure} (run {status})"
+        return f"stopped: {_failure(h.row)} (run {status})"
     return "complete" if status == "ok" else f"partial (run {status})"
+
+
+def _failure(row: FleetRow) -> str:
+    """The host's failure on one line (a remote's error can span several, which would break a table or list)."""
+    return " ".join(row.failure.split())
 
 
 def _isa(data: ReportData) -> str:
@@ -331,7 +336,7 @@ def _not_compared(hosts: list[_Host]) -> list[str]:
         return []
     lines = ["", "Not compared (no measured best candidate):", ""]
     for h in left:
-        why = h.row.failure or (f"the run's status is {h.data.status}" if h.data else "no results")
+        why = _failure(h.row) or (f"the run's status is {h.data.status}" if h.data else "no results")
         if h.data is not None and not h.row.failure and h.best is None:
             why = _best_cell(h.data, None)
         lines.append(f"- {h.row.label}: {why}")

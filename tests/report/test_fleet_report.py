@@ -236,9 +236,12 @@ def test_a_host_cut_off_mid_plan_shows_what_it_kept_and_why_it_stopped(tmp_path,
 
 def test_no_host_with_a_measurement_gives_no_recommendation(tmp_path):
     out = tmp_path / "out"
-    md = write_fleet_report([FleetRow("pi5", "pi5", None, None, failure="authentication refused")], out).read_text()
-    assert "**No recommendation**" in section(md, "Where this model should run")
-    assert _cell(md, "pi5", "Status") == "failed: authentication refused"
+    md = write_fleet_report([FleetRow("pi5", "pi5", None, None, failure="authentication refused:\n  no key accepted")],
+                            out).read_text()
+    where = section(md, "Where this model should run")
+    assert "**No recommendation**" in where
+    assert _cell(md, "pi5", "Status") == "failed: authentication refused: no key accepted"  # one line, one row
+    assert "- pi5: authentication refused: no key accepted\n" in where
 
 
 def test_a_host_whose_best_is_the_original_model_says_so(tmp_path, recorded):
