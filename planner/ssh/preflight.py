@@ -118,15 +118,21 @@ def _version_tuple(text: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text or ""))
 
 
-def install_command(host: str, basics: HostBasics, version: str = __version__,
+def install_command(spec: HostSpec | str, basics: HostBasics, version: str = __version__,
                     source: Path | None = None) -> str:
-    """The exact commands that install planner `version` on `host` in a venv under ~/.planner, fitted to its basics.
+    """The exact commands that install planner `version` on a host in a venv under ~/.planner, fitted to its basics.
+
+    `spec` is the host (its label names it in the words, its user, host and port go into the ssh and scp
+    commands), or the text both are written as.
 
     The planner is not published on a package index, so its wheel is built here from this client's own source
     folder and copied over (a `pip install planner==...` would fetch an unrelated package of that name). On
     aarch64 torch and torchvision are pinned to releases whose wheels work there, and installed first; on
     x86_64 pip takes the planner's own requirements. Warnings come first where the host cannot run it as it is.
     """
+    if isinstance(spec, str):
+        spec = HostSpec(host=spec, label=spec)
+    host = spec.label or spec.host
     source = source if source is not None else _source_folder()
     notes: list[str] = []
     python = "python3"
@@ -149,7 +155,7 @@ def install_command(host: str, basics: HostBasics, version: str = __version__,
     if basics.arch in ("aarch64", "arm64"):
         remote.append(f"{VENV}/bin/pip install {AARCH64_TORCH_PINS}")
     remote += [f"{VENV}/bin/pip install ~/{wheel}", f"rm ~/{wheel}"]
-    target = shlex.quote(host)
+    login = shlex.quote(f"{spec.user}@{spec.host}" if spec.user else spec.host)
     if source is not None:
         build = f"pip wheel --no-deps -w /tmp/planner-wheel {shlex.quote(str(source))}"
     else:
@@ -157,8 +163,8 @@ def install_command(host: str, basics: HostBasics, version: str = __version__,
     lines = [*(f"note: {n}" for n in notes),
              f"on this machine, build planner {version}'s wheel and copy it over, then install it on {host}:",
              f"  {build}",
-             f"  scp /tmp/planner-wheel/{wheel} {target}:",
-             f"  ssh {target} {shlex.quote(' && '.join(remote))}",
+             f"  scp {f'-P {spec.port} ' if spec.port else ''}/tmp/planner-wheel/{wheel} {login}:",
+             f"  ssh {f'-p {spec.port} ' if spec.port else ''}{login} {shlex.quote(' && '.join(remote))}",
              f"then pass --remote-planner {VENV}/bin/planner (or put {VENV}/bin on {host}'s PATH), "
              f"or pass --remote-planner PATH for a planner {version} that is installed elsewhere there"]
     return "\n".join(lines)
@@ -178,12 +184,13 @@ def _first_lines(text: str, n: int = _SHOWN_LINES) -> str:
     return "\n".join(f"    {line[:200]}" for line in lines) if lines else "    (nothing)"
 
 
-def parse_facts(stdout: str, host: str) -> RemoteFacts:
+def parse_facts(stdout: str, spec: HostSpec | str) -> RemoteFacts:
     """Read `planner preflight --json`'s answer: the last line that is a JSON object (a login script may print first).
 
     Raises RemotePreflightError when there is none or it lacks a fact; RemotePlannerMismatchError on another
-    protocol version.
+    protocol version. `spec` is the host (or its name), for the words and the install command.
     """
+    host = spec if isinstance(spec, str) else spec.label or spec.host
     data: dict[str, Any] | None = None
     for line in reversed(stdout.splitlines()):
         if line.strip().startswith("{"):
@@ -202,7 +209,7 @@ def parse_facts(stdout: str, host: str) -> RemoteFacts:
             f"on {host} print nothing to standard output for a command run over ssh")
     protocol = data.get("protocol")
     if protocol != PROTOCOL_VERSION:
-        raise _mismatch(host, data.get("planner"), protocol)
+        raise _mismatch(spec, data.get("planner"), protocol)
     try:
         runtimes = {str(k): (None if v is None else str(v)) for k, v in dict(data["runtimes"]).items()}
         facts = RemoteFacts(
@@ -221,16 +228,17 @@ def parse_facts(stdout: str, host: str) -> RemoteFacts:
     return facts
 
 
-def _mismatch(host: str, remote_version: object, remote_protocol: object,
+def _mismatch(spec: HostSpec | str, remote_version: object, remote_protocol: object,
               basics: HostBasics | None = None) -> RemotePlannerMismatchError:
     """The error for a host whose planner speaks another protocol (or predates the preflight)."""
+    host = spec if isinstance(spec, str) else spec.label or spec.host
     theirs = f"planner {remote_version}" if remote_version else "a planner"
     spoken = (f"engine protocol {remote_protocol}" if remote_protocol is not None
               else "an engine protocol older than the preflight")
     return RemotePlannerMismatchError(
         f"{host} has {theirs}, which speaks {spoken}; this client is planner {__version__} and speaks engine "
         f"protocol {PROTOCOL_VERSION}",
-        "install the client's version there:\n" + install_command(host, basics or HostBasics()))
+        "install the client's version there:\n" + install_command(spec, basics or HostBasics()))
 
 
 async def probe_basics(conn: asyncssh.SSHClientConnection) -> HostBasics:
@@ -270,18 +278,18 @@ async def preflight(conn: asyncssh.SSHClientConnection, spec: HostSpec) -> Remot
     stdout, stderr = _text(done.stdout), _text(done.stderr)
     status = done.exit_status
     if status == 0:
-        return parse_facts(stdout, host)
+        return parse_facts(stdout, spec)
     if _is_missing(status, stderr):
         basics = await probe_basics(conn)
         raise RemotePlannerMissingError(
             f"The planner is not installed on {host} (or not on its login PATH): `{spec.planner}` "
             f"{'is not runnable there' if status == 126 else 'was not found there'}"
             f"{_described(basics)}",
-            "install it there:\n" + install_command(host, basics))
+            "install it there:\n" + install_command(spec, basics))
     if "invalid choice: 'preflight'" in stderr:
         # A planner from before the preflight existed: older than any client that speaks over SSH.
         basics = await probe_basics(conn)
-        raise _mismatch(host, None, None, basics)
+        raise _mismatch(spec, None, None, basics)
     signal = f" (ended by signal {done.exit_signal[0]})" if done.exit_signal else ""
     raise RemotePreflightError(
         f"The planner's preflight on {host} failed with exit status {status}{signal}; it printed:\n"

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib.metadata
 import json
+import platform
 import shlex
+import subprocess
+from pathlib import Path
 
+import asyncssh
 import pytest
 
 from planner import __version__
@@ -12,12 +19,15 @@ from planner.engine.protocol import PROTOCOL_VERSION
 from planner.ssh.hosts import HostSpec
 from planner.ssh.preflight import (
     AARCH64_TORCH_PINS,
+    PREFLIGHT_TIMEOUT_S,
     HostBasics,
     RemotePlannerMismatchError,
+    RemotePlannerMissingError,
     RemotePreflightError,
     install_command,
     parse_facts,
     parse_probe,
+    preflight,
     remote_command,
 )
 
@@ -120,3 +130,100 @@ def test_remote_command_quotes_each_word_and_keeps_the_home_folder() -> None:
     assert remote_command(spec, "preflight", "--json") == "~/.planner/bin/planner preflight --json"
     spec = HostSpec.parse("pi5", planner="'/opt/my planner/bin/planner'")
     assert remote_command(spec, "preflight") == "'/opt/my planner/bin/planner' preflight"
+
+
+# Over SSH, against helper A's test hosts (tests/ssh/conftest.py)
+
+
+def _connect(host) -> contextlib.AbstractAsyncContextManager[asyncssh.SSHClientConnection]:
+    """A connection to a test host, as its ssh_config alias names it."""
+    options = host.ssh_options
+    return asyncssh.connect(host.alias, config=[str(p) for p in options.config_paths],
+                            known_hosts=str(options.known_hosts), agent_path=None, connect_timeout=20)
+
+
+def _preflight(host):
+    async def go():
+        async with _connect(host) as conn:
+            return await preflight(conn, host.spec)
+    return asyncio.run(asyncio.wait_for(go(), PREFLIGHT_TIMEOUT_S + 30))
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    """A stand-in for the remote planner: a shell script that answers as `body` says."""
+    path = tmp_path / "fake-planner"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_host_with_the_planner_reports_its_facts(make_ssh_host) -> None:
+    host = make_ssh_host(env={"PLANNER_CPUS": "1"})
+    facts = _preflight(host)
+    assert facts.planner == __version__ and facts.protocol == PROTOCOL_VERSION
+    assert facts.arch == platform.machine() and facts.python == platform.python_version()
+    assert facts.cache_dir == str(host.remote_home / ".cache" / "planner")  # the remote user's own cache
+    assert facts.runtimes["onnxruntime"] == importlib.metadata.version("onnxruntime")
+    assert facts.cores >= 1
+
+
+def test_a_missing_planner_gets_the_install_command_for_that_host(make_ssh_host) -> None:
+    host = make_ssh_host(planner="no-such-planner")
+    with pytest.raises(RemotePlannerMissingError) as caught:
+        _preflight(host)
+    problem, fix = caught.value.problem, caught.value.fix
+    assert problem.startswith(f"The planner is not installed on {host.alias} (or not on its login PATH)")
+    # The probe found the host's own architecture, Python (the venv's python3 is first on its PATH) and glibc.
+    remote_python = subprocess.run(["python3", "-V"], capture_output=True, text=True,
+                                   env=host.remote_env).stdout.split()[1]
+    assert f"it is an {platform.machine()} machine with Python {remote_python}" in problem
+    assert f"planner-{__version__}-py3-none-any.whl" in fix and "python3 -m venv ~/.planner" in fix
+    assert "--remote-planner PATH" in fix
+
+
+def test_a_planner_of_another_protocol_is_refused_with_both_versions(make_ssh_host, tmp_path) -> None:
+    answer = json.dumps({**FACTS, "planner": "7.0.0", "protocol": PROTOCOL_VERSION + 5})
+    host = make_ssh_host(planner=_script(tmp_path, f"echo '{answer}'\n"))
+    with pytest.raises(RemotePlannerMismatchError) as caught:
+        _preflight(host)
+    assert (f"{host.alias} has planner 7.0.0, which speaks engine protocol {PROTOCOL_VERSION + 5}; this client is "
+            f"planner {__version__} and speaks engine protocol {PROTOCOL_VERSION}") == caught.value.problem
+    assert f"planner-{__version__}-py3-none-any.whl" in caught.value.fix
+
+
+def test_a_planner_older_than_the_preflight_is_a_mismatch(make_ssh_host, tmp_path) -> None:
+    host = make_ssh_host(planner=_script(
+        tmp_path, "echo \"planner: error: argument COMMAND: invalid choice: 'preflight' (choose from 'plan')\" >&2\n"
+                  "exit 2\n"))
+    with pytest.raises(RemotePlannerMismatchError, match="an engine protocol older than the preflight"):
+        _preflight(host)
+
+
+def test_a_program_that_is_not_the_planner_shows_what_it_said(make_ssh_host, tmp_path) -> None:
+    host = make_ssh_host(planner=_script(tmp_path, "echo 'Usage: planner [day|week]'\necho 'a calendar tool'\n"))
+    with pytest.raises(RemotePreflightError) as caught:
+        _preflight(host)
+    assert "    Usage: planner [day|week]\n    a calendar tool" in caught.value.problem
+
+
+def test_a_failing_planner_shows_its_error(make_ssh_host, tmp_path) -> None:
+    host = make_ssh_host(planner=_script(tmp_path, "echo 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n"))
+    with pytest.raises(RemotePreflightError) as caught:
+        _preflight(host)
+    assert "failed with exit status 1" in caught.value.problem
+    assert "ModuleNotFoundError: No module named numpy" in caught.value.problem
+
+
+def test_real_openssh_missing_planner(sshd_host) -> None:
+    """A real sshd runs the command through the user's login shell, which answers 127 for a missing command."""
+    sshd_host.planner = "no-such-planner"
+    with pytest.raises(RemotePlannerMissingError, match="not installed on openssh"):
+        _preflight(sshd_host)
+
+
+def test_the_install_command_logs_in_as_the_host_was_written(tmp_path) -> None:
+    spec = HostSpec.parse("pi@10.0.0.7:2222", label="Raspberry Pi 5")
+    command = install_command(spec, HostBasics("aarch64", "3.11.2", "2.36"), source=tmp_path)
+    assert f"scp -P 2222 /tmp/planner-wheel/planner-{__version__}-py3-none-any.whl pi@10.0.0.7:" in command
+    assert "  ssh -p 2222 pi@10.0.0.7 'python3 -m venv" in command
+    assert "install it on Raspberry Pi 5:" in command
