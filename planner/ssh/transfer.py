@@ -280,10 +280,22 @@ async def fetch(conn: asyncssh.SSHClientConnection, remote_dir: str, local_dir: 
                 raise TransferError(f"Cannot fetch {remote_dir} from {where}: it is not a folder",
                                     "check the run's folder on the host")
             skipped: dict[str, str] = {}
-            written = await _copy_tree(sftp, remote_dir.encode("utf-8"), (), temp, _Budget(), skipped, where,
-                                       remote_dir)
+            try:
+                written = await _copy_tree(sftp, remote_dir.encode("utf-8"), (), temp, _Budget(), skipped, where,
+                                           remote_dir)
+            except asyncssh.SFTPError as exc:
+                raise TransferError(f"Fetching {remote_dir} from {where} failed: {exc.reason}; nothing was "
+                                    f"fetched", "run the fetch again (`planner attach` fetches a run)") from None
         os.chmod(temp, 0o755)  # mkdtemp's folder is private; the fetched folder reads like any other
         _move_into_place(temp, local_dir)
+    except OSError as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        if isinstance(exc, ConnectionError):
+            raise TransferError(f"The connection to {where} was lost while fetching {remote_dir}; nothing was "
+                                "fetched", "run the fetch again (`planner attach` fetches a run)") from None
+        raise TransferError(f"Writing what came from {where} into {local_dir.parent} failed: "
+                            f"{exc.strerror or exc}; nothing half-written was left",
+                            "free some space there, or choose another --out folder") from None
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
@@ -308,6 +320,9 @@ async def _copy_tree(sftp: asyncssh.SFTPClient, remote: bytes, parts: tuple[str,
         if raw in (b".", b".."):
             continue
         budget.take_entry(where, remote_dir)
+        if len(parts) >= MAX_DEPTH:
+            raise UnsafeRemotePathError(f"{where}:{remote_dir} holds folders more than {MAX_DEPTH} deep, deeper than "
+                                        "a run ever writes; nothing was fetched", f"check {remote_dir} on {where}")
         try:
             rel = safe_relative([*parts, raw])
         except UnsafeRemotePathError as exc:

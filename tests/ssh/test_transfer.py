@@ -21,6 +21,7 @@ import pytest
 from planner.ssh.transfer import (
     MAX_DEPTH,
     RemoteDiskFullError,
+    TransferError,
     UnsafeRemotePathError,
     fetch,
     fetch_tree,
@@ -232,7 +233,7 @@ def test_too_deep_a_tree_is_refused(tmp_path) -> None:
         async with _server(_rooted(remote)) as conn:
             return await fetch_tree(conn, "/run", local, host="deep")
 
-    with pytest.raises(UnsafeRemotePathError, match="folders deep is refused"):
+    with pytest.raises(UnsafeRemotePathError, match="holds folders more than 32 deep"):
         _run(go())
     assert not local.exists() and os.listdir(tmp_path) == ["remote"]
 
@@ -296,3 +297,26 @@ def test_a_full_disk_is_said_and_leaves_nothing_half_written(tmp_path, server) -
     assert os.listdir(folder) == []  # the temporary file was removed, and nothing has the cached name
     if server is _NoRoom:
         assert server.writes == 0 and "(1.0 MB free, 5.2 MB needed)" in caught.value.problem
+
+
+def test_a_file_the_host_will_not_give_fails_the_fetch_and_writes_nothing(tmp_path) -> None:
+    remote = tmp_path / "remote"
+    _write_run(remote / "run")
+
+    class Guarded(asyncssh.SFTPServer):
+        """Lists every file but refuses to open the report."""
+
+        def open(self, path: bytes, pflags: int, attrs):
+            if path.endswith(b"report.md"):
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return super().open(path, pflags, attrs)
+
+    local = tmp_path / "out" / "host1"
+
+    async def go():
+        async with _server(_rooted(remote, Guarded)) as conn:
+            return await fetch_tree(conn, "/run", local, host="guarded")
+
+    with pytest.raises(TransferError, match="Fetching /run from guarded failed: Permission denied; nothing was"):
+        _run(go())
+    assert os.listdir(tmp_path / "out") == []  # not even a part of the run, nor the temporary folder
