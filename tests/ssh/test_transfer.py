@@ -320,3 +320,30 @@ def test_a_file_the_host_will_not_give_fails_the_fetch_and_writes_nothing(tmp_pa
     with pytest.raises(TransferError, match="Fetching /run from guarded failed: Permission denied; nothing was"):
         _run(go())
     assert os.listdir(tmp_path / "out") == []  # not even a part of the run, nor the temporary folder
+
+
+def test_a_cancelled_ship_leaves_no_temporary_file(tmp_path) -> None:
+    """Ctrl-C mid-upload: the partial file is removed, and nothing carries the cached name."""
+    model = _model(tmp_path)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    writing = asyncio.Event()
+
+    class Slow(asyncssh.SFTPServer):
+        """A slow link: each write takes a while."""
+
+        async def write(self, file_obj, offset: int, data: bytes) -> int:
+            writing.set()
+            await asyncio.sleep(0.2)
+            return super().write(file_obj, offset, data)
+
+    async def go():
+        async with _server(_rooted(remote, Slow)) as conn:
+            task = asyncio.create_task(ship(conn, model, "/cache", host="slow"))
+            await asyncio.wait_for(writing.wait(), 20)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    _run(go())
+    assert os.listdir(remote / "cache" / "models" / _sha(model)) == []
