@@ -340,7 +340,17 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_engine(args: argparse.Namespace) -> int:
-    """Serve the engine protocol on stdin/stdout until the client shuts it down or hangs up."""
+    """Serve the engine protocol on stdin/stdout until the client shuts it down or hangs up (or, with --detach and
+    --attach, relay to an engine that outlives the connection)."""
+    if args.detach or args.attach or args.daemon or args.runs:
+        from planner.engine import detached
+
+        if args.daemon:
+            return detached.serve_daemon(Path(args.daemon))
+        if args.runs:
+            print_json(detached.list_runs())
+            return 0
+        return detached.attach_relay(args.attach, args.since) if args.attach else detached.detach_and_relay()
     from planner.engine.server import serve_stdio
 
     return serve_stdio()

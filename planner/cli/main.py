@@ -138,8 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the plan in this process (default, the fastest), or in a `planner engine` process "
                         "driven over its protocol, as the interactive planner does")
 
-    sub.add_parser("engine", help="serve the planner's engine protocol on stdin/stdout (the interactive "
-                                  "planner starts one; see planner/engine/protocol.py)")
+    p = sub.add_parser("engine", help="serve the planner's engine protocol on stdin/stdout (the interactive "
+                                      "planner starts one; see planner/engine/protocol.py)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--detach", action="store_true",
+                     help="start the engine detached from this connection (a run under ~/.cache/planner/runs) and "
+                          "relay to it: what `--host` runs on the remote, so a dropped connection does not end a plan")
+    how.add_argument("--attach", metavar="RUN", help="relay to a detached run (`latest`: the newest), replaying its "
+                                                     "messages from --since on")
+    how.add_argument("--runs", action="store_true", help="list the detached runs on this host, as JSON")
+    how.add_argument("--daemon", metavar="DIR", help=argparse.SUPPRESS)  # the detached engine itself
+    p.add_argument("--since", type=int, default=1, metavar="N",
+                   help="with --attach: the first message to replay (1: all after the hello)")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
     _add_model_args(p)

@@ -82,11 +82,14 @@ class EngineClient:
     """One connection to an engine: `request` sends a command and waits for its answer."""
 
     def __init__(self, reader: IO[str], writer: IO[str], *, process: subprocess.Popen | None = None,
-                 on_death: Callable[[EngineDiedError], None] | None = None) -> None:
+                 on_death: Callable[[EngineDiedError], None] | None = None,
+                 exit_problem: Callable[[str], EngineDiedError] | None = None) -> None:
         self.reader = reader
         self.writer = writer
         self.process = process
         self.on_death = on_death
+        self.exit_problem = exit_problem  # how the stream's end is told when no local process explains it (SSH)
+        self._follow: _Pending | None = None  # `follow`: every command's messages, for a client that re-attached
         self.hello: dict[str, Any] = {}
         self.bye: dict[str, Any] | None = None
         self.death: EngineDiedError | None = None
@@ -206,6 +209,22 @@ class EngineClient:
             raise error
         return reply
 
+    def follow(self, *, on_event: EventSink | None = None) -> dict[str, Any] | None:
+        """For a client that re-attached to a detached engine: hear the replayed and live messages of the commands
+        an earlier client sent, until the first `result` or `error`; returns it, or None when the engine's stream
+        ends first (`death` then says why)."""
+        pending = _Pending(on_event)
+        with self._lock:
+            self._follow = pending
+        try:
+            while not pending.done.wait(0.2):
+                if self._over.is_set():
+                    break
+        finally:
+            with self._lock:
+                self._follow = None
+        return pending.reply
+
     # -- hearing -------------------------------------------------------------------------------
     def _read(self) -> None:
         """The reading thread: route each line to its command until the engine's stdout closes."""
@@ -231,6 +250,8 @@ class EngineClient:
             return
         with self._lock:
             pending = self._pending.get(message.get("id", 0) if isinstance(message.get("id"), int) else 0)
+            if pending is None and message.get("id"):
+                pending = self._follow  # an earlier client's command, replayed to one that re-attached
         if pending is None:
             return  # an answer nobody waits for (a command abandoned at quit) or an id-less error
         if kind == "event":
@@ -262,6 +283,8 @@ class EngineClient:
 
     def _exit_problem(self, when: str) -> EngineDiedError:
         """How the engine process ended, in words, with its signal or exit status."""
+        if self.exit_problem is not None:
+            return self.exit_problem(when)
         code = None
         if self.process is not None:
             try:

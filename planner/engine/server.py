@@ -77,6 +77,7 @@ class EngineServer:
         self._seq = 0
         self._status = "ok"
         self._reason = "the client asked"
+        self.hello_extra: dict[str, Any] = {}  # more for the hello (a detached run names its run and folders)
 
     # -- the stream ----------------------------------------------------------------------------
     def send(self, message: dict[str, Any]) -> None:
@@ -97,7 +98,7 @@ class EngineServer:
             hardware = None
             self._log(0, f"hardware detection failed: {type(exc).__name__}: {exc}")
         self.send({"type": "hello", "protocol": PROTOCOL_VERSION, "planner": __version__, "pid": os.getpid(),
-                   "hardware": hardware})
+                   "hardware": hardware, **self.hello_extra})
 
     def state(self) -> State:
         """The session as the client mirrors it."""
@@ -280,12 +281,23 @@ class EngineServer:
         self.send({"type": "bye", "status": self._status, "reason": self._reason,
                    "out_dir": str(self.session.out_dir) if self.session.out_dir else None})
 
-    def hang_up_on_signal(self, signum: int) -> None:
+    @property
+    def stopped(self) -> bool:
+        """Whether the engine has stopped reading commands (shutdown, a hang-up or a signal)."""
+        return self._stop.is_set()
+
+    @property
+    def idle(self) -> bool:
+        """Whether no command is running."""
+        return self._running is None
+
+    def hang_up_on_signal(self, signum: int, *, reason: str = "") -> None:
         """A signal handler's work: SIGINT cancels the running step, the others end the engine."""
         if signum == signal.SIGINT:
             self.cancel(now=True)
             return
-        self._hang_up(f"the engine received {signal.Signals(signum).name}")
+        self._hang_up(reason or f"the engine received {signal.Signals(signum).name}",
+                      status="ok" if reason else "interrupted")
         # The reading thread may sit in readline: closing stdin ends it.
         try:
             os.close(self.reader.fileno())
@@ -471,18 +483,47 @@ def end_leftovers() -> None:
     psutil.wait_procs(children, timeout=LEFTOVER_WAIT_S)
 
 
+CPUS_ENV = "PLANNER_CPUS"
+"""Set it to N to confine the engine (and every process it starts) to its first N usable cores: a smaller
+machine on the same host, for comparisons and tests. Detection then reports N cores."""
+
+
+def limit_cpus() -> None:
+    """Honour `$PLANNER_CPUS`: keep the first N of the cores this process may use."""
+    text = os.environ.get(CPUS_ENV, "").strip()
+    if not text or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        count = int(text)
+    except ValueError:
+        print(f"ignoring {CPUS_ENV}={text!r}: not a whole number of cores", file=sys.stderr)
+        return
+    usable = sorted(os.sched_getaffinity(0))
+    if 0 < count < len(usable):
+        os.sched_setaffinity(0, usable[:count])
+
+
 def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     """`planner engine`: serve the protocol on stdin/stdout until shutdown or hang-up; 0 when it ended cleanly."""
     # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing printed by a library,
     # a C extension or a measuring process (which inherits fd 1) can break a line of the protocol.
-    pause_gc()  # until the first model load has ended (planner.engine.startup)
     sys.stdout.flush()
     protocol_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     writer = os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
-    reader = sys.stdin
+    return serve_streams(sys.stdin, writer, session_factory=session_factory)
+
+
+def serve_streams(reader: IO[str], writer: IO[str], *, session_factory: SessionFactory = PlanSession,
+                  hello_extra: dict[str, Any] | None = None,
+                  on_start: Callable[[EngineServer], None] | None = None, hangup_signals: bool = True) -> int:
+    """Serve one engine on `reader`/`writer` in this process (stdio, or a detached run's FIFO and log) with its
+    signal handling; `on_start` runs on a thread beside it. Returns 0 when it ended cleanly."""
+    pause_gc()  # until the first model load has ended (planner.engine.startup)
+    limit_cpus()
     server = EngineServer(reader, writer, session_factory=session_factory)
+    server.hello_extra = dict(hello_extra or {})
     engine_pid = os.getpid()
 
     def on_signal(number: int, _frame: Any) -> None:
@@ -494,8 +535,11 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
             return
         server.hang_up_on_signal(number)
 
+    # A detached engine has no terminal: a hang-up signal is no reason to stop it.
     for signum in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
+        signal.signal(signum, on_signal if hangup_signals or signum != signal.SIGHUP else signal.SIG_IGN)
+    if on_start is not None:
+        threading.Thread(target=on_start, args=(server,), name="engine-watch", daemon=True).start()
     status = server.serve()
     code = 0 if status in ("ok", "interrupted") else 1
     end_leftovers()

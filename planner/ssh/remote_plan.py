@@ -1,0 +1,371 @@
+"""One plan on one host over SSH: connect, check the host, ship the model, run the plan on a detached engine,
+fetch what it wrote. Also `attach` (the same run after a dropped connection) and the engine the TUI drives.
+
+Every remote step is a coroutine on the process's SSH loop (`planner.ssh.channel`); the plan itself is driven
+through `EngineClient` exactly as `planner plan --engine subprocess` drives a local engine. The local folder of
+a host's run holds what the remote's `out/` held, plus `remote-run.json` (which host and run it came from), so
+`planner attach` can find it again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import asyncssh
+
+from planner.engine.client import EngineClient, EngineDiedError
+from planner.engine.plan_options import options_data
+from planner.errors import PlannerError
+from planner.events import Event, EventSink, null_sink
+from planner.io import write_json_atomic
+from planner.pipeline.run import PlanOptions
+from planner.results import RESULTS_NAME, PlanResults, read_results
+from planner.ssh.channel import RemoteProcess, ssh_loop
+from planner.ssh.connect import open_connection
+from planner.ssh.hosts import HostSpec, SshOptions
+from planner.ssh.preflight import RemoteFacts, preflight, remote_command
+from planner.ssh.transfer import fetch, ship
+
+REMOTE_RUN = "remote-run.json"
+"""The file in a host's local folder that names the host and the run its files came from."""
+
+CANCEL_WAIT_S = 60.0
+"""How long a cancelled remote plan may take to stop and write what it measured before the client gives up."""
+
+PhaseSink = Callable[[str, str], None]
+"""Told each phase of a host's run (connecting, checking, shipping, planning, fetching, done, failed) and a detail."""
+
+
+class ConnectionLostError(PlannerError):
+    """The SSH connection dropped while the remote plan ran; the plan goes on there and `attach` fetches it."""
+
+    def __init__(self, problem: str, fix: str, *, run: str, local_dir: Path) -> None:
+        super().__init__(problem, fix)
+        self.run = run
+        self.local_dir = local_dir
+
+
+@dataclass
+class HostOutcome:
+    """How one host's plan ended: its fetched results (when any), where they are, and what went wrong."""
+
+    spec: HostSpec
+    local_dir: Path | None = None
+    results: PlanResults | None = None
+    report: Path | None = None
+    run: str = ""
+    failure: str = ""
+    interrupted: bool = False
+    facts: RemoteFacts | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # remote files not fetched, and why
+
+
+def _unsupported(options: PlanOptions) -> None:
+    """Options that name local files the remote cannot see and that are not shipped yet: say so before connecting."""
+    for name, flag in (("val_data", "--val-data"), ("val_transform", "--val-transform"), ("pipeline", "--pipeline")):
+        if getattr(options, name):
+            raise PlannerError(f"{flag} is not carried to a remote host yet",
+                               f"copy the files to the host and run `planner plan {flag} ...` there, or leave it out")
+
+
+class HostConnection:
+    """An open SSH connection to one host, with what its preflight found."""
+
+    def __init__(self, spec: HostSpec, ssh: SshOptions) -> None:
+        self.spec = spec
+        self.ssh = ssh
+        self.loop = ssh_loop()
+        self.conn: asyncssh.SSHClientConnection | None = None
+        self.facts: RemoteFacts | None = None
+
+    def open(self, on_phase: PhaseSink | None = None) -> RemoteFacts:
+        """Connect (host key and login checked) and run the preflight; PlannerError says what is wrong."""
+        say = on_phase or (lambda _phase, _detail: None)
+        say("connecting", f"connecting to {self.spec.label}")
+        self.conn = self.loop.run(open_connection(self.spec, self.ssh))
+        say("checking", "checking the planner on the host")
+        self.facts = self.loop.run(preflight(self.conn, self.spec))
+        return self.facts
+
+    def ship(self, local: Path) -> tuple[str, bool]:
+        """Put a local file into the host's cache (not sent again when it is there); its remote path, and whether
+        it was sent."""
+        assert self.conn is not None and self.facts is not None
+        shipped = self.loop.run(ship(self.conn, local, self.facts.cache_dir, host=self.spec.label))
+        return shipped.remote_path, shipped.sent
+
+    def engine(self, *args: str, on_death: Callable[[EngineDiedError], None] | None = None) -> EngineClient:
+        """Start `planner engine ARGS` on the host and shake hands with it."""
+        assert self.conn is not None
+        process = RemoteProcess(self.conn, remote_command(self.spec, "engine", *args), host=self.spec.label,
+                                loop=self.loop)
+        client = EngineClient(process.reader, process.writer,  # type: ignore[arg-type]  # a text writer
+                              on_death=on_death, exit_problem=process.problem)
+        client.channel = process  # type: ignore[attr-defined]  # closed with the client
+        try:
+            client.connect()
+        except PlannerError:
+            process.close()
+            raise
+        return client
+
+    def fetch(self, remote_dir: str, local_dir: Path) -> dict[str, str]:
+        """Copy the run's folder back into `local_dir`; returns the remote files left out, and why."""
+        assert self.conn is not None
+        fetched = self.loop.run(fetch(self.conn, remote_dir, local_dir, host=self.spec.label))
+        return fetched.skipped
+
+    def close(self) -> None:
+        """Close the connection (a detached engine on the host goes on)."""
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+
+        async def closing() -> None:
+            conn.close()
+            await conn.wait_closed()
+
+        try:
+            self.loop.run(closing(), timeout=5)
+        except Exception:  # noqa: BLE001, S110 - a dropped connection has nothing to close
+            pass
+
+
+def close_engine(client: EngineClient, *, shutdown: bool = True) -> None:
+    """Say goodbye to a remote engine (`shutdown` ends it; without, only the channel closes) and close the channel."""
+    if shutdown:
+        client.send({"type": "shutdown"})
+    channel = getattr(client, "channel", None)
+    if channel is not None:
+        channel.close()
+
+
+def default_local_dir(spec: HostSpec, run: str, base: Path | None = None) -> Path:
+    """Where a host's run lands here by default: reports/<host>-<run> (named after the host, one per run)."""
+    return (base or Path("reports")) / f"{spec.folder_name}-{run}"
+
+
+def _remote_options(options: PlanOptions, host: HostConnection, on_phase: PhaseSink) -> PlanOptions:
+    """`options` as the host must see them: local files shipped into its cache, the output in the run's folder."""
+    changes: dict[str, Any] = {"out": None}
+    model_file = _local_model_file(options.model)
+    if model_file is not None:
+        on_phase("shipping", f"sending {model_file.name}")
+        remote, sent = host.ship(model_file)
+        on_phase("shipping", f"{model_file.name} {'sent' if sent else 'already on the host'}")
+        changes["model"] = remote + options.model[len(str(model_file)):]  # a `file.py:factory` keeps its factory
+    if options.requirements_file is not None:
+        remote, _ = host.ship(options.requirements_file)
+        changes["requirements_file"] = Path(remote)
+    return replace(options, **changes)
+
+
+def _local_model_file(model: str) -> Path | None:
+    """The local file a model source names (`model.onnx`, `file.py:factory`), or None for demos and torchvision."""
+    if ":" in model:
+        head = model.split(":", 1)[0]
+        if head in ("demo", "tv", "torchvision"):
+            return None
+        if head.endswith(".py"):
+            path = Path(head)
+            return path if path.is_file() else None
+    path = Path(model)
+    if path.is_file():
+        return path
+    if path.suffix in (".onnx", ".pt2", ".pt", ".pth", ".ts", ".py"):
+        raise PlannerError(f"the model file {model} does not exist here",
+                           "give the path of a model file on this machine")
+    return None
+
+
+def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, local_dir: Path | None = None,
+                     base_dir: Path | None = None, on_event: EventSink = null_sink, on_phase: PhaseSink | None = None,
+                     cancel: threading.Event | None = None) -> HostOutcome:
+    """Plan `options` on `spec` and fetch its folder. Raises PlannerError when the host cannot plan (unreachable,
+    no planner, ...), ConnectionLostError when the connection drops mid-plan, and KeyboardInterrupt after a Ctrl-C
+    (or `cancel`) has stopped the remote plan and what it measured was fetched (`outcome` on the exception)."""
+    _unsupported(options)
+    say = on_phase or (lambda _phase, _detail: None)
+    host = HostConnection(spec, ssh)
+    try:
+        facts = host.open(say)
+        remote_options = _remote_options(options, host, say)
+        say("starting", "starting the engine on the host")
+        client = host.engine("--detach")
+        run = str(client.hello.get("run", ""))
+        out = str(client.hello.get("out", ""))
+        local = local_dir or default_local_dir(spec, run, base_dir)
+        _note_run(local, spec, run, out)
+        say("planning", f"run {run}")
+        remote_options = replace(remote_options, out=Path(out))
+        outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
+        reply, interrupted = _drive(client, remote_options, on_event, cancel)
+        if reply is None:  # the stream ended: the host or the connection, in the client's words
+            death = client.death
+            close_engine(client, shutdown=False)
+            if _connection_lost(client):
+                raise ConnectionLostError(f"{death.problem if death else 'the connection was lost'}; the plan goes "
+                                          f"on on {spec.label} as run {run}",
+                                          f"planner attach {spec.host} {run}  (fetches it into {local})",
+                                          run=run, local_dir=local)
+            outcome.failure = death.problem if death else "the remote engine stopped"
+            _fetch_into(host, out, outcome, say)
+            return outcome
+        close_engine(client)
+        if reply.get("type") == "error":
+            outcome.failure = str(reply.get("problem", "the plan failed"))
+        _fetch_into(host, out, outcome, say)
+        outcome.interrupted = interrupted
+        if interrupted:
+            raise _Interrupted(outcome)
+        say("done" if not outcome.failure else "failed", outcome.failure or _headline(outcome))
+        return outcome
+    finally:
+        host.close()
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or a fleet's cancel) stopped the remote plan; what it measured was fetched into `outcome`."""
+
+    def __init__(self, outcome: HostOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
+def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
+           cancel: threading.Event | None) -> tuple[dict[str, Any] | None, bool]:
+    """Run the plan command; Ctrl-C or `cancel` cancels it on the host and waits for what it kept. Returns the
+    plan's reply (None when the stream ended first) and whether it was interrupted."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["reply"] = client.request({"type": "run", "step": "plan", "args": options_data(options)},
+                                          on_event=on_event, name="the plan")
+        except EngineDiedError:
+            box["reply"] = None
+        except PlannerError as exc:
+            box["reply"] = {"type": "error", "problem": exc.problem, "fix": exc.fix}
+
+    worker = threading.Thread(target=run, name="remote-plan", daemon=True)
+    worker.start()
+    interrupted = False
+    while worker.is_alive():
+        try:
+            worker.join(0.2)
+            if cancel is not None and cancel.is_set() and not interrupted:
+                interrupted = True
+                client.cancel(now=True)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise  # a second Ctrl-C: stop waiting for the host
+            interrupted = True
+            on_event(Event(kind="warning", message="cancelling the plan on the host; fetching what it measured"))
+            client.cancel(now=True)
+    return box.get("reply"), interrupted
+
+
+def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say: PhaseSink) -> None:
+    """Fetch the run's folder and read its results (a run that wrote none leaves `results` None)."""
+    assert outcome.local_dir is not None
+    say("fetching", f"fetching into {outcome.local_dir}")
+    try:
+        outcome.skipped = host.fetch(remote_out, outcome.local_dir)
+    except PlannerError as exc:
+        outcome.failure = outcome.failure or f"fetching the results failed: {exc.problem}"
+        return
+    finally:
+        _note_run(outcome.local_dir, outcome.spec, outcome.run, remote_out)  # the fetch replaced the folder
+    results_path = outcome.local_dir / RESULTS_NAME
+    if results_path.is_file():
+        try:
+            outcome.results = read_results(results_path)
+        except (PlannerError, ValueError, OSError) as exc:
+            outcome.failure = outcome.failure or f"the fetched results.json does not read: {exc}"
+    report = outcome.local_dir / "report.md"
+    outcome.report = report if report.is_file() else None
+
+
+def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str) -> None:
+    local_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(local_dir / REMOTE_RUN, {"host": spec.host, "user": spec.user, "port": spec.port,
+                                               "label": spec.label, "planner": spec.planner, "run": run,
+                                               "remote_out": remote_out,
+                                               "noted": datetime.now(timezone.utc).isoformat()})
+
+
+def _headline(outcome: HostOutcome) -> str:
+    results = outcome.results
+    if results is None:
+        return "no results"
+    return f"{results.status.value}: {outcome.local_dir}"
+
+
+def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_dir: Path | None = None,
+                base_dir: Path | None = None, on_event: EventSink = null_sink,
+                on_phase: PhaseSink | None = None) -> HostOutcome:
+    """Re-attach to a detached run on `spec`: replay its messages, wait for its plan to end, fetch its folder.
+    A run whose engine is gone (killed, or the host rebooted) is fetched as it was left, with why."""
+    say = on_phase or (lambda _phase, _detail: None)
+    host = HostConnection(spec, ssh)
+    try:
+        facts = host.open(say)
+        say("attaching", f"attaching to run {run}")
+        client = host.engine("--attach", run, "--since", "1")
+        run = str(client.hello.get("run", run))
+        out = str(client.hello.get("out", ""))
+        local = local_dir or default_local_dir(spec, run, base_dir)
+        outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
+        reply = _follow(client, on_event)
+        if reply is None:
+            death = client.death
+            close_engine(client, shutdown=False)
+            if _connection_lost(client):
+                raise ConnectionLostError(death.problem if death else "the connection was lost",
+                                          f"planner attach {spec.host} {run}", run=run, local_dir=local)
+            outcome.failure = death.problem if death else "the remote engine stopped"
+        else:
+            close_engine(client)
+            if reply.get("type") == "error":
+                outcome.failure = str(reply.get("problem", "the plan failed"))
+        _fetch_into(host, out, outcome, say)
+        say("done" if not outcome.failure else "failed", outcome.failure or _headline(outcome))
+        return outcome
+    finally:
+        host.close()
+
+
+def _connection_lost(client: EngineClient) -> bool:
+    """Whether the client's stream ended because the SSH connection dropped (not because the engine ended)."""
+    channel = getattr(client, "channel", None)
+    return bool(channel is not None and channel.lost)
+
+
+def _follow(client: EngineClient, on_event: EventSink) -> dict[str, Any] | None:
+    """Wait for the re-attached run's plan to answer; Ctrl-C cancels it on the host, then waits for what it kept."""
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.update(reply=client.follow(on_event=on_event)), daemon=True)
+    worker.start()
+    interrupted = False
+    while worker.is_alive():
+        try:
+            worker.join(0.2)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            client.cancel(now=True)
+    return box.get("reply")
+
+
+def read_remote_run(local_dir: Path) -> dict[str, Any] | None:
+    """The host and run a local folder came from (its remote-run.json), or None."""
+    try:
+        return dict(json.loads((local_dir / REMOTE_RUN).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
