@@ -244,7 +244,7 @@ def _mismatch(spec: HostSpec | str, remote_version: object, remote_protocol: obj
 async def probe_basics(conn: asyncssh.SSHClientConnection) -> HostBasics:
     """The host's architecture, python3 and glibc from plain shell commands (for a host without the planner)."""
     try:
-        done = await conn.run(PROBE_COMMAND, check=False, timeout=PROBE_TIMEOUT_S)
+        done = await conn.run(PROBE_COMMAND, check=False, timeout=PROBE_TIMEOUT_S, errors="replace")
     except asyncssh.TimeoutError:
         return HostBasics()
     return parse_probe(_text(done.stdout))
@@ -271,7 +271,7 @@ async def preflight(conn: asyncssh.SSHClientConnection, spec: HostSpec) -> Remot
     host = spec.label or spec.host
     command = remote_command(spec, "preflight", "--json")
     try:
-        done = await conn.run(command, check=False, timeout=PREFLIGHT_TIMEOUT_S)
+        done = await conn.run(command, check=False, timeout=PREFLIGHT_TIMEOUT_S, errors="replace")
     except asyncssh.TimeoutError:
         raise RemotePreflightError(f"The planner's preflight on {host} gave no answer in {PREFLIGHT_TIMEOUT_S:.0f} s",
                                     f"run `{command}` on {host} by hand to see where it hangs") from None

@@ -227,3 +227,9 @@ def test_the_install_command_logs_in_as_the_host_was_written(tmp_path) -> None:
     assert f"scp -P 2222 /tmp/planner-wheel/planner-{__version__}-py3-none-any.whl pi@10.0.0.7:" in command
     assert "  ssh -p 2222 pi@10.0.0.7 'python3 -m venv" in command
     assert "install it on Raspberry Pi 5:" in command
+
+
+def test_bytes_that_are_not_text_are_shown_not_crashed_on(make_ssh_host, tmp_path) -> None:
+    host = make_ssh_host(planner=_script(tmp_path, "printf 'ELF\\377\\376 binary\\n'\n"))
+    with pytest.raises(RemotePreflightError, match="ELF\ufffd\ufffd binary"):
+        _preflight(host)
