@@ -30,6 +30,7 @@ remote_env                 the env each remote command gets: HOME, USER, PATH (t
                            `planner` is the project's), LANG, the extras given
 host_key                   the host's public key (asyncssh.SSHKey); fingerprint: host_key.get_fingerprint()
 log_path                   the server's stderr
+authorized_keys            the keys the host lets in (read at each login: overwrite it to refuse the client)
 kill()                     SIGKILL the server: every connection drops at once, as a cut network;
                            commands running on the host go on (they get EOF on stdin, EPIPE on stdout)
 restart()                  start it again on the same port with the same host key (after kill() or stop())
@@ -225,6 +226,11 @@ class SshTestHost:
     def remote_home(self) -> Path:
         """HOME on the remote side."""
         return Path(self.remote_env["HOME"])
+
+    @property
+    def authorized_keys(self) -> Path:
+        """The host's authorized_keys (the client key); read at each login, so a test can change it."""
+        return self.folder / "authorized_keys"
 
     @property
     def log_path(self) -> Path:
