@@ -79,7 +79,7 @@ STOP_WAIT_S = 5.0
 PASSWORD = "correct horse battery staple"
 MARKER = "SSH_TEST_HOST"
 # Variables a login shell would also have from the system; passed on where the test run has them.
-_PASS_THROUGH = ("LD_LIBRARY_PATH", "TZ", "TMPDIR", "PLANNER_TEST_FAST")
+_PASS_THROUGH = ("LD_LIBRARY_PATH", "TZ", "TMPDIR")
 
 
 def _public_line(key: asyncssh.SSHKey) -> str:
