@@ -156,6 +156,45 @@ def test_the_known_hosts_of_ssh_config_apply_when_no_file_is_given(ssh_host):
     assert _run(_echo(ssh_host, known_hosts=None)) == "ok\n"
 
 
+@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="needs ssh-agent (apt-get install openssh-client)")
+def test_a_passphrase_key_held_by_the_agent_logs_in_without_a_prompt(ssh_host, tmp_path, monkeypatch):
+    # The usual laptop: IdentityFile names a key with a passphrase, and the agent holds it unlocked.
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    key_file = tmp_path / "id_locked"
+    key.write_private_key(key_file)
+    key_file.chmod(0o600)
+    key.write_public_key(tmp_path / "id_locked.pub")
+    # OpenSSH's own tool puts the passphrase on (asyncssh would need bcrypt for that).
+    subprocess.run(["ssh-keygen", "-p", "-q", "-P", "", "-N", "never typed", "-f", str(key_file)], check=True)
+    ssh_host.authorized_keys.write_text(key.export_public_key().decode())
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host agent-only\n    HostName 127.0.0.1\n    Port {ssh_host.port}\n    User {ssh_host.user}\n"
+        f"    IdentityFile {key_file}\n    IdentitiesOnly yes\n"
+    )
+    socket_path = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not socket_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no default key files of the user running the tests
+
+        async def go() -> str:
+            async with asyncssh.connect_agent(str(socket_path)) as held:
+                await held.add_keys([key])
+            host = dataclasses.replace(ssh_host.spec, host="agent-only", label="agent-only")
+            options = dataclasses.replace(ssh_host.ssh_options, config_paths=(config,))
+            async with await open_connection(host, options) as conn:
+                return str((await conn.run("echo ok", check=True)).stdout)
+
+        assert _run(go()) == "ok\n"
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
 def test_real_openssh_sshd_logs_in_by_alias(sshd_host):
     assert _run(_echo(sshd_host)) == "ok\n"
 
