@@ -66,6 +66,7 @@ class _Target:
     key_host: str  # the name known_hosts files it under: HostKeyAlias, else the host
     known_files: list[Path]
     config: list[str] | tuple[()]
+    keepalive_s: float | None  # None: ssh_config's ServerAliveInterval applies
 
     def where(self, spec: HostSpec) -> str:
         """The host's label, with where it really points when an alias or the config hides that."""
@@ -119,6 +120,7 @@ async def open_connection(spec: HostSpec, options: SshOptions) -> asyncssh.SSHCl
             kbdint_auth=False,
             passphrase=None,
             connect_timeout=options.connect_timeout_s,
+            keepalive_interval=target.keepalive_s if target.keepalive_s is not None else (),
         )
     except asyncssh.PermissionDenied as exc:
         # The key exchange got through, so a host accepted as new is one we now know.
@@ -191,6 +193,7 @@ async def _resolve(spec: HostSpec, options: SshOptions) -> _Target:
         user=str(resolved.username),
         known_files=known_files,
         config=config,
+        keepalive_s=options.keepalive_s if resolved.config.get("ServerAliveInterval", None) is None else None,
     )
 
 

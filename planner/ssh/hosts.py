@@ -110,13 +110,16 @@ class SshOptions:
     `accept_new_host_key` trusts a host seen for the first time and records its key in known_hosts
     (a changed key is refused all the same). `config_paths` are ssh_config files to read instead of
     ~/.ssh/config (tests give their own); `known_hosts` is the known_hosts file, ~/.ssh/known_hosts
-    when None. `connect_timeout_s` bounds reaching the host and logging in.
+    when None. `connect_timeout_s` bounds reaching the host and logging in. `keepalive_s` is how often an
+    idle connection checks the host still answers (three unanswered checks close it, so a network that went
+    silent is noticed); ssh_config's ServerAliveInterval wins where it is set, and 0 turns the checks off.
     """
 
     accept_new_host_key: bool = False
     config_paths: tuple[Path, ...] = ()
     known_hosts: Path | None = None
     connect_timeout_s: float = 15.0
+    keepalive_s: float = 15.0
 
     @property
     def known_hosts_path(self) -> Path:

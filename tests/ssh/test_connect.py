@@ -195,6 +195,19 @@ def test_a_passphrase_key_held_by_the_agent_logs_in_without_a_prompt(ssh_host, t
         agent.wait(timeout=10)
 
 
+def test_a_host_that_goes_silent_is_noticed_by_the_keepalive(ssh_host):
+    async def go() -> None:
+        conn = await open_connection(ssh_host.spec, dataclasses.replace(ssh_host.ssh_options, keepalive_s=0.5))
+        ssh_host.pause()
+        try:
+            # Three unanswered checks half a second apart: closed in about 2 s, not never.
+            await asyncio.wait_for(conn.wait_closed(), 15)
+        finally:
+            ssh_host.resume()
+
+    _run(go())
+
+
 def test_real_openssh_sshd_logs_in_by_alias(sshd_host):
     assert _run(_echo(sshd_host)) == "ok\n"
 
