@@ -7,12 +7,16 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
 from planner.results import RESULTS_NAME, RunStatus, Status, read_results_data, results_data, to_data
 from planner.results.view import model_inputs
+
+if TYPE_CHECKING:
+    from planner.pipeline import PlanOptions
 
 
 def _load(args: argparse.Namespace):
@@ -201,10 +205,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    """Run the whole method headless and write results (and the report) to a folder."""
-    from planner.cli.progress import CliProgress
-    from planner.pipeline import PlanOptions, run_plan
+def plan_options(args: argparse.Namespace) -> PlanOptions:
+    """`planner plan`'s flags (also `fleet`'s) as the plan's options."""
+    from planner.pipeline import PlanOptions
 
     overrides = {k: v for k, v in {
         "latency_ms": args.latency_ms, "latency_percentile": args.latency_percentile,
@@ -223,6 +226,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
                           timeout_s=args.timeout, device=args.device, finetune_steps=args.finetune_steps,
                           confirm=max(0, args.confirm), output_kinds=tuple(args.output_kinds or ()),
                           budget_s=args.budget, pipeline=args.pipeline)
+    return options
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """Run the whole method headless and write results (and the report) to a folder (on a host over SSH with
+    --host)."""
+    from planner.cli.progress import CliProgress
+    from planner.pipeline import run_plan
+
+    if args.host:
+        from planner.cli.remote import cmd_plan_host
+
+        return cmd_plan_host(args)
+    options = plan_options(args)
     with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
         if args.engine == "subprocess":
             from planner.engine.plan import run_plan_in_engine
@@ -324,6 +341,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
               "  planner profile --model M\n"
               "  planner --help", file=sys.stderr)
         return 2
+    if getattr(args, "host", None):
+        from planner.cli.remote import tui_connector
+
+        connect, host = tui_connector(args)  # connects once first: a refused key or login is said here, plainly
+        from planner.tui.app import run_tui
+
+        return run_tui(model=args.model, input_shape=args.input_shape, inputs=args.inputs,
+                       trust_code=args.trust_code, connect=connect, host=host)
     # The engine starts first: its own start-up (Python, the hello) runs while this process imports Textual.
     from planner.engine.client import EngineClient
     from planner.tui.terminal import default_log_path

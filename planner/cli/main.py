@@ -9,6 +9,7 @@ import traceback
 from typing import Callable, Sequence
 
 from planner import __version__
+from planner.cli.remote import add_ssh_args
 from planner.errors import PlannerError
 from planner.tui.startup import pause_gc, resume_gc
 
@@ -50,39 +51,8 @@ def _duration_s(text: str) -> float:
     return seconds
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="planner",
-        description="Hardware-aware deployment planner for ML inference. With no command, "
-                    "opens the interactive planner on the default demo model.")
-    parser.add_argument("--version", action="version", version=f"planner {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("detect", help="show this machine's hardware")
-    p.add_argument("--json", action="store_true", help="print the profile as JSON")
-    p.add_argument("--ceilings", action="store_true",
-                   help="also measure peak FLOP/s and memory bandwidth (a few seconds)")
-    p.add_argument("--refresh", action="store_true",
-                   help="with --ceilings: measure again instead of reading the cached ceilings")
-
-    sub.add_parser("models", help="list the model sources the planner can load")
-
-    p = sub.add_parser("plugins", help="list the optimization plugins: what each declares, and any that failed to load")
-    p.add_argument("--json", action="store_true", help="print the declarations as JSON")
-
-    p = sub.add_parser("inspect", help="load a model and show what was loaded")
-    _add_model_args(p)
-    p.add_argument("--json", action="store_true")
-
-    p = sub.add_parser("profile", help="measure the baseline and explain where the time goes")
-    _add_model_args(p)
-    p.add_argument("--quick", action="store_true", help="short time caps (about 30 s)")
-    p.add_argument("--json", action="store_true")
-    _add_verbose_arg(p)
-
-    p = sub.add_parser("plan", help="profile, decide, measure candidates, write results")
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    """`planner plan`'s flags (the model, the target, requirements, inputs, budget, out), which `fleet` takes too."""
     _add_model_args(p)
     p.add_argument("--target", choices=["auto", "cpu", "nvidia", "edge"], default="auto")
     p.add_argument("--device", help="edge board to project each candidate onto (rpi4, rpi5, orin-nano, agx-orin, "
@@ -134,9 +104,47 @@ def build_parser() -> argparse.ArgumentParser:
                         "--val-data (as paths). The checklist then answers whether the model or the work around "
                         "it is the bottleneck (runs your code: needs --trust-code)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="planner",
+        description="Hardware-aware deployment planner for ML inference. With no command, "
+                    "opens the interactive planner on the default demo model.")
+    parser.add_argument("--version", action="version", version=f"planner {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    add_ssh_args(parser)  # `planner --host HOST`: the TUI here, its engine on the host
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("detect", help="show this machine's hardware")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.add_argument("--ceilings", action="store_true",
+                   help="also measure peak FLOP/s and memory bandwidth (a few seconds)")
+    p.add_argument("--refresh", action="store_true",
+                   help="with --ceilings: measure again instead of reading the cached ceilings")
+
+    sub.add_parser("models", help="list the model sources the planner can load")
+
+    p = sub.add_parser("plugins", help="list the optimization plugins: what each declares, and any that failed to load")
+    p.add_argument("--json", action="store_true", help="print the declarations as JSON")
+
+    p = sub.add_parser("inspect", help="load a model and show what was loaded")
+    _add_model_args(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("profile", help="measure the baseline and explain where the time goes")
+    _add_model_args(p)
+    p.add_argument("--quick", action="store_true", help="short time caps (about 30 s)")
+    p.add_argument("--json", action="store_true")
+    _add_verbose_arg(p)
+
+    p = sub.add_parser("plan", help="profile, decide, measure candidates, write results")
+    _add_plan_args(p)
     p.add_argument("--engine", choices=["inprocess", "subprocess"], default="inprocess",
                    help="run the plan in this process (default, the fastest), or in a `planner engine` process "
                         "driven over its protocol, as the interactive planner does")
+    add_ssh_args(p)
 
     p = sub.add_parser("engine", help="serve the planner's engine protocol on stdin/stdout (the interactive "
                                       "planner starts one; see planner/engine/protocol.py)")
@@ -176,6 +184,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tui", help="open the interactive planner")
     _add_model_args(p, required=False)
+    add_ssh_args(p)
+
+    p = sub.add_parser("attach", help="re-attach to a plan running on a host over SSH (after a dropped connection): "
+                                      "replay its progress, wait for it, fetch its folder")
+    p.add_argument("host", metavar="HOST", help="the host, as --host took it")
+    p.add_argument("run", metavar="RUN", nargs="?", help="the run (printed when it started; default the newest)")
+    p.add_argument("--out", help="local folder for the run's files (default reports/<host>-<run>)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout")
+    _add_verbose_arg(p)
+    add_ssh_args(p, host=False)
+
+    p = sub.add_parser("fleet", help="plan a model on every host of a fleet file over SSH, then compare them in one "
+                                     "report (fleet/report.md)")
+    p.add_argument("--hosts", required=True, metavar="FLEET.toml",
+                   help="the hosts: [[hosts]] tables with host (an ssh_config alias or user@host[:port]), and "
+                        "optionally label and planner (the remote planner command)")
+    p.add_argument("--parallel", type=int, metavar="N",
+                   help="plan at most N hosts at once (default: all); use 1 for hosts that share one machine, "
+                        "whose measurements would slow each other")
+    p.add_argument("--tui", action="store_true", help="show the hosts' live status and then the comparison in the "
+                                                     "interactive planner's fleet view")
+    p.add_argument("--status-lines", action="store_true",
+                   help="print each host's status as one JSON line on stdout (for a client such as the fleet view)")
+    _add_plan_args(p)
+    add_ssh_args(p, host=False)
 
     p = sub.add_parser("serve", help="serve the interactive planner in a browser on localhost")
     p.add_argument("--port", type=int, default=8000)
@@ -189,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in (None, "tui"):
         # Before anything else is imported: the TUI resumes collection once its first model has loaded.
         pause_gc()
-    from planner.cli import commands, preflight
+    from planner.cli import commands, preflight, remote
 
     handlers: dict[str | None, Callable[[argparse.Namespace], int]] = {
         None: commands.cmd_default, "detect": commands.cmd_detect, "models": commands.cmd_models,
@@ -197,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "inspect": commands.cmd_inspect, "profile": commands.cmd_profile,
         "plan": commands.cmd_plan, "bench": commands.cmd_bench, "report": commands.cmd_report,
         "verify": commands.cmd_verify, "preflight": preflight.cmd_preflight,
+        "attach": remote.cmd_attach, "fleet": remote.cmd_fleet,
         "tui": commands.cmd_tui, "serve": commands.cmd_serve, "engine": commands.cmd_engine,
     }
     try:

@@ -33,7 +33,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 RUNS_DIR = "runs"
 COMMANDS = "commands"
@@ -127,11 +127,13 @@ def _same_boot(run_dir: Path) -> bool:
 
 
 # -- the daemon ---------------------------------------------------------------------------------
-def start_daemon(run_dir: Path) -> subprocess.Popen:
-    """Start the engine for `run_dir` in its own session, its output in the run's log; returns at once."""
+def start_daemon(run_dir: Path, command: list[str] | None = None) -> subprocess.Popen:
+    """Start the engine for `run_dir` in its own session, its output in the run's log; returns at once. `command`
+    (the run folder is added to it) replaces `planner engine --daemon` (a scripted engine, in tests)."""
     log = open(run_dir / LOG_FILE, "ab")  # noqa: SIM115 - the daemon keeps it
+    argv = [*(command or [sys.executable, "-m", "planner.cli", "engine", "--daemon"]), str(run_dir)]
     try:
-        return subprocess.Popen([sys.executable, "-m", "planner.cli", "engine", "--daemon", str(run_dir)],
+        return subprocess.Popen(argv,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 close_fds=True, cwd=str(run_dir))
     finally:
@@ -154,9 +156,9 @@ class _TimedReader:
         return self.stream.fileno()
 
 
-def serve_daemon(run_dir: Path) -> int:
+def serve_daemon(run_dir: Path, *, session_factory: Callable[[], Any] | None = None) -> int:
     """`planner engine --daemon DIR`: serve the protocol from the run's FIFO into its message log until shutdown,
-    SIGTERM, or `IDLE_EXIT_S` idle."""
+    SIGTERM, or `IDLE_EXIT_S` idle (`session_factory`: another session than the planner's, for scripted tests)."""
     from planner.engine import server as engine_server
 
     (run_dir / PID_FILE).write_text(str(os.getpid()), encoding="ascii")
@@ -174,7 +176,8 @@ def serve_daemon(run_dir: Path) -> int:
                 return
 
     return engine_server.serve_streams(reader, writer,  # type: ignore[arg-type]  # readline is all it reads
-                                       hello_extra=extra, on_start=watch_idle, hangup_signals=False)
+                                       hello_extra=extra, on_start=watch_idle, hangup_signals=False,
+                                       **({"session_factory": session_factory} if session_factory else {}))
 
 
 # -- the relay ----------------------------------------------------------------------------------
@@ -248,10 +251,10 @@ def _forward_commands(run_dir: Path, inp: IO[bytes]) -> None:
     os._exit(0)  # the client has gone: so does the relay, whatever the other thread was doing
 
 
-def detach_and_relay() -> int:
+def detach_and_relay(daemon_command: list[str] | None = None) -> int:
     """`planner engine --detach`: a new run with its daemon, then the relay to it (from the hello on)."""
     run_dir = new_run_dir()
-    start_daemon(run_dir)
+    start_daemon(run_dir, daemon_command)
     return relay(run_dir, since=1)
 
 

@@ -152,17 +152,24 @@ def default_local_dir(spec: HostSpec, run: str, base: Path | None = None) -> Pat
 
 def _remote_options(options: PlanOptions, host: HostConnection, on_phase: PhaseSink) -> PlanOptions:
     """`options` as the host must see them: local files shipped into its cache, the output in the run's folder."""
-    changes: dict[str, Any] = {"out": None}
-    model_file = _local_model_file(options.model)
-    if model_file is not None:
-        on_phase("shipping", f"sending {model_file.name}")
-        remote, sent = host.ship(model_file)
-        on_phase("shipping", f"{model_file.name} {'sent' if sent else 'already on the host'}")
-        changes["model"] = remote + options.model[len(str(model_file)):]  # a `file.py:factory` keeps its factory
+    changes: dict[str, Any] = {"out": None, "model": model_on_host(options.model, host, on_phase)}
     if options.requirements_file is not None:
         remote, _ = host.ship(options.requirements_file)
         changes["requirements_file"] = Path(remote)
     return replace(options, **changes)
+
+
+def model_on_host(model: str, host: HostConnection, on_phase: PhaseSink | None = None) -> str:
+    """The model source as the host sees it: a local file is shipped into its cache (not again when it is there);
+    demos and torchvision names need nothing."""
+    say = on_phase or (lambda _phase, _detail: None)
+    model_file = _local_model_file(model)
+    if model_file is None:
+        return model
+    say("shipping", f"sending {model_file.name}")
+    remote, sent = host.ship(model_file)
+    say("shipping", f"{model_file.name} {'sent' if sent else 'already on the host'}")
+    return remote + model[len(str(model_file)):]  # a `file.py:factory` keeps its factory
 
 
 def _local_model_file(model: str) -> Path | None:
@@ -251,13 +258,16 @@ def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
             box["reply"] = None
         except PlannerError as exc:
             box["reply"] = {"type": "error", "problem": exc.problem, "fix": exc.fix}
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=run, name="remote-plan", daemon=True)
-    worker.start()
+    # Waiting on an Event, not Thread.join: a Ctrl-C that lands inside join can leave the thread looking finished.
+    done = threading.Event()
+    threading.Thread(target=run, name="remote-plan", daemon=True).start()
     interrupted = False
-    while worker.is_alive():
+    while not done.is_set():
         try:
-            worker.join(0.2)
+            done.wait(0.2)
             if cancel is not None and cancel.is_set() and not interrupted:
                 interrupted = True
                 client.cancel(now=True)
@@ -349,12 +359,19 @@ def _connection_lost(client: EngineClient) -> bool:
 def _follow(client: EngineClient, on_event: EventSink) -> dict[str, Any] | None:
     """Wait for the re-attached run's plan to answer; Ctrl-C cancels it on the host, then waits for what it kept."""
     box: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.update(reply=client.follow(on_event=on_event)), daemon=True)
-    worker.start()
-    interrupted = False
-    while worker.is_alive():
+    done = threading.Event()
+
+    def follow() -> None:
         try:
-            worker.join(0.2)
+            box["reply"] = client.follow(on_event=on_event)
+        finally:
+            done.set()
+
+    threading.Thread(target=follow, name="remote-follow", daemon=True).start()
+    interrupted = False
+    while not done.is_set():
+        try:
+            done.wait(0.2)
         except KeyboardInterrupt:
             if interrupted:
                 raise

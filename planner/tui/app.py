@@ -153,10 +153,12 @@ class PlannerApp(App[int]):
 
     def __init__(self, *, model: str | None = None, input_shape: str | None = None, trust_code: bool = False,
                  inputs: list[str] | None = None, connect: Connect | None = None, out_dir: Path | None = None,
-                 autostart: bool = True, log_path: str | None = None) -> None:
+                 autostart: bool = True, log_path: str | None = None, host: str | None = None) -> None:
         """`connect(on_death)` starts an engine and returns its connected client (the tests serve recorded
-        sessions from a thread); by default the app starts `planner engine` as a subprocess and is its client."""
+        sessions from a thread); by default the app starts `planner engine` as a subprocess and is its client.
+        `host` names the machine the engine runs on when it is not this one (`planner --host`): the header says so."""
         super().__init__()
+        self.host = host
         self.bridge = EventBridge()
         self._connect = connect
         self._engine_lock = threading.Lock()
@@ -229,7 +231,8 @@ class PlannerApp(App[int]):
         self.current = step_id
         self.visited.add(step_id)
         self.main.query_one("#panes", ContentSwitcher).current = step_id
-        self.sub_title = f"step {step.number}/9 · {step.title}"
+        where = f" · on {self.host}" if self.host else ""
+        self.sub_title = f"step {step.number}/9 · {step.title}{where}"
         pane = self.current_pane
         pane.sync()
         self._show_steps()
@@ -515,7 +518,7 @@ class PlannerApp(App[int]):
 
 def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
             inputs: list[str] | None = None, engine: EngineClient | None = None,
-            log_path: Path | None = None) -> int:
+            log_path: Path | None = None, connect: Connect | None = None, host: str | None = None) -> int:
     """Open the planner TUI on a model (None: the default demo); returns the exit status.
 
     `engine` is one started already (`EngineClient.start`, its output going to `log_path`): its start-up then ran
@@ -524,7 +527,7 @@ def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
     log_path = log_path or default_log_path()
     early = [engine] if engine is not None else []
 
-    def connect(on_death: Callable[[EngineDiedError], None]) -> EngineClient:
+    def start_here(on_death: Callable[[EngineDiedError], None]) -> EngineClient:
         if early:
             client = early.pop()
             client.on_death = on_death
@@ -533,8 +536,8 @@ def run_tui(*, model: str | None, input_shape: str | None, trust_code: bool,
         return EngineClient.spawn(log_path=log_path, on_death=on_death)
 
     with stray_output_to(log_path) as redirected:
-        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code, inputs=inputs, connect=connect,
-                         log_path=str(log_path) if redirected else None)
+        app = PlannerApp(model=model, input_shape=input_shape, trust_code=trust_code, inputs=inputs,
+                         connect=connect or start_here, log_path=str(log_path) if redirected else None, host=host)
         result = app.run()
     if log_path.exists():
         if log_path.stat().st_size:

@@ -1,0 +1,119 @@
+"""A plan on a host reached over SSH (the test hosts of conftest.py, on 127.0.0.1), its files fetched back."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from planner.pipeline.run import PlanOptions
+from planner.results import RunStatus
+from planner.ssh.remote_plan import REMOTE_RUN, run_plan_on_host
+
+
+@pytest.mark.worker
+def test_plan_on_a_host_fetches_its_folder(ssh_host, tmp_path):
+    phases: list[str] = []
+    outcome = run_plan_on_host(ssh_host.spec, PlanOptions(model="demo:tiny", target="cpu", quick=True),
+                               ssh=ssh_host.ssh_options, base_dir=tmp_path,
+                               on_phase=lambda phase, _detail: phases.append(phase))
+    assert outcome.failure == ""
+    assert outcome.results is not None and outcome.results.status is RunStatus.OK
+    assert outcome.local_dir is not None and outcome.local_dir.parent == tmp_path
+    assert outcome.local_dir.name.startswith(f"{ssh_host.spec.folder_name}-")
+    assert (outcome.local_dir / "report.md").is_file()
+    assert json.loads((outcome.local_dir / REMOTE_RUN).read_text())["run"] == outcome.run
+    assert phases[:2] == ["connecting", "checking"] and phases[-1] == "done"
+
+
+# -- the CLI, with a scripted remote engine (what crosses the connection, not what a plan measures) ---------------
+SCRIPTED = f"{sys.executable} {Path(__file__).with_name('scripted_planner.py')}"
+CLI = [sys.executable, "-m", "planner.cli"]
+
+
+def _scripted_host(make_ssh_host, step_s: float = 0.0, **kwargs):
+    return make_ssh_host(planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": str(step_s)}, **kwargs)
+
+
+def _start_plan(host, cwd: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "plan", "--host", host.alias, "--remote-planner", SCRIPTED, "--model",
+                             "demo:tiny", "--target", "cpu", "--quick", *extra], cwd=cwd, env=host.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(stream, needle: str, timeout_s: float = 60.0) -> list[str]:
+    """Lines of `stream` up to the first holding `needle` (bounded in time)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"{needle!r} never came; saw:\n{''.join(seen)[-2000:]}")
+
+
+def _candidates(results_path: Path) -> list[tuple[str, str]]:
+    data = json.loads(results_path.read_text())
+    return sorted((c["label"], c["status"]) for c in data["candidates"])
+
+
+def test_cli_plan_on_a_host_prints_the_ranking_and_where_its_files_are(make_ssh_host, tmp_path):
+    host = _scripted_host(make_ssh_host)
+    plan = _start_plan(host, tmp_path)
+    out, err = plan.communicate(timeout=120)
+    assert plan.returncode == 0, err
+    assert "[host1] connecting" in err and "[host1] checking" in err
+    folder = next((tmp_path / "reports").glob("host1-*"))
+    assert f"Fetched from host1 (run {folder.name.removeprefix('host1-')}) into reports/{folder.name}" in out
+    assert json.loads((folder / "results.json").read_text())["status"] == "ok"
+    assert (folder / "report.md").is_file()
+
+
+def test_a_cut_connection_leaves_the_plan_running_and_attach_fetches_it_whole(make_ssh_host, tmp_path):
+    host = _scripted_host(make_ssh_host, step_s=0.4)
+    (tmp_path / "uncut").mkdir()
+    uncut = _start_plan(host, tmp_path / "uncut")
+    _, err = uncut.communicate(timeout=180)
+    assert uncut.returncode == 0, err
+
+    (tmp_path / "cut").mkdir()
+    plan = _start_plan(host, tmp_path / "cut")
+    seen = _wait_for(plan.stderr, "planning: run ")
+    run = seen[-1].split("planning: run ", 1)[1].strip()
+    time.sleep(1.0)  # into the plan's held steps
+    host.kill()  # the network drops: every connection at once
+    _, err = plan.communicate(timeout=60)
+    assert plan.returncode == 1
+    assert "lost" in err and f"planner attach host1 {run}" in err
+    assert not (tmp_path / "cut" / "reports" / f"host1-{run}" / "results.json").exists()
+
+    host.restart()
+    attach = subprocess.run([*CLI, "attach", "host1", run, "--remote-planner", SCRIPTED], cwd=tmp_path / "cut",
+                            env=host.env, capture_output=True, text=True, timeout=180)
+    assert attach.returncode == 0, attach.stderr
+    cut_results = tmp_path / "cut" / "reports" / f"host1-{run}" / "results.json"
+    assert json.loads(cut_results.read_text())["status"] == "ok"
+    uncut_results = next((tmp_path / "uncut" / "reports").glob("host1-*")) / "results.json"
+    assert _candidates(cut_results) == _candidates(uncut_results)
+
+
+def test_ctrl_c_cancels_the_plan_on_the_host_and_fetches_what_it_measured(make_ssh_host, tmp_path):
+    host = _scripted_host(make_ssh_host, step_s=0.5)
+    plan = _start_plan(host, tmp_path)
+    seen = _wait_for(plan.stderr, "planning: run ")
+    run = seen[-1].split("planning: run ", 1)[1].strip()
+    time.sleep(1.5)
+    plan.send_signal(signal.SIGINT)
+    out, err = plan.communicate(timeout=90)
+    assert plan.returncode == 130, err
+    assert "cancelling the plan on the host" in err and "interrupted" in err
+    results = tmp_path / "reports" / f"host1-{run}" / "results.json"
+    assert json.loads(results.read_text())["status"] == "interrupted"
