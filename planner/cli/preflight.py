@@ -116,7 +116,11 @@ def glibc_version() -> str | None:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity), not the machine's count."""
+    """The cores this process may run on (its CPU affinity, after `$PLANNER_CPUS` as the engine applies it), not the
+    machine's count."""
+    from planner.engine.startup import limit_cpus
+
+    limit_cpus()
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1

@@ -36,7 +36,7 @@ from planner.engine.protocol import (
     encode,
     event_message,
 )
-from planner.engine.startup import pause_gc, resume_gc
+from planner.engine.startup import limit_cpus, pause_gc, resume_gc
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
 from planner.pipeline import PlanSession
@@ -481,26 +481,6 @@ def end_leftovers() -> None:
         except psutil.Error:
             pass
     psutil.wait_procs(children, timeout=LEFTOVER_WAIT_S)
-
-
-CPUS_ENV = "PLANNER_CPUS"
-"""Set it to N to confine the engine (and every process it starts) to its first N usable cores: a smaller
-machine on the same host, for comparisons and tests. Detection then reports N cores."""
-
-
-def limit_cpus() -> None:
-    """Honour `$PLANNER_CPUS`: keep the first N of the cores this process may use."""
-    text = os.environ.get(CPUS_ENV, "").strip()
-    if not text or not hasattr(os, "sched_setaffinity"):
-        return
-    try:
-        count = int(text)
-    except ValueError:
-        print(f"ignoring {CPUS_ENV}={text!r}: not a whole number of cores", file=sys.stderr)
-        return
-    usable = sorted(os.sched_getaffinity(0))
-    if 0 < count < len(usable):
-        os.sched_setaffinity(0, usable[:count])
 
 
 def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:

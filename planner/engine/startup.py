@@ -1,4 +1,5 @@
-"""Start-up of `planner engine`: garbage collection waits until the first model load has ended.
+"""Start-up of `planner engine`: garbage collection waits until the first model load has ended, and
+`$PLANNER_CPUS` confines the engine to fewer cores.
 
 The engine's first long command is usually the model load that the interactive planner sends as soon
 as the engine says hello. Loading a PyTorch model first imports PyTorch (and, for the FLOP count,
@@ -18,6 +19,8 @@ cannot import.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import threading
 
 _lock = threading.Lock()
@@ -45,3 +48,23 @@ def resume_gc() -> None:
 def gc_paused() -> bool:
     """Whether collection is paused by `pause_gc` and not yet resumed."""
     return _paused
+
+
+CPUS_ENV = "PLANNER_CPUS"
+"""Set it to N to confine the engine (and every process it starts) to its first N usable cores: a smaller
+machine on the same host, for comparisons and tests. Detection then reports N cores."""
+
+
+def limit_cpus() -> None:
+    """Honour `$PLANNER_CPUS`: keep the first N of the cores this process may use."""
+    text = os.environ.get(CPUS_ENV, "").strip()
+    if not text or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        count = int(text)
+    except ValueError:
+        print(f"ignoring {CPUS_ENV}={text!r}: not a whole number of cores", file=sys.stderr)
+        return
+    usable = sorted(os.sched_getaffinity(0))
+    if 0 < count < len(usable):
+        os.sched_setaffinity(0, usable[:count])
