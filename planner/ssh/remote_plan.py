@@ -109,9 +109,16 @@ class HostConnection:
         client.channel = process  # type: ignore[attr-defined]  # closed with the client
         try:
             client.connect()
-        except PlannerError:
+        except PlannerError as exc:
             process.close()
-            raise
+            from planner.engine.detached import NO_RUN
+
+            runs = f"`ssh {self.spec.host} {remote_command(self.spec, 'engine', '--runs')}` lists its runs"
+            if process.exit_status == NO_RUN:
+                raise PlannerError(f"{self.spec.label} has no run {args[1]!r}" if len(args) > 1 else exc.problem,
+                                   f"{runs}; `planner attach {self.spec.host}` takes the newest") from exc
+            raise PlannerError(exc.problem, f"run `{remote_command(self.spec, 'preflight')}` on {self.spec.label} "
+                                            "to see what is wrong there") from exc
         return client
 
     def fetch(self, remote_dir: str, local_dir: Path) -> dict[str, str]:

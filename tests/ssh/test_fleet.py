@@ -1,0 +1,81 @@
+"""`planner fleet` over hosts on 127.0.0.1: one comparison, a failing host as a row, the same plan on each."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "planner.cli"]
+SCRIPTED = f"{sys.executable} {Path(__file__).with_name('scripted_planner.py')}"
+
+
+def _fleet_file(path: Path, *hosts: tuple[str, str, str]) -> Path:
+    lines = []
+    for host, label, planner in hosts:
+        lines += ["[[hosts]]", f'host = "{host}"', f'label = "{label}"'] + ([f'planner = "{planner}"'] if planner else [])
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_fleet_compares_the_hosts_and_a_failing_host_is_a_row(make_ssh_host, unreachable_host, tmp_path):
+    first = make_ssh_host("board-a", planner=SCRIPTED)
+    make_ssh_host("board-b", planner=SCRIPTED)
+    fleet = _fleet_file(tmp_path / "fleet.toml", ("board-a", "Board A", SCRIPTED), ("board-b", "Board B", SCRIPTED),
+                        ("unreachable", "Gone", ""))
+    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out"],
+                         cwd=tmp_path, env=first.env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    report = (tmp_path / "out" / "fleet" / "report.md").read_text()
+    for label in ("Board A", "Board B", "Gone"):
+        assert label in report
+    assert "not reachable" in report or "refused" in report or "unreachable" in report.lower()
+    assert "../Board-A/report.md" in report or "../Board_A/report.md" in report or "report.md" in report
+    for folder in (tmp_path / "out").iterdir():
+        if folder.name != "fleet" and folder.is_dir():
+            assert json.loads((folder / "results.json").read_text())["status"] == "ok"
+    assert "Comparison out/fleet/report.md" in run.stdout
+    assert "Gone:" in run.stdout
+
+
+def test_fleet_status_lines_are_json_a_client_can_follow(make_ssh_host, tmp_path):
+    host = make_ssh_host("board-a", planner=SCRIPTED)
+    fleet = _fleet_file(tmp_path / "fleet.toml", ("board-a", "A", SCRIPTED))
+    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out",
+                          "--status-lines"], cwd=tmp_path, env=host.env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    messages = [json.loads(line) for line in run.stdout.splitlines()]
+    phases = [m["phase"] for m in messages if m["type"] == "status"]
+    assert phases[0] == "waiting" and "planning" in phases and phases[-1] == "done"
+    assert messages[-1]["type"] == "done" and messages[-1]["rows"][0]["status"] == "ok"
+
+
+def test_a_fleet_file_with_a_typo_points_at_its_line(ssh_client, tmp_path):
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[hosts]]\nhost = "a"\n\n[[hosts]]\nhots = "b"\n')
+    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny"], cwd=tmp_path,
+                         env=ssh_client.env, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "line 5" in run.stderr and "host" in run.stderr
+
+
+@pytest.mark.worker
+def test_a_host_limited_to_one_core_shows_as_such_in_the_comparison(make_ssh_host, tmp_path):
+    """Two real plans (one plugin, to keep it short): the comparison names each host's measured cores."""
+    two = make_ssh_host("two-cores")
+    make_ssh_host("one-core", env={"PLANNER_CPUS": "1"})
+    fleet = _fleet_file(tmp_path / "fleet.toml", ("two-cores", "two-cores", ""), ("one-core", "one-core", ""))
+    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--parallel", "1",
+                          "--plugins", "cpu.onnxruntime", "--out", "out"], cwd=tmp_path, env=two.env,
+                         capture_output=True, text=True, timeout=400)
+    assert run.returncode == 0, run.stderr
+    one = json.loads((tmp_path / "out" / "one-core" / "results.json").read_text())
+    both = json.loads((tmp_path / "out" / "two-cores" / "results.json").read_text())
+    assert one["hardware"]["cpu"]["usable_cores"] == 1
+    assert both["hardware"]["cpu"]["usable_cores"] == min(2, both["hardware"]["cpu"]["logical_cores"])
+    report = (tmp_path / "out" / "fleet" / "report.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("|") and "one-core" in line)
+    assert "1 usable core" in row
