@@ -172,7 +172,10 @@ def serve_daemon(run_dir: Path, *, session_factory: Callable[[], Any] | None = N
         while not server.stopped:
             time.sleep(min(60.0, IDLE_EXIT_S / 4))
             if server.idle and time.monotonic() - reader.last > IDLE_EXIT_S:
-                server.hang_up_on_signal(15, reason=f"no client for {IDLE_EXIT_S:g} s")
+                # Through the FIFO, as a client's shutdown: a thread cannot wake the reading thread otherwise.
+                shutdown = json.dumps({"type": "shutdown", "reason": f"no client for {IDLE_EXIT_S:g} s"})
+                with open(run_dir / COMMANDS, "w", encoding="utf-8") as fifo:
+                    fifo.write(shutdown + "\n")
                 return
 
     return engine_server.serve_streams(reader, writer,  # type: ignore[arg-type]  # readline is all it reads
@@ -193,7 +196,8 @@ def relay(run_dir: Path, *, since: int = 1, out: IO[bytes] | None = None, inp: I
         if not engine_alive(run_dir) and (run_dir / PID_FILE).exists():
             break
         time.sleep(FOLLOW_POLL_S)
-    threading.Thread(target=_forward_commands, args=(run_dir, inp), name="relay-in", daemon=True).start()
+    client_gone = threading.Event()
+    threading.Thread(target=_forward_commands, args=(run_dir, inp, client_gone), name="relay-in", daemon=True).start()
     index = 0
     pending = b""
     last_check = 0.0
@@ -204,7 +208,7 @@ def relay(run_dir: Path, *, since: int = 1, out: IO[bytes] | None = None, inp: I
               file=sys.stderr)
         return GONE
     with log:
-        while True:
+        while not client_gone.is_set():
             chunk = log.read(1 << 16)
             if chunk:
                 pending += chunk
@@ -230,9 +234,10 @@ def relay(run_dir: Path, *, since: int = 1, out: IO[bytes] | None = None, inp: I
                           else "the run's engine ended without a goodbye (killed or crashed)", file=sys.stderr)
                     return REBOOTED if rebooted else GONE
             time.sleep(FOLLOW_POLL_S)
+    return 0  # the client has gone: so does the relay (the engine goes on)
 
 
-def _forward_commands(run_dir: Path, inp: IO[bytes]) -> None:
+def _forward_commands(run_dir: Path, inp: IO[bytes], client_gone: threading.Event) -> None:
     """The client's lines into the engine's FIFO; at the end of the client's input, the relay ends (not the engine)."""
     try:
         # Non-blocking open: it fails at once (ENXIO) when no engine reads the FIFO any more.
@@ -242,13 +247,18 @@ def _forward_commands(run_dir: Path, inp: IO[bytes]) -> None:
         if exc.errno not in (errno.ENXIO, errno.ENOENT):
             raise
         fd = -1  # the engine is gone: its log can still be replayed, commands have nowhere to go
-    for line in iter(inp.readline, b""):
-        if fd >= 0:
-            try:
-                os.write(fd, line)  # one line under PIPE_BUF is written whole, even beside another relay
-            except OSError:
-                fd = -1
-    os._exit(0)  # the client has gone: so does the relay, whatever the other thread was doing
+    try:
+        for line in iter(inp.readline, b""):
+            if fd >= 0:
+                try:
+                    os.write(fd, line)  # one line under PIPE_BUF is written whole, even beside another relay
+                except OSError:
+                    fd = -1
+    except (OSError, ValueError):
+        pass  # the client's input broke or was closed under us: the client has gone all the same
+    if fd >= 0:
+        os.close(fd)
+    client_gone.set()
 
 
 def detach_and_relay(daemon_command: list[str] | None = None) -> int:

@@ -17,12 +17,13 @@ Client → engine:
 ``run``       one step (`step`, with its `args`); the steps are `STEPS` below.
 ``answer``    the user's replies to the checklist's open questions (`replies`, by question id): re-plans.
 ``cancel``    stop the running command: at the next safe point, or (`now`) by ending its measuring process.
-``shutdown``  stop whatever runs, write what was measured, and exit.
+``shutdown``  stop whatever runs, write what was measured, and exit (an optional `reason` goes into the goodbye).
 
 Engine → client:
 
 ``hello``     the handshake, first line: `protocol` (`PROTOCOL_VERSION`), the `planner` version, the
-              engine's `pid`, and the host's `hardware` (the detected profile, as results.json holds it).
+              engine's `pid`, and the host's `hardware` (the detected profile, as results.json holds it); a
+              detached engine (planner.engine.detached) adds its `run`, `run_dir` and `out` folders.
 ``event``     progress of command `id`: a stage, a candidate, a log line or a warning (`planner.events.Event`).
 ``result``    command `id` ended: its `value` and the session's `state`.
 ``error``     command `id` failed: the `problem`, the `fix`, the error's `kind`, and the `state`.

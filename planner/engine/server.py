@@ -144,7 +144,7 @@ class EngineServer:
         if kind == "cancel":
             self.cancel(now=bool(message.get("now")))
         elif kind == "shutdown":
-            self._hang_up("the client asked", status="ok")
+            self._hang_up(str(message.get("reason") or "the client asked"), status="ok")
         elif kind == "open":
             self._start(command_id, "open", lambda: self._open(message))
         elif kind == "answer":
@@ -291,13 +291,12 @@ class EngineServer:
         """Whether no command is running."""
         return self._running is None
 
-    def hang_up_on_signal(self, signum: int, *, reason: str = "") -> None:
+    def hang_up_on_signal(self, signum: int) -> None:
         """A signal handler's work: SIGINT cancels the running step, the others end the engine."""
         if signum == signal.SIGINT:
             self.cancel(now=True)
             return
-        self._hang_up(reason or f"the engine received {signal.Signals(signum).name}",
-                      status="ok" if reason else "interrupted")
+        self._hang_up(f"the engine received {signal.Signals(signum).name}")
         # The reading thread may sit in readline: closing stdin ends it.
         try:
             os.close(self.reader.fileno())

@@ -16,7 +16,8 @@ SCRIPTED = f"{sys.executable} {Path(__file__).with_name('scripted_planner.py')}"
 def _fleet_file(path: Path, *hosts: tuple[str, str, str]) -> Path:
     lines = []
     for host, label, planner in hosts:
-        lines += ["[[hosts]]", f'host = "{host}"', f'label = "{label}"'] + ([f'planner = "{planner}"'] if planner else [])
+        lines += ["[[hosts]]", f'host = "{host}"', f'label = "{label}"']
+        lines += [f'planner = "{planner}"'] if planner else []
     path.write_text("\n".join(lines) + "\n")
     return path
 
