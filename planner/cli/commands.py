@@ -375,7 +375,9 @@ def cmd_engine(args: argparse.Namespace) -> int:
         if args.runs:
             print_json(detached.list_runs())
             return 0
-        return detached.attach_relay(args.attach, args.since) if args.attach else detached.detach_and_relay()
+        if args.attach:
+            return detached.attach_relay(args.attach, args.since)
+        return detached.detach_and_relay(idle_exit_s=args.idle_exit)
     from planner.engine.server import serve_stdio
 
     return serve_stdio()

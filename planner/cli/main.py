@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--daemon", metavar="DIR", help=argparse.SUPPRESS)  # the detached engine itself
     p.add_argument("--since", type=int, default=1, metavar="N",
                    help="with --attach: the first message to replay (1: all after the hello)")
+    p.add_argument("--idle-exit", type=_duration_s, metavar="TIME",
+                   help="with --detach: end the engine once it has waited this long with no command and nothing "
+                        "running (default 6 hours: time to re-attach after a dropped connection)")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
     _add_model_args(p)

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 
+TUI_IDLE_EXIT_S = 900.0
+"""How long an engine the TUI started on a host waits for it after the connection dropped, before ending itself."""
+
 
 def add_ssh_args(p: argparse.ArgumentParser, *, host: bool = True) -> None:
     """The flags every command that reaches a host over SSH takes."""
@@ -201,7 +204,8 @@ def tui_connector(args: argparse.Namespace) -> tuple[Callable[[Callable[[EngineD
     def connect(on_death: Callable[[EngineDiedError], None]) -> EngineClient:
         host = HostConnection(spec, options)
         host.open()
-        client = host.engine("--detach", on_death=on_death)
+        # The TUI cannot re-attach: an engine it left behind (a closed laptop) waits a shorter while.
+        client = host.engine("--detach", "--idle-exit", f"{TUI_IDLE_EXIT_S:g}", on_death=on_death)
         client.host = host  # type: ignore[attr-defined]  # the connection lives as long as the client
         return client
 

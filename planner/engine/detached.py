@@ -50,8 +50,9 @@ REBOOTED = 4
 NO_RUN = 5
 """The relay's exit status when the run named does not exist."""
 
-IDLE_EXIT_S = float(os.environ.get("PLANNER_ENGINE_IDLE_EXIT_S", 6 * 3600))
-"""How long a detached engine waits, idle, for a client to come back before it ends itself."""
+IDLE_ENV = "PLANNER_ENGINE_IDLE_EXIT_S"
+IDLE_EXIT_S = float(os.environ.get(IDLE_ENV, 6 * 3600))
+"""How long a detached engine waits, idle, for a client to come back before it ends itself (`--idle-exit`)."""
 
 HELLO_WAIT_S = 120.0
 FOLLOW_POLL_S = 0.05
@@ -127,13 +128,15 @@ def _same_boot(run_dir: Path) -> bool:
 
 
 # -- the daemon ---------------------------------------------------------------------------------
-def start_daemon(run_dir: Path, command: list[str] | None = None) -> subprocess.Popen:
+def start_daemon(run_dir: Path, command: list[str] | None = None, *, idle_exit_s: float | None = None
+                 ) -> subprocess.Popen:
     """Start the engine for `run_dir` in its own session, its output in the run's log; returns at once. `command`
     (the run folder is added to it) replaces `planner engine --daemon` (a scripted engine, in tests)."""
     log = open(run_dir / LOG_FILE, "ab")  # noqa: SIM115 - the daemon keeps it
     argv = [*(command or [sys.executable, "-m", "planner.cli", "engine", "--daemon"]), str(run_dir)]
     try:
-        return subprocess.Popen(argv,
+        env = {**os.environ, **({IDLE_ENV: f"{idle_exit_s:g}"} if idle_exit_s else {})}
+        return subprocess.Popen(argv, env=env,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 close_fds=True, cwd=str(run_dir))
     finally:
@@ -261,10 +264,10 @@ def _forward_commands(run_dir: Path, inp: IO[bytes], client_gone: threading.Even
     client_gone.set()
 
 
-def detach_and_relay(daemon_command: list[str] | None = None) -> int:
+def detach_and_relay(daemon_command: list[str] | None = None, *, idle_exit_s: float | None = None) -> int:
     """`planner engine --detach`: a new run with its daemon, then the relay to it (from the hello on)."""
     run_dir = new_run_dir()
-    start_daemon(run_dir, daemon_command)
+    start_daemon(run_dir, daemon_command, idle_exit_s=idle_exit_s)
     return relay(run_dir, since=1)
 
 

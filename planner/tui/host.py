@@ -38,6 +38,7 @@ class PlannerHost(Protocol):
     session: RemoteSession
     out_dir: Path | None
     job: Job | None
+    host: str | None  # the machine the engine runs on when reached over SSH (`planner --host`), else None
 
     @property
     def saved_to(self) -> Path | None:

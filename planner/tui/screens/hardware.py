@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from planner.results import ModelDescription
 
 
-def orientation(model: "ModelDescription | None") -> str:
-    """The first screen's two lines: what the planner does, and what to press now."""
-    what = ("planner measures this machine and your model, tries faster ways to run it, and reports which "
+def orientation(model: "ModelDescription | None", host: str | None = None) -> str:
+    """The first screen's two lines: what the planner does (on `host`, over SSH, when given), and what to press."""
+    machine = f"{host} (over SSH)" if host else "this machine"
+    what = (f"planner measures {machine} and your model, tries faster ways to run it, and reports which "
             "meets your targets.")
     if model is None:
         return f"{what}\nLoading the demo model… Steps 1–9 are on the left; ? explains each one."
@@ -33,8 +34,8 @@ def orientation(model: "ModelDescription | None") -> str:
             "Press 4 then r to profile it, n for the next step, ? for help.")
 
 
-def machine_rows(hw: Any) -> list[Row]:
-    """The hardware profile as labelled rows."""
+def machine_rows(hw: Any, host: str | None = None) -> list[Row]:
+    """The hardware profile as labelled rows (`host`: the machine reached over SSH, else this one)."""
     cpu = hw.cpu
     physical = cpu.physical_cores if cpu.physical_cores is not None else "unknown"
     clock = f", up to {fmt.count(round(cpu.max_mhz))} MHz" if cpu.max_mhz else ""
@@ -67,7 +68,7 @@ def machine_rows(hw: Any) -> list[Row]:
         if versions:
             rows.append(("GPU software", ", ".join(versions)))
     else:
-        rows.append(("GPU", no_gpu_text(hw)))
+        rows.append(("GPU", no_gpu_text(hw, host)))
     if hw.board:
         rows.append(("Board", hw.board + (f" ({hw.soc})" if hw.soc else "")))
     return rows
@@ -82,12 +83,12 @@ def energy_rows(probe: Callable[[], list[tuple[str, str]]]) -> list[Row]:
         return [("Energy", f"not probed ({type(exc).__name__}: {exc})")]
 
 
-def no_gpu_text(hw: Any) -> str:
+def no_gpu_text(hw: Any, host: str | None = None) -> str:
     """The GPU row of a machine without one: said once, calmly, with the probe's reason in short."""
     reason = hw.note("gpu") or hw.note("nvml") or ""
     if not reason or "not found" in reason or "no NVIDIA driver" in reason:
         # The usual case on a CPU machine: nothing is wrong, the plan is simply for the CPU.
-        return "no NVIDIA GPU on this machine: the plan is for the CPU"
+        return f"no NVIDIA GPU on {host or 'this machine'}: the plan is for the CPU"
     return f"no NVIDIA GPU found ({reason.removeprefix('no NVIDIA GPU: ')})"
 
 
@@ -173,7 +174,7 @@ class HardwarePane(StepPane):
 
     def compose(self) -> ComposeResult:
         """What the tool does, the toolbar, progress, and the profile's sections."""
-        yield Label(orientation(None), id="intro", classes="hint")
+        yield Label(orientation(None, self.planner.host), id="intro", classes="hint")
         with Horizontal(classes="toolbar"):
             yield Button("Measure ceilings (r)", id="measure", compact=True)
             yield Tick("full (slower, more samples)", id="full", compact=True)
@@ -264,11 +265,12 @@ class HardwarePane(StepPane):
 
     def sync(self) -> None:
         """Show what the session knows about the machine."""
-        self.query_one("#intro", Label).update(orientation(self.session.results.model))
+        self.query_one("#intro", Label).update(orientation(self.session.results.model, self.planner.host))
         hw, ceilings = self.session.hw, self.session.ceilings
         if hw is None:
             return
-        self.query_one("#machine", KeyValues).set_rows([section("Machine"), *machine_rows(hw), *self._energy])
+        self.query_one("#machine", KeyValues).set_rows([section("Machine"), *machine_rows(hw, self.planner.host),
+                                                        *self._energy])
         self.query_one("#ceilings", KeyValues).set_rows(
             [section("Ceilings"), *(ceiling_rows(ceilings) if ceilings is not None else
                                     [("Status", "not measured yet: press r (the Profile step "
