@@ -267,7 +267,8 @@ def _recommendation(hosts: list[_Host]) -> list[str]:
     if not compared:
         lines.append("**No recommendation**: no host has a measured best candidate to compare.")
     else:
-        meeting = sorted((h for h in compared if not h.missed), key=lambda h: h.p50 or 0.0)
+        # On equal p50s a host whose plan finished comes first: a partial plan may not have reached its best.
+        meeting = sorted((h for h in compared if not h.missed), key=lambda h: (h.p50 or 0.0, h.partial))
         lines += _choice(meeting, compared) if meeting else _closest(compared)
     lines += _not_compared(hosts)
     return lines + [""]
@@ -291,9 +292,10 @@ def _choice(meeting: list[_Host], compared: list[_Host]) -> list[str]:
     if len(meeting) > 1:
         runner = meeting[1]
         ratio = runner.p50 / winner.p50 if runner.p50 and winner.p50 else None
+        lead = ("the two are as fast as each other" if ratio is not None and ratio < 1.005
+                else f"{winner.row.label} is {fmt.speedup(ratio)} as fast")
         why.append(f"{runner.row.label}, the next fastest that meets them, takes {fmt.ms(runner.p50)} with "
-                   f"{label(runner.best or {})}: {winner.row.label} is {fmt.speedup(ratio)} as fast. "
-                   + _noise(winner, runner))
+                   f"{label(runner.best or {})}: {lead}. " + _noise(winner, runner))
     elif len(compared) == 1:
         why.append("It is the only host with a measured candidate, so there is nothing to compare it with.")
     else:

@@ -267,3 +267,14 @@ def test_without_an_interval_of_the_median_the_noise_is_not_guessed(tmp_path, re
     where = section(md, "Where this model should run")
     assert "cannot be said: box-b recorded too few samples" in where
     assert "overlap" not in where  # no claim either way
+
+
+
+def test_equal_hosts_are_called_as_fast_and_the_finished_one_is_recommended(recorded, tmp_path):
+    """Two hosts with the same numbers (a tie): no "1x as fast", and the host whose plan finished comes first."""
+    same = _machine(recorded)
+    rows = [_host(tmp_path, "cut-short", dataclasses.replace(same, status=RunStatus.INTERRUPTED), failure="cancelled"),
+            _host(tmp_path, "finished", same)]
+    text = write_fleet_report(rows, tmp_path).read_text()
+    assert "**Run it on finished**" in text
+    assert "the two are as fast as each other" in text and "1x as fast" not in text
