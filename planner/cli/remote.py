@@ -137,7 +137,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
         argv = [a for a in sys.argv[1:] if a != "--tui"]
         return run_fleet_tui([sys.executable, "-m", "planner.cli", *argv, "--status-lines"],
-                             [(h.spec.label, h.spec.host) for h in hosts])
+                             [(h.spec.label, h.spec.target) for h in hosts])
     options = plan_options(args)
     out = Path(args.out) if args.out else _default_fleet_out(options.model)
     cancel = threading.Event()

@@ -57,11 +57,11 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
 
     def plan_one(host: FleetHost) -> None:
         spec = host.spec
-        status = lambda phase, detail="": say(HostStatus(spec.label, spec.host, phase, detail))  # noqa: E731
+        status = lambda phase, detail="": say(HostStatus(spec.label, spec.target, phase, detail))  # noqa: E731
         status("waiting", "for a free slot" if parallel else "")
         with slots:
             if cancel.is_set():
-                rows[spec.label] = FleetRow(spec.label, spec.host, None, None, "cancelled before it started")
+                rows[spec.label] = FleetRow(spec.label, spec.target, None, None, "cancelled before it started")
                 status("cancelled")
                 return
 
@@ -73,7 +73,7 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
                 outcome = run_plan_on_host(spec, options, ssh=ssh, local_dir=out / spec.folder_name,
                                            on_event=on_event, on_phase=status, cancel=cancel)
             except ConnectionLostError as exc:
-                rows[spec.label] = FleetRow(spec.label, spec.host, None, None, f"{exc.problem} ({exc.fix})")
+                rows[spec.label] = FleetRow(spec.label, spec.target, None, None, f"{exc.problem} ({exc.fix})")
                 status("failed", exc.problem)
                 return
             except KeyboardInterrupt as exc:  # `cancel` stopped it; what it measured was fetched
@@ -81,16 +81,16 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
                 outcome.failure = outcome.failure or "cancelled: the comparison holds what it measured"
                 status("cancelled", outcome.failure)
             except PlannerError as exc:
-                rows[spec.label] = FleetRow(spec.label, spec.host, None, None,
+                rows[spec.label] = FleetRow(spec.label, spec.target, None, None,
                                             f"{exc.problem}" + (f" (fix: {exc.fix})" if exc.fix else ""))
                 status("failed", exc.problem)
                 return
             except Exception as exc:  # noqa: BLE001 - one host's surprise must not end the others
-                rows[spec.label] = FleetRow(spec.label, spec.host, None, None, f"{type(exc).__name__}: {exc}")
+                rows[spec.label] = FleetRow(spec.label, spec.target, None, None, f"{type(exc).__name__}: {exc}")
                 status("failed", f"{type(exc).__name__}: {exc}")
                 return
             outcomes[spec.label] = outcome
-            rows[spec.label] = FleetRow(spec.label, spec.host, outcome.results, outcome.report, outcome.failure)
+            rows[spec.label] = FleetRow(spec.label, spec.target, outcome.results, outcome.report, outcome.failure)
 
     finished = threading.Semaphore(0)
 
@@ -114,7 +114,7 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
                     raise
                 interrupted = True
                 cancel.set()  # each host's plan is cancelled there, and what it measured fetched
-    ordered = [rows.get(h.spec.label) or FleetRow(h.spec.label, h.spec.host, None, None, "no answer") for h in hosts]
+    ordered = [rows.get(h.spec.label) or FleetRow(h.spec.label, h.spec.target, None, None, "no answer") for h in hosts]
     report = write_fleet_report(ordered, out)
     return FleetOutcome(ordered, report, outcomes, interrupted=interrupted or cancel.is_set())
 
