@@ -80,3 +80,30 @@ def test_a_host_limited_to_one_core_shows_as_such_in_the_comparison(make_ssh_hos
     report = (tmp_path / "out" / "fleet" / "report.md").read_text()
     row = next(line for line in report.splitlines() if line.startswith("|") and "one-core" in line)
     assert "1 usable core" in row
+
+
+def test_ctrl_c_cancels_every_host_and_still_writes_the_comparison(make_ssh_host, tmp_path):
+    import signal
+    import time
+
+    first = make_ssh_host("board-a", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "0.5"})
+    make_ssh_host("board-b", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "0.5"})
+    fleet = _fleet_file(tmp_path / "fleet.toml", ("board-a", "A", SCRIPTED), ("board-b", "B", SCRIPTED))
+    run = subprocess.Popen([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out",
+                            "--status-lines"], cwd=tmp_path, env=first.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    planning: set[str] = set()
+    deadline = time.monotonic() + 60
+    while len(planning) < 2 and time.monotonic() < deadline:
+        message = json.loads(run.stdout.readline())
+        if message.get("phase") == "planning":
+            planning.add(message["label"])
+    time.sleep(1.0)
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    done = json.loads(out.splitlines()[-1])
+    assert done["type"] == "done" and done["interrupted"] is True
+    assert {row["status"] for row in done["rows"]} == {"interrupted"}
+    report = (tmp_path / "out" / "fleet" / "report.md").read_text()
+    assert "A" in report and "B" in report and "cancelled" in report
