@@ -180,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("preflight", help="show what this machine offers a planner driven over SSH: planner and "
                                          "protocol versions, architecture, Python, glibc, the runtimes that import")
     p.add_argument("--json", action="store_true", help="print the facts as one line of JSON (what a client reads)")
+    p.add_argument("--refresh", action="store_true",
+                   help="import every runtime again (the last check is kept in the cache until one changes)")
 
     p = sub.add_parser("report", help="re-render the Markdown report from results.json")
     p.add_argument("results", help="a plan's results.json, or the folder that holds it")

@@ -12,6 +12,10 @@ old), and that is the failure an edge board shows most often. Importing in a chi
 that crashes the interpreter on import (a segfault or an illegal instruction) from taking the preflight with
 it, keeps this process free of torch, and running the imports side by side makes the whole check as slow as
 the slowest import, not their sum. A runtime whose module is not there at all costs no process.
+
+The answers are kept in the cache folder (`RUNTIMES_CACHE`), keyed by where each runtime's module lives and
+when it was installed, so the next preflight (every connection makes one) imports nothing until a runtime is
+installed, upgraded or removed: importing torch takes seconds on a server and tens of seconds on a board.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 RUNTIMES = ("torch", "onnxruntime", "openvino", "tensorrt", "nncf")
@@ -72,6 +77,48 @@ def runtime_versions(names: tuple[str, ...] = RUNTIMES, timeout_s: float = IMPOR
         if reason:
             reasons[name] = reason
     return {name: versions[name] for name in names}, {name: reasons[name] for name in names if name in reasons}
+
+
+RUNTIMES_CACHE = "preflight-runtimes.json"
+"""The file in the cache folder that keeps the last import check, with the key it was made under."""
+
+
+def runtime_key(names: tuple[str, ...] = RUNTIMES) -> dict[str, Any]:
+    """What the import check depends on: this Python, and per runtime where its module is and when it changed."""
+    key: dict[str, Any] = {"python": sys.executable, "version": platform.python_version()}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        try:
+            stamp = os.stat(origin).st_mtime_ns if origin else None
+        except OSError:
+            stamp = None
+        key[name] = [origin, stamp]
+    return key
+
+
+def cached_runtime_versions(cache_dir: Path, *, refresh: bool = False, timeout_s: float = IMPORT_TIMEOUT_S
+                            ) -> tuple[dict[str, str | None], dict[str, str]]:
+    """`runtime_versions`, answered from the cache while nothing it depends on changed (`refresh`: import again)."""
+    path = cache_dir / RUNTIMES_CACHE
+    key = runtime_key()
+    if not refresh:
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            if kept.get("key") == key:
+                return dict(kept["versions"]), dict(kept["reasons"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    versions, reasons = runtime_versions(timeout_s=timeout_s)
+    if not any("longer than" in why for why in reasons.values()):  # a slow disk today is no answer for tomorrow
+        try:
+            from planner.io import write_json_atomic
+
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path, {"key": key, "versions": versions, "reasons": reasons})
+        except OSError:
+            pass  # an unwritable cache costs the next preflight its imports, nothing more
+    return versions, reasons
 
 
 def _read_import(name: str, returncode: int, out: str, err: str) -> tuple[str | None, str]:
@@ -126,13 +173,15 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def local_facts(timeout_s: float = IMPORT_TIMEOUT_S) -> dict[str, Any]:
-    """This machine's facts, as `planner preflight --json` prints them."""
+def local_facts(timeout_s: float = IMPORT_TIMEOUT_S, *, refresh: bool = False) -> dict[str, Any]:
+    """This machine's facts, as `planner preflight --json` prints them (`refresh`: import the runtimes again even
+    where the cache holds the answer)."""
     from planner import __version__
     from planner.engine.protocol import PROTOCOL_VERSION
     from planner.hardware.ceilings import default_cache_dir
 
-    versions, reasons = runtime_versions(timeout_s=timeout_s)
+    versions, reasons = cached_runtime_versions(default_cache_dir().expanduser(), refresh=refresh,
+                                                timeout_s=timeout_s)
     return {
         "planner": __version__,
         "protocol": PROTOCOL_VERSION,
@@ -165,7 +214,7 @@ def format_facts(facts: dict[str, Any]) -> str:
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     """Print what this machine offers a planner driven over SSH (JSON with --json)."""
-    facts = local_facts()
+    facts = local_facts(refresh=args.refresh)
     # One line: a client reads the last line of the output, past anything a login script printed.
     print(json.dumps(facts) if args.json else format_facts(facts))
     return 0

@@ -85,3 +85,22 @@ def test_a_slow_import_is_cut_at_the_time_limit(tmp_path, monkeypatch) -> None:
     versions, reasons = runtime_versions(("slow_runtime", "quick_runtime", "absent_runtime"), timeout_s=3)
     assert versions == {"slow_runtime": None, "quick_runtime": "1.0", "absent_runtime": None}
     assert reasons == {"slow_runtime": "importing it took longer than 3 s", "absent_runtime": "not installed"}
+
+
+def test_the_import_check_is_kept_until_a_runtime_changes(tmp_path, monkeypatch):
+    from planner.cli import preflight
+
+    calls: list[int] = []
+
+    def counted(names=preflight.RUNTIMES, timeout_s=preflight.IMPORT_TIMEOUT_S):
+        calls.append(1)
+        return {name: "1.0" for name in names}, {}
+
+    monkeypatch.setattr(preflight, "runtime_versions", counted)
+    first = preflight.cached_runtime_versions(tmp_path)
+    assert preflight.cached_runtime_versions(tmp_path) == first and len(calls) == 1  # the second: from the cache
+    assert preflight.cached_runtime_versions(tmp_path, refresh=True) == first and len(calls) == 2
+    key = preflight.runtime_key()
+    monkeypatch.setattr(preflight, "runtime_key", lambda: {**key, "torch": ["/elsewhere/torch/__init__.py", 1]})
+    preflight.cached_runtime_versions(tmp_path)  # torch was reinstalled: imported again
+    assert len(calls) == 3
