@@ -27,11 +27,12 @@ lint: $(STAMP)
 	echo "mypy planner targets"; $(VENV)/bin/mypy planner targets || status=1; \
 	exit $$status
 
-# The TUI tests that replay recorded sessions measure nothing and mostly wait on Textual: they run two at a
-# time (pytest-xdist). Everything that measures runs one at a time, as measurements must not compete.
+# The TUI tests that replay recorded sessions, and the SSH tests with a scripted remote engine, measure nothing and
+# mostly wait (on Textual, on processes starting): they run two at a time (pytest-xdist). Everything that measures
+# runs one at a time, as measurements must not compete.
 test: lint
-	$(PY) -m pytest -q -n 2 -m recorded_tui tests/tui
-	$(PY) -m pytest -q -m "not recorded_tui"
+	$(PY) -m pytest -q -n 2 -m "recorded_tui or scripted_ssh" tests/tui tests/ssh
+	$(PY) -m pytest -q -m "not recorded_tui and not scripted_ssh"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -333,6 +333,15 @@ def _remote_env(home: Path, user: str, host_id: str, extra: dict[str, str] | Non
     return env
 
 
+def pytest_collection_modifyitems(config, items):
+    """Mark the SSH tests that measure nothing (`scripted_ssh`: a scripted remote engine, or no engine at all), so
+    `make test` runs them two at a time; those that run real plans are marked `worker` and stay one at a time."""
+    here = str(config.rootpath / "tests" / "ssh")
+    for item in items:
+        if str(item.path).startswith(here) and "worker" not in item.keywords:
+            item.add_marker(pytest.mark.scripted_ssh)
+
+
 @pytest.fixture
 def ssh_client(tmp_path_factory) -> Iterator[SshClient]:
     """The client HOME every SSH host of this test is added to."""

@@ -9,28 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
-from planner.pipeline.run import PlanOptions
-from planner.results import RunStatus
-from planner.ssh.remote_plan import REMOTE_RUN, run_plan_on_host
-
-
-@pytest.mark.worker
-def test_plan_on_a_host_fetches_its_folder(ssh_host, tmp_path):
-    phases: list[str] = []
-    outcome = run_plan_on_host(ssh_host.spec, PlanOptions(model="demo:tiny", target="cpu", quick=True),
-                               ssh=ssh_host.ssh_options, base_dir=tmp_path,
-                               on_phase=lambda phase, _detail: phases.append(phase))
-    assert outcome.failure == ""
-    assert outcome.results is not None and outcome.results.status is RunStatus.OK
-    assert outcome.local_dir is not None and outcome.local_dir.parent == tmp_path
-    assert outcome.local_dir.name.startswith(f"{ssh_host.spec.folder_name}-")
-    assert (outcome.local_dir / "report.md").is_file()
-    assert json.loads((outcome.local_dir / REMOTE_RUN).read_text())["run"] == outcome.run
-    assert phases[:2] == ["connecting", "checking"] and phases[-1] == "done"
-
-
 # -- the CLI, with a scripted remote engine (what crosses the connection, not what a plan measures) ---------------
 SCRIPTED = f"{sys.executable} {Path(__file__).with_name('scripted_planner.py')}"
 CLI = [sys.executable, "-m", "planner.cli"]
@@ -117,3 +95,13 @@ def test_ctrl_c_cancels_the_plan_on_the_host_and_fetches_what_it_measured(make_s
     assert "cancelling the plan on the host" in err and "interrupted" in err
     results = tmp_path / "reports" / f"host1-{run}" / "results.json"
     assert json.loads(results.read_text())["status"] == "interrupted"
+
+
+def test_a_plan_over_a_real_openssh_server(sshd_host, tmp_path):
+    """The same plan through OpenSSH's sshd (skipped, saying how to install it, where there is none)."""
+    plan = _start_plan(sshd_host, tmp_path)
+    out, err = plan.communicate(timeout=120)
+    assert plan.returncode == 0, err
+    folder = next((tmp_path / "reports").glob("openssh-*"))
+    assert json.loads((folder / "results.json").read_text())["status"] == "ok"
+    assert f"into reports/{folder.name}" in out
