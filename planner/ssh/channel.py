@@ -23,6 +23,10 @@ from planner.engine.client import EngineDiedError
 
 T = TypeVar("T")
 
+CANCEL_CLEANUP_S = 5.0
+"""How long a remote step cancelled by Ctrl-C may take to clean up (a half-sent file removed) before the
+interrupt goes on."""
+
 STDERR_LINES = 20
 """How many of the remote command's last stderr lines are kept, to quote when it fails."""
 
@@ -40,8 +44,23 @@ class SshLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coro` on the loop and wait for its result (its exception is raised here)."""
-        return self.submit(coro).result(timeout)
+        """Run `coro` on the loop and wait for its result (its exception is raised here). Ctrl-C cancels it and
+        gives it a moment to clean up (a half-sent file removed) before the interrupt goes on."""
+        ended = threading.Event()
+
+        async def tracked() -> T:
+            try:
+                return await coro
+            finally:
+                ended.set()
+
+        future = self.submit(tracked())
+        try:
+            return future.result(timeout)
+        except KeyboardInterrupt:
+            future.cancel()  # cancels the task on the loop; its cleanup (finally blocks) runs there
+            ended.wait(CANCEL_CLEANUP_S)
+            raise
 
 
 _LOOP: SshLoop | None = None
