@@ -489,9 +489,10 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Set up the client and the two hosts, run the parts, end every process, print what held."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["fleet", "attach", "all"], default="all")
-    parser.add_argument("--model", default="demo:inefficient")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["fleet", "attach", "all"], default="all",
+                        help="the fleet comparison, the cut-then-attached plan, or both (default)")
+    parser.add_argument("--model", default="demo:inefficient", help="the model both parts plan (quick)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
     parser.add_argument("--timeout-s", type=float, default=3600.0, help="the longest one planner command may run")
     args = parser.parse_args(argv)
