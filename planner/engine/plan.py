@@ -27,7 +27,7 @@ def run_plan_in_engine(options: PlanOptions, *, on_event: EventSink = null_sink,
     def run() -> None:
         try:
             box["reply"] = client.request({"type": "run", "step": "plan", "args": options_data(options)},
-                                          on_event=on_event, name="the plan")
+                                          on_event=on_event, name="plan")
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
             box["error"] = exc
 

@@ -260,7 +260,7 @@ def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
     def run() -> None:
         try:
             box["reply"] = client.request({"type": "run", "step": "plan", "args": options_data(options)},
-                                          on_event=on_event, name="the plan")
+                                          on_event=on_event, name="plan")
         except EngineDiedError:
             box["reply"] = None
         except PlannerError as exc:
