@@ -10,6 +10,7 @@ a host's run holds what the remote's `out/` held, plus `remote-run.json` (which 
 from __future__ import annotations
 
 import json
+import shlex
 import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -116,7 +117,7 @@ class HostConnection:
             runs = f"`ssh {self.spec.host} {remote_command(self.spec, 'engine', '--runs')}` lists its runs"
             if process.exit_status == NO_RUN:
                 raise PlannerError(f"{self.spec.label} has no run {args[1]!r}" if len(args) > 1 else exc.problem,
-                                   f"{runs}; `planner attach {self.spec.host}` takes the newest") from exc
+                                   f"{runs}; `{attach_command(self.spec)}` takes the newest") from exc
             raise PlannerError(exc.problem, f"run `{remote_command(self.spec, 'preflight')}` on {self.spec.label} "
                                             "to see what is wrong there") from exc
         return client
@@ -150,6 +151,14 @@ def close_engine(client: EngineClient, *, shutdown: bool = True) -> None:
     channel = getattr(client, "channel", None)
     if channel is not None:
         channel.close()
+
+
+def attach_command(spec: HostSpec, run: str = "") -> str:
+    """The command that re-attaches to `run` on `spec` (the newest run without one), as the user would type it."""
+    words = ["planner", "attach", spec.target] + ([run] if run else [])
+    if spec.planner != "planner":
+        words += ["--remote-planner", spec.planner]
+    return shlex.join(words)
 
 
 def default_local_dir(spec: HostSpec, run: str, base: Path | None = None) -> Path:
@@ -225,10 +234,11 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
             if _connection_lost(client):
                 raise ConnectionLostError(f"{death.problem if death else 'the connection was lost'}; the plan goes "
                                           f"on on {spec.label} as run {run}",
-                                          f"planner attach {spec.host} {run}  (fetches it into {local})",
+                                          f"{attach_command(spec, run)}  (fetches it into {local})",
                                           run=run, local_dir=local)
             outcome.failure = death.problem if death else "the remote engine stopped"
             _fetch_into(host, out, outcome, say)
+            say("failed", outcome.failure)
             return outcome
         close_engine(client)
         if reply.get("type") == "error":
@@ -344,7 +354,7 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
             close_engine(client, shutdown=False)
             if _connection_lost(client):
                 raise ConnectionLostError(death.problem if death else "the connection was lost",
-                                          f"planner attach {spec.host} {run}", run=run, local_dir=local)
+                                          attach_command(spec, run), run=run, local_dir=local)
             outcome.failure = death.problem if death else "the remote engine stopped"
         else:
             close_engine(client)

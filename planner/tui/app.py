@@ -43,13 +43,12 @@ from planner.tui.screens.profile import ProfilePane
 from planner.tui.screens.report import ReportPane
 from planner.tui.screens.requirements import RequirementsPane
 from planner.tui.screens.results import ResultsPane
-from planner.tui.screens.too_small import TooSmallScreen
+from planner.tui.screens.too_small import TooSmallScreen, cover_if_too_small
 from planner.tui.screens.tree import TreePane
 from planner.tui.startup import resume_gc
 from planner.tui.steps import STEP_BY_ID, STEPS
 from planner.tui.terminal import default_log_path, stray_output_to
 from planner.tui.widgets.step_list import StepList
-from planner.tui.widgets.too_small import is_too_small
 
 # The same default as planner.models.demo.DEFAULT_DEMO, written out so that starting the TUI does
 # not import torch before the first frame is drawn (tests check the two agree).
@@ -199,15 +198,7 @@ class PlannerApp(App[int]):
 
     def check_size(self, width: int, height: int) -> None:
         """Show, update or remove the too-small screen for the terminal's size."""
-        # Nothing opens over the too-small screen (check_action), so it is on top whenever it is up.
-        covered = isinstance(self.screen, TooSmallScreen)
-        if is_too_small(width, height):
-            if covered:
-                self.screen.show_size(width, height)  # type: ignore[attr-defined]
-            else:
-                self.push_screen(TooSmallScreen(width, height))
-        elif covered:
-            self.pop_screen()
+        cover_if_too_small(self, width, height)
 
     # -- panes and steps ---------------------------------------------------------------------
     def pane(self, step_id: str, kind: type[PaneT] = StepPane) -> PaneT:  # type: ignore[assignment]

@@ -29,7 +29,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
 from planner.tui.screens.confirm import YesNo
-from planner.tui.screens.too_small import TooSmallScreen
+from planner.tui.screens.too_small import TooSmallScreen, cover_if_too_small
 from planner.tui.terminal import stray_output_to
 from planner.tui.widgets.too_small import TooSmall, is_too_small
 
@@ -225,14 +225,7 @@ class FleetApp(App[int]):
 
     def check_size(self, width: int, height: int) -> None:
         """Show, update or remove the too-small screen for the terminal's size."""
-        covered = isinstance(self.screen, TooSmallScreen)
-        if is_too_small(width, height):
-            if covered:
-                self.screen.show_size(width, height)  # type: ignore[attr-defined]
-            else:
-                self.push_screen(TooSmallScreen(width, height))
-        elif covered:
-            self.pop_screen()
+        cover_if_too_small(self, width, height)
 
     # -- the fleet process -------------------------------------------------------------------
     def _start(self) -> None:

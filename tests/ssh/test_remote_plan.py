@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -105,3 +106,23 @@ def test_a_plan_over_a_real_openssh_server(sshd_host, tmp_path):
     folder = next((tmp_path / "reports").glob("openssh-*"))
     assert json.loads((folder / "results.json").read_text())["status"] == "ok"
     assert f"into reports/{folder.name}" in out
+
+
+def test_attach_after_the_host_rebooted_says_so(make_ssh_host, tmp_path):
+    """A reboot mid-run: the engine is gone and the host's boot id has changed. Attach says the host rebooted and
+    fetches what the run left (here: the folder without a finished results.json)."""
+    host = _scripted_host(make_ssh_host, step_s=0.5)
+    plan = _start_plan(host, tmp_path)
+    seen = _wait_for(plan.stderr, "planning: run ")
+    run = seen[-1].split("planning: run ", 1)[1].strip()
+    plan.kill()  # the laptop goes away mid-plan
+    plan.communicate(timeout=30)
+    run_dir = host.remote_home / ".cache" / "planner" / "runs" / run
+    os.kill(int((run_dir / "engine.pid").read_text()), signal.SIGKILL)  # the reboot ends the engine...
+    info = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps({**info, "boot_id": "the-boot-before"}))  # ...on an earlier boot
+    attach = subprocess.run([*CLI, "attach", "host1", run, "--remote-planner", SCRIPTED], cwd=tmp_path,
+                            env=host.env, capture_output=True, text=True, timeout=120)
+    assert attach.returncode == 1
+    assert "host1 rebooted" in attach.stderr and "its engine is gone" in attach.stderr
+    assert (tmp_path / "reports" / f"host1-{run}" / "remote-run.json").is_file()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
 
@@ -47,3 +47,19 @@ class TooSmallScreen(ModalScreen[None]):
             return
         self._quit_asked = True
         self.query_one(TooSmall).update(f"{running} is in progress.\nPress q again to stop it and quit.")
+
+
+def cover_if_too_small(app: App, width: int, height: int) -> None:
+    """Show, update or remove the too-small screen over `app` for the terminal's size (both the planner and the
+    fleet view call this on every resize)."""
+    from planner.tui.widgets.too_small import is_too_small
+
+    # Nothing opens over the too-small screen (the apps' check_action), so it is on top whenever it is up.
+    covered = isinstance(app.screen, TooSmallScreen)
+    if is_too_small(width, height):
+        if covered:
+            app.screen.show_size(width, height)  # type: ignore[attr-defined]
+        else:
+            app.push_screen(TooSmallScreen(width, height))
+    elif covered:
+        app.pop_screen()
