@@ -200,7 +200,7 @@ def format_facts(facts: dict[str, Any]) -> str:
     """The facts as readable lines."""
     lines = [
         f"Planner       {facts['planner']} (engine protocol {facts['protocol']}), {facts['executable']}",
-        f"Machine       {facts['arch']}, {facts['cores']} usable cores",
+        f"Machine       {facts['arch']}, {facts['cores']} usable core{'' if facts['cores'] == 1 else 's'}",
         f"Python        {facts['python']}",
         f"glibc         {facts['glibc'] or 'not glibc (another C library)'}",
         f"Cache folder  {facts['cache_dir']}",

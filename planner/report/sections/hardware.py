@@ -69,7 +69,7 @@ def machine_phrase(data: ReportData) -> str:
     gpus = [as_dict(g) for g in as_list(data.hardware.get("gpus"))]
     cpu = as_dict(data.hardware.get("cpu"))
     usable = cpu.get("usable_cores")
-    cores = f", {fmt.number(usable)} usable cores" if usable is not None else ""
+    cores = f", {fmt.number(usable)} usable core{'' if usable == 1 else 's'}" if usable is not None else ""
     if gpus:
         names = ", ".join(text(g.get("name")) or "unnamed GPU" for g in gpus)
         return f"{names} with {cpu_name(data)}{cores} ({device_class(data)})"
