@@ -33,7 +33,7 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, NoReturn
 
 RUNS_DIR = "runs"
 COMMANDS = "commands"
@@ -264,20 +264,31 @@ def _forward_commands(run_dir: Path, inp: IO[bytes], client_gone: threading.Even
     client_gone.set()
 
 
-def detach_and_relay(daemon_command: list[str] | None = None, *, idle_exit_s: float | None = None) -> int:
+def detach_and_relay(daemon_command: list[str] | None = None, *, idle_exit_s: float | None = None) -> NoReturn:
     """`planner engine --detach`: a new run with its daemon, then the relay to it (from the hello on)."""
     run_dir = new_run_dir()
     start_daemon(run_dir, daemon_command, idle_exit_s=idle_exit_s)
-    return relay(run_dir, since=1)
+    _exit_now(relay(run_dir, since=1))
 
 
-def attach_relay(name: str, since: int) -> int:
+def attach_relay(name: str, since: int) -> int | NoReturn:
     """`planner engine --attach RUN --since N`: the relay to an existing run (`latest`: the newest)."""
     run_dir = find_run(name)
     if run_dir is None:
         print(f"no run {name!r} under {runs_root()}", file=sys.stderr)
         return NO_RUN
-    return relay(run_dir, since=max(1, since))
+    _exit_now(relay(run_dir, since=max(1, since)))
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the relay process with `code` at once: its reading thread may sit in a read of stdin, and finishing the
+    interpreter under it aborts the process (SIGABRT), which the client would read as the engine's death."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def list_runs() -> list[dict[str, Any]]:

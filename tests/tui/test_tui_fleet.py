@@ -164,7 +164,7 @@ def test_a_fleet_process_that_dies_shows_its_status_and_last_lines_and_keeps_the
 
 
 def test_a_fleet_process_that_cannot_start_is_said_plainly(tmp_path):
-    app = FleetApp([str(tmp_path / "no-such-python"), "-m", "planner.cli", "fleet"], HOSTS,
+    app = FleetApp(["/nonexistent/no-such-python", "-m", "planner.cli", "fleet"], HOSTS,  # a short path: the line fits
                    log_path=tmp_path / "fleet.log")
 
     async def body(pilot):
