@@ -62,7 +62,7 @@ def _phase_printer(label: str) -> Callable[[str, str], None]:
 
 def cmd_plan_host(args: argparse.Namespace) -> int:
     """`planner plan --host HOST`: the plan runs on the host; its folder comes back here."""
-    from planner.cli.commands import plan_options
+    from planner.cli.plan_args import plan_options
     from planner.cli.progress import CliProgress
     from planner.ssh.remote_plan import ConnectionLostError, run_plan_on_host
 
@@ -126,8 +126,8 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_fleet(args: argparse.Namespace) -> int:
     """`planner fleet --hosts fleet.toml --model M`: plan every host, then one comparison report."""
-    from planner.cli.commands import plan_options
     from planner.cli.fleet_progress import FleetProgress
+    from planner.cli.plan_args import plan_options
     from planner.ssh.fleet import run_fleet
     from planner.ssh.fleet_file import read_fleet_file
 

@@ -125,7 +125,7 @@ def test_every_host_is_a_row_with_its_own_measured_numbers(fleet):
         assert _cell(md, name, "Fidelity") == f"passed: cosine {units.cosine(best.fidelity.cosine)}, top-1 100%"
     # The two boxes differ in cores, and the 1-core one is measurably slower.
     assert "2 usable cores" in _cell(md, "box-2-cores", "Hardware")
-    assert "1 usable cores" in _cell(md, "box-1-core", "Hardware")
+    assert "1 usable core (" in _cell(md, "box-1-core", "Hardware")
     assert hosts["box-1-core"].best.p50 > 1.8 * hosts["box-2-cores"].best.p50
     isa = _cell(md, "box-2-cores", "ISA")
     assert "AVX-512 VNNI" in isa and "AVX2" in isa and "NEON" not in isa
