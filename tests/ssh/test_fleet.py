@@ -70,7 +70,7 @@ def test_a_host_limited_to_one_core_shows_as_such_in_the_comparison(make_ssh_hos
     make_ssh_host("one-core", env={"PLANNER_CPUS": "1"})
     fleet = _fleet_file(tmp_path / "fleet.toml", ("two-cores", "two-cores", ""), ("one-core", "one-core", ""))
     run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--parallel", "1",
-                          "--plugins", "cpu.onnxruntime", "--out", "out"], cwd=tmp_path, env=two.env,
+                          "--plugins", "cpu.onnxruntime", "--confirm", "0", "--out", "out"], cwd=tmp_path, env=two.env,
                          capture_output=True, text=True, timeout=400)
     assert run.returncode == 0, run.stderr
     one = json.loads((tmp_path / "out" / "one-core" / "results.json").read_text())
