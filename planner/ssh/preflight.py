@@ -209,7 +209,9 @@ def parse_facts(stdout: str, spec: HostSpec | str) -> RemoteFacts:
             f"on {host} print nothing to standard output for a command run over ssh")
     protocol = data.get("protocol")
     if protocol != PROTOCOL_VERSION:
-        raise _mismatch(spec, data.get("planner"), protocol)
+        # The other planner's own facts fit the install command (its Python, not a guess of none).
+        basics = HostBasics(*(str(data[k]) if data.get(k) else None for k in ("arch", "python", "glibc")))
+        raise _mismatch(spec, data.get("planner"), protocol, basics)
     try:
         runtimes = {str(k): (None if v is None else str(v)) for k, v in dict(data["runtimes"]).items()}
         facts = RemoteFacts(

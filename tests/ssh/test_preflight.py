@@ -233,3 +233,11 @@ def test_bytes_that_are_not_text_are_shown_not_crashed_on(make_ssh_host, tmp_pat
     host = make_ssh_host(planner=_script(tmp_path, "printf 'ELF\\377\\376 binary\\n'\n"))
     with pytest.raises(RemotePreflightError, match="ELF\ufffd\ufffd binary"):
         _preflight(host)
+
+
+def test_another_protocols_install_command_fits_the_facts_that_planner_reported() -> None:
+    """The other planner's own arch and Python shape the command: no 'no python3' note, torch pinned on aarch64."""
+    with pytest.raises(RemotePlannerMismatchError) as caught:
+        parse_facts(json.dumps({**FACTS, "planner": "0.0.9", "protocol": PROTOCOL_VERSION + 1}), "pi5")
+    assert "no python3" not in caught.value.fix
+    assert "torch==2.9.1 torchvision==0.24.1" in caught.value.fix
