@@ -101,6 +101,7 @@ class EngineClient:
         self._reader_thread: threading.Thread | None = None
         self._over = threading.Event()  # set once the connection has ended (goodbye, death or close)
         self.stray: list[str] = []  # lines that were not messages (kept for the log; never fatal)
+        self.received = 0  # messages heard, the hello included: where a re-attached replay of a detached run resumes
 
     # -- starting ------------------------------------------------------------------------------
     @classmethod
@@ -157,6 +158,7 @@ class EngineClient:
                 f"client speaks version {PROTOCOL_VERSION} (planner {__version__})",
                 "install the same planner version on both sides")
         self.hello = hello
+        self.received = 1
         self._reader_thread = threading.Thread(target=self._read, name="engine-reader", daemon=True)
         self._reader_thread.start()
         if self.process is not None:
@@ -240,6 +242,7 @@ class EngineClient:
             except ProtocolError:
                 self.stray.append(line.rstrip("\n"))
                 continue
+            self.received += 1
             self._route(message)
         self._ended()
 

@@ -232,6 +232,7 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
             death = client.death
             close_engine(client, shutdown=False)
             if _connection_lost(client):
+                _note_run(local, spec, run, out, seen=client.received)  # attach replays from there
                 raise ConnectionLostError(f"{death.problem if death else 'the connection was lost'}; the plan goes "
                                           f"on on {spec.label} as run {run}",
                                           f"{attach_command(spec, run)}  (fetches it into {local})",
@@ -318,11 +319,13 @@ def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say
     outcome.report = report if report.is_file() else None
 
 
-def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str) -> None:
+def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str, *, seen: int | None = None) -> None:
+    """Write remote-run.json: which host and run the folder is for, and (`seen`) how many of the run's messages this
+    client heard before its connection dropped."""
     local_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(local_dir / REMOTE_RUN, {"host": spec.host, "user": spec.user, "port": spec.port,
                                                "label": spec.label, "planner": spec.planner, "run": run,
-                                               "remote_out": remote_out,
+                                               "remote_out": remote_out, "seen": seen,
                                                "noted": datetime.now(timezone.utc).isoformat()})
 
 
@@ -342,8 +345,10 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
     host = HostConnection(spec, ssh)
     try:
         facts = host.open(say)
-        say("attaching", f"attaching to run {run}")
-        client = host.engine("--attach", run, "--since", "1")
+        since = _seen_before(local_dir or default_local_dir(spec, run, base_dir), run) if run != "latest" else 1
+        say("attaching", f"attaching to run {run}" + (f", replaying from message {since} (the first one not seen "
+                                                        "before the connection dropped)" if since > 1 else ""))
+        client = host.engine("--attach", run, "--since", str(since))
         run = str(client.hello.get("run", run))
         out = str(client.hello.get("out", ""))
         local = local_dir or default_local_dir(spec, run, base_dir)
@@ -395,6 +400,13 @@ def _follow(client: EngineClient, on_event: EventSink) -> dict[str, Any] | None:
             interrupted = True
             client.cancel(now=True)
     return box.get("reply")
+
+
+def _seen_before(local_dir: Path, run: str) -> int:
+    """How many of `run`'s messages the client heard before its connection dropped (1: just the hello)."""
+    noted = read_remote_run(local_dir)
+    seen = noted.get("seen") if noted is not None and noted.get("run") == run else None
+    return seen if isinstance(seen, int) and seen > 1 else 1
 
 
 def read_remote_run(local_dir: Path) -> dict[str, Any] | None:

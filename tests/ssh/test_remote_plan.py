@@ -78,6 +78,8 @@ def test_a_cut_connection_leaves_the_plan_running_and_attach_fetches_it_whole(ma
     attach = subprocess.run([*CLI, "attach", "host1", run, "--remote-planner", SCRIPTED], cwd=tmp_path / "cut",
                             env=host.env, capture_output=True, text=True, timeout=180)
     assert attach.returncode == 0, attach.stderr
+    assert "replaying from message" in attach.stderr  # what the cut client heard is not told again
+    assert "timing the baseline" not in attach.stderr and "timing the baseline" in err
     cut_results = tmp_path / "cut" / "reports" / f"host1-{run}" / "results.json"
     assert json.loads(cut_results.read_text())["status"] == "ok"
     uncut_results = next((tmp_path / "uncut" / "reports").glob("host1-*")) / "results.json"
