@@ -136,11 +136,19 @@ def start_daemon(run_dir: Path, command: list[str] | None = None, *, idle_exit_s
     argv = [*(command or [sys.executable, "-m", "planner.cli", "engine", "--daemon"]), str(run_dir)]
     try:
         env = {**os.environ, **({IDLE_ENV: f"{idle_exit_s:g}"} if idle_exit_s else {})}
-        return subprocess.Popen(argv, env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                close_fds=True, cwd=str(run_dir))
+        daemon = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                  start_new_session=True, close_fds=True, cwd=str(run_dir))
     finally:
         log.close()
+    # Before the relay looks for it: a run with no pid yet (or half of one) would read as an engine already gone.
+    _write_pid(run_dir, daemon.pid)
+    return daemon
+
+
+def _write_pid(run_dir: Path, pid: int) -> None:
+    from planner.io import write_text_atomic
+
+    write_text_atomic(run_dir / PID_FILE, str(pid))
 
 
 class _TimedReader:
@@ -164,7 +172,7 @@ def serve_daemon(run_dir: Path, *, session_factory: Callable[[], Any] | None = N
     SIGTERM, or `IDLE_EXIT_S` idle (`session_factory`: another session than the planner's, for scripted tests)."""
     from planner.engine import server as engine_server
 
-    (run_dir / PID_FILE).write_text(str(os.getpid()), encoding="ascii")
+    _write_pid(run_dir, os.getpid())
     # Read and write: the FIFO then always has a writer, so a relay that goes is no end of input.
     fd = os.open(run_dir / COMMANDS, os.O_RDWR)
     reader = _TimedReader(os.fdopen(fd, "r", encoding="utf-8"))
