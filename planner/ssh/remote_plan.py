@@ -382,6 +382,7 @@ def _follow(client: EngineClient, on_event: EventSink) -> dict[str, Any] | None:
     """Wait for the re-attached run's plan to answer; Ctrl-C cancels it on the host, then waits for what it kept."""
     box: dict[str, Any] = {}
     done = threading.Event()
+    client.running = "plan"  # what a death report says was running: the run's plan, which the replay follows
 
     def follow() -> None:
         try:
