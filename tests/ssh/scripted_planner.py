@@ -6,10 +6,13 @@ instead of measuring: the SSH tests are about what crosses the connection, not a
     scripted_planner.py ARGS...                anything else: the real planner (preflight, engine --attach, ...)
 
 `PLANNER_FAKE_STEP_S` paces the profile and each candidate (seconds), so a test can cut the connection mid-plan.
+`PLANNER_SCRIPTED_DETECT=real` detects this machine for real (its cores after `PLANNER_CPUS`) instead of replaying
+the recorded machine, so hosts that differ show it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +22,14 @@ def scripted_session():
     """The recorded session, taking the keywords `planner plan` passes (which the TUI's steps never do)."""
     from fake_engine import PacedSession  # type: ignore[import-not-found]
 
+    from planner.pipeline import PlanSession
+
     class ScriptedPlan(PacedSession):  # type: ignore[misc]
+        def detect(self):
+            if os.environ.get("PLANNER_SCRIPTED_DETECT") == "real":
+                return PlanSession.detect(self)
+            return super().detect()
+
         def profile(self, *, quick=False, timeout_s=600.0, val_data=None, samples=None):
             return super().profile(quick=quick, timeout_s=timeout_s)
 

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 CLI = [sys.executable, "-m", "planner.cli"]
 SCRIPTED = f"{sys.executable} {Path(__file__).with_name('scripted_planner.py')}"
 
@@ -63,15 +61,17 @@ def test_a_fleet_file_with_a_typo_points_at_its_line(ssh_client, tmp_path):
     assert "line 5" in run.stderr and "host" in run.stderr
 
 
-@pytest.mark.worker
 def test_a_host_limited_to_one_core_shows_as_such_in_the_comparison(make_ssh_host, tmp_path):
-    """Two real plans (one plugin, to keep it short): the comparison names each host's measured cores."""
-    two = make_ssh_host("two-cores")
-    make_ssh_host("one-core", env={"PLANNER_CPUS": "1"})
-    fleet = _fleet_file(tmp_path / "fleet.toml", ("two-cores", "two-cores", ""), ("one-core", "one-core", ""))
-    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--parallel", "1",
-                          "--plugins", "cpu.onnxruntime", "--confirm", "0", "--out", "out"], cwd=tmp_path, env=two.env,
-                         capture_output=True, text=True, timeout=400)
+    """Two hosts on this machine, one confined to 1 core: each detects its own cores for real, and the comparison
+    shows the difference (the recorded candidates stand in for the measurements; benchmarks/ssh_fleet.py measures
+    the 1-core host slower for real)."""
+    real = {"PLANNER_SCRIPTED_DETECT": "real"}
+    two = make_ssh_host("two-cores", planner=SCRIPTED, env=real)
+    make_ssh_host("one-core", planner=SCRIPTED, env={**real, "PLANNER_CPUS": "1"})
+    fleet = _fleet_file(tmp_path / "fleet.toml", ("two-cores", "two-cores", SCRIPTED),
+                        ("one-core", "one-core", SCRIPTED))
+    run = subprocess.run([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out"],
+                         cwd=tmp_path, env=two.env, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0, run.stderr
     one = json.loads((tmp_path / "out" / "one-core" / "results.json").read_text())
     both = json.loads((tmp_path / "out" / "two-cores" / "results.json").read_text())
@@ -79,7 +79,7 @@ def test_a_host_limited_to_one_core_shows_as_such_in_the_comparison(make_ssh_hos
     assert both["hardware"]["cpu"]["usable_cores"] == min(2, both["hardware"]["cpu"]["logical_cores"])
     report = (tmp_path / "out" / "fleet" / "report.md").read_text()
     row = next(line for line in report.splitlines() if line.startswith("|") and "one-core" in line)
-    assert "1 usable core" in row
+    assert "1 usable core (" in row
 
 
 def test_ctrl_c_cancels_every_host_and_still_writes_the_comparison(make_ssh_host, tmp_path):
