@@ -28,10 +28,11 @@ lint: $(STAMP)
 	exit $$status
 
 # The TUI tests that replay recorded sessions, and the SSH tests with a scripted remote engine, measure nothing and
-# mostly wait (on Textual, on processes starting): they run two at a time (pytest-xdist). Everything that measures
-# runs one at a time, as measurements must not compete.
+# mostly wait (on Textual, on processes starting, on a scripted engine's paced steps): they run three at a time
+# (pytest-xdist), which keeps both cores busy. Everything that measures runs one at a time, as measurements must not
+# compete.
 test: lint
-	$(PY) -m pytest -q -n 2 -m "recorded_tui or scripted_ssh" tests/tui tests/ssh
+	$(PY) -m pytest -q -n 3 -m "recorded_tui or scripted_ssh" tests/tui tests/ssh
 	$(PY) -m pytest -q -m "not recorded_tui and not scripted_ssh"
 
 clean:

@@ -166,9 +166,16 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return 0 if any(row.results is not None and not row.failure for row in outcome.rows) else 1
 
 
+_PRINT_LOCK = threading.Lock()
+
+
 def print_line(message: dict) -> None:
-    """One JSON object on one line of stdout, flushed (`fleet --status-lines`)."""
-    print(json.dumps(message, separators=(",", ":")), flush=True)
+    """One JSON object on one line of stdout, flushed (`fleet --status-lines`). The hosts' threads all print: the
+    line goes out in one write under a lock, or two hosts' lines could interleave into one unreadable line."""
+    line = json.dumps(message, separators=(",", ":")) + "\n"
+    with _PRINT_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 class StatusLines:

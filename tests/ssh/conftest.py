@@ -335,7 +335,7 @@ def _remote_env(home: Path, user: str, host_id: str, extra: dict[str, str] | Non
 
 def pytest_collection_modifyitems(config, items):
     """Mark the SSH tests that measure nothing (`scripted_ssh`: a scripted remote engine, or no engine at all), so
-    `make test` runs them two at a time; those that run real plans are marked `worker` and stay one at a time."""
+    `make test` runs them three at a time; those that run real plans are marked `worker` and stay one at a time."""
     here = str(config.rootpath / "tests" / "ssh")
     for item in items:
         if str(item.path).startswith(here) and "worker" not in item.keywords:

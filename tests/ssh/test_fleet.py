@@ -86,8 +86,9 @@ def test_ctrl_c_cancels_every_host_and_still_writes_the_comparison(make_ssh_host
     import signal
     import time
 
-    first = make_ssh_host("board-a", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "0.5"})
-    make_ssh_host("board-b", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "0.5"})
+    # Steps slow enough that neither plan can finish while the other is still starting on a loaded machine.
+    first = make_ssh_host("board-a", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.5"})
+    make_ssh_host("board-b", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.5"})
     fleet = _fleet_file(tmp_path / "fleet.toml", ("board-a", "A", SCRIPTED), ("board-b", "B", SCRIPTED))
     run = subprocess.Popen([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out",
                             "--status-lines"], cwd=tmp_path, env=first.env, stdout=subprocess.PIPE,
@@ -104,6 +105,6 @@ def test_ctrl_c_cancels_every_host_and_still_writes_the_comparison(make_ssh_host
     assert run.returncode == 130, err
     done = json.loads(out.splitlines()[-1])
     assert done["type"] == "done" and done["interrupted"] is True
-    assert {row["status"] for row in done["rows"]} == {"interrupted"}
+    assert {row["status"] for row in done["rows"]} == {"interrupted"}, done
     report = (tmp_path / "out" / "fleet" / "report.md").read_text()
     assert "A" in report and "B" in report and "cancelled" in report

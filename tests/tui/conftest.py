@@ -7,7 +7,7 @@ from tui_support import RecordedSession
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the TUI tests that measure nothing (`recorded_tui`), so `make test` can run them two at a time; those
+    """Mark the TUI tests that measure nothing (`recorded_tui`), so `make test` can run them three at a time; those
     that start a real engine or measuring workers are marked `worker` and stay one at a time."""
     here = str(config.rootpath / "tests" / "tui")
     for item in items:
