@@ -86,20 +86,19 @@ def test_ctrl_c_cancels_every_host_and_still_writes_the_comparison(make_ssh_host
     import signal
     import time
 
-    # Steps slow enough that neither plan can finish while the other is still starting on a loaded machine.
-    first = make_ssh_host("board-a", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.5"})
-    make_ssh_host("board-b", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.5"})
+    # Steps slow enough that neither plan can finish before the other reaches its candidates on a loaded machine.
+    first = make_ssh_host("board-a", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.0"})
+    make_ssh_host("board-b", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "1.0"})
     fleet = _fleet_file(tmp_path / "fleet.toml", ("board-a", "A", SCRIPTED), ("board-b", "B", SCRIPTED))
     run = subprocess.Popen([*CLI, "fleet", "--hosts", str(fleet), "--model", "demo:tiny", "--quick", "--out", "out",
                             "--status-lines"], cwd=tmp_path, env=first.env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
-    planning: set[str] = set()
-    deadline = time.monotonic() + 60
-    while len(planning) < 2 and time.monotonic() < deadline:
+    measuring: set[str] = set()  # the hosts whose plan is measuring candidates (cancelled there: interrupted)
+    deadline = time.monotonic() + 90
+    while len(measuring) < 2 and time.monotonic() < deadline:
         message = json.loads(run.stdout.readline())
-        if message.get("phase") == "planning":
-            planning.add(message["label"])
-    time.sleep(1.0)
+        if message.get("phase") == "planning" and message.get("detail", "").startswith("measuring "):
+            measuring.add(message["label"])
     run.send_signal(signal.SIGINT)
     out, err = run.communicate(timeout=120)
     assert run.returncode == 130, err
