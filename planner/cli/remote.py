@@ -128,6 +128,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     """`planner fleet --hosts fleet.toml --model M`: plan every host, then one comparison report."""
     from planner.cli.fleet_progress import FleetProgress
     from planner.cli.plan_args import plan_options
+    from planner.models.source import parse_source
+    from planner.pipeline.outdir import default_out_dir
     from planner.ssh.fleet import run_fleet
     from planner.ssh.fleet_file import read_fleet_file
 
@@ -139,7 +141,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         return run_fleet_tui([sys.executable, "-m", "planner.cli", *argv, "--status-lines"],
                              [(h.spec.label, h.spec.target) for h in hosts])
     options = plan_options(args)
-    out = Path(args.out) if args.out else _default_fleet_out(options.model)
+    # reports/<date>-<model>-fleet, as a plan's folder is named (a counter where that one holds an earlier run)
+    out = Path(args.out) if args.out else default_out_dir(parse_source(options.model).short_name, "fleet")
     cancel = threading.Event()
     progress: FleetProgress | StatusLines = (StatusLines() if args.status_lines
                                              else FleetProgress([h.spec for h in hosts]))
@@ -193,13 +196,6 @@ class StatusLines:
                     "detail": status.detail})
 
 
-def _default_fleet_out(model: str) -> Path:
-    from datetime import date
-
-    name = "".join(c if c.isalnum() or c in "-_." else "-" for c in model.split(":")[-1].split("/")[-1]) or "model"
-    return Path("reports") / f"{date.today().isoformat()}-{name}-fleet"
-
-
 def tui_connector(args: argparse.Namespace) -> tuple[Callable[[Callable[[EngineDiedError], None]], EngineClient], str]:
     """For `planner --host HOST`: how the TUI starts its engine on the host (again after a dropped connection), the
     model source as the host sees it (a local file is shipped first), and the host's name for the header."""
@@ -212,9 +208,7 @@ def tui_connector(args: argparse.Namespace) -> tuple[Callable[[Callable[[EngineD
         host = HostConnection(spec, options)
         host.open()
         # The TUI cannot re-attach: an engine it left behind (a closed laptop) waits a shorter while.
-        client = host.engine("--detach", "--idle-exit", f"{TUI_IDLE_EXIT_S:g}", on_death=on_death)
-        client.host = host  # type: ignore[attr-defined]  # the connection lives as long as the client
-        return client
+        return host.engine("--detach", "--idle-exit", f"{TUI_IDLE_EXIT_S:g}", on_death=on_death)
 
     # Once before the TUI takes the terminal: an unknown host key or a refused login is said plainly here, and a
     # local model file is shipped.

@@ -190,8 +190,8 @@ def serve_daemon(run_dir: Path, *, session_factory: Callable[[], Any] | None = N
                 return
 
     return engine_server.serve_streams(reader, writer,  # type: ignore[arg-type]  # readline is all it reads
-                                       hello_extra=extra, on_start=watch_idle, hangup_signals=False,
-                                       **({"session_factory": session_factory} if session_factory else {}))
+                                       session_factory=session_factory or engine_server.PlanSession,
+                                       hello_extra=extra, on_start=watch_idle, hangup_signals=False)
 
 
 # -- the relay ----------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def relay(run_dir: Path, *, since: int = 1, out: IO[bytes] | None = None, inp: I
                     if index == 0 or index >= since:
                         out.write(line + b"\n")
                     index += 1
-                    if line.startswith(b'{"type":"bye"'):
+                    if _is_goodbye(line):
                         out.flush()
                         return 0
                 out.flush()
@@ -246,6 +246,16 @@ def relay(run_dir: Path, *, since: int = 1, out: IO[bytes] | None = None, inp: I
                     return REBOOTED if rebooted else GONE
             time.sleep(FOLLOW_POLL_S)
     return 0  # the client has gone: so does the relay (the engine goes on)
+
+
+def _is_goodbye(line: bytes) -> bool:
+    """Whether a logged line is the engine's goodbye (decoded only when it may be one: most lines are events)."""
+    if b'"bye"' not in line:
+        return False
+    try:
+        return json.loads(line).get("type") == "bye"
+    except (ValueError, AttributeError):
+        return False
 
 
 def _forward_commands(run_dir: Path, inp: IO[bytes], client_gone: threading.Event) -> None:
@@ -279,7 +289,7 @@ def detach_and_relay(daemon_command: list[str] | None = None, *, idle_exit_s: fl
     _exit_now(relay(run_dir, since=1))
 
 
-def attach_relay(name: str, since: int) -> int | NoReturn:
+def attach_relay(name: str, since: int) -> int:
     """`planner engine --attach RUN --since N`: the relay to an existing run (`latest`: the newest)."""
     run_dir = find_run(name)
     if run_dir is None:
@@ -300,7 +310,8 @@ def _exit_now(code: int) -> NoReturn:
 
 
 def list_runs() -> list[dict[str, Any]]:
-    """The runs on this host, oldest first: name, start, whether the engine still runs, and whether it said goodbye."""
+    """The runs on this host, oldest first: name, start, folder, whether its engine still runs, and whether the host
+    rebooted since it started."""
     root = runs_root()
     rows = []
     for run_dir in sorted(root.glob("*")) if root.is_dir() else []:

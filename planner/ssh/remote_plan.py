@@ -24,6 +24,7 @@ from planner.engine.plan_options import options_data
 from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.io import write_json_atomic
+from planner.models.source import SourceKind, parse_source
 from planner.pipeline.run import PlanOptions
 from planner.results import RESULTS_NAME, PlanResults, read_results
 from planner.ssh.channel import RemoteProcess, ssh_loop
@@ -100,14 +101,12 @@ class HostConnection:
         shipped = self.loop.run(ship(self.conn, local, self.facts.cache_dir, host=self.spec.label))
         return shipped.remote_path, shipped.sent
 
-    def engine(self, *args: str, on_death: Callable[[EngineDiedError], None] | None = None) -> EngineClient:
+    def engine(self, *args: str, on_death: Callable[[EngineDiedError], None] | None = None) -> RemoteEngineClient:
         """Start `planner engine ARGS` on the host and shake hands with it."""
         assert self.conn is not None
         process = RemoteProcess(self.conn, remote_command(self.spec, "engine", *args), host=self.spec.label,
                                 loop=self.loop)
-        client = EngineClient(process.reader, process.writer,  # type: ignore[arg-type]  # a text writer
-                              on_death=on_death, exit_problem=process.problem)
-        client.channel = process  # type: ignore[attr-defined]  # closed with the client
+        client = RemoteEngineClient(process, self, on_death=on_death)
         try:
             client.connect()
         except PlannerError as exc:
@@ -144,13 +143,27 @@ class HostConnection:
             pass
 
 
-def close_engine(client: EngineClient, *, shutdown: bool = True) -> None:
-    """Say goodbye to a remote engine (`shutdown` ends it; without, only the channel closes) and close the channel."""
-    if shutdown:
-        client.send({"type": "shutdown"})
-    channel = getattr(client, "channel", None)
-    if channel is not None:
-        channel.close()
+class RemoteEngineClient(EngineClient):
+    """An `EngineClient` whose engine runs on a host: the channel it speaks over, and the connection that carries it
+    (kept as long as the client)."""
+
+    def __init__(self, channel: RemoteProcess, connection: HostConnection, *,
+                 on_death: Callable[[EngineDiedError], None] | None = None) -> None:
+        super().__init__(channel.reader, channel.writer,  # type: ignore[arg-type]  # a text writer, not a file
+                         on_death=on_death, exit_problem=channel.problem)
+        self.channel = channel
+        self.connection = connection
+
+    @property
+    def connection_lost(self) -> bool:
+        """Whether the stream ended because the SSH connection dropped (not because the engine ended)."""
+        return bool(self.channel.lost)
+
+    def leave(self, *, shutdown: bool = True) -> None:
+        """Say goodbye to the engine (`shutdown` ends it; without, it goes on detached) and close the channel."""
+        if shutdown:
+            self.send({"type": "shutdown"})
+        self.channel.close()
 
 
 def attach_command(spec: HostSpec, run: str = "") -> str:
@@ -178,32 +191,17 @@ def _remote_options(options: PlanOptions, host: HostConnection, on_phase: PhaseS
 def model_on_host(model: str, host: HostConnection, on_phase: PhaseSink | None = None) -> str:
     """The model source as the host sees it: a local file is shipped into its cache (not again when it is there);
     demos and torchvision names need nothing."""
-    say = on_phase or (lambda _phase, _detail: None)
-    model_file = _local_model_file(model)
-    if model_file is None:
+    source = parse_source(model)
+    if source.kind in (SourceKind.DEMO, SourceKind.TORCHVISION):
         return model
-    say("shipping", f"sending {model_file.name}")
-    remote, sent = host.ship(model_file)
-    say("shipping", f"{model_file.name} {'sent' if sent else 'already on the host'}")
-    return remote + model[len(str(model_file)):]  # a `file.py:factory` keeps its factory
-
-
-def _local_model_file(model: str) -> Path | None:
-    """The local file a model source names (`model.onnx`, `file.py:factory`), or None for demos and torchvision."""
-    if ":" in model:
-        head = model.split(":", 1)[0]
-        if head in ("demo", "tv", "torchvision"):
-            return None
-        if head.endswith(".py"):
-            path = Path(head)
-            return path if path.is_file() else None
-    path = Path(model)
-    if path.is_file():
-        return path
-    if path.suffix in (".onnx", ".pt2", ".pt", ".pth", ".ts", ".py"):
-        raise PlannerError(f"the model file {model} does not exist here",
+    if not source.path.is_file():
+        raise PlannerError(f"the model file {source.path} does not exist here",
                            "give the path of a model file on this machine")
-    return None
+    say = on_phase or (lambda _phase, _detail: None)
+    say("shipping", f"sending {source.path.name}")
+    remote, sent = host.ship(source.path)
+    say("shipping", f"{source.path.name} {'sent' if sent else 'already on the host'}")
+    return f"{remote}:{source.factory}" if source.kind is SourceKind.PYTHON else remote
 
 
 def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, local_dir: Path | None = None,
@@ -227,26 +225,20 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
         say("planning", f"run {run}")
         remote_options = replace(remote_options, out=Path(out))
         outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
-        reply, interrupted = _drive(client, remote_options, on_event, cancel)
-        if reply is None:  # the stream ended: the host or the connection, in the client's words
-            death = client.death
-            close_engine(client, shutdown=False)
-            if _connection_lost(client):
-                _note_run(local, spec, run, out, seen=client.received)  # attach replays from there
-                raise ConnectionLostError(f"{death.problem if death else 'the connection was lost'}; the plan goes "
-                                          f"on on {spec.label} as run {run}",
-                                          f"{attach_command(spec, run)}  (fetches it into {local})",
-                                          run=run, local_dir=local)
-            outcome.failure = death.problem if death else "the remote engine stopped"
-            _fetch_into(host, out, outcome, say)
-            say("failed", outcome.failure)
-            return outcome
-        close_engine(client)
-        if reply.get("type") == "error":
-            outcome.failure = str(reply.get("problem", "the plan failed"))
+        plan = {"type": "run", "step": "plan", "args": options_data(remote_options)}
+        reply, interrupted = _await_cancelling(client, lambda: client.request(plan, on_event=on_event, name="plan"),
+                                               on_event=on_event, cancel=cancel)
+
+        def lost(problem: str) -> ConnectionLostError:
+            _note_run(local, spec, run, out, seen=client.received)  # attach replays from there
+            return ConnectionLostError(f"{problem}; the plan goes on on {spec.label} as run {run}",
+                                       f"{attach_command(spec, run)}  (fetches it into {local})",
+                                       run=run, local_dir=local)
+
+        _conclude(client, reply, outcome, lost)
         _fetch_into(host, out, outcome, say)
-        outcome.interrupted = interrupted
-        if interrupted:
+        if reply is not None and interrupted:
+            outcome.interrupted = True
             raise _Interrupted(outcome)
         say("done" if not outcome.failure else "failed", outcome.failure or _headline(outcome))
         return outcome
@@ -262,16 +254,16 @@ class _Interrupted(KeyboardInterrupt):
         self.outcome = outcome
 
 
-def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
-           cancel: threading.Event | None) -> tuple[dict[str, Any] | None, bool]:
-    """Run the plan command; Ctrl-C or `cancel` cancels it on the host and waits for what it kept. Returns the
-    plan's reply (None when the stream ended first) and whether it was interrupted."""
+def _await_cancelling(client: EngineClient, wait: Callable[[], dict[str, Any] | None], *, on_event: EventSink,
+                      cancel: threading.Event | None = None) -> tuple[dict[str, Any] | None, bool]:
+    """Wait on a thread for the answer `wait` returns (the plan's, or a re-attached run's); Ctrl-C or `cancel` cancels
+    the run on the host and waits on for what it kept. Returns the answer (None when the stream ended first: the
+    client's `death` says why) and whether it was interrupted."""
     box: dict[str, Any] = {}
 
     def run() -> None:
         try:
-            box["reply"] = client.request({"type": "run", "step": "plan", "args": options_data(options)},
-                                          on_event=on_event, name="plan")
+            box["reply"] = wait()
         except EngineDiedError:
             box["reply"] = None
         except PlannerError as exc:
@@ -281,7 +273,7 @@ def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
 
     # Waiting on an Event, not Thread.join: a Ctrl-C that lands inside join can leave the thread looking finished.
     done = threading.Event()
-    threading.Thread(target=run, name="remote-plan", daemon=True).start()
+    threading.Thread(target=run, name="remote-wait", daemon=True).start()
     interrupted = False
     while not done.is_set():
         try:
@@ -296,6 +288,22 @@ def _drive(client: EngineClient, options: PlanOptions, on_event: EventSink,
             on_event(Event(kind="warning", message="cancelling the plan on the host; fetching what it measured"))
             client.cancel(now=True)
     return box.get("reply"), interrupted
+
+
+def _conclude(client: RemoteEngineClient, reply: dict[str, Any] | None, outcome: HostOutcome,
+              lost: Callable[[str], ConnectionLostError]) -> None:
+    """Close the channel and note in `outcome` how the run ended; a dropped connection raises `lost(problem)` (the
+    engine goes on there, for `attach`)."""
+    if reply is None:
+        problem = client.death.problem if client.death is not None else ""
+        client.leave(shutdown=False)
+        if client.connection_lost:
+            raise lost(problem or "the connection was lost")
+        outcome.failure = problem or "the remote engine stopped"
+        return
+    client.leave()
+    if reply.get("type") == "error":
+        outcome.failure = str(reply.get("problem", "the plan failed"))
 
 
 def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say: PhaseSink) -> None:
@@ -353,54 +361,15 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
         out = str(client.hello.get("out", ""))
         local = local_dir or default_local_dir(spec, run, base_dir)
         outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
-        reply = _follow(client, on_event)
-        if reply is None:
-            death = client.death
-            close_engine(client, shutdown=False)
-            if _connection_lost(client):
-                raise ConnectionLostError(death.problem if death else "the connection was lost",
-                                          attach_command(spec, run), run=run, local_dir=local)
-            outcome.failure = death.problem if death else "the remote engine stopped"
-        else:
-            close_engine(client)
-            if reply.get("type") == "error":
-                outcome.failure = str(reply.get("problem", "the plan failed"))
+        client.running = "plan"  # what a death report says was running: the run's plan, which the replay follows
+        reply, _ = _await_cancelling(client, lambda: client.follow(on_event=on_event), on_event=on_event)
+        _conclude(client, reply, outcome,
+                  lambda problem: ConnectionLostError(problem, attach_command(spec, run), run=run, local_dir=local))
         _fetch_into(host, out, outcome, say)
         say("done" if not outcome.failure else "failed", outcome.failure or _headline(outcome))
         return outcome
     finally:
         host.close()
-
-
-def _connection_lost(client: EngineClient) -> bool:
-    """Whether the client's stream ended because the SSH connection dropped (not because the engine ended)."""
-    channel = getattr(client, "channel", None)
-    return bool(channel is not None and channel.lost)
-
-
-def _follow(client: EngineClient, on_event: EventSink) -> dict[str, Any] | None:
-    """Wait for the re-attached run's plan to answer; Ctrl-C cancels it on the host, then waits for what it kept."""
-    box: dict[str, Any] = {}
-    done = threading.Event()
-    client.running = "plan"  # what a death report says was running: the run's plan, which the replay follows
-
-    def follow() -> None:
-        try:
-            box["reply"] = client.follow(on_event=on_event)
-        finally:
-            done.set()
-
-    threading.Thread(target=follow, name="remote-follow", daemon=True).start()
-    interrupted = False
-    while not done.is_set():
-        try:
-            done.wait(0.2)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise
-            interrupted = True
-            client.cancel(now=True)
-    return box.get("reply")
 
 
 def _seen_before(local_dir: Path, run: str) -> int:
