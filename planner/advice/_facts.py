@@ -36,10 +36,11 @@ from planner.results.view import (
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
 
-__all__ = ["ThroughputPoint", "best_point", "bottleneck", "cpu_has", "cpu_vendor", "device_class", "env_threads",
-           "first_gpu", "gpu_tensor_cores", "info", "input_shape", "is_intel", "knee_batch", "latency",
+__all__ = ["ONNX_ONLY", "ThroughputPoint", "best_point", "bottleneck", "cpu_has", "cpu_vendor", "device_class",
+           "env_threads", "first_gpu", "gpu_tensor_cores", "info", "input_shape", "is_intel", "knee_batch", "latency",
            "latency_samples", "latency_unstable", "layers_by_time", "mapping", "memory_available", "memory_total",
-           "model_size", "number", "parameters", "peak_memory", "precision", "sweep", "sweep_text", "torch_threads"]
+           "model_size", "number", "onnx_only", "parameters", "peak_memory", "precision", "sweep", "sweep_text",
+           "torch_threads"]
 
 latency = percentile_ms
 """The measured latency at a percentile ('p50', 'p95', 'p99') in ms, or None."""
@@ -54,6 +55,18 @@ def sweep_text(points: tuple[ThroughputPoint, ...], *, limit: int = 4) -> str:
         chosen = list(points)
     return "; ".join(f"batch {p.batch}: {units.ms(p.latency_p50_ms)}, {units.rate(p.samples_per_s)}"
                      for p in chosen)
+
+
+ONNX_ONLY = "the model is ONNX only (no PyTorch module)"
+"""Why a PyTorch setting does not apply to a model given as an ONNX file, in the words every such answer uses."""
+
+
+def onnx_only(baseline: Any) -> bool:
+    """Whether the model came as an ONNX file, so no PyTorch module runs it (the loader keeps none for one).
+
+    Read from the baseline's model record (`kind`), which every baseline since the first has written.
+    """
+    return str(mapping(baseline, "model").get("kind") or "").lower() == "onnx"
 
 
 def device_class(hw: HardwareProfile) -> str:

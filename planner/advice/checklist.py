@@ -177,6 +177,13 @@ def assess_threads(hw: HardwareProfile, baseline: Mapping[str, Any]) -> ThreadAs
     intra, inter = facts.torch_threads(baseline)
     core_text = (f"{physical_i} physical" if physical_i else "physical count unknown") + (
         f", {int(logical)} logical" if logical else "")
+    if facts.onnx_only(baseline):
+        # torch's pools may exist in the measuring process, but they do not run this model: its runtime's do.
+        return ThreadAssessment(None, None, usable_i, physical_i, recommended, None,
+                                (f"{facts.ONNX_ONLY}: torch's thread counts do not apply to it",),
+                                f"{facts.ONNX_ONLY}, so torch's thread counts do not apply: its runtime's own "
+                                f"intra-op threads run it, set by each runtime candidate; {usable_i or '?'} usable "
+                                f"cores ({core_text})")
     if intra is None:
         return ThreadAssessment(None, inter, usable_i, physical_i, recommended, None,
                                 ("torch's thread counts were not recorded with the baseline",),
@@ -309,7 +316,9 @@ def _gpu_memory(q: Question, inp: _Inputs) -> Answer:
 def _slowest_ops(q: Question, inp: _Inputs) -> Answer:
     text = slowest_layers_text(inp.baseline)
     if text is None:
-        return Answer(q, "Not measured", "no per-layer times in the profile", AnswerStatus.NOT_MEASURED)
+        why = (f"{facts.ONNX_ONLY}: the per-layer profile times a PyTorch module's layers"
+               if facts.onnx_only(inp.baseline) else "no per-layer times in the profile")
+        return Answer(q, "Not measured", why, AnswerStatus.NOT_MEASURED)
     rows = facts.layers_by_time(inp.baseline)
     return Answer(q, f"Slowest: {rows[0].get('name', '?')}", f"per-layer times: {text}", AnswerStatus.AUTO,
                   value={"slowest": [row.get("name") for row in rows[:3]]})
@@ -325,9 +334,16 @@ def _gpu_transfers(q: Question, inp: _Inputs) -> Answer:
                       value={"transfer_ms": transfer})
     return Answer(q, "Not measurable here: the planner times the model with its inputs already prepared",
                   "no host-device copy timing in the profile", AnswerStatus.ASK_USER,
-                  prompt=("Does your server copy each request's input to the GPU (PyTorch's .cuda or .to('cuda')) "
-                          "and its outputs back to the host (.cpu)? Time those copies against the model call; "
-                          "if they are a large share, batch them or keep tensors on the GPU."))
+                  prompt=_transfers_prompt(inp.baseline))
+
+
+def _transfers_prompt(baseline: Mapping[str, Any]) -> str:
+    """What to time in the user's server, in the words of the framework that runs the model."""
+    how = ("ONNX Runtime copies host inputs to the GPU on every run unless they are bound there with IOBinding"
+           if facts.onnx_only(baseline) else "PyTorch's .cuda or .to('cuda'), and .cpu for the outputs")
+    return (f"Does your server copy each request's input to the GPU and its outputs back to the host ({how})? "
+            "Time those copies against the model call; if they are a large share, batch them or keep tensors on "
+            "the GPU.")
 
 
 def _batch(q: Question, inp: _Inputs) -> Answer:
@@ -403,6 +419,9 @@ def _cpu_utilization(q: Question, inp: _Inputs) -> Answer:
 
 def _threading(q: Question, inp: _Inputs) -> Answer:
     threads = assess_threads(inp.hw, inp.baseline)
+    if facts.onnx_only(inp.baseline):
+        return Answer(q, "Set by the runtime, not torch: the model is ONNX only", threads.evidence,
+                      AnswerStatus.NOT_MEASURED, value=threads.to_dict())
     if threads.ok is None:
         return Answer(q, "Not recorded", threads.evidence, AnswerStatus.NOT_MEASURED, value=threads.to_dict())
     answer = ("Matches the physical cores" if threads.ok else
@@ -414,10 +433,14 @@ def _mkldnn(q: Question, inp: _Inputs) -> Answer:
     enabled = facts.info(inp.baseline).get("mkldnn")
     cpu = getattr(inp.hw, "cpu", None)
     who = f"{facts.cpu_vendor(inp.hw) or 'unknown vendor'} {getattr(cpu, 'model', '') or ''}".strip()
+    if facts.onnx_only(inp.baseline):
+        return Answer(q, "Does not apply: the model is ONNX only",
+                      f"{facts.ONNX_ONLY}, and torch.backends.mkldnn is a PyTorch setting; CPU {who}",
+                      AnswerStatus.AUTO, value={"applies": False})
     if not isinstance(enabled, bool):
         return Answer(q, "Not recorded", f"the profile has no mkldnn flag; CPU {who}", AnswerStatus.NOT_MEASURED)
     scope = ("" if facts.is_intel(inp.hw) else
-             "; the CPU checklist advises MKLDNN for Intel CPUs, but oneDNN also runs here")
+             "; the CPU checklist advises MKLDNN for Intel CPUs, and this CPU is not Intel (oneDNN also runs here)")
     return Answer(q, "Yes: oneDNN (MKLDNN) is enabled in torch" if enabled else "No: torch.backends.mkldnn is off",
                   f"torch.backends.mkldnn enabled = {enabled}; CPU {who}{scope}", AnswerStatus.AUTO,
                   value={"enabled": enabled})

@@ -249,8 +249,9 @@ def _mkldnn_off(ctx: TreeContext) -> Outcome:
     if not facts.is_intel(ctx.hw):
         # The tree advises MKLDNN for Intel CPUs: on another vendor that advice is not this CPU's.
         state = "off" if enabled is False else "not recorded"
-        return Outcome(False, f"torch.backends.mkldnn is {state}, and the tree advises enabling it for Intel CPUs; "
-                       f"this CPU is {vendor} (oneDNN runs here too: enabling it is yours to try)")
+        return Outcome(False, f"does not apply: this CPU is {vendor}, not Intel, and the tree advises enabling "
+                       f"MKLDNN for Intel CPUs (torch.backends.mkldnn is {state}; oneDNN runs here too: enabling it "
+                       "is yours to try)")
     if enabled is False:
         return Outcome(True, f"torch.backends.mkldnn is off ({vendor})")
     return Outcome(None, f"mkldnn state not recorded ({vendor}): check that PyTorch was built with oneDNN "

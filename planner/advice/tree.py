@@ -5,6 +5,10 @@ yes or no branch their condition picks; ACTION nodes recommend an action (usuall
 unless their condition rules it out; NOTE nodes record a fact. Conditions are named functions
 of a `TreeContext` and return the evidence that decided them, so every branch taken can be
 shown with its numbers.
+
+An action that is a PyTorch setting (`PYTORCH_SETTINGS`) applies only where the model has a
+PyTorch module: for an ONNX-only model the walk rules it out, saying so, before its condition is
+asked, so it never becomes a plan step (nor the report's "Next": see `not_applicable`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
+from planner.advice import _facts as facts
 from planner.advice.checklist import Answer
 from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
@@ -179,6 +184,18 @@ ACTIONS: Mapping[str, Action] = MappingProxyType({a.id: a for a in (
 )})
 """Every action a tree names, by id: the measured ones are planner.plugins.ActionId values."""
 
+PYTORCH_SETTINGS: Mapping[str, str] = MappingProxyType({
+    "cpu.mkldnn": "torch.backends.mkldnn is a PyTorch setting",
+    _A.CHANNELS_LAST: "channels-last is a PyTorch memory format (the ONNX runtimes choose their own layouts)",
+    _A.CPU_COMPILE: "torch.compile compiles a PyTorch module",
+    _A.GPU_COMPILE: "torch.compile compiles a PyTorch module",
+})
+"""The actions that are PyTorch settings, each with why it does not apply to an ONNX-only model.
+
+Actions a PyTorch plugin happens to measure but that name no PyTorch setting (the thread counts,
+batch size, FP16, CUDA graphs) are not here: the ONNX runtimes have them too.
+"""
+
 
 # ---- the hardware decision trees -----------------------------------------------------------------
 
@@ -283,6 +300,27 @@ EDGE_TREE = _tree("edge", "edge", (
 
 TREES: Mapping[str, Tree] = MappingProxyType({t.target: t for t in (GPU_TREE, CPU_TREE, EDGE_TREE)})
 
+
+def not_applicable(node_id: str, baseline: Mapping[str, Any]) -> str:
+    """Why the action of this node (any tree's) does not apply to the baseline's model: 'does not apply: the
+    model is ONNX only ...' for a PyTorch setting on an ONNX-only model, else ''.
+
+    The report asks this of a recorded plan step (its `source`), so that a results file written
+    before the walk ruled these out cannot make one its next step.
+    """
+    node = next((tree.nodes[node_id] for tree in TREES.values() if node_id in tree.nodes), None)
+    why = PYTORCH_SETTINGS.get(node.action or "") if node is not None else None
+    if why is None or not facts.onnx_only(baseline):
+        return ""
+    return f"does not apply: {facts.ONNX_ONLY}, and {why}"
+
+
+def _onnx_only_outcome(node: Node, baseline: Mapping[str, Any]) -> Outcome | None:
+    """The walk's answer for a PyTorch setting on an ONNX-only model (ruled out, saying why); None otherwise."""
+    why = not_applicable(node.id, baseline)
+    return Outcome(False, why) if why else None
+
+
 def tree_for(target: str) -> Tree:
     """The decision tree for a target ('nvidia', 'cpu' or 'edge')."""
     try:
@@ -325,8 +363,10 @@ def evaluate_tree(target: str, hw: HardwareProfile, baseline: Mapping[str, Any],
     def run(node_id: str, when: str, inherited: str) -> None:
         node = tree.node(node_id)
         when = node.when or when
-        # A node without a condition of its own is decided by its parent's evidence.
-        outcome = CONDITIONS[node.condition](ctx) if node.condition else Outcome(True, inherited)
+        # A node without a condition of its own is decided by its parent's evidence; a PyTorch setting on an
+        # ONNX-only model by that fact alone, whatever its condition would say.
+        outcome = (_onnx_only_outcome(node, ctx.baseline)
+                   or (CONDITIONS[node.condition](ctx) if node.condition else Outcome(True, inherited)))
         if node.kind == NodeKind.NOTE:
             visited.append(VisitedNode(node.id, node.text, node.kind, "noted", outcome.evidence))
         elif node.kind == NodeKind.STEP:

@@ -1,4 +1,10 @@
-"""Measured roofline ceilings: peak GEMM FLOP/s per precision and memory bandwidth, cached per machine."""
+"""Measured roofline ceilings: peak GEMM FLOP/s per precision and memory bandwidth, cached per machine.
+
+What is measured is kept: a lower precision that runs slower than fp32 here is recorded as a finding
+and cached (planner.hardware.ceiling_trust); only a measurement taken while other processes were busy
+stays out of the cache. A machine whose ceilings cannot be measured at all (torch fails, or the clock
+cannot time the work within `planner.hardware.clock.MAX_RATE_SECONDS`) gets a labelled estimate.
+"""
 
 from __future__ import annotations
 
@@ -15,17 +21,19 @@ from typing import Any
 
 from planner.codec import from_data, to_data
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, REFRESH_HINT, measurement_note  # noqa: F401 - re-exported
-from planner.hardware.ceiling_trust import cleanliness, mark_failed, misordered, native_precisions, settle
+from planner.hardware.ceiling_trust import cleanliness, settle, with_order_findings
 from planner.hardware.ceiling_values import MEASURED, Ceilings
-from planner.hardware.clock import best_rate, cuda_event_timer, event_clock, host_clock
+from planner.hardware.clock import ClockError, best_rate, cuda_event_timer, event_clock, host_clock
 from planner.hardware.load import LoadSampler
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
 
 CACHE_ENV = "PLANNER_CACHE_DIR"
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 """3: the CPU's int8 peak joined fp32 and bf16; 4: the float peaks are the faster of torch.mm and a 1x1
-convolution. A cache written before is measured again."""
+convolution; 5: a busy measurement is no longer cached, and a lower precision measured slower than a more
+precise one is a cached finding (`<precision>_slower`) instead of a measurement left uncached. A cache
+written before is measured again."""
 BUSY_OTHER_CORES = 0.25
 """Other processes using more than a quarter of a core during a ceiling measurement make it 'busy'.
 
@@ -133,7 +141,8 @@ def _best_of(a: Ceilings, b: Ceilings) -> Ceilings:
 
 def _measure_cpu(hw: HardwareProfile, quick: bool) -> Ceilings:
     """CPU ceilings, measured again while other processes were busy (see `measure_until_idle`)."""
-    return measure_until_idle(partial(_measure_cpu_once, hw, quick))
+    # The module's names are read at call time, so a test can inject the measurement and the load it ran under.
+    return measure_until_idle(partial(_measure_cpu_once, hw, quick), sampler=LoadSampler)
 
 
 def _measure_cpu_once(hw: HardwareProfile, quick: bool) -> Ceilings:
@@ -349,6 +358,8 @@ def estimate_cpu_ceilings(hw: HardwareProfile, why: str, quick: bool) -> Ceiling
         bandwidth_basis = "measured with a Python memcpy"
     except MemoryError:
         bandwidth, bandwidth_basis = 5e9, "5 GB/s assumed (no memory for a copy test)"
+    except ClockError as exc:
+        bandwidth, bandwidth_basis = 5e9, f"5 GB/s assumed (the clock could not time a copy: {exc})"
     basis = (f"{hw.cpu.usable_cores} cores × {clock_basis} × {per_cycle} FLOP/cycle ({width}), an upper bound; "
              f"bandwidth {bandwidth_basis}")
     return Ceilings(peak_flops={"fp32": fp32}, bandwidth_bytes_per_s=bandwidth, source=f"estimate: {basis}",
@@ -464,8 +475,11 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
                      refresh: bool = False, device: str | None = None) -> Ceilings:
     """Measured roofline ceilings for `device` ('cpu' or 'cuda:N'; default: the GPU if torch sees one).
 
-    Results are cached per machine; a full measurement also answers a quick request. When measuring
-    fails, the result is a labelled vendor-table fallback (known GPUs) or a labelled estimate.
+    Results are cached per machine; a full measurement also answers a quick request. A measurement
+    taken while other processes were busy never replaces a cleaner cached one (see
+    planner.hardware.ceiling_trust).
+    When measuring fails (torch fails, or the clock cannot time the work in bounded time), the result
+    is a labelled vendor-table fallback (known GPUs) or a labelled estimate, and nothing is cached.
     """
     target = _pick_device(hw, device)
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -504,8 +518,6 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
                             details={**fallback.details, "gpu_measurement_error": why})
         return estimate_cpu_ceilings(hw, why, quick)
 
-    if not target.startswith("cuda"):
-        ceilings = mark_failed(ceilings, misordered(ceilings, native_precisions(hw.cpu)))
     # Even on refresh: a measurement taken under more interference than the cached one never replaces it.
     reference, reference_path = _cleanest_cached(paths, key)
     settled = settle(ceilings, reference)
@@ -516,6 +528,10 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
             ceilings = _with_peak(ceilings, precision, figure)
         if keep is not None and precision in keep.peak_flops and float(figure["to"]) > keep.peak_flops[precision]:
             keep, write = _with_peak(keep, precision, figure), True
+    if not target.startswith("cuda"):
+        # After every raise: the findings must describe the figures shown and cached, not the ones measured.
+        ceilings = with_order_findings(ceilings)
+        keep = with_order_findings(keep) if keep is not None else None
     if not write or keep is None:
         return ceilings
     problem = _store(path if settled.replaced else reference_path, key, keep)
@@ -550,6 +566,8 @@ def raise_exceeded(ceilings: Ceilings, attained: dict[str, tuple[float, str]], *
         if old is None or not math.isfinite(rate) or rate <= old:
             continue
         raised = _with_peak(raised, precision, {"from": old, "to": rate, "where": where, "timestamp": _now()})
+    if raised is not ceilings and not raised.device.startswith("cuda"):
+        raised = with_order_findings(raised)
     if raised is not ceilings and hw is not None and ceilings.is_measured:
         directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         for quick in (False, True):

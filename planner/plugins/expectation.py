@@ -1,9 +1,13 @@
 """What a candidate family is likely to gain before it is measured: the speedup band and its reason,
-from the hardware and the baseline's analysis.
+from the hardware, the run's measured ceilings and the baseline's analysis.
 
-The method's rules of thumb, written down so that every measurement can be checked against them.
-A plugin's `expect` uses them through its declared family (`prediction_family`) and whether it fuses
-the graph (`fuses_graph`); a plugin with its own knowledge overrides `expect`. Nothing is timed here.
+A lower precision on the CPU follows what this machine measured: where the run's ceilings (the
+baseline's `ceilings`, measured before any candidate) hold both its GEMM peak and fp32's, the band
+follows their ratio, so bf16 is predicted slower where bf16 measured slower, whatever the ISA flags
+say. Only where no such figure exists do the method's rules of thumb from the ISA flags stand, and
+the basis says so. A plugin's `expect` uses these through its declared family (`prediction_family`)
+and whether it fuses the graph (`fuses_graph`); a plugin with its own knowledge overrides `expect`.
+Nothing is timed here.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from planner import units
+from planner.hardware.ceiling_notes import slower_note
 from planner.hardware.profile import BF16_FEATURES, FP16_FEATURES, INT8_DOT_FEATURES
 from planner.results.values import Prediction
 from planner.results.view import as_list, bottleneck, dig, number
@@ -139,6 +144,64 @@ def runtime_gain(baseline: Mapping[str, Any]) -> Prediction | None:
                       "measured fp32 peak here; a fusing runtime recovers up to the peak")
 
 
+RULE_OF_THUMB = "rule of thumb from the CPU's ISA flags, no {precision} GEMM measured here"
+"""How a band from the ISA flags alone is labelled: no measured figure backs it."""
+
+CONVERSION_SHARE = 0.6
+"""The low end of a measured-ratio band, as a share of the ratio: converting inputs and outputs around each
+low-precision layer, and the layers that stay in fp32, take part of what the GEMM gains (or add to what it loses)."""
+
+GEMM_SHARE = {"compute": 0.75, "other": 0.5}
+"""The share of a model's time assumed to follow the GEMM ratio when that ratio is below 1, by bottleneck: the
+rest (element-wise ops, memory traffic) is assumed not to slow down, which sets the top of the band."""
+
+SLOWER_TOP = 0.95
+"""A precision that measured slower than fp32 is never predicted to break even: the top of its band."""
+
+
+def measured_ratio(baseline: Mapping[str, Any], precision: str) -> tuple[float, float, float] | None:
+    """(peak over fp32's peak, the precision's peak, fp32's peak) from the run's measured CPU ceilings.
+
+    None where the ceilings lack either figure, or are another device's (a GPU's ratio says nothing
+    about the CPU's kernels).
+    """
+    ceilings = dig(baseline, "ceilings")
+    if not isinstance(ceilings, Mapping) or str(ceilings.get("device") or "cpu") != "cpu":
+        return None
+    peak = number(dig(ceilings, "peak_flops", precision))
+    fp32 = number(dig(ceilings, "peak_flops", "fp32"))
+    if not peak or not fp32 or peak <= 0 or fp32 <= 0:
+        return None
+    return peak / fp32, peak, fp32
+
+
+def _measured_band(precision: str, measured: tuple[float, float, float], bound: str | None,
+                   rule_high: float) -> Prediction:
+    """The band a measured GEMM ratio gives.
+
+    Below 1: from every layer slowing by the ratio (less the conversions) up to only the GEMM share
+    of the time doing so, never reaching 1. At or above 1: up to the ratio for a compute-bound
+    model; for one bound elsewhere, up to the family's own rule of thumb at most (the faster
+    arithmetic helps less).
+    """
+    ratio, peak, fp32 = measured
+    if ratio < 1.0:
+        share = GEMM_SHARE["compute" if bound == "compute" else "other"]
+        top = min(SLOWER_TOP, 1.0 - (1.0 - ratio) * share)
+        return Prediction(round(ratio * CONVERSION_SHARE, 2), round(top, 2),
+                          f"{slower_note(precision, peak, 'fp32', fp32)}; the band follows that measured ratio "
+                          f"({units.speedup(ratio)}), softened for the time not spent in GEMMs", family=precision)
+    figures = (f"{precision} GEMM measured {units.flop_rate(peak)}, {units.speedup(ratio)} fp32's "
+               f"{units.flop_rate(fp32)}")
+    if bound == "compute":
+        return Prediction(round(max(0.8, ratio * CONVERSION_SHARE), 2), round(ratio, 2),
+                          f"{figures}, and the model is compute-bound: its gain follows that measured ratio, less "
+                          "the conversions around each layer", family=precision)
+    return Prediction(0.8, round(max(1.0, min(ratio, rule_high)), 2),
+                      f"{figures}, but the model is {bound or 'not clearly'}-bound: the faster arithmetic helps less",
+                      family=precision)
+
+
 def _compose(runtime: Prediction | None, own: Prediction) -> Prediction:
     """A precision change on a fusing runtime: the runtime's band times the precision's own."""
     if runtime is None or runtime.low is None or runtime.high is None or own.low is None or own.high is None:
@@ -172,15 +235,7 @@ def _predict(kind: str, hw: "HardwareProfile", baseline: Mapping[str, Any], *, g
         return Prediction(0.3, 1.2, "dynamic INT8 quantizes activations on every call: the overhead often "
                           "outweighs the integer maths on CPU", family=kind)
     if kind == "bf16" and not gpu:
-        native = _features(hw, BF16_FEATURES)
-        if not native:
-            return Prediction(0.3, 1.0, "no native bf16 on this CPU: bf16 is emulated, slower than fp32",
-                              family=kind)
-        if bound == "compute":
-            return Prediction(1.3, 2.5, f"native bf16 ({', '.join(native)}) and the model is compute-bound",
-                              family=kind)
-        return Prediction(0.8, 1.6, f"native bf16 ({', '.join(native)}), but the model is {bound or 'not'}-bound: "
-                          "halving the arithmetic helps less", family=kind)
+        return _bf16(hw, baseline, bound)
     if kind == "fp16" and gpu:
         return Prediction(1.3, 3.0, "fp16 on tensor cores roughly halves memory traffic and doubles peak maths",
                           family=kind)
@@ -211,11 +266,34 @@ def _predict(kind: str, hw: "HardwareProfile", baseline: Mapping[str, Any], *, g
                       family=kind)
 
 
+def _bf16(hw: "HardwareProfile", baseline: Mapping[str, Any], bound: str | None) -> Prediction:
+    """bf16 on the CPU: the measured bf16/fp32 ratio where the run has it, else the rule of thumb from the flags."""
+    measured = measured_ratio(baseline, "bf16")
+    if measured is not None:
+        return _measured_band("bf16", measured, bound, rule_high=1.6)
+    label = RULE_OF_THUMB.format(precision="bf16")
+    native = _features(hw, BF16_FEATURES)
+    if not native:
+        return Prediction(0.3, 1.0, f"no native bf16 on this CPU: bf16 is emulated, slower than fp32 ({label})",
+                          family="bf16")
+    if bound == "compute":
+        return Prediction(1.3, 2.5, f"native bf16 ({', '.join(native)}) and the model is compute-bound ({label})",
+                          family="bf16")
+    return Prediction(0.8, 1.6, f"native bf16 ({', '.join(native)}), but the model is {bound or 'not'}-bound: "
+                      f"halving the arithmetic helps less ({label})", family="bf16")
+
+
 def _int8(hw: "HardwareProfile", baseline: Mapping[str, Any], bound: str | None) -> Prediction:
+    """Static INT8 on the CPU: a measured int8 GEMM slower than fp32 decides first; then what the model is made of
+    (depthwise convs, attention); then the measured int8/fp32 ratio, else the rule of thumb from the flags."""
+    measured = measured_ratio(baseline, "int8")
+    if measured is not None and measured[0] < 1.0:
+        return _measured_band("int8", measured, bound, rule_high=3.0)
     dot = _features(hw, INT8_DOT_FEATURES)
-    if not dot:
+    if not dot and measured is None:
         return Prediction(0.5, 1.1, "no INT8 dot-product instructions (VNNI, AMX, dotprod/i8mm) on this CPU: "
-                          "INT8 sums through 16-bit intermediates and rarely beats fp32", family="int8")
+                          "INT8 sums through 16-bit intermediates and rarely beats fp32 "
+                          f"({RULE_OF_THUMB.format(precision='int8')})", family="int8")
     grouped = grouped_conv_share(baseline)
     if grouped is not None and grouped > GROUPED_SHARE_HIGH:
         return Prediction(0.5, 1.2, f"{units.pct(grouped)} of layer time is in depthwise/grouped convs, which "
@@ -223,9 +301,11 @@ def _int8(hw: "HardwareProfile", baseline: Mapping[str, Any], bound: str | None)
     if has_attention(baseline):
         return Prediction(0.6, 1.5, "an attention model: softmax, layer norms and the attention matmuls stay in "
                           "float, so only the linear layers speed up", family="int8")
+    if measured is not None:
+        return _measured_band("int8", measured, bound, rule_high=3.0)
+    label = RULE_OF_THUMB.format(precision="int8")
     if bound == "compute":
-        return Prediction(1.5, 4.0, f"{', '.join(dot)} on this CPU and the model is compute-bound", family="int8")
+        return Prediction(1.5, 4.0, f"{', '.join(dot)} on this CPU and the model is compute-bound ({label})",
+                          family="int8")
     return Prediction(1.1, 3.0, f"{', '.join(dot)} on this CPU; the model is {bound or 'not clearly'}-bound, so "
-                      "less of the time is integer-friendly arithmetic", family="int8")
-
-
+                      f"less of the time is integer-friendly arithmetic ({label})", family="int8")

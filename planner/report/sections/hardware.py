@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.hardware.ceiling_notes import INT8_COUNTING, measurement_note, warnings
+from planner.hardware.ceiling_notes import INT8_COUNTING, SLOWER, measurement_note, warnings
 from planner.hardware.profile import DeviceClass
 from planner.report import fmt
 from planner.report.data import ReportData, as_dict, as_list, text
@@ -176,7 +176,9 @@ def ceilings_lines(data: ReportData) -> list[str]:
     for warning in warnings(all_details):
         lines += ["", f"Warning: {text(warning)}."]
     shown = {"timestamp", "mode", "repeats", "measured_while", "attempts", "busy_note", "exceeded_note",
-             "kept_out_note", "int8_method", *(k for k in all_details if k.endswith("_failed"))}
+             "kept_out_note", "int8_method", "measurement_error", "gpu_measurement_error",
+             # `_failed`: what planners before issue 34 wrote for a lower precision measured slower; not a failure.
+             *(k for k in all_details if k.endswith((SLOWER, "_failed")))}
     details = {k: v for k, v in all_details.items()
                if (isinstance(v, (str, int, float, bool)) or v is None) and k not in shown}
     if details:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.advice.tree import not_applicable
 from planner.report import fmt, handover
 from planner.report.data import ReportData, as_dict, as_list, p50, text
 from planner.report.sections.candidates import label, ordered
@@ -163,6 +164,15 @@ def step_measured(data: ReportData, step: dict) -> bool:
     timed = [c for c in data.candidates if p50(c) is not None
              and text(c.get("status")) in ("ok", "rejected", "unconfirmed")]
     return any(all(_setting(c, k) == v for k, v in options.items()) for c in timed)
+
+
+def step_applies(data: ReportData, step: dict) -> bool:
+    """Whether a plan step applies to this model: a PyTorch setting does not for an ONNX-only model.
+
+    The decision tree rules those out; a results file written before it did may still hold one, and
+    it must not become a remaining step or the Summary's next one.
+    """
+    return not not_applicable(text(step.get("source")), {"model": data.model})
 
 
 def _unmeasured_step(data: ReportData, step: dict) -> str:
@@ -370,7 +380,8 @@ def _phase(data: ReportData, phase: int) -> _Phase:
     # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
     listed = _finding_ids(data)
     unmeasured = [_unmeasured_step(data, s) for s in data.steps
-                  if step_phase(s) == phase and text(s.get("source")) not in listed and not step_measured(data, s)]
+                  if step_phase(s) == phase and text(s.get("source")) not in listed and not step_measured(data, s)
+                  and step_applies(data, s)]
     more = [f"{text(f.get('title')) or text(f.get('id'))} ({impact_text(f)})"
             for f in findings[max(0, MAX_STEPS - shown_steps):]]
     return _Phase(steps[:MAX_STEPS], also, unmeasured, more)

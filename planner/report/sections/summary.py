@@ -9,7 +9,7 @@ from planner.report.data import ReportData, as_dict, as_list, dig, latency, p50,
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
-from planner.report.sections.roadmap import step_measured, step_plugins
+from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
 from planner.results import energy_view, fidelity_view
 from planner.results.view import check_on_your_data, generated_pass_caution, not_established_why, unconfirmed_lead
 
@@ -184,7 +184,8 @@ def _biggest_win(data: ReportData) -> str:
         return (f"The single biggest remaining win is architectural and needs retraining: "
                 f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
                 + f" (estimate: {impact}).")
-    remaining = [step for step in data.steps if not step_measured(data, step)]
+    # A step that does not apply to this model (a PyTorch setting for an ONNX file) is no remaining step at all.
+    remaining = [step for step in data.steps if not step_measured(data, step) and step_applies(data, step)]
     # A step whose plugin cannot run on this model (channels-last for an ONNX file: a PyTorch setting)
     # is no next step for it; it is named only when nothing else remains, with the reason.
     runnable = [step for step in remaining
