@@ -1,4 +1,4 @@
-# CPU image by default; --build-arg VARIANT=gpu builds on a CUDA base image with the TensorRT extra.
+# CPU image by default; --build-arg VARIANT=gpu builds on a CUDA base image with the TensorRT and NVML extras.
 ARG VARIANT=cpu
 ARG CPU_BASE=python:3.11-slim
 ARG GPU_BASE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
@@ -9,7 +9,7 @@ ENV EXTRAS=""
 FROM ${GPU_BASE} AS base-gpu
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-dev \
     && rm -rf /var/lib/apt/lists/* && ln -sf /usr/bin/python3 /usr/local/bin/python
-ENV EXTRAS="[tensorrt]"
+ENV EXTRAS="[tensorrt,nvidia]"
 
 FROM base-${VARIANT}
 RUN apt-get update && apt-get install -y --no-install-recommends gcc g++ make \

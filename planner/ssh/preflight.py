@@ -43,6 +43,9 @@ AARCH64_TORCH_PINS = "torch==2.9.1 torchvision==0.24.1"
 VENV = "~/.planner"
 """Where the install command puts the remote planner: a virtual environment of its own in the user's home."""
 
+NVIDIA_EXTRA = "nvidia"
+"""The planner's extra for NVML (nvidia-ml-py, pyproject.toml): asked for where the host has an NVIDIA driver."""
+
 _SHOWN_LINES = 5
 
 
@@ -81,11 +84,15 @@ class HostBasics:
     arch: str | None = None  # `uname -m`: aarch64, x86_64, ...
     python: str | None = None  # `python3 -V`'s version, e.g. "3.11.2"; None without python3
     glibc: str | None = None  # from `ldd --version`; None for another C library or none found
+    nvidia: bool | None = None  # an NVIDIA driver (/proc/driver/nvidia, or nvidia-smi); None where not probed
 
 
 PROBE_COMMAND = ('printf "arch=%s\\n" "$(uname -m 2>&1)"; printf "python=%s\\n" "$(python3 -V 2>&1)"; '
-                 'printf "libc=%s\\n" "$(ldd --version 2>&1 | head -n 1)"')
-"""The probe of a host without the planner: `uname -m; python3 -V; ldd --version`, one keyed line each."""
+                 'printf "libc=%s\\n" "$(ldd --version 2>&1 | head -n 1)"; '
+                 'printf "nvidia=%s\\n" "$(if [ -e /proc/driver/nvidia/version ] || command -v nvidia-smi '
+                 '>/dev/null 2>&1; then echo yes; else echo no; fi)"')
+"""The probe of a host without the planner: `uname -m; python3 -V; ldd --version` and whether an NVIDIA driver is
+there, one keyed line each."""
 
 
 def remote_command(spec: HostSpec, *args: str) -> str:
@@ -109,8 +116,9 @@ def parse_probe(text: str) -> HostBasics:
     python = re.fullmatch(r"Python (\d+\.\d+(?:\.\d+)?)\S*", values.get("python", "").strip())
     libc = values.get("libc", "")
     glibc = re.search(r"(\d+\.\d+)\s*$", libc) if re.search(r"glibc|gnu libc", libc, re.IGNORECASE) else None
+    nvidia = {"yes": True, "no": False}.get(values.get("nvidia", "").strip())
     return HostBasics(arch=arch or None, python=python.group(1) if python else None,
-                      glibc=glibc.group(1) if glibc else None)
+                      glibc=glibc.group(1) if glibc else None, nvidia=nvidia)
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...]:
@@ -128,7 +136,9 @@ def install_command(spec: HostSpec | str, basics: HostBasics, version: str = __v
     The planner is not published on a package index, so its wheel is built here from this client's own source
     folder and copied over (a `pip install planner==...` would fetch an unrelated package of that name). On
     aarch64 torch and torchvision are pinned to releases whose wheels work there, and installed first; on
-    x86_64 pip takes the planner's own requirements. Warnings come first where the host cannot run it as it is.
+    x86_64 pip takes the planner's own requirements. The NVML extra is asked for only where the host has an
+    NVIDIA driver (a board without one needs none; benchmarks/aarch64_wheels.py checks that all of it installs
+    on aarch64). Warnings come first where the host cannot run it as it is.
     """
     if isinstance(spec, str):
         spec = HostSpec(host=spec, label=spec)
@@ -154,7 +164,9 @@ def install_command(spec: HostSpec | str, basics: HostBasics, version: str = __v
     remote = [f"{python} -m venv {VENV}", f"{VENV}/bin/pip install --upgrade pip"]
     if basics.arch in ("aarch64", "arm64"):
         remote.append(f"{VENV}/bin/pip install {AARCH64_TORCH_PINS}")
-    remote += [f"{VENV}/bin/pip install ~/{wheel}", f"rm ~/{wheel}"]
+    # The brackets escaped: a shell whose glob finds no match fails the word (zsh) instead of keeping it.
+    extras = f"\\[{NVIDIA_EXTRA}\\]" if basics.nvidia else ""
+    remote += [f"{VENV}/bin/pip install ~/{wheel}{extras}", f"rm ~/{wheel}"]
     login = shlex.quote(f"{spec.user}@{spec.host}" if spec.user else spec.host)
     if source is not None:
         build = f"pip wheel --no-deps -w /tmp/planner-wheel {shlex.quote(str(source))}"
@@ -167,6 +179,9 @@ def install_command(spec: HostSpec | str, basics: HostBasics, version: str = __v
              f"  ssh {f'-p {spec.port} ' if spec.port else ''}{login} {shlex.quote(' && '.join(remote))}",
              f"then pass --remote-planner {VENV}/bin/planner (or put {VENV}/bin on {host}'s PATH), "
              f"or pass --remote-planner PATH for a planner {version} that is installed elsewhere there"]
+    if basics.nvidia is None:
+        lines.append(f"(where {host} has an NVIDIA GPU, install {wheel}[{NVIDIA_EXTRA}] instead: NVML reads its "
+                     "clocks and energy)")
     return "\n".join(lines)
 
 
@@ -210,7 +225,8 @@ def parse_facts(stdout: str, spec: HostSpec | str) -> RemoteFacts:
     protocol = data.get("protocol")
     if protocol != PROTOCOL_VERSION:
         # The other planner's own facts fit the install command (its Python, not a guess of none).
-        basics = HostBasics(*(str(data[k]) if data.get(k) else None for k in ("arch", "python", "glibc")))
+        arch, python, glibc = (str(data[k]) if data.get(k) else None for k in ("arch", "python", "glibc"))
+        basics = HostBasics(arch=arch, python=python, glibc=glibc)
         raise _mismatch(spec, data.get("planner"), protocol, basics)
     try:
         runtimes = {str(k): (None if v is None else str(v)) for k, v in dict(data["runtimes"]).items()}

@@ -1,10 +1,13 @@
 """One plan on one host over SSH: connect, check the host, ship the model, run the plan on a detached engine,
 fetch what it wrote. Also `attach` (the same run after a dropped connection) and the engine the TUI drives.
 
+Files go over SFTP, or as a tar stream over the command channel where the host's SSH server has no SFTP subsystem
+(`planner.ssh.transfer`); the progress lines say which, and so does remote-run.json (`transfer`).
+
 Every remote step is a coroutine on the process's SSH loop (`planner.ssh.channel`); the plan itself is driven
 through `EngineClient` exactly as `planner plan --engine subprocess` drives a local engine. The local folder of
 a host's run holds what the remote's `out/` held, plus `remote-run.json` (which host and run it came from), so
-`planner attach` can find it again.
+`planner attach` can find it again, and how its files came (`transfer`: "sftp" or "tar").
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from planner.ssh.channel import RemoteProcess, ssh_loop
 from planner.ssh.connect import open_connection
 from planner.ssh.hosts import HostSpec, SshOptions
 from planner.ssh.preflight import RemoteFacts, preflight, remote_command
-from planner.ssh.transfer import fetch, ship
+from planner.ssh.transfer import SFTP, WAY_WORDS, fetch, ship, transfer_way
 
 REMOTE_RUN = "remote-run.json"
 """The file in a host's local folder that names the host and the run its files came from."""
@@ -84,6 +87,7 @@ class HostConnection:
         self.loop = ssh_loop()
         self.conn: asyncssh.SSHClientConnection | None = None
         self.facts: RemoteFacts | None = None
+        self.transfer: str | None = None  # how files went to and from the host (SFTP or TAR); None before any did
 
     def open(self, on_phase: PhaseSink | None = None) -> RemoteFacts:
         """Connect (host key and login checked) and run the preflight; PlannerError says what is wrong."""
@@ -99,7 +103,15 @@ class HostConnection:
         it was sent."""
         assert self.conn is not None and self.facts is not None
         shipped = self.loop.run(ship(self.conn, local, self.facts.cache_dir, host=self.spec.label))
+        self.transfer = shipped.way
         return shipped.remote_path, shipped.sent
+
+    def transfer_way(self) -> str:
+        """How files go to and from the host: SFTP, or TAR where its SSH server has no SFTP subsystem (found once
+        per connection)."""
+        assert self.conn is not None
+        self.transfer = self.loop.run(transfer_way(self.conn, host=self.spec.label))
+        return self.transfer
 
     def engine(self, *args: str, on_death: Callable[[EngineDiedError], None] | None = None) -> RemoteEngineClient:
         """Start `planner engine ARGS` on the host and shake hands with it."""
@@ -125,6 +137,7 @@ class HostConnection:
         """Copy the run's folder back into `local_dir`; returns the remote files left out, and why."""
         assert self.conn is not None
         fetched = self.loop.run(fetch(self.conn, remote_dir, local_dir, host=self.spec.label))
+        self.transfer = fetched.way
         return fetched.skipped
 
     def close(self) -> None:
@@ -200,7 +213,8 @@ def model_on_host(model: str, host: HostConnection, on_phase: PhaseSink | None =
     say = on_phase or (lambda _phase, _detail: None)
     say("shipping", f"sending {source.path.name}")
     remote, sent = host.ship(source.path)
-    say("shipping", f"{source.path.name} {'sent' if sent else 'already on the host'}")
+    how = f"sent {WAY_WORDS[host.transfer or SFTP]}" if sent else "already on the host"
+    say("shipping", f"{source.path.name} {how}")
     return f"{remote}:{source.factory}" if source.kind is SourceKind.PYTHON else remote
 
 
@@ -221,7 +235,7 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
         run = str(client.hello.get("run", ""))
         out = str(client.hello.get("out", ""))
         local = local_dir or default_local_dir(spec, run, base_dir)
-        _note_run(local, spec, run, out)
+        _note_run(local, spec, run, out, transfer=host.transfer)
         say("planning", f"run {run}")
         remote_options = replace(remote_options, out=Path(out))
         outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
@@ -230,7 +244,7 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
                                                on_event=on_event, cancel=cancel)
 
         def lost(problem: str) -> ConnectionLostError:
-            _note_run(local, spec, run, out, seen=client.received)  # attach replays from there
+            _note_run(local, spec, run, out, seen=client.received, transfer=host.transfer)  # attach replays from there
             return ConnectionLostError(f"{problem}; the plan goes on on {spec.label} as run {run}",
                                        f"{attach_command(spec, run)}  (fetches it into {local})",
                                        run=run, local_dir=local)
@@ -309,14 +323,15 @@ def _conclude(client: RemoteEngineClient, reply: dict[str, Any] | None, outcome:
 def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say: PhaseSink) -> None:
     """Fetch the run's folder and read its results (a run that wrote none leaves `results` None)."""
     assert outcome.local_dir is not None
-    say("fetching", f"fetching into {outcome.local_dir}")
     try:
+        say("fetching", f"fetching into {outcome.local_dir} {WAY_WORDS[host.transfer_way()]}")
         outcome.skipped = host.fetch(remote_out, outcome.local_dir)
     except PlannerError as exc:
         outcome.failure = outcome.failure or f"fetching the results failed: {exc.problem}"
         return
     finally:
-        _note_run(outcome.local_dir, outcome.spec, outcome.run, remote_out)  # the fetch replaced the folder
+        # The fetch replaced the folder.
+        _note_run(outcome.local_dir, outcome.spec, outcome.run, remote_out, transfer=host.transfer)
     results_path = outcome.local_dir / RESULTS_NAME
     if results_path.is_file():
         try:
@@ -327,13 +342,15 @@ def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say
     outcome.report = report if report.is_file() else None
 
 
-def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str, *, seen: int | None = None) -> None:
-    """Write remote-run.json: which host and run the folder is for, and (`seen`) how many of the run's messages this
-    client heard before its connection dropped."""
+def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str, *, seen: int | None = None,
+              transfer: str | None = None) -> None:
+    """Write remote-run.json: which host and run the folder is for, (`seen`) how many of the run's messages this
+    client heard before its connection dropped, and (`transfer`) how files went to and from the host: "sftp", or
+    "tar" where it has no SFTP subsystem (None while none has gone yet)."""
     local_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(local_dir / REMOTE_RUN, {"host": spec.host, "user": spec.user, "port": spec.port,
                                                "label": spec.label, "planner": spec.planner, "run": run,
-                                               "remote_out": remote_out, "seen": seen,
+                                               "remote_out": remote_out, "seen": seen, "transfer": transfer,
                                                "noted": datetime.now(timezone.utc).isoformat()})
 
 

@@ -13,7 +13,8 @@ make_ssh_host(...)   a factory: each call starts one more host (tests/ssh/sshser
                                        auth="key",          # or "password": a host that takes only a password
                                        host_key="known",    # "unknown": known_hosts has no line for it;
                                                             # "changed": known_hosts holds another key for it
-                                       planner="planner")   # HostSpec.planner (the remote planner command)
+                                       planner="planner",   # HostSpec.planner (the remote planner command)
+                                       sftp=True)           # False: the host's SSH server has no SFTP subsystem
                      returns an SshTestHost.
 ssh_host             one default host (make_ssh_host()).
 unreachable_host     an SshTestHost whose alias points at a 127.0.0.1 port nothing listens on (never started).
@@ -364,6 +365,7 @@ def make_ssh_host(ssh_client, tmp_path_factory) -> Callable[..., SshTestHost]:
         auth: str = "key",
         host_key: str = "known",
         planner: str = "planner",
+        sftp: bool = True,
     ) -> SshTestHost:
         if auth not in ("key", "password") or host_key not in ("known", "unknown", "changed"):
             raise ValueError(f"auth={auth!r} host_key={host_key!r}: see tests/ssh/conftest.py")
@@ -393,6 +395,7 @@ def make_ssh_host(ssh_client, tmp_path_factory) -> Callable[..., SshTestHost]:
                     "password": PASSWORD,
                     "home": str(home),
                     "env": host.remote_env,
+                    "sftp": sftp,
                 }
             )
         )

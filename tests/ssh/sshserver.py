@@ -12,13 +12,15 @@ CONFIG holds:
     password         for "password": the password
     home             the remote home: every command runs there, and relative SFTP paths resolve against it
     env              the whole environment of each command (HOME, PATH, extra variables such as PLANNER_CPUS)
+    sftp             optional, default true; false: no SFTP subsystem (a request for it is refused, as a minimal
+                     sshd or a Dropbear without sftp-server refuses it): files must go over the command channel
 
 Each command runs as `/bin/sh -c COMMAND` in its own session, as sshd runs it, with stdin, stdout and
 stderr streamed both ways and the exit status (or the signal that ended it) sent back. When the channel
 closes the command's stdin is closed, so it reads EOF, and its output pipes are closed, so a write fails:
 the command itself is never killed, and one that detached from its pipes outlives the channel (as an
 engine started with --detach must). Signals the client sends on the channel go to the command.
-The SFTP subsystem is asyncssh's own SFTPServer over the real file system.
+The SFTP subsystem is asyncssh's own SFTPServer over the real file system (unless the config says "sftp": false).
 
 Killing this process (SIGKILL) drops every connection at once, as a cut network does; SIGSTOP makes the
 host stop answering without closing anything.
@@ -143,7 +145,7 @@ async def _serve(config: dict[str, Any]) -> None:
         server_host_keys=[config["host_key"]],
         process_factory=_make_process_handler(config),
         encoding=None,
-        sftp_factory=True,
+        sftp_factory=True if config.get("sftp", True) else None,
         allow_scp=True,
         password_auth=config["auth"] == "password",
         kbdint_auth=False,

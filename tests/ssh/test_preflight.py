@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import platform
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -80,9 +81,11 @@ def test_a_missing_fact_is_an_error_not_a_crash() -> None:
 # The probe of a host without the planner
 
 
-def test_probe_reads_arch_python_and_glibc() -> None:
-    text = "arch=aarch64\npython=Python 3.11.2\nlibc=ldd (Debian GLIBC 2.36-9+deb12u4) 2.36\n"
-    assert parse_probe(text) == HostBasics(arch="aarch64", python="3.11.2", glibc="2.36")
+def test_probe_reads_arch_python_glibc_and_the_nvidia_driver() -> None:
+    text = "arch=aarch64\npython=Python 3.11.2\nlibc=ldd (Debian GLIBC 2.36-9+deb12u4) 2.36\nnvidia=no\n"
+    assert parse_probe(text) == HostBasics(arch="aarch64", python="3.11.2", glibc="2.36", nvidia=False)
+    assert parse_probe(text.replace("nvidia=no", "nvidia=yes")).nvidia is True
+    assert parse_probe(text.replace("nvidia=no\n", "")).nvidia is None  # not said: not known
 
 
 def test_probe_of_a_bare_host_leaves_unknowns_empty() -> None:
@@ -109,6 +112,22 @@ def test_aarch64_install_pins_torch_first_and_installs_this_clients_version(tmp_
     assert f"scp /tmp/planner-wheel/planner-{__version__}-py3-none-any.whl pi@board:" in command
     assert "--remote-planner ~/.planner/bin/planner" in command and "--remote-planner PATH" in command
     assert "note:" not in command
+
+
+def test_the_nvml_extra_is_asked_for_only_where_an_nvidia_driver_is(tmp_path) -> None:
+    """A Raspberry Pi needs no NVML; a Jetson or a GPU server gets the extra (its brackets escaped for any shell)."""
+    wheel = f"~/.planner/bin/pip install ~/planner-{__version__}-py3-none-any.whl"
+    for arch in ("aarch64", "x86_64"):
+        without = install_command("pi", HostBasics(arch, "3.11.2", "2.36", nvidia=False), source=tmp_path)
+        assert wheel in _remote_part(without) and "nvidia" not in without
+        with_gpu = install_command("jetson", HostBasics(arch, "3.11.2", "2.36", nvidia=True), source=tmp_path)
+        assert f"{wheel}\\[nvidia\\]" in _remote_part(with_gpu)
+        assert shlex.split(f"pip install ~/planner-{__version__}-py3-none-any.whl\\[nvidia\\]")[-1].endswith(
+            ".whl[nvidia]")  # what the host's shell hands pip
+    unknown = install_command("box", HostBasics("x86_64", "3.12.3", "2.39"), source=tmp_path)
+    assert wheel in _remote_part(unknown)
+    assert unknown.splitlines()[-1] == (f"(where box has an NVIDIA GPU, install planner-{__version__}-py3-none-any"
+                                        ".whl[nvidia] instead: NVML reads its clocks and energy)")
 
 
 def test_x86_64_install_takes_the_projects_own_requirements(tmp_path) -> None:
@@ -179,6 +198,9 @@ def test_a_missing_planner_gets_the_install_command_for_that_host(make_ssh_host)
     assert f"it is an {platform.machine()} machine with Python {remote_python}" in problem
     assert f"planner-{__version__}-py3-none-any.whl" in fix and "python3 -m venv ~/.planner" in fix
     assert "--remote-planner PATH" in fix
+    # The probe looked for an NVIDIA driver too: the NVML extra is asked for exactly where one is.
+    nvidia = Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi", path=host.remote_env["PATH"])
+    assert ("whl\\[nvidia\\]" in fix) == bool(nvidia) and f"where {host.alias} has an NVIDIA GPU" not in fix
 
 
 def test_a_planner_of_another_protocol_is_refused_with_both_versions(make_ssh_host, tmp_path) -> None:

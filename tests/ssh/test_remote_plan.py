@@ -55,6 +55,8 @@ def test_cli_plan_on_a_host_prints_the_ranking_and_where_its_files_are(make_ssh_
     assert f"Fetched from host1 (run {folder.name.removeprefix('host1-')}) into reports/{folder.name}" in out
     assert json.loads((folder / "results.json").read_text())["status"] == "ok"
     assert (folder / "report.md").is_file()
+    assert f"[host1] fetching: fetching into reports/{folder.name} over SFTP" in err
+    assert json.loads((folder / "remote-run.json").read_text())["transfer"] == "sftp"
 
 
 def test_a_cut_connection_leaves_the_plan_running_and_attach_fetches_it_whole(make_ssh_host, tmp_path):
