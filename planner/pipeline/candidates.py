@@ -30,9 +30,30 @@ if TYPE_CHECKING:
 MIN_WORKER_TIMEOUT_S = 5.0
 """The shortest time a worker is given when the budget is nearly spent: its start and load alone take seconds."""
 
-CONFIRM_COST_S = 8.0
-"""What confirming one leader with the full method is budgeted at: a worker's start, the load, and a timing
-that stops at a 2% interval (a fast model) or its 10 s cap (a slow one)."""
+CONFIRM_ALLOWANCE_S = 12.0
+"""The seconds of timed turns a quick plan's confirmation may take, every leader and every round together
+(the workers' start-up is not counted: it does not depend on how long the leaders are timed).
+
+The question is which leader is fastest, so the turns stop once they are told apart
+(planner.measure.interleave.told_apart), and at this allowance when they are not. Timing each leader to a 2%
+interval (or its 10 s cap) instead left demo:inefficient's three leaders at 37-48 s of wall time each, screen
+included, on a 2-vCPU Intel Xeon (issue 34): the time to a 2% interval grows with the model's latency and the
+machine's noise. 12 s gives each of three leaders 4 s of turns: about eight 0.4 s blocks of a 65 ms leader
+(demo:inefficient's on an idle 2-core AMD EPYC), or ten samples of a 300 ms one with their re-warms."""
+
+CONFIRM_START_S = 4.0
+"""What starting the leaders' workers is budgeted at under --budget (they start together): a spawn, the
+runtime's import and load and the first warm-up; 3.8-5.4 s for demo:inefficient's three leaders on a busy
+2-core AMD EPYC (load average 2.5-3.5)."""
+
+CONFIRM_LEADER_MIN_S = 2.0
+"""The least allowance worth timing one more leader with: the full method's min_time_s (1 s) of timed calls,
+with the re-warm before each turn. With less, fewer leaders are confirmed (the first ones in rank order)."""
+
+CONFIRM_WARMUP_CAP_S = 2.0
+"""The longest a confirming worker's first warm-up runs (the full method's 10 calls, 0.2 s at least): the
+screen's own cap (MeasureSettings.quick), so a slow leader's warm-up does not take the full method's 10 s.
+Each turn re-warms besides (planner.measure.interleave.REWARM_S)."""
 
 # How many of a quick run's leaders are measured again with the full method before ranking (the default).
 CONFIRM_TOP = 3
@@ -75,7 +96,9 @@ class CandidateRun:
     val_data_basis: str = "--val-data"
     plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
     confirm_top: int = CONFIRM_TOP  # how many leaders confirm() measures again
+    confirm_allowance_s: float = CONFIRM_ALLOWANCE_S  # the timed turns every confirm() round shares
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
+    _confirm_spent_s: float = dataclasses.field(default=0.0, init=False, repr=False)  # turns timed so far
     _plugins: dict[str, Plugin] = dataclasses.field(default_factory=dict, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
     budget: Budget = dataclasses.field(default_factory=Budget)  # the plan's time budget (no cap by default)
@@ -152,46 +175,45 @@ class CandidateRun:
 
     def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
                 timeout_s: float) -> dict[int, CandidateResult]:
-        """A quick run's leaders timed again with the full method, interleaved; {index: confirmed result}.
+        """A quick run's leaders timed again with the full method's settings, interleaved; {index: confirmed result}.
 
         A 2-second screen can misorder leaders that are close or were timed while the machine was
         busy. The top few (not the baseline) are opened once each in their own worker and timed in
-        turns (A B C, C B A, ...) until every median is known to 2% or each has had the full method's
-        10 s, so a change in the machine's load falls on all of them alike. Each keeps the screen's
-        figure beside the full one and says whether they agreed within 10%; its fidelity is the
-        screen's (the outputs do not depend on timing). A leader already confirmed (or tried) is not
-        timed again, so calling this after re-ranking confirms only the newcomers.
+        turns (A B C, C B A, ...), so a change in the machine's load falls on all of them alike, until
+        they are told apart (the fastest median's 95% interval wholly below the others') or the plan's
+        confirmation allowance (`confirm_allowance_s` of turns) is spent; each result's `stopped_by`
+        says which. The allowance is the whole plan's: calling this again after re-ranking confirms
+        only the newcomers (a leader already confirmed, or tried, is not timed again), within what the
+        earlier rounds left, and confirms none once too little is left. Each keeps the screen's figure
+        beside the full one and says whether they agreed within 10%; its fidelity is the screen's (the
+        outputs do not depend on timing).
         """
         from planner.codec import from_data
         from planner.measure import MeasureSettings
         from planner.measure.evaluate import MeasureJob
-        from planner.measure.interleave import time_interleaved
+        from planner.measure.interleave import InterleaveStop, time_interleaved
         from planner.plugins import CandidateSpec, ModelRef
 
         top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:self.confirm_top]
         leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
-        # The full method's cap per leader, after a worker's start and the runtime's load.
-        affordable = len(leaders) if not self.budget.capped else int(max(self.budget.left(), 0) // CONFIRM_COST_S)
-        if affordable < len(leaders):
-            left_out = leaders[affordable:]
-            names = ", ".join(candidates[j].label for j in left_out)
-            cut = self.budget.cut_step(f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not "
-                                       f"confirmed with the full method ({names})",
-                                       f"{self.budget.out_of_time()}; the ranking uses their screen figures")
-            self.on_event(self.budget.event(cut))
-            leaders = leaders[:affordable]
-            self._confirm_tried.update(left_out)  # a later round must not confirm what this one said it cut
+        allowance, by_budget = self._confirm_allowance()
+        leaders = self._affordable_leaders(candidates, leaders, allowance, by_budget=by_budget)
         self._confirm_tried.update(leaders)
         if not leaders or self.cancel.cancelled:
             return {}
         names = ", ".join(candidates[i].label for i in leaders)
-        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns", stage="confirm",
+        until = "they are told apart" if len(leaders) > 1 else "its median is known to 2%"
+        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns until {until} "
+                                         f"(at most {allowance:.0f} s of turns)", stage="confirm",
                             index=0, total=len(leaders)))
         ref = ModelRef.of(self.model)
         jobs = [MeasureJob(model=ref, spec=from_data(candidates[i].spec, CandidateSpec), quick=False,
                            env=dict((candidates[i].config or {}).get("env", {}))) for i in leaders]
         outcomes = time_interleaved(jobs, settings=MeasureSettings.default(), timeout_s=timeout_s,
-                                    cancel=lambda: self.cancel.cancelled)
+                                    cancel=lambda: self.cancel.cancelled, allowance_s=allowance,
+                                    warmup_cap_s=CONFIRM_WARMUP_CAP_S,
+                                    expected_ms=[candidates[i].p50 for i in leaders])  # sizes the first turns
+        self._confirm_spent_s += max((o.rounds_s for o in outcomes), default=0.0)
         confirmed: dict[int, CandidateResult] = {}
         base_p50 = self.baseline.latency_ms.p50_ms
         for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
@@ -208,12 +230,41 @@ class CandidateRun:
                                           self.baseline, old.precision, outcome.stats.p50_ms,
                                           same_work=old.roof_share is not None),
                                       wall_s=(old.wall_s or 0.0) + outcome.wall_s)
-            confirmed[i] = dataclasses.replace(new, confirmation=confirmation(old.p50, new, interleaved=len(jobs)))
+            untold = outcome.stopped_by is InterleaveStop.ALLOWANCE
+            confirmed[i] = dataclasses.replace(new, confirmation=confirmation(
+                old.p50, new, interleaved=len(jobs), allowance_s=allowance if untold else None))
             self.on_event(Event("candidate_done", confirm_line(confirmed[i]), stage="confirm", index=n + 1,
                                 total=len(leaders), data=to_data(confirmed[i])))
         if self.cancel.cancelled:
             self.sink.warn(f"cancelled: {len(leaders) - len(confirmed)} leaders not confirmed with the full method")
         return confirmed
+
+    def _confirm_allowance(self) -> tuple[float, bool]:
+        """(seconds of turns the next confirm round may take, whether the budget is what limits them): what the
+        plan's allowance has left, and no more than the budget (if one was given) leaves after the workers' start."""
+        left = self.confirm_allowance_s - self._confirm_spent_s
+        budget_left = self.budget.left() - CONFIRM_START_S
+        return max(min(left, budget_left), 0.0), budget_left < left
+
+    def _affordable_leaders(self, candidates: Sequence[CandidateResult], leaders: list[int],
+                            allowance: float, *, by_budget: bool) -> list[int]:
+        """The leaders the allowance can time (the first in rank order); the rest are said to be cut and marked
+        tried, so that a later round does not confirm what this one said it cut."""
+        affordable = min(len(leaders), int(allowance // CONFIRM_LEADER_MIN_S))
+        if affordable == len(leaders):
+            return leaders
+        left_out = leaders[affordable:]
+        names = ", ".join(candidates[j].label for j in left_out)
+        what = (f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not confirmed with the full method "
+                f"({names})")
+        if by_budget:
+            cut = self.budget.cut_step(what, f"{self.budget.out_of_time()}; the ranking uses their screen figures")
+            self.on_event(self.budget.event(cut))
+        else:
+            self.on_event(Event("log", f"{what}: the quick plan's {self.confirm_allowance_s:g} s of confirming turns "
+                                       f"has {allowance:.1f} s left; the ranking uses their screen figures"))
+        self._confirm_tried.update(left_out)
+        return leaders[:affordable]
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
         """Each spec's predicted speedup band (its plugin's `expect`); the specs reordered most promising first
@@ -466,10 +517,13 @@ def candidate_line(r: CandidateResult) -> str:
     return f"  {r.status}: {r.label}: {r.reason}"
 
 
-def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int = 1) -> Confirmation:
+def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int = 1,
+                 allowance_s: float | None = None) -> Confirmation:
     """How a full re-measure compares with the screen's figure, and what a disagreement means.
 
-    `interleaved`: how many leaders were timed in turns with this one (1: alone)."""
+    `interleaved`: how many leaders were timed in turns with this one (1: alone). `allowance_s`: the turns
+    ended at this allowance, before the leaders were told apart (None: they were told apart, or it settled).
+    """
     assert full.p50 is not None
     change = (full.p50 - screen_p50) / screen_p50
     reproduced = abs(change) <= REPRODUCE_TOLERANCE
@@ -479,6 +533,12 @@ def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int =
                 f"({change:+.0%}): the screen was disturbed or too short; the full figure is the one ranked")
     elif full.latency_ms is not None and full.latency_ms.unstable:
         note = "reproduced, but the samples spread widely: re-run on an idle machine to trust the order"
+    if allowance_s is not None:
+        untold = (f"not told apart from the other leaders within the quick plan's {allowance_s:.0f} s of turns: "
+                  "their medians' 95% intervals overlap, so their order is within the noise (a plan without --quick "
+                  "times each to a 2% interval)" if interleaved > 1 else
+                  f"its median was not known to 2% within the quick plan's {allowance_s:.0f} s of turns")
+        note = f"{note}; {untold}" if note else untold
     return Confirmation(screen_p50_ms=screen_p50, rel_change=change, reproduced=reproduced, note=note,
                         interleaved=interleaved if interleaved > 1 else 0)
 
@@ -488,6 +548,9 @@ def confirm_line(r: CandidateResult) -> str:
     c = r.confirmation
     if c is None or r.p50 is None:
         return candidate_line(r)
+    from planner.measure.interleave import InterleaveStop
+
     verdict = "reproduced" if c.reproduced else "did not reproduce"
+    stopped = f"; {r.stopped_by}" if r.stopped_by in (InterleaveStop.APART, InterleaveStop.ALLOWANCE) else ""
     return (f"  confirmed {r.label}: full method p50 {units.ms(r.p50)} against the screen's "
-            f"{units.ms(c.screen_p50_ms)} ({c.rel_change:+.0%}, {verdict} within 10%)")
+            f"{units.ms(c.screen_p50_ms)} ({c.rel_change:+.0%}, {verdict} within 10%{stopped})")

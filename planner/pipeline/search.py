@@ -4,7 +4,8 @@ screen costs, so the candidates step can drop, skip or cut with a reason.
 The method is successive halving over the candidates the plugins offer: every candidate is screened
 briefly, most promising first; one that is clearly slower than the best so far stops early (its
 median's 95% interval lies wholly above the best's); and the few that stay close are confirmed with
-the full method before ranking (planner.pipeline.candidates.CandidateRun.confirm).
+the full method's settings before ranking, timed in turns until they are told apart or a fixed allowance
+is spent (planner.pipeline.candidates.CandidateRun.confirm).
 """
 
 from __future__ import annotations

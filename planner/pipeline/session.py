@@ -440,7 +440,8 @@ class PlanSession:
                  confirm: int = CONFIRM_TOP) -> tuple[CandidateResult, ...]:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank.
 
-        In a quick run the `confirm` leaders are measured again with the full method before ranking.
+        In a quick run the `confirm` leaders are timed again in turns with the full method's settings before
+        ranking, until they are told apart or the plan's confirmation allowance is spent (CandidateRun.confirm).
         A run replaces the previous run's candidates, warnings and skipped plugins (the baseline stays).
         """
         from planner.pipeline.candidates import CandidateRun
@@ -463,7 +464,7 @@ class PlanSession:
         if self.quick and confirm > 0 and not self.cancel.cancelled:
             cands = self.results.candidates
             # A leader the full method finds slower can fall below one only screened: confirm until the top
-            # few all carry full figures, within a few rounds.
+            # few all carry full figures, within a few rounds and the one allowance every round shares.
             for _ in range(CONFIRM_ROUNDS):
                 confirmed = run.confirm(cands, ranking.order, timeout_s=timeout_s)
                 if not confirmed:
