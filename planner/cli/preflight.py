@@ -163,14 +163,13 @@ def glibc_version() -> str | None:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, after `$PLANNER_CPUS` as the engine applies it), not the
-    machine's count."""
+    """The cores a plan here may use (its CPU affinity after `$PLANNER_CPUS` as the engine applies it, capped by a
+    cgroup CPU quota), not the machine's count: the same figure the plan sizes its workers by."""
     from planner.engine.startup import limit_cpus
+    from planner.hardware.memory_limits import usable_cores as plan_cores
 
     limit_cpus()
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    return plan_cores()
 
 
 def local_facts(timeout_s: float = IMPORT_TIMEOUT_S, *, refresh: bool = False) -> dict[str, Any]:

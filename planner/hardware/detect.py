@@ -96,10 +96,16 @@ def probe_memory(root: Path, notes: list[tuple[str, str]]) -> MemoryInfo:
         total, available = _meminfo(root)
     if total is None:
         notes.append(("memory", f"cannot read MemTotal from {at(root, '/proc/meminfo')}"))
-    limit = cgroup.memory_limit_bytes(root)
-    if limit is not None and total is not None and limit >= total:
-        limit = None
-    return MemoryInfo(total_bytes=total, available_bytes=available, limit_bytes=limit)
+    group = cgroup.memory_cgroup(root)
+    if group is None or (total is not None and group.limit_bytes >= total):
+        return MemoryInfo(total_bytes=total, available_bytes=available)
+    # MemAvailable is the whole machine's: inside a cgroup only the limit less what the cgroup holds is free.
+    in_use = cgroup.memory_in_use_bytes(group)
+    if in_use is not None:
+        headroom = max(0, group.limit_bytes - in_use)
+        available = headroom if available is None else min(available, headroom)
+    return MemoryInfo(total_bytes=total, available_bytes=available, limit_bytes=group.limit_bytes,
+                      limit_source=group.source)
 
 
 def _os_text(root: Path) -> str:

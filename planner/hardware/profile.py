@@ -144,11 +144,17 @@ class CpuInfo:
 
 @dataclass(frozen=True)
 class MemoryInfo:
-    """System memory; `limit_bytes` is a cgroup (container) cap when one is lower than the RAM."""
+    """System memory; `limit_bytes` is a cgroup (container) cap when one is lower than the RAM.
+
+    `available_bytes` is what could still be allocated when probed: the kernel's MemAvailable, and under a
+    cgroup limit no more than the limit less what the cgroup already held. `limit_source` says which cgroup
+    version set the limit ('cgroup v1', 'cgroup v2'); None without a limit (and in older profiles).
+    """
 
     total_bytes: int | None = None
     available_bytes: int | None = None
     limit_bytes: int | None = None
+    limit_source: str | None = None
 
     @property
     def usable_bytes(self) -> int | None:

@@ -299,14 +299,20 @@ def reproduce_command(model: ModelRef, spec: CandidateSpec, *, quick: bool = Fal
 def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResult, list[np.ndarray] | None]:
     """Parent side: run the job in a worker; a crash, error or timeout becomes a failed result."""
     from planner.measure import WorkerStatus, run_isolated
+    from planner.measure.tree_memory import plan_memory
 
     spec = job.spec
     base = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
                            status=Status.FAILED, reproduce=reproduce_command(job.model, spec, quick=job.quick),
                            spec=to_data(spec), size_bytes=_artifact_size(spec))
+    env, too_big = fitted_env(job)  # raises before any worker starts when the model cannot fit at all
+    if too_big:
+        return dataclasses.replace(base, status=Status.SKIPPED, reason=f"not measured: {too_big}"), None
     start = time.perf_counter()
-    outcome = run_isolated(run_job, job, timeout_s=timeout_s, env=job.env or None)
+    with plan_memory().window() as tree:
+        outcome = run_isolated(run_job, job, timeout_s=timeout_s, env=env or None)
     wall = time.perf_counter() - start
+    base = dataclasses.replace(base, tree_peak_bytes=tree.peak_bytes)
     if outcome.status is not WorkerStatus.OK:
         reason = outcome.reason
         info: dict[str, Any] = {}
@@ -342,6 +348,44 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
         result = dataclasses.replace(result, audit=with_weights(value["audit"],
                                                                 base.size_bytes or job.weights_bytes))
     return result, value["outputs"]
+
+
+def fitted_env(job: MeasureJob) -> tuple[dict[str, str], str]:
+    """The worker's variables (the spec's, then the job's) sized to the memory and cores free now, and why it
+    cannot run ('' when it can).
+
+    Read live, just before the worker starts: the planner has grown since the hardware was detected. A
+    candidate whose plugin caps torch.compile's compiler processes (`TORCHINDUCTOR_COMPILE_THREADS` in its
+    env) gets no more than fit now, nor more than the user's own setting; when not even one fits beside its
+    worker, the candidate is not measured and the reason says so. A model larger than the whole memory
+    limit raises a PlannerError (see `check_model_fits`).
+    """
+    import os
+
+    from planner.hardware.memory_limits import COMPILE_THREADS_VAR, check_model_fits, compile_fit, current_limits
+
+    # The spec's own variables first: a caller that gives none (`planner bench`, reproducing a candidate) still
+    # runs it as the plan did; the job's own win where both set one.
+    spec_env = job.spec.config.get("env") if isinstance(job.spec.config, dict) else None
+    env = {str(k): str(v) for k, v in {**(spec_env if isinstance(spec_env, dict) else {}), **(job.env or {})}.items()}
+    try:
+        limits = current_limits()
+    except (OSError, ValueError):
+        return env, ""  # unreadable limits must not stop a measurement: the worker runs as asked
+    check_model_fits(job.weights_bytes, limits)
+    if COMPILE_THREADS_VAR not in env:
+        return env, ""
+    fit = compile_fit(limits, weights_bytes=job.weights_bytes,
+                      activation_bytes=job.footprint.peak_bytes if job.footprint else None,
+                      gpu=device_of(job.spec.config).startswith("cuda"))
+    if fit.count < 1:
+        return env, fit.reason
+    caps = [fit.count]
+    for text in (env[COMPILE_THREADS_VAR], os.environ.get(COMPILE_THREADS_VAR, "")):
+        if text.strip().isdigit() and int(text) > 0:
+            caps.append(int(text))
+    env[COMPILE_THREADS_VAR] = str(min(caps))
+    return env, ""
 
 
 # Past this, a failure's reason is a runtime's dump rather than a sentence.

@@ -143,12 +143,30 @@ def _conversation_trampoline(conn: Connection, module_name: str, qualname: str, 
         conn.close()
 
 
-def _crash_reason(exitcode: int | None) -> str:
+def _oom_count() -> tuple[int, int] | None:
+    """(OOM kills, memory limit) of the cgroup that limits this process, or None (no limit, or unreadable)."""
+    try:
+        from planner.hardware.memory_limits import oom_kill_count
+
+        return oom_kill_count()
+    except Exception:  # noqa: BLE001 - a hint for a crash message must never become a failure of its own
+        return None
+
+
+def _crash_reason(exitcode: int | None, oom_before: tuple[int, int] | None = None) -> str:
+    """Why the child ended without a result; given the cgroup's OOM count at its start, whether the OOM killer did."""
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
         except ValueError:
             return f"killed by signal {-exitcode}"
+        if name == "SIGKILL" and oom_before is not None:
+            now = _oom_count()
+            if now is not None and now[0] > oom_before[0]:
+                from planner import units
+
+                return (f"killed by SIGKILL: the out-of-memory killer (the kill count of the cgroup that limits the "
+                        f"planner to {units.size(now[1])} rose while it ran)")
         hint = _SIGNAL_HINTS.get(name)
         return f"killed by {name}: {hint}" if hint else f"killed by {name}"
     return f"exited with code {exitcode} without returning a result"
@@ -205,6 +223,7 @@ def run_isolated(
     # Not a daemon: daemonic processes may not start their own children (data loaders, compilers).
     process = ctx.Process(target=_trampoline, name=f"isolated:{qualname}",
                           args=(child_conn, module_name, qualname, payload, env, paths))
+    oom_before = _oom_count()
     started = time.perf_counter()
     try:
         process.start()
@@ -236,7 +255,7 @@ def run_isolated(
                                  "", time.perf_counter() - started, process.pid)
         if message is None:
             process.join()
-            return WorkerOutcome(WorkerStatus.CRASHED, None, _crash_reason(process.exitcode), "",
+            return WorkerOutcome(WorkerStatus.CRASHED, None, _crash_reason(process.exitcode, oom_before), "",
                                  time.perf_counter() - started, process.pid)
         process.join(_TERMINATE_GRACE_S)
         wall = time.perf_counter() - started
@@ -284,6 +303,7 @@ class Conversation:
         self._started: float | None = None
         self._ended: WorkerOutcome | None = None
         self._ready = False
+        self._oom_before: tuple[int, int] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -299,6 +319,7 @@ class Conversation:
         """Spawn the child; the factory runs there while the caller goes on (see ``wait_ready``)."""
         if self._started is not None:
             raise RuntimeError("this conversation was already started")
+        self._oom_before = _oom_count()
         self._started = time.perf_counter()
         self._process.start()
         # Close our copy of the child's end so its death shows up as end-of-file on ours.
@@ -340,7 +361,7 @@ class Conversation:
         try:
             self._conn.send_bytes(pickle.dumps(("ask", request), protocol=pickle.HIGHEST_PROTOCOL))
         except (BrokenPipeError, ConnectionResetError, EOFError):
-            return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap()))
+            return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap(), self._oom_before))
         message = self._receive(time.perf_counter() + timeout_s, cancel,
                                 f"did not answer within {timeout_s:g} s")
         if isinstance(message, WorkerOutcome):
@@ -387,9 +408,9 @@ class Conversation:
                     # Received before anything else: a child blocked writing a large answer never exits.
                     return pickle.loads(self._conn.recv_bytes())
                 except EOFError:
-                    return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap()))
+                    return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap(), self._oom_before))
             elif self._process.sentinel in ready and not self._conn.poll():
-                return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap()))
+                return self._finish(WorkerStatus.CRASHED, _crash_reason(self._reap(), self._oom_before))
 
     def _reap(self) -> int | None:
         self._process.join(_TERMINATE_GRACE_S)

@@ -54,6 +54,7 @@ def load_model(source: str | ModelSource, *, input_shape: str | None = None,
         raise InputSpecError("both --input and --input-shape were given",
                              "use --input for every input (--input-shape is the short form for one "
                              "float input)")
+    _check_file_fits(src)
     if src.kind is SourceKind.ONNX:
         return _load_onnx(src, input_shape, inputs)
     built = _build_module(src, trust_code=trust_code)
@@ -491,6 +492,20 @@ def onnx_weights(proto: Any) -> tuple[int, int]:
 def declared_ok(declared: ModelInputs | None) -> bool:
     """Whether a graph declared at least one input."""
     return declared is not None and bool(declared.tensors)
+
+
+def _check_file_fits(src: ModelSource) -> None:
+    """Refuse a model file larger than the memory the planner may use, before reading it: loading it here would
+    have the out-of-memory killer end the planner itself, with nothing said."""
+    if src.kind not in (SourceKind.ONNX, SourceKind.EXPORTED, SourceKind.TORCHSCRIPT):
+        return
+    from planner.hardware.memory_limits import check_model_fits, current_limits
+
+    try:
+        size = src.path.stat().st_size
+    except OSError:
+        return  # a missing file gets its own error from the loader
+    check_model_fits(size, current_limits())
 
 
 def _check_external_data(proto, path: Path) -> None:

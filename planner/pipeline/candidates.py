@@ -198,6 +198,7 @@ class CandidateRun:
         leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
         allowance, by_budget = self._confirm_allowance()
         leaders = self._affordable_leaders(candidates, leaders, allowance, by_budget=by_budget)
+        leaders = self._leaders_that_fit(candidates, leaders)
         self._confirm_tried.update(leaders)
         if not leaders or self.cancel.cancelled:
             return {}
@@ -265,6 +266,31 @@ class CandidateRun:
                                        f"has {allowance:.1f} s left; the ranking uses their screen figures"))
         self._confirm_tried.update(left_out)
         return leaders[:affordable]
+
+    def _leaders_that_fit(self, candidates: Sequence[CandidateResult], leaders: list[int]) -> list[int]:
+        """The leaders whose workers fit in memory together (timed in turns, they are all open at once); the rest
+        are said to be left out and marked tried.
+
+        Each worker is sized by the largest peak a leader's worker reached in its screen: on a 2 GB board three
+        torch workers of about 1 GB each would be killed, where three ONNX Runtime ones of 150 MB fit.
+        """
+        from planner.hardware.memory_limits import current_limits, max_concurrent_workers, size_text
+
+        peaks = [candidates[i].tree_peak_bytes or candidates[i].peak_memory_bytes or 0 for i in leaders]
+        if len(leaders) < 2 or not max(peaks):
+            return leaders
+        limits = current_limits()
+        fit = max_concurrent_workers(limits, max(peaks))
+        if fit >= len(leaders):
+            return leaders
+        left_out = leaders[fit:]
+        names = ", ".join(candidates[j].label for j in left_out)
+        self.on_event(Event("log", f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not confirmed with "
+                                   f"the full method ({names}): their workers take up to {size_text(max(peaks))} "
+                                   f"each and only {fit} fit at once in {size_text(limits.available_bytes)} "
+                                   "available; the ranking uses their screen figures"))
+        self._confirm_tried.update(left_out)
+        return leaders[:fit]
 
     def _predict(self, specs: list[CandidateSpec]) -> tuple[list[CandidateSpec], dict[int, Prediction]]:
         """Each spec's predicted speedup band (its plugin's `expect`); the specs reordered most promising first

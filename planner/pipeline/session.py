@@ -16,7 +16,7 @@ from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.pipeline.budget import Budget
 from planner.pipeline.candidates import CONFIRM_TOP
-from planner.pipeline.environment import environment
+from planner.pipeline.environment import environment, finished_environment
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
 from planner.results import (
@@ -553,7 +553,9 @@ class PlanSession:
         predicted = [(c.prediction, c.speedup) for c in self.results.candidates if c.prediction is not None]
         if predicted:
             self.update(predictions_held=summary(predicted))
-        self.update(finished=dt.datetime.now().astimezone().isoformat(timespec="seconds"))
+        # The process tree's peak so far (and its own cgroup's, where it has one) goes into the environment record.
+        self.update(environment=finished_environment(self.results.environment),
+                    finished=dt.datetime.now().astimezone().isoformat(timespec="seconds"))
         out_dir = self.out_dir or self.set_out_dir(None)
         self.save()
         outcome = PlanOutcome(self.results, out_dir)

@@ -15,6 +15,26 @@ from planner.hardware.boards import EdgeProfile
 
 
 @dataclass(frozen=True)
+class PlanResources:
+    """The memory and cores a plan ran under, and the most memory its process tree took.
+
+    The limits are read when the plan starts; the peaks when it finishes (None until then, and in files
+    written before they were recorded).
+    """
+
+    memory_limit_bytes: int | None = None  # the tightest cgroup memory limit, else the RAM
+    limit_source: str = ""  # 'cgroup v1', 'cgroup v2' or 'RAM'
+    available_bytes: int | None = None  # free of it when the plan started
+    cores: int | None = None  # the cores the planner may use (affinity, CPU quota)
+    peak_bytes: int | None = None  # the own (anonymous) memory of the planner's process tree at its largest
+    peak_file_bytes: int | None = None  # the mapped files (libraries) beside it then, as the largest process maps
+    peak_processes: int | None = None  # how many processes the tree had at that peak
+    peak_basis: str = ""  # how the peak was counted and sampled
+    cgroup_peak_bytes: int | None = None  # the plan's own cgroup's peak, page cache included; None: not its own
+    oom_kills: int | None = None  # processes the out-of-memory killer ended in that cgroup during the plan
+
+
+@dataclass(frozen=True)
 class Environment:
     """The versions and settings that affect the numbers, recorded when the plan started."""
 
@@ -24,6 +44,7 @@ class Environment:
     packages: dict[str, str | None] = field(default_factory=dict)  # None: not installed
     env: dict[str, str] = field(default_factory=dict)  # the thread and device variables that were set
     date: str = ""  # when the plan started, ISO 8601 with the local offset
+    resources: PlanResources | None = None  # the memory and cores it planned under, and its peak memory
 
 
 @dataclass(frozen=True)

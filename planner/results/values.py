@@ -253,6 +253,9 @@ class CandidateResult:
     dropped: str = ""
     energy: InferenceEnergy | None = None  # joules per inference; None in files written before energy was measured
     pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not timed)
+    # The own (anonymous) memory of the planner's whole process tree (planner, this worker, its compiler processes)
+    # at its largest while this was measured (planner.measure.tree_memory); None in files written before it was.
+    tree_peak_bytes: int | None = None
 
     @property
     def p50(self) -> float | None:

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
+from planner.hardware.memory_limits import CPP_COMPILER_BYTES, compile_env, compile_fit, limits_of, size_text
 from planner.plugins import (
     MESSAGES,
     ActionId,
@@ -46,6 +47,8 @@ class TorchCpuPlugin(Plugin):
         image = ctx.model.inputs.image_like
         compiler = _c_compiler()
         notes: tuple[str, ...] = ()
+        fit = compile_fit(limits_of(ctx.hw), weights_bytes=ctx.model.size_bytes,
+                          activation_bytes=ctx.model.footprint.peak_bytes if ctx.model.footprint else None)
         if ctx.model.scripted:
             compiler = None
             notes = ("torch.compile candidates skipped: " + MESSAGES["scripted_module"].format(plugin=self.name),)
@@ -53,6 +56,12 @@ class TorchCpuPlugin(Plugin):
         elif compiler is None:
             notes = ("torch.compile candidates skipped: no C compiler (gcc or cc) on PATH; "
                      "inductor needs one to build its CPU kernels",)
+            ctx.log(notes[0])
+        elif fit.count < 1:
+            # Each compiler process inductor starts holds hundreds of MB: on a small board they are what the
+            # out-of-memory killer would end, with the worker and perhaps the planner.
+            compiler = None
+            notes = (f"torch.compile candidates skipped: {fit.reason}",)
             ctx.log(notes[0])
         if not image:
             ctx.log(f"cpu.torch: no channels_last candidates: the model's first input is not a 4-D float "
@@ -63,18 +72,18 @@ class TorchCpuPlugin(Plugin):
         layout = _spec(threads, Precision.FP32, channels_last=True, compile_mode=None,
                        dynamic=dynamic, notes=notes) if image else None
         compiled = _spec(threads, Precision.FP32, channels_last=image, compile_mode="default",
-                         dynamic=dynamic, notes=notes) if compiler else None
+                         dynamic=dynamic, notes=notes, compile_threads=fit.count) if compiler else None
         bf16 = _spec(threads, Precision.BF16, channels_last=image, compile_mode=None,
                      dynamic=dynamic, notes=notes) if native_bf16(ctx.hw) else None
         if ctx.quick:
             # The three most likely winners: best layout eager, compiled, and bf16 where native.
             picks = [layout or plain, compiled, bf16 or (plain if layout else None)]
         else:
-            compiled_plain = (_spec(threads, Precision.FP32, channels_last=False,
-                                    compile_mode="default", dynamic=dynamic, notes=notes)
+            compiled_plain = (_spec(threads, Precision.FP32, channels_last=False, compile_mode="default",
+                                    dynamic=dynamic, notes=notes, compile_threads=fit.count)
                               if compiler and image else None)
-            bf16_compiled = (_spec(threads, Precision.BF16, channels_last=image,
-                                   compile_mode="default", dynamic=dynamic, notes=notes)
+            bf16_compiled = (_spec(threads, Precision.BF16, channels_last=image, compile_mode="default",
+                                   dynamic=dynamic, notes=notes, compile_threads=fit.count)
                              if compiler and bf16 else None)
             picks = [plain, layout, compiled_plain, compiled, bf16, bf16_compiled]
         chosen = [s for s in picks if s is not None]
@@ -120,7 +129,7 @@ def _c_compiler() -> str | None:
 
 
 def _spec(threads: int, precision: Precision, *, channels_last: bool, compile_mode: str | None,
-          dynamic: bool, notes: tuple[str, ...]) -> CandidateSpec:
+          dynamic: bool, notes: tuple[str, ...], compile_threads: int = 1) -> CandidateSpec:
     parts = [f"torch cpu {precision}", f"{threads}t"]
     if channels_last:
         parts.append("channels_last")
@@ -129,11 +138,16 @@ def _spec(threads: int, precision: Precision, *, channels_last: bool, compile_mo
     extra: tuple[str, ...] = ()
     if precision is Precision.BF16:
         extra = ("bf16 weights and activations: the CPU has native bf16 (AVX512-BF16/AMX)",)
+    config: dict[str, Any] = {"device": "cpu", "threads": threads, "interop_threads": 1,
+                              "channels_last": channels_last, "compile": compile_mode}
     if compile_mode:
         extra += ("compiled with inductor when opened (a first call), so timings exclude "
-                  "compilation; a new batch size recompiles",)
+                  "compilation; a new batch size recompiles",
+                  f"inductor builds at most {compile_threads} kernel{'s' if compile_threads != 1 else ''} at once, "
+                  f"one C++ compiler process of up to {size_text(CPP_COMPILER_BYTES)} each: as many as the "
+                  "memory and cores free when planned allow (the worker may lower it to what is free then)")
+        config["env"] = compile_env(compile_threads)
     return CandidateSpec(
         plugin=TorchCpuPlugin.name, label=" ".join(parts),
-        config={"device": "cpu", "threads": threads, "interop_threads": 1,
-                "channels_last": channels_last, "compile": compile_mode},
+        config=config,
         precision=precision, threads=threads, interop_threads=1, dynamic_batch=dynamic, notes=notes + extra)

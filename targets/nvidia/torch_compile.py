@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from planner.hardware.memory_limits import TRITON_WORKER_BYTES, Fit, compile_env, compile_fit, limits_of, size_text
 from planner.plugins import (
     ActionId,
     CandidateSpec,
@@ -21,7 +22,8 @@ from planner.plugins.torch_session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:
-    from planner.models.loaded import Feed
+    from planner.hardware.profile import HardwareProfile
+    from planner.models.loaded import Feed, LoadedModel
 
 QUICK_MODES = ("default", "reduce-overhead")
 FULL_MODES = (*QUICK_MODES, "max-autotune")
@@ -57,12 +59,25 @@ class TorchCompilePlugin(Plugin):
         family = super().prediction_family(spec)
         return "compile" if family == "runtime" else family
 
+    def check(self, hw: HardwareProfile, model: LoadedModel) -> list[str]:
+        """The contract's reasons, and memory: no Triton compile worker fitting beside the worker is one."""
+        reasons = super().check(hw, model)
+        fit = _compile_fit(hw, model)
+        if fit.count < 1:
+            reasons.append(fit.reason)
+        return reasons
+
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
-        """Every mode x precision; max-autotune only outside quick runs (it compiles for minutes)."""
+        """Every mode x precision; max-autotune only outside quick runs (it compiles for minutes).
+
+        Each holds inductor to as many Triton compile workers at once as the memory and cores allow: left
+        alone it starts one per CPU in the affinity mask (up to 32), each a process of its own.
+        """
         modes = QUICK_MODES if ctx.quick else FULL_MODES
+        workers = max(1, _compile_fit(ctx.hw, ctx.model).count)
         for precision in PRECISIONS:
             for mode in modes:
-                yield compile_spec(mode, precision)
+                yield compile_spec(mode, precision, compile_workers=workers)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "CompiledTorchSession":
         """Rebuild, compile, and run once so compilation is not counted in the timings."""
@@ -79,14 +94,26 @@ class TorchCompilePlugin(Plugin):
         return torch_package(model.load().module, model.inputs, dest, settings, dynamic_batch=spec.dynamic_batch)
 
 
-def compile_spec(mode: str, precision: Precision) -> CandidateSpec:
-    """The spec of one compile mode at one precision."""
+def _compile_fit(hw: HardwareProfile, model: LoadedModel) -> Fit:
+    """How many Triton compile workers fit beside the compiling worker, by the profile's memory and cores."""
+    footprint = getattr(model, "footprint", None)
+    return compile_fit(limits_of(hw), weights_bytes=getattr(model, "size_bytes", None),
+                       activation_bytes=footprint.peak_bytes if footprint is not None else None, gpu=True)
+
+
+def compile_spec(mode: str, precision: Precision, *, compile_workers: int | None = None) -> CandidateSpec:
+    """The spec of one compile mode at one precision; `compile_workers` caps inductor's Triton compile workers."""
+    config: dict[str, Any] = {"device": CUDA_DEVICE, "compile_mode": mode}
+    notes: tuple[str, ...] = (_NOTES[mode], "compiled before timing (compile time is in info); a "
+                              "new batch size may trigger one recompile during the batch sweep")
+    if compile_workers is not None:
+        config["env"] = compile_env(compile_workers)
+        notes += (f"inductor compiles with at most {compile_workers} Triton worker process"
+                  f"{'es' if compile_workers != 1 else ''} at once (up to {size_text(TRITON_WORKER_BYTES)} "
+                  "each): as many as the memory and cores free when planned allow",)
     return CandidateSpec(plugin=TorchCompilePlugin.name,
                          label=f"torch.compile {mode} {precision} (cuda)",
-                         config={"device": CUDA_DEVICE, "compile_mode": mode},
-                         precision=precision,
-                         notes=(_NOTES[mode], "compiled before timing (compile time is in info); a "
-                                "new batch size may trigger one recompile during the batch sweep"))
+                         config=config, precision=precision, notes=notes)
 
 
 class CompiledTorchSession(TorchSession):

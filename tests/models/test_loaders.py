@@ -31,3 +31,22 @@ def test_settle_batchnorm_is_deterministic_and_leaves_plain_models_alone():
     assert not torch.allclose(a[1].running_var, torch.ones(4))
     assert a[1].momentum == 0.1  # restored for anyone who trains it later
     assert settle_batchnorm(nn.Linear(3, 2), (1, 3)) is False
+
+
+def test_a_model_file_larger_than_the_memory_limit_is_refused_before_it_is_read(tmp_path, monkeypatch) -> None:
+    """A 2 MiB file under a 1 MiB cgroup limit: the error names both sizes, and the file is never parsed."""
+    import pytest
+
+    import planner.hardware.memory_limits as memory_limits
+    from planner.errors import PlannerError
+    from planner.hardware.memory_limits import PlanLimits
+    from planner.models import load_model
+
+    model = tmp_path / "big.onnx"
+    model.write_bytes(b"\0" * (2 << 20))  # not a valid ONNX file: reading it would fail differently
+    monkeypatch.setattr(memory_limits, "current_limits",
+                        lambda: PlanLimits(1 << 20, "cgroup v2", 1 << 19, 2))
+    with pytest.raises(PlannerError) as caught:
+        load_model(str(model))
+    said = str(caught.value)
+    assert "2 MiB" in said and "a 1 MiB memory limit (cgroup v2)" in said and "none was started" in said

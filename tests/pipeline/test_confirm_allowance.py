@@ -150,3 +150,25 @@ def test_a_budget_with_little_left_confirms_fewer_leaders_and_records_the_cut(ti
     assert sorted(confirmed) == [1]
     assert allowances == [pytest.approx(1.5 * CONFIRM_LEADER_MIN_S)]
     assert len(budget.cut) == 1 and budget.cut[0].startswith("2 leaders not confirmed with the full method (b, c)")
+
+
+def test_only_the_leaders_whose_workers_fit_in_memory_together_are_confirmed(tiny, tmp_path, monkeypatch) -> None:
+    """Three torch leaders of ~1 GiB each with 3 GiB free: two are timed in turns, the third keeps its screen
+    figure and the log says why."""
+    import dataclasses
+
+    import planner.hardware.memory_limits as memory_limits
+    from planner.hardware.memory_limits import PlanLimits
+
+    install(monkeypatch, {"a": 20.0, "b": 26.0, "c": 30.0})
+    monkeypatch.setattr(memory_limits, "current_limits",
+                        lambda: PlanLimits(4 << 30, "cgroup v1", 3 << 30, 2))
+    gib = 1 << 30
+    cands = (BASELINE.as_candidate(), *(dataclasses.replace(_screened(label, p50), peak_memory_bytes=gib)
+                                        for label, p50 in (("a", 20.5), ("b", 25.5), ("c", 31.0))))
+    events: list[Event] = []
+    confirmed = _run(tiny, tmp_path, events).confirm(cands, rank_candidates(cands).order, timeout_s=60)
+    fit = memory_limits.max_concurrent_workers(memory_limits.current_limits(), gib)
+    assert fit == 2 and sorted(confirmed) == [1, 2]
+    said = " ".join(e.message for e in events)
+    assert "not confirmed with the full method (c)" in said and f"only {fit} fit at once" in said

@@ -78,3 +78,33 @@ def test_a_headline_speedup_over_a_disturbed_baseline_carries_a_caution(results)
 
 def test_an_idle_run_has_no_caution_in_the_summary(results) -> None:
     assert "Caution" not in _summary(render_markdown(_with_audits(results, set()), figures=FIGURE_LINKS))
+
+
+def test_the_limits_it_planned_under_and_its_peak_memory_are_stated(results) -> None:
+    results["environment"]["resources"] = {
+        "memory_limit_bytes": 3 << 30, "limit_source": "cgroup v1", "available_bytes": int(2.6 * (1 << 30)),
+        "cores": 2, "peak_bytes": int(1.3 * (1 << 30)), "peak_file_bytes": 700 << 20, "peak_processes": 5,
+        "peak_basis": "anonymous and shared memory summed over the tree's processes, sampled every 0.25 s",
+        "cgroup_peak_bytes": int(2.2 * (1 << 30)), "oom_kills": 0}
+    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    assert ("- planned under a 3 GiB memory limit (cgroup v1), 2 usable cores; 2.6 GiB of it free when the plan "
+            "started") in text
+    assert ("- peak memory of the planner's process tree (the planner, its workers and what they start): 1.3 GiB "
+            "(anonymous and shared memory summed over the tree's processes, sampled every 0.25 s; 5 processes at the "
+            "peak), besides up to 700 MiB of mapped library files, which the kernel can drop and re-read") in text
+    assert "- the plan's own cgroup peaked at 2.2 GiB (page cache included); no process was killed" in text
+
+
+def test_without_a_plan_wide_peak_the_largest_measured_one_is_given(results) -> None:
+    results["environment"]["resources"] = {"memory_limit_bytes": 8 << 30, "limit_source": "RAM", "cores": 4}
+    results["candidates"][1]["tree_peak_bytes"] = 1 << 30
+    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    assert "- planned under 8 GiB of RAM (no cgroup memory limit), 4 usable cores" in text
+    label = results["candidates"][1]["label"]
+    assert ("- peak memory of the planner's process tree while measuring (its processes' own memory, mapped library "
+            f"files not counted): 1 GiB (while measuring {label})") in text
+
+
+def test_results_written_before_the_limits_were_recorded_say_nothing_of_them(results) -> None:
+    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    assert "planned under" not in text and "peak memory of the planner" not in text

@@ -95,7 +95,8 @@ def test_records_are_written_as_the_objects_results_json_held_before_they_were_t
     assert to_data(from_data(described, ModelDescription)) == described
     assert list(to_data(from_data(described, ModelDescription))) == list(described)
     env = to_data(environment())
-    assert list(env) == ["planner", "python", "platform", "packages", "env", "date"]
+    # The keys it always had, in order, then the memory and cores the plan ran under (added after them).
+    assert list(env) == ["planner", "python", "platform", "packages", "env", "date", "resources"]
     data = results_data(_full_results())
     assert data["hardware"] == to_data(two_core_x86())
     assert data["ceilings"] == {"peak_flops": {"fp32": 1e11}, "bandwidth_bytes_per_s": 1e10, "source": "measured",

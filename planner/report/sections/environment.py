@@ -27,6 +27,7 @@ def render(data: ReportData) -> list[str]:
         facts.append(f"- started: {text(env['date'])}")
     if r.get("finished"):
         facts.append(f"- finished: {text(r['finished'])}")
+    facts += _resources(as_dict(env.get("resources")), data.candidates)
     if not env and not facts:
         return lines + [f"Environment: {data.missing('recording the environment')}.", ""]
     lines += facts + [""]
@@ -44,6 +45,53 @@ def render(data: ReportData) -> list[str]:
         lines.append("Baseline thread settings: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items())
                      + ". Each candidate's own settings are listed under All candidates.")
     return lines + [""] + _conditions(data)
+
+
+def _resources(res: dict, candidates: list[dict]) -> list[str]:
+    """The memory and cores the plan ran under, and the most memory its process tree took ([] when not recorded)."""
+    lines = []
+    limit, source, cores = res.get("memory_limit_bytes"), text(res.get("limit_source")), res.get("cores")
+    if limit is not None or cores is not None:
+        if limit is None:
+            memory = "an unknown amount of memory"
+        elif source.startswith("cgroup"):
+            memory = f"a {units.size(limit)} memory limit ({source})"
+        else:
+            memory = f"{units.size(limit)} of RAM (no cgroup memory limit)"
+        line = f"- planned under {memory}"
+        if cores is not None:
+            line += f", {fmt.number(cores)} usable core{'s' if cores != 1 else ''}"
+        if res.get("available_bytes") is not None:
+            line += f"; {units.size(res['available_bytes'])} of it free when the plan started"
+        lines.append(line)
+    if res.get("peak_bytes") is not None:
+        how = [text(res.get("peak_basis"))] if res.get("peak_basis") else []
+        if res.get("peak_processes"):
+            how.append(f"{fmt.number(res['peak_processes'])} processes at the peak")
+        line = (f"- peak memory of the planner's process tree (the planner, its workers and what they start): "
+                f"{units.size(res['peak_bytes'])}" + (f" ({'; '.join(how)})" if how else ""))
+        if res.get("peak_file_bytes"):
+            line += (f", besides up to {units.size(res['peak_file_bytes'])} of mapped library files, which the kernel "
+                     "can drop and re-read")
+        lines.append(line)
+    else:
+        # Results finished before the plan-wide peak was recorded still carry each measurement's own.
+        measured = [(c.get("tree_peak_bytes"), text(c.get("label"))) for c in candidates
+                    if isinstance(c.get("tree_peak_bytes"), int)]
+        if measured:
+            peak, label = max(measured)
+            lines.append(f"- peak memory of the planner's process tree while measuring (its processes' own memory, "
+                         f"mapped library files not counted): {units.size(peak)} (while measuring {label})")
+    if res.get("cgroup_peak_bytes") is not None or res.get("oom_kills") is not None:
+        parts = []
+        if res.get("cgroup_peak_bytes") is not None:
+            parts.append(f"peaked at {units.size(res['cgroup_peak_bytes'])} (page cache included)")
+        kills = res.get("oom_kills")
+        if kills is not None:
+            parts.append("no process was killed by the out-of-memory killer" if kills == 0 else
+                         f"the out-of-memory killer ended {fmt.number(kills)} process{'es' if kills != 1 else ''}")
+        lines.append("- the plan's own cgroup " + "; ".join(parts))
+    return lines
 
 
 _AUDITED = ("other processes' CPU use (sampled from /proc/stat while timing, not the load average), the CPU "

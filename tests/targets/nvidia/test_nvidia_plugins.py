@@ -124,8 +124,9 @@ def test_torch_plugins_reject_an_onnx_only_model(hw_with_gpu):
 def test_nvidia_plugins_declare_their_needs_instead_of_checking_by_hand():
     for plugin_cls in PLUGINS:
         assert plugin_cls.needs_cuda
-    # Only batching has a reason of its own (a fixed-batch model cannot take larger batches).
-    assert [p.name for p in PLUGINS if p.check is not Plugin.check] == ["nvidia.batching"]
+    # Only batching (a fixed-batch model cannot take larger batches) and torch.compile (no Triton compile
+    # worker fits in the memory beside its worker) have reasons of their own.
+    assert [p.name for p in PLUGINS if p.check is not Plugin.check] == ["nvidia.batching", "nvidia.torch_compile"]
     assert TensorRTPlugin.needs_onnx and not TensorRTPlugin.needs_torch_module
 
 
