@@ -25,7 +25,9 @@ def _args(host, model: str) -> argparse.Namespace:
 def test_the_tui_drives_an_engine_on_the_host_and_says_when_the_connection_drops(make_ssh_host, tmp_path,
                                                                                  monkeypatch):
     monkeypatch.chdir(tmp_path)
-    host = make_ssh_host("board", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "0.5"})
+    # The profile lasts long enough that the cut always falls inside it, however slowly a loaded machine kills
+    # the host (with 0.5 s the profile sometimes ended first and the cut fell on the decide step).
+    host = make_ssh_host("board", planner=SCRIPTED, env={"PLANNER_FAKE_STEP_S": "5"})
     args = _args(host, "demo:tiny")
     connect, label = tui_connector(args)
     app = PlannerApp(model=args.model, connect=connect, host=label)
