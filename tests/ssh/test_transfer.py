@@ -164,11 +164,12 @@ class _OpenDoor(asyncssh.SSHServer):
 
 
 @contextlib.asynccontextmanager
-async def _server(sftp_factory) -> AsyncIterator[asyncssh.SSHClientConnection]:
-    """An SSH server on a free 127.0.0.1 port with `sftp_factory`, and a client connection to it."""
+async def _server(sftp_factory=None, **listen) -> AsyncIterator[asyncssh.SSHClientConnection]:
+    """An SSH server on a free 127.0.0.1 port with `sftp_factory` (and any other `asyncssh.listen` options), and a
+    client connection to it."""
     host_key = asyncssh.generate_private_key("ssh-ed25519")
     server = await asyncssh.listen("127.0.0.1", 0, server_host_keys=[host_key], server_factory=_OpenDoor,
-                                   sftp_factory=sftp_factory)
+                                   sftp_factory=sftp_factory, **listen)
     port = server.sockets[0].getsockname()[1]
     try:
         trusted = ([host_key.convert_to_public()], [], [])

@@ -21,7 +21,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 from test_remote_plan import CLI, SCRIPTED
-from test_transfer import _connect, _everything_under, _model, _OpenDoor, _run, _sha, _write_run
+from test_transfer import _connect, _everything_under, _model, _run, _server, _sha, _write_run
 
 from planner.ssh import transfer
 from planner.ssh.transfer import (
@@ -203,18 +203,8 @@ async def _tar_host(stream: bytes) -> AsyncIterator[asyncssh.SSHClientConnection
         await process.stdout.drain()
         process.exit(0)
 
-    host_key = asyncssh.generate_private_key("ssh-ed25519")
-    server = await asyncssh.listen("127.0.0.1", 0, server_host_keys=[host_key], server_factory=_OpenDoor,
-                                   process_factory=answer, encoding=None)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        trusted = ([host_key.convert_to_public()], [], [])
-        async with asyncssh.connect("127.0.0.1", port, username="test", known_hosts=trusted, client_keys=None,
-                                    agent_path=None, config=None, connect_timeout=10) as conn:
-            yield conn
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with _server(process_factory=answer, encoding=None) as conn:
+        yield conn
 
 
 def _member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "") -> tuple:
