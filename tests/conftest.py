@@ -22,6 +22,16 @@ for _helpers in ("fixtures", "hardware"):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+# tests/targets mirrors the targets package, and pytest puts this folder on sys.path (for this conftest): where
+# the repository's root is not on sys.path too (`pytest` run as a script, not `python -m pytest`), `import
+# targets` found tests/targets as a namespace package, here and in the measuring workers (they inherit sys.path),
+# and every plugin failed to load. With the root on the path the real package wins wherever it is listed.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in (os.path.abspath(p or ".") for p in sys.path):
+    sys.path.append(_ROOT)
+if "targets" in sys.modules and not getattr(sys.modules["targets"], "__file__", None):
+    del sys.modules["targets"]
+
 # Keep measured ceilings and other caches inside the test session, not the user's home.
 os.environ.setdefault("PLANNER_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "planner"))
 

@@ -207,13 +207,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.cli.plan_args import plan_options
     from planner.cli.progress import CliProgress
     from planner.pipeline import run_plan
+    from planner.pipeline.budget import plan_budget_s
 
     if args.host:
         from planner.cli.remote import cmd_plan_host
 
         return cmd_plan_host(args)
     options = plan_options(args)
-    with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
+    budget_s = plan_budget_s(args.budget, quick=args.quick)
+    with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
         if args.engine == "subprocess":
             from planner.engine.plan import run_plan_in_engine
 

@@ -57,13 +57,16 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=["auto", "cpu", "nvidia", "edge"], default="auto")
     p.add_argument("--device", help="edge board to project each candidate onto (rpi4, rpi5, orin-nano, agx-orin, "
                                     "generic-arm): a labelled estimate from datasheet ceilings")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true",
+                   help="screen each candidate for about 2 seconds and confirm the leaders, within an 80 s budget "
+                        "unless --budget is given")
     p.add_argument("--confirm", type=int, default=3, metavar="N",
                    help="with --quick, measure the N leaders again with the full method before ranking "
                         "(default 3; 0 ranks the 2-second screen as it is)")
     p.add_argument("--budget", type=_duration_s, metavar="TIME",
-                   help="cap the whole plan's time, e.g. 90s, 5m or 120 (seconds): candidates are screened most "
-                        "promising first, and the report says what the budget cut")
+                   help="cap the whole plan's time, e.g. 90s, 5m or 120 (seconds; a quick plan's default is 80s): "
+                        "what can end ranked is screened first, each runtime's most promising setting before its "
+                        "others, and the report says what the budget cut")
     p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
     _add_verbose_arg(p)
@@ -165,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
     _add_model_args(p)
     p.add_argument("--candidate", required=True, help="candidate spec (JSON, or a file)")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true",
+                   help="screen each candidate for about 2 seconds and confirm the leaders, within an 80 s budget "
+                        "unless --budget is given")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=300.0)
 

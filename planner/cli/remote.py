@@ -64,13 +64,15 @@ def cmd_plan_host(args: argparse.Namespace) -> int:
     """`planner plan --host HOST`: the plan runs on the host; its folder comes back here."""
     from planner.cli.plan_args import plan_options
     from planner.cli.progress import CliProgress
+    from planner.pipeline.budget import plan_budget_s
     from planner.ssh.remote_plan import ConnectionLostError, run_plan_on_host
 
     spec = host_spec(args.host, args)
     options = plan_options(args)
     local_dir = Path(args.out) if args.out else None
+    budget_s = plan_budget_s(args.budget, quick=args.quick)
     try:
-        with CliProgress(enabled=True, budget_s=args.budget, verbose=args.verbose) as progress:
+        with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
             outcome = run_plan_on_host(spec, options, ssh=ssh_options(args), local_dir=local_dir, on_event=progress,
                                        on_phase=_phase_printer(spec.label))
     except ConnectionLostError as exc:

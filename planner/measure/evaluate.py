@@ -30,6 +30,11 @@ FIDELITY_SEED = 1000
 FIDELITY_BATCHES = 16
 QUICK_FIDELITY_BATCHES = 8
 
+QUICK_SWEEP_S = 8.0
+"""How long a quick run's batch sweep may take. Each batch is timed for its warm-up and minimum samples, so
+a slow model's larger batches take long: demo:inefficient's batches 1, 2 and 4 took 16 s of a 27 s baseline on
+a 2-core AMD EPYC (a 216 ms call). A batch that would end past this is not started, and the sweep says so."""
+
 
 def fidelity_batch_count(quick: bool) -> int:
     """How many input batches outputs are compared on (baseline and candidates must agree)."""
@@ -143,7 +148,8 @@ def run_job(job: MeasureJob) -> dict:
         sweep = throughput_sweep(run_for_batch, max_batch=sweep_max,
                                  memory_budget_bytes=job.memory_budget_bytes,
                                  settings=MeasureSettings.quick(), memory_probe=current_rss_bytes,
-                                 sync=timer.sync, **guard)
+                                 sync=timer.sync, time_limit_s=QUICK_SWEEP_S if job.quick else None,
+                                 measured_p50_ms={inputs.batch: timing.stats.p50_ms}, **guard)
     sequence = _sequence_sweep(session, inputs, timer) if job.sequence_sweep else ([], "")
     audit = auditor.finish()
     streams = _streams(session, job, sweep) if job.measures_streams and not dropped else None

@@ -10,9 +10,10 @@ batches were measured or when only the last batch qualifies (throughput still gr
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from planner import units
 from planner.measure.timer import MeasureSettings, time_callable
@@ -58,6 +59,7 @@ class SweepStop(StrEnum):
     OUT_OF_MEMORY = "out of memory"
     MEMORY_BUDGET = "memory budget"
     MEMORY_ESTIMATE = "memory estimate"  # stopped before a batch estimated not to fit: nothing allocated
+    TIME_LIMIT = "time limit"  # stopped before a batch whose timing would overrun the sweep's time limit
     FAILED = "failed"
 
 
@@ -106,6 +108,9 @@ def throughput_sweep(
     estimate_bytes: Callable[[int], int] | None = None,
     memory_limit_bytes: int | None = None,
     estimate_basis: str = "",
+    time_limit_s: float | None = None,
+    measured_p50_ms: Mapping[int, float] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ThroughputSweep:
     """Time each batch size with ``time_callable`` and find where throughput stops growing.
 
@@ -118,11 +123,31 @@ def throughput_sweep(
     of the points. ``estimate_bytes(b)``, when given with ``memory_limit_bytes``, is checked
     before batch ``b`` is built: a batch estimated above the limit ends the sweep before anything
     of it is allocated (``estimate_basis`` says how the estimate was made).
+    ``time_limit_s`` bounds the sweep's wall time: a batch whose timing (warm-up and minimum samples, at
+    the last batch's time per sample scaled by the batch) would end past it is not started.
+    ``measured_p50_ms`` holds batches already timed on this callable (the main timing at the model's own
+    batch): their point is taken from it, not timed twice.
     """
     points: list[ThroughputPoint] = []
     stop = SweepStop.COMPLETED
     reason = f"reached max_batch {max_batch}"
+    started = clock()
     for batch in batch_sizes(max_batch):
+        if time_limit_s is not None and points:
+            last = points[-1]
+            cost_s = ((settings.warmup_count + settings.min_samples) * last.latency_p50_ms / 1e3
+                      * batch / last.batch)
+            if clock() - started + cost_s > time_limit_s:
+                stop = SweepStop.TIME_LIMIT
+                reason = (f"stopped before batch {batch}: timing it would take about {cost_s:.0f} s, past the "
+                          f"{time_limit_s:g} s this sweep may take")
+                break
+        known = (measured_p50_ms or {}).get(batch)
+        if known is not None:
+            points.append(ThroughputPoint(batch=batch, latency_p50_ms=known,
+                                          samples_per_s=batch / (known / 1000.0) if known > 0 else float("inf"),
+                                          peak_memory_bytes=memory_probe() if memory_probe is not None else None))
+            continue
         estimate = estimate_bytes(batch) if estimate_bytes is not None else None
         if estimate is not None and memory_limit_bytes is not None and estimate > memory_limit_bytes:
             stop = SweepStop.MEMORY_ESTIMATE

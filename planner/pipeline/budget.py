@@ -20,8 +20,26 @@ MIN_BUDGET_S = 20.0
 """The smallest budget a plan accepts: loading a model, the hardware's ceilings and one baseline timing
 take about this long on a 2-core CPU for a small model (the demos); less would measure nothing."""
 
+QUICK_BUDGET_S = 80.0
+"""A quick plan's budget when `--budget` is not given, so that a quick plan answers in about a minute and a half
+on any machine (its Python start-up comes before the budget's clock). Without it, the time grew with the machine:
+demo:inefficient's quick plan took 77 s on a 2-core AMD EPYC, 197 s on a 2-vCPU Intel Xeon and 208 s on a slower
+2-core EPYC VM, screening all 22 candidates each time; under it the screen takes what can end ranked first and
+each runtime's most promising setting before its others (planner.pipeline.search.screen_order)."""
+
+QUICK_DEFAULT_BASIS = ("the quick plan's default; give --budget to change it, or plan without --quick to "
+                       "measure everything")
+"""How the report says the budget was the quick plan's default, not one the user gave."""
+
 REPORT_RESERVE_S = 3.0
 """Kept back for ranking, writing results.json, the deploy package and the report after the last measurement."""
+
+
+def plan_budget_s(budget_s: float | None, *, quick: bool) -> float | None:
+    """The plan's cap in seconds: the one given, else QUICK_BUDGET_S for a quick plan, else none."""
+    if budget_s is None and quick:
+        return QUICK_BUDGET_S
+    return budget_s
 
 
 @dataclass
@@ -32,6 +50,13 @@ class Budget:
     clock: Callable[[], float] = time.monotonic
     started: float = field(default=0.0)
     cut: list[str] = field(default_factory=list)
+    basis: str = ""  # where the cap came from when the user did not give it ('' for --budget)
+
+    @classmethod
+    def for_plan(cls, budget_s: float | None, *, quick: bool) -> "Budget":
+        """The budget a plan runs under: `--budget` when given, else the quick plan's default (see plan_budget_s)."""
+        cap = plan_budget_s(budget_s, quick=quick)
+        return cls(cap, basis=QUICK_DEFAULT_BASIS if budget_s is None and cap is not None else "")
 
     def __post_init__(self) -> None:
         if self.budget_s is not None and self.budget_s < MIN_BUDGET_S:
@@ -77,4 +102,5 @@ class Budget:
 
     def record(self) -> BudgetRecord:
         """What results.json keeps: the cap, the time spent so far and every cut."""
-        return BudgetRecord(budget_s=self.budget_s, spent_s=round(self.spent(), 1), cut=tuple(self.cut))
+        return BudgetRecord(budget_s=self.budget_s, spent_s=round(self.spent(), 1), cut=tuple(self.cut),
+                            basis=self.basis)

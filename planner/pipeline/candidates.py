@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from planner import units
 from planner.events import CancelToken, Event, EventSink
 from planner.pipeline.budget import Budget
-from planner.pipeline.search import TYPICAL_SCREEN_S, Search
+from planner.pipeline.search import TYPICAL_SCREEN_S, Search, can_rank, screen_order
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
 from planner.results.roof_share import candidate_roof_share
@@ -104,13 +104,20 @@ class CandidateRun:
     budget: Budget = dataclasses.field(default_factory=Budget)  # the plan's time budget (no cap by default)
 
     def run(self, names: list[str], *, timeout_s: float) -> None:
-        """Build the named plugins' candidates, then measure and gate each one."""
-        specs = self._build(names)
-        if specs is None:
-            return
+        """Build the named plugins' candidates, then measure and gate each one.
+
+        Under a budget, where the fidelity check cannot judge a change of arithmetic (random weights and no
+        labelled data), the costly builds of candidates that cannot end ranked wait until the others are
+        screened: their calibration would otherwise spend the time the ones that can win need.
+        """
         from planner.models.valdata import labels_of
 
         labels = labels_of(self.val_data, inputs=self.model.inputs)
+        judgeable = self._outputs_judgeable(labels)
+        first, later = self._build_phases(names, judgeable)
+        specs = self._build(first)
+        if specs is None:
+            return
         if self.val_data is not None:
             self._record_validation(labels)
         drift = self._baseline_drift()
@@ -121,13 +128,43 @@ class CandidateRun:
                        "export it without state) to have fidelity checked")
             self.sink.warn(message)
             self.on_event(Event("warning", message))
-        specs, predictions = self._predict(specs)
         search = Search(self.budget, quick=self.quick)
         search.consider(self.baseline.as_candidate())
+        if not self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s) or not later:
+            return
+        specs = self._build(later)
+        if specs is not None:
+            self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s)
+
+    def _build_phases(self, names: list[str], judgeable: bool) -> tuple[list[str], list[str]]:
+        """(the plugins built first, those built after the first ones are screened): see `run`."""
+        if not self.budget.capped or judgeable:
+            return names, []
+        from planner.plugins import discover
+
+        plugins, _ = discover()
+
+        def waits(name: str) -> bool:
+            plugin = plugins.get(name)
+            if plugin is None or not plugin.build_cost_s:
+                return False
+            return not can_rank(self.declared_by(plugin, str(plugin.build_precision)), outputs_judgeable=False)
+
+        return [n for n in names if not waits(n)], [n for n in names if waits(n)]
+
+    def _screen(self, specs: list[CandidateSpec], labels: list[np.ndarray] | None, search: Search, *,
+                judgeable: bool, timeout_s: float) -> bool:
+        """Predict, order and measure (or skip, with the reason) each spec; False when cancelled."""
+        specs, predictions = self._predict(specs)
+        if self.quick or self.budget.capped:
+            specs = screen_order(specs, lambda s: _promise(predictions[id(s)]),
+                                 lambda s: self.declared(s.plugin, str(s.precision)), outputs_judgeable=judgeable)
+        done = len(search.screened) - 1  # the baseline is in the search; earlier phases' candidates count on
+        total = done + len(specs)
         for i, spec in enumerate(specs):
             if self.cancel.cancelled:
                 self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
-                return
+                return False
             prediction = predictions[id(spec)]
             declared = self.declared(spec.plugin, str(spec.precision))
             skip = ""
@@ -141,15 +178,16 @@ class CandidateRun:
                                          precision=str(spec.precision), status=Status.SKIPPED, spec=to_data(spec),
                                          reason=skip)
             else:
-                self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=i,
-                                    total=len(specs), data={"plugin": spec.plugin}))
+                self.on_event(Event("candidate", f"measuring {spec.label}", stage="measure", index=done + i,
+                                    total=total, data={"plugin": spec.plugin}))
                 result = self._measure(spec, labels, timeout_s=self._timeout(timeout_s), drop_above_ms=search.bound())
                 result = dataclasses.replace(result, dropped=search.dropped_reason(result))
             result = dataclasses.replace(result, prediction=prediction, declared=declared)
             search.consider(result)
             self.sink.add_candidate(result)
-            self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=i + 1,
-                                total=len(specs), data=to_data(result)))
+            self.on_event(Event("candidate_done", candidate_line(result), stage="measure", index=done + i + 1,
+                                total=total, data=to_data(result)))
+        return True
 
     def _timeout(self, timeout_s: float) -> float:
         """A candidate's worker timeout: the per-candidate limit, or less when the budget has less left."""
@@ -159,19 +197,38 @@ class CandidateRun:
     def _budget_skip(self, search: Search, rest: Sequence[CandidateSpec]) -> str:
         """Why the next candidate is not measured when the budget cannot afford it ('' when it can).
 
-        The cut is recorded once, naming every candidate left: they come last because they were the least
-        promising by prediction.
+        One whose plugin declares extra preparation (`screen_extra_s`: a compile) that the budget cannot afford
+        is skipped alone, with its reason. Otherwise the cut is recorded once, naming every candidate left:
+        they come last in the screen's order.
         """
-        if self.budget.affords(search.typical_s()):
+        reserve = self._confirm_reserve_s()
+        plugin = self._plugins.get(rest[0].plugin) if rest else None
+        extra = plugin.screen_extra_s(rest[0]) if plugin is not None else 0.0
+        if self.budget.affords(search.typical_s() + extra + reserve):
             return ""
+        if extra and self.budget.affords(search.typical_s() + reserve):
+            cut = self.budget.cut_step(f"{rest[0].label} not screened",
+                                       f"it prepares for about {extra:.0f} s before its first call (a compile) "
+                                       f"beyond a {search.typical_s():.0f} s screen, and {self.budget.out_of_time()}")
+            self.on_event(self.budget.event(cut))
+            return f"not measured: {cut.partition(': ')[2]}"
         if not search.budget_cut:
             names = ", ".join(s.label for s in rest)
+            kept = f", with {reserve:.0f} s kept to confirm the leaders" if reserve else ""
             search.budget_cut = self.budget.cut_step(
                 f"{len(rest)} candidate{'s' if len(rest) != 1 else ''} not screened ({names})",
-                f"{self.budget.out_of_time()}, and one takes about {search.typical_s():.0f} s; they were the least "
-                "promising by prediction")
+                f"{self.budget.out_of_time()}, and one takes about {search.typical_s():.0f} s{kept}; they came last "
+                "in the screen's order (what can end ranked first, each runtime's most promising setting before "
+                "its others)")
             self.on_event(self.budget.event(search.budget_cut))
         return f"not measured: the time budget ran out ({self.budget.out_of_time()})"
+
+    def _confirm_reserve_s(self) -> float:
+        """What a budgeted quick screen keeps for confirming its leaders: their workers' start and two leaders'
+        least worthwhile turns (0 when nothing is confirmed)."""
+        if not (self.quick and self.confirm_top > 0 and self.budget.capped):
+            return 0.0
+        return CONFIRM_START_S + min(self.confirm_top, 2) * CONFIRM_LEADER_MIN_S
 
     def confirm(self, candidates: Sequence[CandidateResult], order: Sequence[int], *,
                 timeout_s: float) -> dict[int, CandidateResult]:
@@ -301,20 +358,31 @@ class CandidateRun:
         predictions = {id(s): self._plugins[s.plugin].expect(s, self.hw, facts, baseline_fuses=baseline_fuses)
                        for s in specs}
 
-        def promise(spec: CandidateSpec) -> float:
-            p = predictions[id(spec)]
-            return -((p.low + p.high) / 2) if p.low is not None and p.high is not None else 0.0
-
         for spec in specs:
             p = predictions[id(spec)]
             self.on_event(Event("log", f"predicted {spec.label}: {p.band() or 'no band'} — {p.basis}"))
-        return sorted(specs, key=promise), predictions
+        return sorted(specs, key=lambda s: _promise(predictions[id(s)])), predictions
+
+    def _outputs_judgeable(self, labels: list[np.ndarray] | None) -> bool:
+        """Whether the fidelity check can judge a change of arithmetic here: with labels accuracy decides; without,
+        only where the original's outputs depend on the inputs enough to test (not with random weights)."""
+        from planner.measure.fidelity import compare
+
+        if labels is not None or not self.reference:
+            return True
+        try:
+            return not compare(self.reference, self.reference, **self._output_kind()).cannot_judge
+        except ValueError:
+            return True
 
     def declared(self, plugin: str, precision: str) -> Declared | None:
         """What a candidate's plugin declares about it (None for a plugin that is not loaded)."""
         found = self._plugins.get(plugin)
-        if found is None:
-            return None
+        return self.declared_by(found, precision) if found is not None else None
+
+    @staticmethod
+    def declared_by(found: Plugin, precision: str) -> Declared:
+        """What a plugin declares about a candidate of the given precision."""
         decl = found.declaration()
         return Declared(phase=int(decl.phase), arithmetic=str(candidate_arithmetic(decl.arithmetic, precision)),
                         runtime=decl.runtime, transforms_model=decl.transforms_model, is_baseline=decl.is_baseline)
@@ -361,7 +429,8 @@ class CandidateRun:
                 self.sink.skip_plugin(name, reasons)
                 self.on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
                 continue
-            if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S):
+            if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S
+                                                               + self._confirm_reserve_s()):
                 cut = self.budget.cut_step(
                     f"{name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
@@ -580,3 +649,9 @@ def confirm_line(r: CandidateResult) -> str:
     stopped = f"; {r.stopped_by}" if r.stopped_by in (InterleaveStop.APART, InterleaveStop.ALLOWANCE) else ""
     return (f"  confirmed {r.label}: full method p50 {units.ms(r.p50)} against the screen's "
             f"{units.ms(c.screen_p50_ms)} ({c.rel_change:+.0%}, {verdict} within 10%{stopped})")
+
+
+def _promise(prediction: Prediction) -> float:
+    """How a candidate sorts by its predicted band (smaller first): the band's middle, negated; 0 without one."""
+    p = prediction
+    return -((p.low + p.high) / 2) if p.low is not None and p.high is not None else 0.0

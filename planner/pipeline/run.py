@@ -40,7 +40,7 @@ class PlanOptions:
     finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
     confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
     output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)
-    budget_s: float | None = None  # `--budget`: the whole plan's time cap in seconds (None: no cap)
+    budget_s: float | None = None  # `--budget`: the whole plan's time cap in seconds (None: a quick plan's default)
     pipeline: str | None = None  # `--pipeline FILE.py:PRE[,POST]`: time the user's whole request (needs trust_code)
 
 
@@ -55,7 +55,7 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
 
     # An unknown name fails now, before any measuring; a named board also sets the default requirements.
     named = resolve_device(options.device, "", None) if options.device else None
-    budget = Budget(options.budget_s)  # a budget too small for even the baseline fails here, before any work
+    budget = Budget.for_plan(options.budget_s, quick=options.quick)  # one too small for the baseline fails here
     session = session_factory(on_event=on_event, cancel=cancel)
     session.budget = budget
     if options.pipeline:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from planner import units
+from planner.plugins.declarations import Arithmetic
 from planner.results import CandidateResult, Status
 
 if TYPE_CHECKING:
@@ -134,6 +135,37 @@ class Search:
     def typical_s(self) -> float:
         """What the next screen is expected to take: the median of those measured so far."""
         return typical_wall_s(self.screened)
+
+
+def can_rank(declared: "Declared | None", *, outputs_judgeable: bool) -> bool:
+    """Whether a candidate's measurement can end ranked: a new architecture never can (its weights are untrained),
+    and a change of arithmetic only where the fidelity check can judge the outputs (with random weights and
+    generated inputs it ends "not established" however fast it runs)."""
+    if declared is None:
+        return True
+    if declared.arithmetic == Arithmetic.STRUCTURAL:
+        return False
+    return outputs_judgeable or declared.arithmetic == Arithmetic.NONE
+
+
+def screen_order(specs: Sequence["CandidateSpec"], promise: Callable[["CandidateSpec"], float],
+                 declared: Callable[["CandidateSpec"], "Declared | None"], *,
+                 outputs_judgeable: bool) -> list["CandidateSpec"]:
+    """The order a quick or budgeted search screens in: what can end ranked first, then breadth first.
+
+    Within each of the two groups (can be ranked, cannot: see `can_rank`), every runtime and precision's most
+    promising setting comes before any family's second: when the budget runs out, each runtime has had
+    its look, instead of one family's near-duplicates taking the whole budget. Within a round, the most
+    promising first (`promise`: smaller sorts first). The sort is stable, so ties keep the plugins' order.
+    """
+    rounds: dict[str, int] = {}
+    keyed = []
+    for spec in sorted(specs, key=promise):
+        decl = declared(spec)
+        family = family_of(spec.plugin, str(spec.precision), decl)
+        rounds[family] = rounds.get(family, -1) + 1
+        keyed.append(((not can_rank(decl, outputs_judgeable=outputs_judgeable), rounds[family], promise(spec)), spec))
+    return [spec for _, spec in sorted(keyed, key=lambda pair: pair[0])]
 
 
 def typical_wall_s(candidates: Iterable[CandidateResult]) -> float:

@@ -256,6 +256,11 @@ class Plugin:
                            is_baseline=self.is_baseline, transforms_model=callable(getattr(self, "transform", None)),
                            plan_note=self.plan_note)
 
+    def screen_extra_s(self, spec: "CandidateSpec") -> float:
+        """Seconds one candidate's worker spends preparing beyond a typical screen (a compile before the first
+        call); a budgeted plan screens it only when the budget affords that too. 0 by default."""
+        return 0.0
+
     def prediction_family(self, spec: "CandidateSpec") -> str:
         """The prediction family of one candidate (int8, bf16, fp16, ternary, runtime...): by default its
         precision decides; a plugin whose settings form a family of their own overrides this."""

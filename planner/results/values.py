@@ -393,6 +393,7 @@ class BudgetRecord:
     budget_s: float | None = None  # None: no budget was given
     spent_s: float = 0.0  # the whole plan's wall time, from loading the model to writing the results
     cut: tuple[str, ...] = ()  # each thing the budget left out, in a sentence that says why
+    basis: str = ""  # where the cap came from when the user did not give it ('' for --budget)
 
 
 @dataclass(frozen=True)

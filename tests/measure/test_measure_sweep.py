@@ -173,3 +173,40 @@ def test_sweep_stops_before_a_batch_estimated_not_to_fit(clock: FakeClock) -> No
     assert "stopped before batch 16" in sweep.stopped_reason
     assert "1.56 GiB" in sweep.stopped_reason and "1,000 MiB" in sweep.stopped_reason
     assert "nothing was allocated" in sweep.stopped_reason
+
+
+def test_a_time_limit_stops_before_a_batch_that_would_overrun_it(clock: FakeClock) -> None:
+    """A quick sweep does not start a batch whose warm-up and minimum samples would end past its limit."""
+    seconds = (lambda: clock.now / 1e9)  # noqa: E731 - the sweep's wall clock, on the fake work's time
+    slow = make_runner(clock)
+
+    def run_for_batch(batch: int):
+        run, pool = slow(batch)
+
+        def heavy(x):  # 100x the fake cost: batch 1 takes 0.45 s a call
+            for _ in range(100):
+                run(x)
+        return heavy, pool
+
+    sweep = throughput_sweep(run_for_batch, max_batch=64, settings=SETTINGS, time_limit_s=20.0, clock=seconds)
+    # Batch 1: 12 calls (warm-up and minimum samples) x 0.45 s = 5.4 s; batch 2, estimated at 12 x 0.9 s, fits
+    # and takes 12 x 0.5 s = 6 s; batch 4, estimated at 12 x 1.0 s = 12 s, would end at 23.4 s, past 20 s.
+    assert [p.batch for p in sweep.points] == [1, 2]
+    assert sweep.stop == SweepStop.TIME_LIMIT
+    assert sweep.stopped_reason.startswith("stopped before batch 4: timing it would take about 12 s")
+    assert "past the 20 s this sweep may take" in sweep.stopped_reason
+
+
+def test_a_batch_already_timed_is_taken_as_it_was(clock: FakeClock) -> None:
+    """The main timing at the model's own batch is the sweep's point for it: that batch is not run again."""
+    ran: list[int] = []
+    runner = make_runner(clock)
+
+    def run_for_batch(batch: int):
+        ran.append(batch)
+        return runner(batch)
+
+    sweep = throughput_sweep(run_for_batch, max_batch=4, settings=SETTINGS, measured_p50_ms={1: 7.0})
+    assert ran == [2, 4]
+    assert sweep.points[0].batch == 1 and sweep.points[0].latency_p50_ms == 7.0
+    assert sweep.points[0].samples_per_s == pytest.approx(1000 / 7.0)

@@ -31,10 +31,17 @@ def test_the_flat_demo_barely_depends_on_its_input():
 @pytest.mark.worker
 def test_int8_on_a_model_whose_outputs_barely_depend_on_its_input_is_not_established(tmp_path):
     pytest.importorskip("onnxruntime")  # the ONNX Runtime INT8 candidates (static QDQ and dynamic)
+    events = []
+    # Under a budget (one no machine runs out of), INT8 cannot end ranked on these outputs, so its calibration
+    # waits until the fp32 runtimes, which can, are screened.
     outcome = run_plan(PlanOptions(model="demo:flat", target="cpu", quick=True, confirm=0, out=tmp_path,
-                                   plugins=("edge.int8",)))
+                                   plugins=("cpu.onnxruntime", "edge.int8"), budget_s=900.0), on_event=events.append)
     int8 = [c for c in outcome.results.candidates if c.precision == "int8" and c.fidelity is not None]
     assert int8, [(c.label, c.status, c.reason) for c in outcome.results.candidates]
+    said = [(e.kind, e.message) for e in events if e.kind in ("stage", "candidate")]
+    built_int8 = next(i for i, (kind, m) in enumerate(said) if kind == "stage" and m.endswith("edge.int8"))
+    fp32 = [i for i, (kind, m) in enumerate(said) if kind == "candidate" and "int8" not in m]
+    assert fp32 and built_int8 > max(fp32), said
     for cand in int8:
         assert cand.status is Status.UNCONFIRMED, (cand.label, cand.status, cand.reason)
         assert cand.reason.startswith(f"{NOT_ESTABLISHED}: cannot judge: the model's outputs barely depend on its "
@@ -47,4 +54,6 @@ def test_int8_on_a_model_whose_outputs_barely_depend_on_its_input_is_not_establi
                if c.get("precision") == "int8" and c.get("fidelity"))
     report = (tmp_path / "report.md").read_text()
     assert "*Cannot judge*" in report and "what would settle it: `--val-data DIR` with real inputs" in report
-    assert "passed the fidelity check" not in report
+    # Only an fp32 runtime, exact to rounding, may have passed it here.
+    assert not [line for line in report.splitlines() if "int8" in line.lower() and "passed the fidelity check" in line]
+

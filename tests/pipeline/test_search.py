@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from planner.errors import PlannerError
-from planner.pipeline.budget import MIN_BUDGET_S, REPORT_RESERVE_S, Budget
-from planner.pipeline.search import VARIANT_REACH, Search
+from planner.pipeline.budget import MIN_BUDGET_S, QUICK_BUDGET_S, REPORT_RESERVE_S, Budget, plan_budget_s
+from planner.pipeline.search import VARIANT_REACH, Search, screen_order
 from planner.plugins import CandidateSpec
 from planner.results import CandidateResult, Declared, Status
 from planner.results.values import LatencyStats
@@ -150,3 +150,39 @@ def test_no_prediction_is_weighed_against_speedups_over_a_disturbed_baseline() -
     search.consider(baseline)
     search.consider(dataclasses.replace(result("openvino f32", 0.03, runtime="openvino"), speedup=3000.0))
     assert search.prediction_skip(declared("onnxruntime"), Prediction(low=1.0, high=20.0, basis="")) == ""
+
+
+def spec(label: str, runtime: str, precision: str = "fp32") -> CandidateSpec:
+    return CandidateSpec(plugin=f"p.{runtime}", label=label, precision=precision)
+
+
+def test_the_screen_takes_what_can_end_ranked_first_and_each_runtime_before_its_others() -> None:
+    """On random weights a bf16 or INT8 candidate ends "not established" however fast: the budget goes to the
+    fp32 runtimes first, one setting of each before any second one; then the rest, in the same way."""
+    promise = {"ort a": -1.5, "ort b": -1.45, "ov a": -1.4, "ov b": -1.3, "int8 a": -5.0, "int8 b": -4.9,
+               "bf16": -2.0, "new arch": -3.0}
+    kinds = {"int8 a": "reduced-precision", "int8 b": "reduced-precision", "bf16": "reduced-precision",
+             "new arch": "structural"}
+    specs = [spec("int8 a", "ov", "int8"), spec("int8 b", "ov", "int8"), spec("new arch", "arch"),
+             spec("bf16", "ov", "bf16"), spec("ort a", "ort"), spec("ort b", "ort"), spec("ov a", "ov"),
+             spec("ov b", "ov")]
+
+    def decl(s: CandidateSpec) -> Declared:
+        return dataclasses.replace(declared(s.plugin.removeprefix("p.")), arithmetic=kinds.get(s.label, "none"))
+
+    def order(judgeable: bool) -> list[str]:
+        return [s.label for s in screen_order(specs, lambda s: promise[s.label], decl, outputs_judgeable=judgeable)]
+
+    assert order(False) == ["ort a", "ov a", "ort b", "ov b", "int8 a", "new arch", "bf16", "int8 b"]
+    # Where the check can judge, precision changes can end ranked; an untrained architecture never can.
+    assert order(True) == ["int8 a", "bf16", "ort a", "ov a", "int8 b", "ort b", "ov b", "new arch"]
+
+
+def test_a_quick_plan_has_a_budget_unless_one_is_given() -> None:
+    assert plan_budget_s(None, quick=True) == QUICK_BUDGET_S
+    assert plan_budget_s(None, quick=False) is None
+    assert plan_budget_s(300.0, quick=True) == 300.0
+    quick = Budget.for_plan(None, quick=True)
+    assert quick.capped and quick.record().basis.startswith("the quick plan's default; give --budget")
+    assert Budget.for_plan(120.0, quick=True).record().basis == ""
+    assert not Budget.for_plan(None, quick=False).capped

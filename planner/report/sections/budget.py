@@ -14,7 +14,9 @@ def render(data: ReportData) -> list[str]:
     lines = ["## Time budget", ""]
     allowed = fmt.real(budget.get("budget_s"))
     spent = fmt.real(budget.get("spent_s"))
-    lines.append((f"Budget {fmt.seconds(allowed)}" if allowed is not None else "No time budget was given")
+    basis = text(budget.get("basis"))
+    lines.append((f"Budget {fmt.seconds(allowed)}" + (f" ({basis})" if basis else "") if allowed is not None
+                  else "No time budget was given")
                  + (f"; the plan took {fmt.seconds(spent)}, from loading the model to writing the results."
                     if spent is not None else "."))
     cut = [text(c) for c in as_list(budget.get("cut")) if text(c)]

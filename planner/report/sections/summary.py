@@ -4,6 +4,8 @@ remaining win (labelled as an estimate unless measured)."""
 
 from __future__ import annotations
 
+import re
+
 from planner.report import fmt, handover
 from planner.report.data import ReportData, as_dict, as_list, dig, latency, p50, text
 from planner.report.sections import requirements
@@ -258,10 +260,16 @@ def _budget(data: ReportData) -> list[str]:
     if not cut:
         return []
     allowed = f"the {fmt.seconds(budget['budget_s'])} budget" if budget.get("budget_s") is not None else "the budget"
-    spent = f" ({fmt.seconds(budget['spent_s'])} spent)" if budget.get("spent_s") is not None else ""
-    more = "; what else it cut is under Appendix › Time budget" if len(cut) > 1 else ""
-    return [f"**Time budget**: {allowed}{spent} cut work, so no number here stands for it: {cut[0].rstrip('.')}"
-            f"{more}."]
+    basis = text(budget.get("basis")).partition(";")[0]
+    spent = "; ".join(p for p in (basis, f"{fmt.seconds(budget['spent_s'])} spent" if budget.get("spent_s") is not None
+                                   else "") if p)
+    if len(cut) == 1:
+        return [f"**Time budget**: {allowed}{f' ({spent})' if spent else ''} cut work, so no number here stands "
+                f"for it: {cut[0].rstrip('.')}."]
+    # Each cut begins with what it left out; the candidates it names and the reasons are in the Appendix.
+    whats = [re.sub(r" \(.*\)$", "", c.partition(": ")[0]) for c in cut]
+    return [f"**Time budget**: {allowed}{f' ({spent})' if spent else ''} cut work: {'; '.join(whats)}. No number "
+            "here stands for what it cut; which and why is under Appendix › Time budget."]
 
 
 def _warnings(data: ReportData) -> list[str]:
