@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Input, Label, Markdown, Select, Static, Tree
+from textual.widgets import DataTable, Input, Label, Select, Static, Tree
 from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.advice import defaults_for
+from planner.tui.screens.report import ReportPreview
 from planner.tui.screens.requirements import number_text
 from planner.tui.widgets.toggles import TickList
 
@@ -95,7 +96,7 @@ def test_whole_flow_on_demo_tiny(tmp_path):
 
         await pilot.press("9", "s")
         await wait_idle(pilot)
-        report = app.query_one("#report-md", Markdown)
+        report = app.query_one("#report-md", ReportPreview)
         await wait_for(pilot, lambda: "Summary" in (report.source or ""), 30, "the report preview")
         assert str(out / "report.md") in str(app.query_one("#saved", Label).render())
         assert (out / "report.md").exists() and (out / "results.json").exists()

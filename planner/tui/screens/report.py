@@ -8,7 +8,7 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Input, Label, Markdown
+from textual.widgets import Button, Input, Label, Static
 
 from planner.errors import PlannerError
 from planner.pipeline.outdir import default_out_dir
@@ -18,6 +18,28 @@ from planner.tui.widgets.notice import Notice
 
 PLACEHOLDER = ("*Press **s** (or Save) to write `results.json` and `report.md` to the folder above; "
                "the report appears here.*")
+
+
+class ReportPreview(Static):
+    """The saved report.md, drawn by Rich in one widget, as the Results step draws its tables (each table whole
+    where it fits the pane, else one entry per row).
+
+    Textual's Markdown widget built a widget per block and table cell: for a 700-line report that was thousands
+    of widgets, and seconds of layout each time the step was shown or the pane resized.
+    """
+
+    def __init__(self, source: str, *, id: str | None = None) -> None:
+        from planner.tui.widgets.markdown_tables import markdown_with_tables
+
+        super().__init__(markdown_with_tables(source), id=id)
+        self.source = source
+
+    def show(self, source: str) -> None:
+        """Draw another report (or the placeholder)."""
+        from planner.tui.widgets.markdown_tables import markdown_with_tables
+
+        self.source = source
+        self.update(markdown_with_tables(source))
 
 
 class ReportPane(StepPane):
@@ -40,14 +62,14 @@ class ReportPane(StepPane):
         yield Notice(id="notice")
         yield Label("", id="saved", classes="status")
         with VerticalScroll(id="report-box"):
-            yield Markdown(PLACEHOLDER, id="report-md")
+            yield ReportPreview(PLACEHOLDER, id="report-md")
 
     def sync(self) -> None:
         """Show the folder the report will go to (unless the user has typed one)."""
         if self._previewing and not self.session.is_done(SessionStep.REPORT):
             # The session says the saved report is out of date (a new model, run or plan).
             self._previewing = False
-            self.query_one("#report-md", Markdown).update(PLACEHOLDER).call_next(self)
+            self.query_one("#report-md", ReportPreview).show(PLACEHOLDER)
             self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
                                                    "them again (the folder's files are overwritten).")
         if self._edited:
@@ -113,8 +135,7 @@ class ReportPane(StepPane):
             self.query_one("#saved", Label).update(f"{saved} {out_dir / 'results.json'} (no report: see warnings)")
         else:
             self.query_one("#saved", Label).update(f"{saved} {result['report']} and results.json")
-            # Markdown.update returns an awaitable that does the rendering: schedule it.
-            self.query_one("#report-md", Markdown).update(result["markdown"] or "").call_next(self)
+            self.query_one("#report-md", ReportPreview).show(result["markdown"] or "")
             self._previewing = True
         self._edited = False
 
