@@ -69,7 +69,9 @@ def runtime_versions(names: tuple[str, ...] = RUNTIMES, timeout_s: float = IMPOR
         try:
             out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
+            from planner.supervise import end_process
+
+            end_process(proc, grace_s=1.0)
             proc.communicate()
             versions[name], reasons[name] = None, f"importing it took longer than {timeout_s:.0f} s"
             continue
@@ -177,9 +179,9 @@ def local_facts(timeout_s: float = IMPORT_TIMEOUT_S, *, refresh: bool = False) -
     where the cache holds the answer)."""
     from planner import __version__
     from planner.engine.protocol import PROTOCOL_VERSION
-    from planner.hardware.ceilings import default_cache_dir
+    from planner.paths import cache_dir
 
-    versions, reasons = cached_runtime_versions(default_cache_dir().expanduser(), refresh=refresh,
+    versions, reasons = cached_runtime_versions(cache_dir().expanduser(), refresh=refresh,
                                                 timeout_s=timeout_s)
     return {
         "planner": __version__,
@@ -190,7 +192,7 @@ def local_facts(timeout_s: float = IMPORT_TIMEOUT_S, *, refresh: bool = False) -
         "glibc": glibc_version(),
         "runtimes": versions,
         "runtime_problems": reasons,
-        "cache_dir": str(default_cache_dir().expanduser().absolute()),
+        "cache_dir": str(cache_dir().expanduser().absolute()),
         "cores": usable_cores(),
     }
 

@@ -304,12 +304,10 @@ class EngineClient:
 
     def _end_group(self) -> None:
         """End whatever the dead engine left running (its measuring processes share its process group)."""
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
+        from planner.supervise import end_group
+
+        if self.process is not None:
+            end_group(self.process.pid)
 
     # -- stopping ------------------------------------------------------------------------------
     def cancel(self, *, now: bool = False) -> None:

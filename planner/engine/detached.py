@@ -63,9 +63,9 @@ the relay looks for new lines, and how often it checks that the engine is still 
 
 def runs_root() -> Path:
     """`<cache>/runs`: the detached runs of this user (the cache is $PLANNER_CACHE_DIR, else ~/.cache/planner)."""
-    from planner.hardware.ceilings import default_cache_dir
+    from planner.paths import cache_dir
 
-    return default_cache_dir() / RUNS_DIR
+    return cache_dir() / RUNS_DIR
 
 
 def boot_id() -> str:
@@ -109,13 +109,9 @@ def engine_alive(run_dir: Path) -> bool:
         return False
     if not _same_boot(run_dir):
         return False  # the pid belongs to an earlier boot: whatever has it now is not our engine
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    import psutil
+
+    return psutil.pid_exists(pid)  # another user's process is there too: the pid is taken, as ours was
 
 
 def _same_boot(run_dir: Path) -> bool:

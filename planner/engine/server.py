@@ -470,16 +470,13 @@ def end_leftovers() -> None:
     them behind."""
     import psutil
 
+    from planner.supervise import end_processes
+
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
         return
-    for child in children:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(children, timeout=LEFTOVER_WAIT_S)
+    end_processes(children, wait_s=LEFTOVER_WAIT_S)
 
 
 def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
@@ -510,7 +507,7 @@ def serve_streams(reader: IO[str], writer: IO[str], *, session_factory: SessionF
             # A process forked from the engine (torch.compile's workers) inherits this handler: it is not the
             # engine, so the signal does what it would have done (SIGTERM ends it).
             signal.signal(number, signal.SIG_DFL)
-            os.kill(os.getpid(), number)
+            signal.raise_signal(number)
             return
         server.hang_up_on_signal(number)
 

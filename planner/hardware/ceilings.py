@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -27,8 +26,8 @@ from planner.hardware.clock import ClockError, best_rate, cuda_event_timer, even
 from planner.hardware.load import LoadSampler
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile
 from planner.io import write_json_atomic
+from planner.paths import cache_dir as planner_cache_dir
 
-CACHE_ENV = "PLANNER_CACHE_DIR"
 CACHE_FORMAT = 5
 """3: the CPU's int8 peak joined fp32 and bf16; 4: the float peaks are the faster of torch.mm and a 1x1
 convolution; 5: a busy measurement is no longer cached, and a lower precision measured slower than a more
@@ -391,12 +390,6 @@ def _numpy_version() -> str | None:
         return None
 
 
-def default_cache_dir() -> Path:
-    """$PLANNER_CACHE_DIR, else ~/.cache/planner."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "planner"
-
-
 def cache_key(hw: HardwareProfile, device: str) -> dict[str, Any]:
     """What the ceilings depend on: CPU model, cores, ISA, GPU names, torch and numpy versions, target device."""
     isa = hashlib.sha256(" ".join(sorted(hw.cpu.features)).encode()).hexdigest()[:12]
@@ -482,7 +475,7 @@ def measure_ceilings(hw: HardwareProfile, *, quick: bool = False, cache_dir: Pat
     is a labelled vendor-table fallback (known GPUs) or a labelled estimate, and nothing is cached.
     """
     target = _pick_device(hw, device)
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = Path(cache_dir) if cache_dir is not None else planner_cache_dir()
     key = cache_key(hw, target)
     path = cache_path(directory, hw, target, quick)
     # A full measurement also answers a quick request, so it is read (and compared with) first.
@@ -569,7 +562,7 @@ def raise_exceeded(ceilings: Ceilings, attained: dict[str, tuple[float, str]], *
     if raised is not ceilings and not raised.device.startswith("cuda"):
         raised = with_order_findings(raised)
     if raised is not ceilings and hw is not None and ceilings.is_measured:
-        directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        directory = Path(cache_dir) if cache_dir is not None else planner_cache_dir()
         for quick in (False, True):
             _invalidate(cache_path(directory, hw, ceilings.device, quick), cache_key(hw, ceilings.device), raised)
     return raised

@@ -13,17 +13,13 @@ THREAD_ENV_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENB
 _pin_notes: list[str] = []
 
 
-def _usable_cpus() -> int | None:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count()
-
-
 def thread_settings() -> dict[str, Any]:
     """Return the thread settings in force now; torch's pools only if torch is already imported."""
+    from planner.hardware.memory_limits import usable_cores
+
     settings: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
-        "usable_cpus": _usable_cpus(),
+        "usable_cpus": usable_cores(),
     }
     for name in THREAD_ENV_VARS:
         settings[name] = os.environ.get(name)

@@ -173,12 +173,9 @@ def _crash_reason(exitcode: int | None, oom_before: tuple[int, int] | None = Non
 
 
 def _stop(process: multiprocessing.process.BaseProcess) -> None:
-    if process.is_alive():
-        process.terminate()
-        process.join(_TERMINATE_GRACE_S)
-    if process.is_alive():
-        process.kill()
-        process.join()
+    from planner.supervise import end_process
+
+    end_process(process, grace_s=_TERMINATE_GRACE_S)
 
 
 def _target_location(fn: Callable[..., Any]) -> tuple[str, str, str | None]:

@@ -79,9 +79,9 @@ def load_split() -> Split:
 
 def cache_folder() -> Path:
     """Where the trained weights and the held-out set live: the planner's cache folder, per recipe version."""
-    from planner.hardware.ceilings import default_cache_dir
+    from planner.paths import cache_dir
 
-    return default_cache_dir() / "models" / RECIPE_VERSION
+    return cache_dir() / "models" / RECIPE_VERSION
 
 
 def weights_path() -> Path:

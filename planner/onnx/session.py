@@ -57,9 +57,10 @@ class OrtSession:
         This is how ONNX Runtime serves concurrent requests at a higher rate: one session's
         intra-op threads wait on each other at every op, while separate sessions never do.
         """
+        from planner.hardware.memory_limits import usable_cores
         from planner.measure.streams import ThreadedRuns, split_threads
 
-        threads = self._session.get_session_options().intra_op_num_threads or _usable_cpus()
+        threads = self._session.get_session_options().intra_op_num_threads or usable_cores()
         streams, each = split_threads(threads)
         if streams < 2:
             return f"{threads} thread: no room for parallel ONNX Runtime sessions"
@@ -87,13 +88,6 @@ class OrtSession:
             "allow_spinning": _config_entry(opts, "session.intra_op.allow_spinning"),
             "inputs": ", ".join(self._input_types),
         }
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity), at least 1."""
-    import os
-
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _cast(array: np.ndarray, dtype) -> np.ndarray:

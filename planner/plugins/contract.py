@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, runtime_che
 
 from planner.codec import from_data, to_data
 from planner.plugins.declarations import Arithmetic, Declaration, Phase
+from planner.plugins.precision import Precision
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,16 +37,6 @@ class Target(StrEnum):
     NVIDIA = "nvidia"
     EDGE = "edge"
     ANY = "any"
-
-
-class Precision(StrEnum):
-    """The numeric precision a candidate computes in."""
-
-    FP32 = "fp32"
-    BF16 = "bf16"
-    FP16 = "fp16"
-    INT8 = "int8"
-    TERNARY = "ternary"
 
 
 # The plugins' entry-point group (the registry's too): a transform's plugin is found there by name.

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
-from planner.plugins.contract import Precision
+from planner.plugins.precision import Precision
 
 if TYPE_CHECKING:
     import numpy as np

@@ -334,23 +334,15 @@ class FleetApp(App[int]):
         if self.cancel_sent or self.process is None or self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.process.pid, signal.SIGINT)
+            self.process.send_signal(signal.SIGINT)
         self.cancel_sent = True
 
     def end_process(self) -> None:
         """Stop the fleet process if it still runs: SIGTERM, then SIGKILL after a grace (bounded either way)."""
-        process = self.process
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        try:
-            process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(STOP_GRACE_S)
+        from planner.supervise import end_process
+
+        if self.process is not None:
+            end_process(self.process, grace_s=STOP_GRACE_S)
 
     def on_unmount(self) -> None:
         """The view closes: a fleet process still running is stopped (off the event loop: it can take seconds)."""
