@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping
 from planner import units
 from planner.advice import _facts as facts
 from planner.advice.requirements import Requirements
-from planner.codec import from_data, to_data
+from planner.codec import from_data
 from planner.hardware.profile import EDGE_DEVICE_CLASSES, HardwareProfile
 from planner.results.decisions import AnswerRecord, AnswerStatus, Group  # below advice so results can hold them
 from planner.results.pipeline_split import PipelineSplit
@@ -135,10 +135,6 @@ class Answer:
                             hint=self.question.hint, answered_by=self.question.answered_by, answer=self.answer,
                             evidence=self.evidence, status=self.status, prompt=self.prompt, value=self.value)
 
-    # Kept: the JSON flattens the question's fields into the answer (results.json's checklist).
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the record's JSON."""
-        return to_data(self.record())
 
 
 # ---- shared assessments (the trees use these too) ---------------------------------------------------

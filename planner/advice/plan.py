@@ -27,7 +27,6 @@ from planner.advice.tree import (
     RecommendedAction,
     evaluate_tree,
 )
-from planner.codec import to_data
 from planner.plugins.declarations import ActionId, Arithmetic, Catalog
 from planner.results.decisions import (  # below advice so results can hold them
     PLAN_SCHEMA,
@@ -75,10 +74,6 @@ class Plan:
                           checklist=tuple(a.record() for a in self.answers),
                           decision_path=self.path.record() if self.path else None)
 
-    # Kept: the JSON adds `schema`, names answers `checklist` and path `decision_path`, flattens answers.
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (for results.json): the record's JSON."""
-        return to_data(self.record())
 
 
 def _gate_text(requirements: Requirements) -> str:

@@ -21,7 +21,6 @@ from planner.advice import _facts as facts
 from planner.advice.checklist import Answer
 from planner.advice.conditions import CONDITIONS, Outcome, make_context
 from planner.advice.requirements import Requirements
-from planner.codec import to_data
 from planner.plugins.declarations import ActionId, Catalog
 from planner.results.decisions import (  # the data, below advice so results can hold it; re-exported
     Action,
@@ -89,10 +88,6 @@ class RecommendedAction:
                             node_text=self.node_text, evidence=self.evidence, options=dict(self.options),
                             fidelity_gated=self.fidelity_gated, when=self.when)
 
-    # Kept: the JSON flattens the action (id, plugin) and adds the derived, filled-in `title`.
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the record's JSON."""
-        return to_data(self.record())
 
 
 @dataclass(frozen=True)
@@ -108,10 +103,6 @@ class DecisionPath:
         return DecisionPathRecord(target=self.target, visited=tuple(self.visited),
                                   actions=tuple(a.record() for a in self.actions))
 
-    # Kept: its actions serialise through RecommendedAction's record (flattened, derived title).
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the record's JSON."""
-        return to_data(self.record())
 
 
 class _Fill(dict):

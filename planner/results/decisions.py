@@ -268,7 +268,7 @@ PLAN_SCHEMA = 1
 
 @dataclass(frozen=True)
 class PlanRecord:
-    """A plan as results.json holds it (planner.advice's `Plan.to_dict()`): its `schema`, and its answers
+    """A plan as results.json holds it (planner.advice's `Plan.record()`): its `schema`, and its answers
     and tree walk named `checklist` and `decision_path`.
 
     The last three are None or empty in files written before the plan carried them.

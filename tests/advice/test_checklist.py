@@ -7,6 +7,7 @@ import json
 import pytest
 
 from planner.advice import AnswerStatus, answer_checklist, defaults_for, questions_for
+from planner.codec import to_data
 
 
 def _by_id(answers):
@@ -105,5 +106,5 @@ def test_user_reply_and_serialisation(cpu_server, make_baseline) -> None:
     answers = answer_checklist("cpu", cpu_server, make_baseline())
     pre = _by_id(answers)["cpu.preprocessing"].with_reply("decoding JPEGs takes 80% of a request", value=True)
     assert pre.status == AnswerStatus.USER and pre.value is True
-    data = json.loads(json.dumps([a.to_dict() for a in [*answers, pre]]))
+    data = json.loads(json.dumps([to_data(a.record()) for a in [*answers, pre]]))
     assert {d["status"] for d in data} >= {"auto", "ask-user", "user"}

@@ -12,6 +12,7 @@ from plugin_catalog import CATALOG
 
 from planner.advice import answer_checklist, evaluate_tree, load_requirements, make_plan
 from planner.advice.tree import PYTORCH_SETTINGS, not_applicable
+from planner.codec import to_data
 from planner.report.data import ReportData
 from planner.report.sections import summary
 
@@ -70,7 +71,7 @@ def test_the_threads_step_of_an_onnx_only_model_does_not_read_torch_threads(cpu_
 def test_the_summary_next_of_an_onnx_only_model_is_no_pytorch_setting(cpu_server, ocr_detector) -> None:
     plan = _plan(cpu_server, ocr_detector)
     results = {"status": "ok", "target": "cpu", "model": ocr_detector["model"], "baseline": ocr_detector,
-               "plan": plan.to_dict(), "candidates": [],
+               "plan": to_data(plan.record()), "candidates": [],
                # As a real run records it: the PyTorch plugin cannot run an ONNX file.
                "skipped_plugins": [{"plugin": "cpu.torch",
                                     "reasons": ["the model is ONNX-only: cpu.torch needs a PyTorch module"]}]}

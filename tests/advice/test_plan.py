@@ -17,6 +17,7 @@ from planner.advice import (
     load_requirements,
     make_plan,
 )
+from planner.codec import to_data
 
 FINDINGS = [
     {"id": "F-small", "severity": "low", "layers": ["fc"], "evidence": "fc is 2% of time", "impact": 0.02,
@@ -237,7 +238,7 @@ def test_user_reply_rules_out_preprocessing_advice(a100_server, make_baseline) -
 def test_plan_serialises_for_results_json(pi4, make_baseline) -> None:
     plan = make_plan(target="edge", hw=pi4, baseline=make_baseline(p50=412.0, findings=FINDINGS),
                      requirements=defaults_for("raspberry_pi"), catalog=CATALOG)
-    data = json.loads(json.dumps(plan.to_dict()))
+    data = json.loads(json.dumps(to_data(plan.record())))
     assert data["schema"] == 1 and data["target"] == "edge"
     assert [s["order"] for s in data["steps"]] == list(range(1, len(data["steps"]) + 1))
     assert data["requirements"]["sources"]["latency_ms"] == "default for Edge (device performance targets)"

@@ -131,7 +131,8 @@ def test_precision_lowering_actions_are_fidelity_gated() -> None:
 
 def test_decision_path_serialises(cpu_server, make_baseline) -> None:
     req = load_requirements(device_class="cpu_server", overrides={"latency_ms": 10})
-    data = json.loads(json.dumps(evaluate_tree("cpu", cpu_server, make_baseline(), req, catalog=CATALOG).to_dict()))
+    path = evaluate_tree("cpu", cpu_server, make_baseline(), req, catalog=CATALOG)
+    data = json.loads(json.dumps(to_data(path.record())))
     assert data["target"] == "cpu" and data["actions"] and data["visited"][0]["id"] == "cpu"
 
 

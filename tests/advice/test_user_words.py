@@ -116,10 +116,10 @@ def _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline) 
 def test_plans_answers_and_tree_rationales_are_in_plain_words(cpu_server, big_cpu_server, pi4, jetson, a100_server,
                                                              make_baseline) -> None:
     plans = _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline)
-    found = {name: _internal_words(plan.to_dict()) for name, plan in plans.items()}
+    found = {name: _internal_words(to_data(plan.record())) for name, plan in plans.items()}
     assert found == {name: [] for name in plans}
     # The scenarios do reach the sentences that used to cite the internal documents.
-    text = json.dumps({name: plan.to_dict() for name, plan in plans.items()})
+    text = json.dumps({name: to_data(plan.record()) for name, plan in plans.items()})
     for phrase in ("Threading (too many threads oversubscribe the cores)", "don't over-optimize",
                    "(device performance targets)", "a common profiling pitfall", "typical published figure"):
         assert phrase in text, phrase
@@ -157,7 +157,7 @@ def test_answer_prompts_carry_no_code_calls(cpu_server, big_cpu_server, pi4, jet
                                             make_baseline) -> None:
     """Prompts and plan text a user reads: no '==' or '()' (API names may appear, not calls)."""
     plans = _plans(cpu_server, big_cpu_server, pi4, jetson, a100_server, make_baseline)
-    data = json.loads(json.dumps({name: plan.to_dict() for name, plan in plans.items()}, default=str))
+    data = json.loads(json.dumps({name: to_data(plan.record()) for name, plan in plans.items()}, default=str))
     found = [f"{where}: {text}" for where, text in _strings(data)
              if ("==" in text or "()" in text) and not where.endswith("<key>")]
     assert found == []

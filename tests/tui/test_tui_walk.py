@@ -7,6 +7,7 @@ import threading
 
 from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
+from planner.codec import to_data
 from planner.events import Event
 from planner.pipeline.steps import Step
 from planner.results import rank_candidates
@@ -293,7 +294,7 @@ def test_decision_tree_rows_keep_what_the_walk_decided_at_80x24(tmp_path):
 
     async def body(pilot):
         await drive(pilot, "tree")
-        results = {str(v["result"]) for v in session.path.to_dict()["visited"]}
+        results = {str(v["result"]) for v in to_data(session.path.record())["visited"]}
         tree = app.query_one(Tree)
         tree.focus()
         seen: set[str] = set()
