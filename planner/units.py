@@ -70,6 +70,12 @@ def finite(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def whole(value: Any) -> int | None:
+    """The value as an int when it is a finite whole number (2.0 is 2), else None: 2.5 is not a count."""
+    v = finite(value)
+    return int(v) if v is not None and v == int(v) else None
+
+
 def sig(value: Any, *, missing: str = MISSING) -> str:
     """A bare number under the rounding policy: '412', '38.2', '50', '0.0427', '27,489'."""
     v = finite(value)

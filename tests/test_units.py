@@ -85,3 +85,20 @@ def test_edge_device_classes_are_the_boards() -> None:
     assert "raspberry_pi" in EDGE_DEVICE_CLASSES and "cpu_server" not in EDGE_DEVICE_CLASSES
     assert defaults_for(DeviceClass.RASPBERRY_PI) == defaults_for("raspberry_pi")
     assert defaults_for("jetson").tier == defaults_for(DeviceClass.DESKTOP_GPU).tier
+
+
+def test_one_rule_makes_a_count_of_a_number() -> None:
+    from planner import units
+
+    assert units.whole(3) == 3 and units.whole(3.0) == 3
+    # 2.5 is not a count (one reader used to truncate it to 2, another refused it), nor is a bool, NaN or text.
+    assert [units.whole(v) for v in (2.5, True, float("nan"), float("inf"), "3", None)] == [None] * 6
+
+
+def test_an_input_range_keeps_the_numbers_it_was_given() -> None:
+    from planner.results.view import model_inputs
+
+    (ids, x) = model_inputs({"inputs": [
+        {"name": "ids", "shape": [1, 8], "dtype": "int64", "low": 0, "high": 30522},
+        {"name": "x", "shape": [1, 4], "dtype": "float32", "low": -1.5, "high": 1.5}]})
+    assert (ids.low, ids.high) == (0, 30522) and (x.low, x.high) == (-1.5, 1.5)

@@ -34,14 +34,6 @@ def real(value: Any) -> float | None:
     return float(value)
 
 
-def integer(value: Any) -> int | None:
-    """The value as an int when it is a whole number, else None."""
-    v = real(value)
-    if v is None or not math.isfinite(v) or v != int(v):
-        return None
-    return int(v)
-
-
 def _prose(formatter: Callable[..., str]) -> Callable[..., str]:
     """A planner.units formatter that writes "not measured" for a missing value, as prose reads."""
     return functools.partial(formatter, missing=NOT_MEASURED)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from planner import units
 from planner.report.data import ReportData, as_dict, as_list, text
-from planner.report.fmt import integer
 
 WINNER = "winner"
 """The role of the package that holds the plan's decision (the best-ranked candidate)."""
@@ -43,7 +43,7 @@ def for_candidate(data: ReportData, cand: Mapping) -> dict | None:
     name = text(cand.get("label"))
     written = [d for d in deployments(data) if folder(d)]
     # An index alone could point at another candidate in a hand-edited file: a label that disagrees wins.
-    by_index = [d for d in written if index is not None and integer(d.get("candidate")) == index
+    by_index = [d for d in written if index is not None and units.whole(d.get("candidate")) == index
                 and text(d.get("label")) in ("", name)]
     by_label = [d for d in written if name and text(d.get("label")) == name]
     found = by_index or by_label

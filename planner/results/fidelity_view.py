@@ -14,7 +14,7 @@ from typing import Any
 
 from planner import units
 from planner.results.values import OutputKind
-from planner.results.view import as_dict, integer, number, text
+from planner.results.view import as_dict, number, text
 
 
 def kind(fidelity: Any) -> OutputKind:
@@ -104,7 +104,7 @@ def agreement_cell(fidelity: Any) -> str:
         return f"rel. error {small(fid.get('relative_error'))}"
     if number(fid.get("top1_agreement")) is not None:
         return f"top-1 {units.pct(fid['top1_agreement'])}"
-    return "no test (margins within error)" if integer(fid.get("top1_samples")) == 0 else "n/a"
+    return "no test (margins within error)" if units.whole(fid.get("top1_samples")) == 0 else "n/a"
 
 
 def error_cell(fidelity: Any) -> str:

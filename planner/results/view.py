@@ -21,10 +21,9 @@ def number(value: Any) -> float | None:
     return units.finite(value)
 
 
-def integer(value: Any) -> int | None:
-    """A whole number from an int/float, else None."""
-    v = number(value)
-    return None if v is None else int(v)
+def _range_end(value: Any) -> int | float | None:
+    """An input range's end as it was given (an int stays an int, a float a float); None when not a number."""
+    return value if units.finite(value) is not None else None
 
 
 def as_dict(value: Any) -> dict:
@@ -76,7 +75,7 @@ def p50(entry: Any) -> float | None:
 
 def latency_samples(entry: Any) -> int | None:
     """How many timed samples the latency statistics rest on."""
-    return integer(latency(entry).get("samples"))
+    return units.whole(latency(entry).get("samples"))
 
 
 def latency_unstable(entry: Any) -> bool:
@@ -88,12 +87,12 @@ def sweep(entry: Any) -> tuple[ThroughputPoint, ...]:
     """The throughput sweep's complete points (batch, p50 and samples/s all measured), in batch order."""
     points = []
     for item in as_list(dig(entry, "throughput")):
-        batch = integer(dig(item, "batch"))
+        batch = units.whole(dig(item, "batch"))
         lat = number(dig(item, "latency_p50_ms"))
         rate = number(dig(item, "samples_per_s"))
         if batch is None or lat is None or rate is None or rate <= 0:
             continue
-        points.append(ThroughputPoint(batch, lat, rate, integer(dig(item, "peak_memory_bytes"))))
+        points.append(ThroughputPoint(batch, lat, rate, units.whole(dig(item, "peak_memory_bytes"))))
     return tuple(sorted(points, key=lambda p: p.batch))
 
 
@@ -115,7 +114,7 @@ def stream_points(entry: Any) -> tuple[StreamPoint, ...]:
     """Rows/s at the best batch one request at a time and with parallel streams, as recorded."""
     points = []
     for item in as_list(dig(entry, "streams")):
-        batch, streams = integer(dig(item, "batch")), integer(dig(item, "streams"))
+        batch, streams = units.whole(dig(item, "batch")), units.whole(dig(item, "streams"))
         rate = number(dig(item, "samples_per_s"))
         if batch is None or streams is None or rate is None or rate <= 0:
             continue
@@ -132,7 +131,7 @@ def peak_rate(entry: Any) -> StreamPoint | None:
 
 def knee_batch(entry: Any) -> int | None:
     """The batch where the sweep's throughput stopped growing, if the profile found one."""
-    return integer(dig(entry, "knee_batch"))
+    return units.whole(dig(entry, "knee_batch"))
 
 
 def model_size(entry: Any) -> int | None:
@@ -141,18 +140,18 @@ def model_size(entry: Any) -> int | None:
     The candidate's file comes first: a requirement check passes a candidate with the original
     model beside it, and a ternary or INT8 file is judged on its own size, not the fp32 weights'.
     """
-    value = integer(dig(entry, "size_bytes"))
-    return value if value is not None else integer(mapping(entry, "model").get("size_bytes"))
+    value = units.whole(dig(entry, "size_bytes"))
+    return value if value is not None else units.whole(mapping(entry, "model").get("size_bytes"))
 
 
 def parameters(entry: Any) -> int | None:
     """The model's parameter count, if the profile recorded it."""
-    return integer(mapping(entry, "model").get("parameters"))
+    return units.whole(mapping(entry, "model").get("parameters"))
 
 
 def peak_memory(entry: Any) -> int | None:
     """Peak memory in bytes during the run."""
-    return integer(dig(entry, "peak_memory_bytes"))
+    return units.whole(dig(entry, "peak_memory_bytes"))
 
 
 def info(entry: Any) -> Mapping[str, Any]:
@@ -172,7 +171,7 @@ def torch_threads(entry: Any) -> tuple[int | None, int | None]:
 
     def first(*keys: str) -> int | None:
         for key in keys:
-            value = integer(threads.get(key))
+            value = units.whole(threads.get(key))
             if value is not None:
                 return value
         return None
@@ -187,7 +186,7 @@ def env_threads(entry: Any, name: str) -> int | None:
     raw = mapping(entry, "threads").get(name)
     if isinstance(raw, str) and raw.strip().isdigit():
         return int(raw.strip())
-    return integer(raw)
+    return units.whole(raw)
 
 
 def layers_by_time(entry: Any) -> list[Mapping[str, Any]]:
@@ -224,8 +223,8 @@ class InputView:
     dtype: str = ""
     axes: tuple[str, ...] = ()
     values: str = ""
-    low: int | None = None
-    high: int | None = None
+    low: int | float | None = None  # as given: an int for token ids, a float for a float input's range
+    high: int | float | None = None
     value: int | float | None = None  # every element fixed at this value (a sample rate)
 
     @property
@@ -258,7 +257,7 @@ def _shape_of(raw: Any, *, scalar: bool = False) -> tuple[int, ...] | None:
     """A list of positive whole numbers as a shape (an empty one, a scalar, where `scalar`), else None."""
     if not isinstance(raw, (list, tuple)) or not (raw or scalar):
         return None
-    dims = [integer(v) for v in raw]
+    dims = [units.whole(v) for v in raw]
     if any(d is None or d <= 0 for d in dims):
         return None
     return tuple(d for d in dims if d is not None)
@@ -275,8 +274,8 @@ def _input_of(raw: Any) -> InputView | None:
         # Older planners recorded only whether the batch may vary, on the single input.
         axes = ("batch" if raw["dynamic_batch"] else "",) + ("",) * (len(shape) - 1)
     return InputView(name=text(dig(raw, "name")), shape=shape, dtype=text(dig(raw, "dtype")), axes=axes,
-                     values=text(dig(raw, "values")), low=integer(dig(raw, "low")), high=integer(dig(raw, "high")),
-                     value=_fixed_value(dig(raw, "value")))
+                     values=text(dig(raw, "values")), low=_range_end(dig(raw, "low")),
+                     high=_range_end(dig(raw, "high")), value=_fixed_value(dig(raw, "value")))
 
 
 def _fixed_value(raw: Any) -> int | float | None:
@@ -335,7 +334,7 @@ def sequence_sweep(entry: Any) -> tuple[SequencePoint, ...]:
     """The sequence-length sweep's complete points (length, p50 and tokens/s all measured), shortest first."""
     points = []
     for item in as_list(dig(entry, "sequence_sweep")):
-        length = integer(dig(item, "length"))
+        length = units.whole(dig(item, "length"))
         lat = number(dig(item, "latency_p50_ms"))
         tokens = number(dig(item, "tokens_per_s"))
         if length is None or lat is None or tokens is None:

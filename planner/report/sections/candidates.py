@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner import units
 from planner.report import figdata, fmt
 from planner.report.data import (
     ReportData,
@@ -208,7 +209,7 @@ def confirmation_lines(cands: list[dict]) -> list[str]:
     if not confirmed:
         return []
     held = sum(bool(c["confirmation"].get("reproduced")) for c in confirmed)
-    turns = any((fmt.integer(c["confirmation"].get("interleaved")) or 0) > 1 for c in confirmed)
+    turns = any((units.whole(c["confirmation"].get("interleaved")) or 0) > 1 for c in confirmed)
     lines = ["", f"The quick screen times each candidate for about 2 seconds; its {len(confirmed)} leaders were "
              "measured again with the full method before ranking" + (", in turns" if turns else "")
              + ". The table, the ranking and the Roadmap use those full figures, not the screen's; "
