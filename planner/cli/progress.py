@@ -22,9 +22,8 @@ from planner.cli import progress_text as words
 from planner.codec import SchemaError, from_data
 from planner.events import Event
 from planner.results import CandidateResult, Status
+from planner.results.status_look import look
 
-_STATUS_STYLE = {Status.OK: "green", Status.REJECTED: "red", Status.FAILED: "red", Status.UNCONFIRMED: "yellow",
-                 Status.SKIPPED: "dim"}
 _MIN_NOTE = 16  # on a narrow terminal, an ok result's notes are left out rather than cut shorter than this
 
 
@@ -195,7 +194,7 @@ class CliProgress:
         status = str(result.status)
         start = line.index(status)  # the column after the count
         text = Text(line)
-        text.stylize(_STATUS_STYLE.get(result.status, ""), start, start + len(status))
+        text.stylize(look(result.status).style, start, start + len(status))
         room = self.console.width - words.TIME_W - len(line)
         if not self.interactive or self.verbose or room >= 0:
             self._line(text)

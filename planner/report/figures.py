@@ -19,9 +19,8 @@ from planner.io import write_atomic  # noqa: E402
 from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
 from planner.results import PlanResults, current_schema  # noqa: E402
+from planner.results.status_look import look  # noqa: E402
 
-_STATUS_COLOURS = {"ok": "#2a9d8f", "rejected": "#e9c46a", "unconfirmed": "#a8dadc", "failed": "#e76f51",
-                   "skipped": "#8d99ae"}
 _BOUND_COLOURS = {"compute": "#264653", "memory": "#e76f51", "overhead": "#e9c46a"}
 _MARKERS = {"p50": "o", "p90": "^", "p95": "s", "p99": "D"}
 _DPI = 120
@@ -32,7 +31,7 @@ def _latency(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.6 * len(series)))
     for row, s in enumerate(series):
         y = len(series) - 1 - row
-        colour = _STATUS_COLOURS.get(s.status, "#555555")
+        colour = look(s.status).colour
         if s.min_ms is not None and s.max_ms is not None:
             ax.plot([s.min_ms, s.max_ms], [y, y], color=colour, linewidth=2, alpha=0.6)
             ax.plot([s.min_ms, s.max_ms], [y, y], "|", color=colour, markersize=14)
@@ -115,14 +114,14 @@ def _candidates(data: ReportData) -> Figure:
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.5 * len(bars)))
     labels = [b[0] for b in bars]
     ax.barh(range(len(bars)), [b[1] for b in bars],
-            color=[_STATUS_COLOURS.get(b[2], "#555555") for b in bars])
+            color=[look(b[2]).colour for b in bars])
     ax.set_yticks(range(len(bars)))
     ax.set_yticklabels(labels)
     ax.invert_yaxis()
     ax.set_xlabel("p50 latency (ms)")
     ax.set_title("Candidates by p50 latency")
     seen = sorted({b[2] for b in bars})
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=_STATUS_COLOURS.get(s, "#555555"), label=s)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=look(s).colour, label=s)
                        for s in seen], fontsize="small", loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return fig

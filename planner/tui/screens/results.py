@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 from planner.measure.pool import pool_sentence
 from planner.results import Prediction, energy_view, fidelity_view, roof_share, to_data
 from planner.results.audit import audit_of, flag_line, load_summary
+from planner.results.status_look import look
 from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
 from planner.results.view import text as text_of
 from planner.tui import formatting as fmt
@@ -34,9 +35,6 @@ NO_TABLES = ("No interaction, compression or device-target table in this run. Th
 """What the More tables tab says when the run has none of them."""
 
 
-# Short status words keep the table inside 80 columns; the details panel spells them out.
-STATUS_SHORT = {"ok": "ok", "rejected": "rej", "unconfirmed": "unc", "failed": "fail", "skipped": "skip",
-                "partial": "part"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +90,7 @@ def status_cell(c: dict) -> str:
     which it misses ('miss p95,mem'), never plain 'ok' when one is missed (see requirement_verdict)."""
     status = str(c.get("status"))
     verdict = c.get("verdict") or ""
-    return verdict if status == "ok" and verdict else STATUS_SHORT.get(status, status[:4])
+    return verdict if status == "ok" and verdict else look(status).short  # the details panel spells it out
 
 
 STATUS_MAX = 12
