@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 REAL_ROOT = Path("/")
@@ -20,10 +21,25 @@ def is_real_root(root: Path) -> bool:
         return False
 
 
+FileReader = Callable[[Path], str]
+"""Reads one sysfs file's text; raises OSError (PermissionError when the caller may not read it)."""
+
+
+def read_file(path: Path) -> str:
+    """The file's text; raises OSError. For a reader that must say why it could not read (the energy counters tell
+    a missing counter from one only root may read); a probe that only needs 'unknown' uses read_text."""
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def read_number(path: Path, reader: FileReader = read_file) -> int:
+    """A sysfs file holding one integer; raises OSError or ValueError (the energy counters report which)."""
+    return int(reader(path).strip())
+
+
 def read_text(path: Path) -> str | None:
     """The file's text, or None when it is missing or unreadable (probes treat both as 'unknown')."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_file(path)
     except OSError:
         return None
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hardware_trees import write
 
-from planner.hardware.energy.files import read_file
+from planner.hardware._files import read_file
 
 # A desktop Intel part: one package with core/uncore sub-domains, the platform (psys) domain and the MMIO copy.
 RAPL_RANGE_UJ = 262143328850

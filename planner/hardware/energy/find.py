@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from planner.hardware._files import REAL_ROOT, is_real_root
+from planner.hardware._files import REAL_ROOT, FileReader, is_real_root, read_file
 from planner.hardware.energy.counter import CounterProbe
-from planner.hardware.energy.files import FileReader, read_file
 from planner.hardware.energy.gpu import find_nvml
 from planner.hardware.energy.ina3221 import find_ina3221
 from planner.hardware.energy.pmic import CommandRunner, find_pmic

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planner.hardware._files import FileReader, read_file
 from planner.hardware.energy.counter import Counter, CounterFamily, EnergyReadError, Reading
-from planner.hardware.energy.files import FileReader, read_file
 from planner.hardware.energy.gpu import NvmlEnergy
 from planner.hardware.energy.ina3221 import read_ina3221_watts
 from planner.hardware.energy.pmic import CommandRunner, read_pmic_watts, run_command

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from planner.hardware._files import at
+from planner.hardware._files import FileReader, at, read_file, read_number
 from planner.hardware.energy.counter import SCOPE_CPU, Counter, CounterFamily, EnergyReadError
-from planner.hardware.energy.files import FileReader, read_file, read_number
 
 POWERCAP = "/sys/class/powercap"
 _PACKAGE = re.compile(r"^intel-rapl:(\d+)$")
