@@ -38,6 +38,13 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
 
 
+def _typed(kind: type, data: Any) -> Any:
+    """A path from its text (what `_plain` wrote); any other type msgspec does not know is a schema error."""
+    if isinstance(kind, type) and issubclass(kind, PurePath) and isinstance(data, str):
+        return kind(data)
+    raise NotImplementedError(f"cannot decode {type(data).__name__} as {kind!r}")
+
+
 def _lists(data: Any) -> Any:
     """`data` with every tuple a list, as JSON gives it back (msgspec keeps tuples as tuples)."""
     if isinstance(data, dict):
@@ -50,6 +57,6 @@ def _lists(data: Any) -> Any:
 def from_data(data: Any, kind: type[T]) -> T:
     """A typed value from JSON-ready data; unknown keys are ignored, wrong types raise SchemaError."""
     try:
-        return msgspec.convert(data, type=kind, strict=False)
+        return msgspec.convert(data, type=kind, strict=False, dec_hook=_typed)
     except msgspec.ValidationError as exc:
         raise SchemaError(str(exc)) from exc
