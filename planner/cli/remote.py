@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ if TYPE_CHECKING:
     from planner.cli.fleet_progress import FleetProgress
     from planner.engine.client import EngineClient, EngineDiedError
     from planner.ssh.fleet import HostStatus
+    from planner.ssh.fleet_lines import FleetMessage
     from planner.ssh.hosts import HostSpec, SshOptions
     from planner.ssh.remote_plan import HostOutcome
 
@@ -156,10 +156,12 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         print("interrupted: the hosts' plans were cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
     if args.status_lines:
-        print_line({"type": "done", "report": str(outcome.report), "interrupted": outcome.interrupted,
-                    "rows": [{"label": r.label, "host": r.host, "failure": r.failure,
-                              "status": r.results.status.value if r.results is not None else None,
-                              "report": str(r.report) if r.report else None} for r in outcome.rows]})
+        from planner.ssh.fleet_lines import DoneLine, HostEnd
+
+        print_line(DoneLine(report=str(outcome.report), interrupted=outcome.interrupted, rows=tuple(
+            HostEnd(label=r.label, host=r.host, failure=r.failure,
+                    status=r.results.status.value if r.results is not None else None,
+                    report=str(r.report) if r.report else None) for r in outcome.rows)))
         return EXIT_INTERRUPTED if outcome.interrupted else 0
     for row in outcome.rows:
         status = row.failure or (row.results.status.value if row.results is not None else "no results")
@@ -174,10 +176,12 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 _PRINT_LOCK = threading.Lock()
 
 
-def print_line(message: dict) -> None:
-    """One JSON object on one line of stdout, flushed (`fleet --status-lines`). The hosts' threads all print: the
+def print_line(message: "FleetMessage") -> None:
+    """One message on one line of stdout, flushed (`fleet --status-lines`). The hosts' threads all print: the
     line goes out in one write under a lock, or two hosts' lines could interleave into one unreadable line."""
-    line = json.dumps(message, separators=(",", ":")) + "\n"
+    from planner.ssh.fleet_lines import encode
+
+    line = encode(message) + "\n"
     with _PRINT_LOCK:
         sys.stdout.write(line)
         sys.stdout.flush()
@@ -193,9 +197,10 @@ class StatusLines:
         return None
 
     def update(self, status: HostStatus) -> None:
-        """Print the status as `{"type": "status", "label", "host", "phase", "detail"}`."""
-        print_line({"type": "status", "label": status.label, "host": status.host, "phase": status.phase,
-                    "detail": status.detail})
+        """Print the status as a status line (planner.ssh.fleet_lines)."""
+        from planner.ssh.fleet_lines import StatusLine
+
+        print_line(StatusLine(label=status.label, host=status.host, phase=status.phase, detail=status.detail))
 
 
 def tui_connector(args: argparse.Namespace) -> tuple[Callable[[Callable[[EngineDiedError], None]], EngineClient], str]:

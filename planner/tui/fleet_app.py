@@ -8,7 +8,6 @@ engine: it starts that process, reads the one JSON object per line it prints on 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -28,6 +27,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from planner.ssh.fleet_lines import DoneLine, FleetMessage, StatusLine, decode
 from planner.tui.screens.confirm import YesNo
 from planner.tui.screens.too_small import TooSmallScreen, cover_if_too_small
 from planner.tui.terminal import stray_output_to
@@ -65,9 +65,9 @@ class HostLine:
 class FleetLine(Message):
     """A status or done line from the fleet process (posted by the thread that reads its stdout)."""
 
-    def __init__(self, data: dict) -> None:
+    def __init__(self, line: "FleetMessage") -> None:
         super().__init__()
-        self.data = data
+        self.line = line
 
 
 class FleetEnded(Message):
@@ -185,7 +185,7 @@ class FleetApp(App[int]):
         self.model = model_of(self.argv)
         self.process: subprocess.Popen[str] | None = None
         self.returncode: int | None = None  # the fleet process's, once it has exited
-        self.done: dict | None = None  # its done line
+        self.done: DoneLine | None = None  # its done line
         self.cancel_sent = False
         self.quitting = False
         self.start_error = ""
@@ -251,12 +251,9 @@ class FleetApp(App[int]):
             line = raw.strip()
             if not line:
                 continue
-            try:
-                data = json.loads(line)
-            except ValueError:
-                data = None
-            if isinstance(data, dict) and data.get("type") in ("status", "done"):
-                self._post(FleetLine(data))
+            message = decode(line)
+            if message is not None:
+                self._post(FleetLine(message))
             else:
                 self._to_log(f"stdout: {line}")
         self._post(FleetEnded(process.wait()))
@@ -276,35 +273,33 @@ class FleetApp(App[int]):
 
     def on_fleet_line(self, message: FleetLine) -> None:
         """A host's new status (a label not in the fleet file gets a row), or the done line (the comparison)."""
-        data = message.data
-        if data.get("type") == "status":
-            label = str(data.get("label") or "?")
+        said = message.line
+        if isinstance(said, StatusLine):
+            label = said.label or "?"
             line = self.lines.get(label)
             if line is None:
-                line = self.lines[label] = HostLine(label, str(data.get("host") or ""))
+                line = self.lines[label] = HostLine(label, said.host)
                 self._fill_table()
-            line.host = str(data.get("host") or line.host)
-            line.phase = str(data.get("phase") or line.phase)
-            line.detail = str(data.get("detail") or "")
+            line.host = said.host or line.host
+            line.phase = said.phase or line.phase
+            line.detail = said.detail
             self._show_row(line)
-        elif data.get("type") == "done":
-            self.done = data
+        else:
+            self.done = said
             # The done line is the last word on each host: one whose last status was lost, or that never sent one,
             # shows how it ended.
-            for row in data.get("rows") or []:
-                label = str(row.get("label") or "")
-                if not label:
+            for row in said.rows:
+                if not row.label:
                     continue
-                failure = str(row.get("failure") or "")
-                line = self.lines.get(label)
+                line = self.lines.get(row.label)
                 if line is None:
-                    self.lines[label] = HostLine(label, str(row.get("host") or ""), "failed" if failure else "done",
-                                                 failure)
+                    self.lines[row.label] = HostLine(row.label, row.host, "failed" if row.failure else "done",
+                                                     row.failure)
                     self._fill_table()
                 elif line.phase not in FINAL_PHASES:
-                    line.phase, line.detail = ("failed", failure) if failure else ("done", line.detail)
+                    line.phase, line.detail = ("failed", row.failure) if row.failure else ("done", line.detail)
                     self._show_row(line)
-            self._show_comparison(Path(str(data.get("report") or "")))
+            self._show_comparison(Path(said.report))
         self._show_state()
         self.refresh_bindings()
 
@@ -321,11 +316,9 @@ class FleetApp(App[int]):
     def exit_status(self) -> int:
         """0: the fleet finished with at least one plan; 130: it was cancelled; 1: it failed."""
         if self.done is not None:
-            if self.done.get("interrupted"):
+            if self.done.interrupted:
                 return EXIT_INTERRUPTED
-            planned = any(row.get("status") is not None and not row.get("failure")
-                          for row in self.done.get("rows") or [])
-            return EXIT_DONE if planned else EXIT_FAILED
+            return EXIT_DONE if self.done.planned() else EXIT_FAILED
         return EXIT_INTERRUPTED if self.cancel_sent or self.quitting else EXIT_FAILED
 
     def _interrupt(self) -> None:
@@ -415,7 +408,7 @@ class FleetApp(App[int]):
         going = sum(1 for line in self.lines.values() if line.phase not in FINAL_PHASES)
         if self.done is not None:
             where = f"; it is in {self.comparison_path}" if self.comparison_path is not None else ""
-            if self.done.get("interrupted"):
+            if self.done.interrupted:
                 text = f"Cancelled ({self._counts()}): the comparison below holds what each host measured{where}."
             else:
                 text = f"Done ({self._counts()}): the comparison is below{where}."

@@ -227,7 +227,7 @@ def test_quit_while_planning_asks_then_cancels_and_waits_for_the_comparison(tmp_
 
     run_app(app, body)
     assert app.return_value == 130
-    assert app.done is not None and app.done["interrupted"]  # it closed once the fleet had written the comparison
+    assert app.done is not None and app.done.interrupted  # it closed once the fleet had written the comparison
     assert (tmp_path / "out" / "fleet" / "report.md").is_file()
 
 
