@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target, cuda_usable
 from planner.plugins.packaging import PackageFiles
-from planner.plugins.torch_package import TorchSettings, torch_package
+from planner.pytorch.package import TorchSettings, torch_package
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -42,7 +42,7 @@ class TorchEagerPlugin(Plugin):
 
     def open(self, spec: CandidateSpec, model: ModelRef):
         """Rebuild the module and wrap it in a TorchSession."""
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
 
         loaded = model.load()
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"),

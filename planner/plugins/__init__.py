@@ -9,7 +9,8 @@ The SDK, module by module:
   returns), Precision, Target, MESSAGES and missing_package_reason (the reasons a plugin cannot run).
 - planner.plugins.gate: the plan's fidelity gate, offered as `ctx.gate` (Gate, Verdict): a plugin
   that picks a setting before measuring judges it by the rule every measured candidate meets.
-- planner.plugins.torch_session: TorchSession, the PyTorch session torch-based candidates run in.
+- planner.pytorch (session, package): TorchSession, the PyTorch session torch-based candidates run in, and
+  torch_package, the hand-over package of a candidate PyTorch runs.
 - planner.plugins.training: labelled data to fine-tune on (training_data), accuracy, TrainingOutcome
   and FinetuneError, shared by the plugins that train.
 - planner.plugins.analysis: the architecture lint's findings (lint, Finding), for a plugin that

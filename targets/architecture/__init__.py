@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import CandidateSpec, ModelRef, Phase, PlanContext, Plugin, Precision, Target
 from planner.plugins.packaging import PackageFiles
-from planner.plugins.torch_package import TorchSettings, torch_package
+from planner.pytorch.package import TorchSettings, torch_package
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -119,7 +119,7 @@ class ArchitecturePlugin(Plugin):
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
         """Rebuild the model, re-apply the transform, and run it in PyTorch eager."""
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
 
         loaded = self.transform(model.load(), dict(spec.config["transform"]))
         return TorchSession(loaded.module, device=spec.config.get("device", "cpu"), precision=str(spec.precision))
@@ -141,7 +141,7 @@ def judge_rewrite(ctx: PlanContext, module: Any) -> "Verdict":
     """
     import torch
 
-    from planner.plugins.torch_session import TorchSession
+    from planner.pytorch.session import TorchSession
 
     gate = ctx.gate
     if gate is None:

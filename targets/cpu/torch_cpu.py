@@ -18,7 +18,7 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles
-from planner.plugins.torch_package import TorchSettings, torch_package
+from planner.pytorch.package import TorchSettings, torch_package
 from targets.cpu import compute_threads, native_bf16
 
 QUICK_LIMIT = 3
@@ -102,7 +102,7 @@ class TorchCpuPlugin(Plugin):
         """Rebuild the module in the worker and wrap it in a TorchSession with the spec's settings."""
         import torch
 
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
 
         interop = spec.config.get("interop_threads")
         if interop:

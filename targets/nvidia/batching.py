@@ -19,7 +19,7 @@ from planner.plugins import (
     Precision,
     Target,
 )
-from planner.plugins.torch_session import TorchSession
+from planner.pytorch.session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles
-from planner.plugins.torch_package import TorchSettings, torch_package
+from planner.pytorch.package import TorchSettings, torch_package
 from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
@@ -51,7 +51,7 @@ class Fp16Plugin(Plugin):
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
         """Rebuild the module on the GPU in the spec's precision and memory format."""
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
 
         return TorchSession(model.load().module, device=spec.config.get("device", CUDA_DEVICE),
                             precision=str(spec.precision),

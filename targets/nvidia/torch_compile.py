@@ -17,8 +17,8 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles
-from planner.plugins.torch_package import TorchSettings, torch_package
-from planner.plugins.torch_session import TorchSession
+from planner.pytorch.package import TorchSettings, torch_package
+from planner.pytorch.session import TorchSession
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ def samples(tiny):
     import copy
 
     from planner.measure.evaluate import fidelity_inputs
-    from planner.plugins.torch_session import TorchSession
+    from planner.pytorch.session import TorchSession
 
     feeds = fidelity_inputs(tiny.inputs, count=4)
     session = TorchSession(copy.deepcopy(tiny.module))  # its own copy: the shared model is never changed

@@ -191,7 +191,7 @@ def test_cuda_event_timer_times_a_torch_cuda_session() -> None:
 
     from planner.measure import MeasureSettings, time_callable
     from planner.measure.timer import CUDA_EVENTS, session_timer
-    from planner.plugins.torch_session import TorchSession
+    from planner.pytorch.session import TorchSession
 
     session = TorchSession(torch.nn.Linear(512, 512), device="cuda")
     timer = session_timer(session)

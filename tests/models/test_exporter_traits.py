@@ -23,7 +23,7 @@ from planner.models import load_model
 from planner.models.loaded import make_feeds
 from planner.models.source import SourceKind, parse_source
 from planner.models.spec import ModelInputs, parse_input
-from planner.plugins.torch_session import TorchSession
+from planner.pytorch.session import TorchSession
 
 
 @pytest.fixture(scope="module")

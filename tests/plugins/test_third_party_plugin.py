@@ -38,7 +38,7 @@ class ToyRuntime(Plugin):
         yield CandidateSpec(plugin=self.name, label="toy runtime fp32", precision=Precision.FP32)
 
     def open(self, spec, model):
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
 
         return TorchSession(model.load().module, device="cpu")
 

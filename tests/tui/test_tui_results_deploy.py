@@ -21,7 +21,7 @@ class DeployingSession(RecordedSession):
         from planner.measure.evaluate import fidelity_inputs
         from planner.models import load_model
         from planner.plugins import CandidateSpec, ModelRef
-        from planner.plugins.torch_session import TorchSession
+        from planner.pytorch.session import TorchSession
         from planner.results import PlanResults, Ranking, to_data
 
         tiny = load_model("demo:tiny")

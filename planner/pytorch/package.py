@@ -1,7 +1,7 @@
 """The hand-over package of a candidate PyTorch runs: the module as a torch.export archive (.pt2; TorchScript
 stays TorchScript, .pt) and runners/run_torch.py as run.py with the candidate's settings.
 
-Shared by every plugin whose session is `planner.plugins.torch_session.TorchSession` (eager, tuned threads,
+Shared by every plugin whose session is `planner.pytorch.session.TorchSession` (eager, tuned threads,
 channels_last, bf16/fp16, torch.compile, a rewritten architecture).
 """
 

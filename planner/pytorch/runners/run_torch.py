@@ -1,7 +1,7 @@
 """Run the packaged PyTorch program with the settings the planner measured: threads, precision, memory format,
 torch.compile and the device.
 
-The run.py of a hand-over package the planner wrote, from its template planner/plugins/runners/run_torch.py
+The run.py of a hand-over package the planner wrote, from its template planner/pytorch/runners/run_torch.py
 (see planner.plugins.packaging) with SETTINGS filled in; it imports only torch and numpy.
 SETTINGS: "model" (a torch.export archive, .pt2, or TorchScript, .pt, beside run.py), "format" ("export"
 or "torchscript"), "device", "dtype" (float32, bfloat16, float16: what the weights and float inputs are
