@@ -40,9 +40,12 @@ def _plain(value: Any) -> Any:
 
 def _typed(kind: type, data: Any) -> Any:
     """A path from its text (what `_plain` wrote); any other type msgspec does not know is a schema error."""
-    if isinstance(kind, type) and issubclass(kind, PurePath) and isinstance(data, str):
+    is_path = isinstance(kind, type) and issubclass(kind, PurePath)
+    if is_path and isinstance(data, str):
         return kind(data)
-    raise NotImplementedError(f"cannot decode {type(data).__name__} as {kind!r}")
+    # msgspec wraps a TypeError from this hook in a ValidationError that names the field (from_data's SchemaError).
+    raise TypeError(f"expected text for a path, got {type(data).__name__}" if is_path
+                    else f"cannot decode {type(data).__name__} as {kind!r}")
 
 
 def _lists(data: Any) -> Any:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
     from planner.hardware.profile import HardwareProfile
     from planner.models.loaded import LoadedModel
-    from planner.plugins import CandidateSpec, Plugin
+    from planner.plugins import CandidateSpec, PlanContext, Plugin
+    from planner.plugins.registry import PluginIssue
 
 
 MIN_WORKER_TIMEOUT_S = 5.0
@@ -100,6 +101,7 @@ class CandidateRun:
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
     _confirm_spent_s: float = dataclasses.field(default=0.0, init=False, repr=False)  # turns timed so far
     _plugins: dict[str, Plugin] = dataclasses.field(default_factory=dict, init=False, repr=False)
+    _issues: list[PluginIssue] = dataclasses.field(default_factory=list, init=False, repr=False)
     streams: bool = False  # parallel streams even in a quick run (the user stated a minimum throughput)
     budget: Budget = dataclasses.field(default_factory=Budget)  # the plan's time budget (no cap by default)
 
@@ -114,8 +116,9 @@ class CandidateRun:
 
         labels = labels_of(self.val_data, inputs=self.model.inputs)
         judgeable = self._outputs_judgeable(labels)
+        ctx = self._context()
         first, later = self._build_phases(names, judgeable)
-        specs = self._build(first)
+        specs = self._build(first, ctx)
         if specs is None:
             return
         if self.val_data is not None:
@@ -132,7 +135,7 @@ class CandidateRun:
         search.consider(self.baseline.as_candidate())
         if not self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s) or not later:
             return
-        specs = self._build(later)
+        specs = self._build(later, ctx)  # the same context: the first phase's ONNX export is reused
         if specs is not None:
             self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s)
 
@@ -140,12 +143,9 @@ class CandidateRun:
         """(the plugins built first, those built after the first ones are screened): see `run`."""
         if not self.budget.capped or judgeable:
             return names, []
-        from planner.plugins import discover
-
-        plugins, _ = discover()
 
         def waits(name: str) -> bool:
-            plugin = plugins.get(name)
+            plugin = self._plugins.get(name)
             if plugin is None or not plugin.build_cost_s:
                 return False
             return not can_rank(self.declared_by(plugin, str(plugin.build_precision)), outputs_judgeable=False)
@@ -331,7 +331,7 @@ class CandidateRun:
         Each worker is sized by the largest peak a leader's worker reached in its screen: on a 2 GB board three
         torch workers of about 1 GB each would be killed, where three ONNX Runtime ones of 150 MB fit.
         """
-        from planner.hardware.memory_limits import current_limits, max_concurrent_workers, size_text
+        from planner.hardware.memory_limits import current_limits, max_concurrent_workers
 
         peaks = [candidates[i].tree_peak_bytes or candidates[i].peak_memory_bytes or 0 for i in leaders]
         if len(leaders) < 2 or not max(peaks):
@@ -343,8 +343,8 @@ class CandidateRun:
         left_out = leaders[fit:]
         names = ", ".join(candidates[j].label for j in left_out)
         self.on_event(Event("log", f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not confirmed with "
-                                   f"the full method ({names}): their workers take up to {size_text(max(peaks))} "
-                                   f"each and only {fit} fit at once in {size_text(limits.available_bytes)} "
+                                   f"the full method ({names}): their workers take up to {units.size(max(peaks))} "
+                                   f"each and only {fit} fit at once in {units.size(limits.available_bytes)} "
                                    "available; the ranking uses their screen figures"))
         self._confirm_tried.update(left_out)
         return leaders[:fit]
@@ -370,10 +370,7 @@ class CandidateRun:
 
         if labels is not None or not self.reference:
             return True
-        try:
-            return not compare(self.reference, self.reference, **self._output_kind()).cannot_judge
-        except ValueError:
-            return True
+        return not compare(self.reference, self.reference, **self._output_kind()).cannot_judge
 
     def declared(self, plugin: str, precision: str) -> Declared | None:
         """What a candidate's plugin declares about it (None for a plugin that is not loaded)."""
@@ -400,14 +397,13 @@ class CandidateRun:
             self.on_event(Event("log", f"{spec.label}: the same configuration as the baseline, not measured twice"))
         return same
 
-    def _build(self, names: list[str]) -> list[CandidateSpec] | None:
-        """Every spec the plugins yield; None when cancelled while building."""
+    def _context(self) -> PlanContext:
+        """Find the plugins (saying once which failed to load) and make the one context every build shares."""
         from planner.measure.gate import PlanGate
         from planner.plugins import PlanContext, discover
 
-        plugins, issues = discover()
-        self._plugins = plugins
-        for issue in issues:
+        self._plugins, self._issues = discover()
+        for issue in self._issues:
             self.sink.warn(f"plugin {issue.name}: {issue.reason}")
             self.on_event(Event("warning", f"plugin {issue.name}: {issue.reason}"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -417,11 +413,16 @@ class CandidateRun:
                           accuracy_budget=self.accuracy_budget,
                           options=dict(self.plugin_options))
         ctx.gate = PlanGate.for_context(ctx)  # the rule _gate applies below, for plugins that pick a setting first
+        return ctx
+
+    def _build(self, names: list[str], ctx: PlanContext) -> list[CandidateSpec] | None:
+        """Every spec the named plugins yield; None when cancelled while building."""
+        plugins = self._plugins
         specs: list[CandidateSpec] = []
         for name in self._build_order(names, plugins):
             plugin = plugins.get(name)
             if plugin is None:
-                reason = next((i.reason for i in issues if i.name == name), "not installed or not registered")
+                reason = next((i.reason for i in self._issues if i.name == name), "not installed or not registered")
                 self.sink.skip_plugin(name, [reason])
                 continue
             reasons = plugin.check(self.hw, self.model)
@@ -653,5 +654,5 @@ def confirm_line(r: CandidateResult) -> str:
 
 def _promise(prediction: Prediction) -> float:
     """How a candidate sorts by its predicted band (smaller first): the band's middle, negated; 0 without one."""
-    p = prediction
-    return -((p.low + p.high) / 2) if p.low is not None and p.high is not None else 0.0
+    low, high = prediction.low, prediction.high
+    return -((low + high) / 2) if low is not None and high is not None else 0.0

@@ -124,3 +124,17 @@ def test_a_latency_target_ranks_by_its_own_percentile_when_every_candidate_has_i
     assert rank_candidates([steady, spiky], {}).order == (1, 0)
     default = {"latency_ms": 50, "latency_percentile": "p95", "sources": {"latency_ms": "default for Server"}}
     assert rank_candidates([steady, spiky], default).order == (1, 0)  # a default target keeps p50
+
+
+def test_a_path_comes_back_from_its_text_and_anything_else_is_a_schema_error() -> None:
+    from pathlib import Path
+
+    import pytest
+
+    from planner.codec import SchemaError, from_data, to_data
+    from planner.pipeline.run import PlanOptions
+
+    options = PlanOptions(model="demo:tiny", out=Path("/tmp/plan"), val_data=Path("data"))
+    assert from_data(to_data(options), PlanOptions) == options
+    with pytest.raises(SchemaError, match=r"expected text for a path, got int - at `\$.out`"):
+        from_data({"model": "demo:tiny", "out": 5}, PlanOptions)

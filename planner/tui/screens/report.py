@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import RenderableType
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -29,17 +30,20 @@ class ReportPreview(Static):
     """
 
     def __init__(self, source: str, *, id: str | None = None) -> None:
-        from planner.tui.widgets.markdown_tables import markdown_with_tables
-
-        super().__init__(markdown_with_tables(source), id=id)
+        super().__init__(_drawn(source), id=id)
         self.source = source
 
     def show(self, source: str) -> None:
-        """Draw another report (or the placeholder)."""
-        from planner.tui.widgets.markdown_tables import markdown_with_tables
-
+        """Replace what is drawn: a saved report, or the placeholder that says how to save one."""
         self.source = source
-        self.update(markdown_with_tables(source))
+        self.update(_drawn(source))
+
+
+def _drawn(markdown: str) -> RenderableType:
+    """Report Markdown as Rich draws it in a pane (imported on first use: not needed to start the TUI)."""
+    from planner.tui.widgets.markdown_tables import markdown_with_tables
+
+    return markdown_with_tables(markdown)
 
 
 class ReportPane(StepPane):
