@@ -10,6 +10,7 @@ names the exit signal.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shlex
 import signal
@@ -21,7 +22,24 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from planner import __version__
-from planner.engine.protocol import PROTOCOL_VERSION, ProtocolError, decode, encode, event_of
+from planner.engine.protocol import (
+    PROTOCOL_VERSION,
+    Answer,
+    Bye,
+    Cancel,
+    Command,
+    EngineMessage,
+    Error,
+    EventMessage,
+    Hello,
+    Message,
+    ProtocolError,
+    Shutdown,
+    State,
+    decode_message,
+    encode,
+    event_of,
+)
 from planner.errors import PlannerError
 from planner.events import Event, EventSink
 
@@ -67,7 +85,7 @@ class _Pending:
     def __init__(self, on_event: EventSink | None) -> None:
         self.on_event = on_event
         self.done = threading.Event()
-        self.reply: dict[str, Any] | None = None
+        self.reply: Answer | None = None
 
 
 def engine_command() -> list[str]:
@@ -90,8 +108,9 @@ class EngineClient:
         self.on_death = on_death
         self.exit_problem = exit_problem  # how the stream's end is told when no local process explains it (SSH)
         self._follow: _Pending | None = None  # `follow`: every command's messages, for a client that re-attached
-        self.hello: dict[str, Any] = {}
-        self.bye: dict[str, Any] | None = None
+        self.hello = Hello(protocol=0)
+        self.bye: Bye | None = None
+        self.on_state: Callable[[State], None] | None = None  # each answer's state, applied in the order heard
         self.death: EngineDiedError | None = None
         self.running = ""  # the name of the command in progress, for what a death report says was running
         self._ids = itertools.count(1)
@@ -132,7 +151,7 @@ class EngineClient:
         assert process.stdout is not None and process.stdin is not None
         return cls(process.stdout, process.stdin, process=process, on_death=on_death)
 
-    def connect(self, *, log_path: Path | None = None) -> dict[str, Any]:
+    def connect(self, *, log_path: Path | None = None) -> Hello:
         """Read the engine's hello and check its protocol version; then start hearing its messages."""
         line = _readline(self.reader, HELLO_TIMEOUT_S)
         where = f"; what it printed is in {log_path}" if log_path else ""
@@ -143,18 +162,14 @@ class EngineClient:
             died = self._exit_problem("before it said hello")
             raise EngineError(died.problem + where, REINSTALL)
         try:
-            hello = decode(line)
+            hello = _hello_of(line)
         except ProtocolError as exc:
             self.close(wait=False)
             raise EngineError(f"the planner engine did not start the protocol: {exc}", REINSTALL) from exc
-        if hello.get("type") != "hello":
-            self.close(wait=False)
-            raise EngineError(f"the planner engine's first message was {hello.get('type')!r}, not its hello", REINSTALL)
-        version = hello.get("protocol")
-        if version != PROTOCOL_VERSION:
+        if hello.protocol != PROTOCOL_VERSION:
             self.close(wait=False)
             raise EngineError(
-                f"the planner engine speaks protocol version {version} (planner {hello.get('planner', '?')}); this "
+                f"the planner engine speaks protocol version {hello.protocol} (planner {hello.planner or '?'}); this "
                 f"client speaks version {PROTOCOL_VERSION} (planner {__version__})",
                 "install the same planner version on both sides")
         self.hello = hello
@@ -177,7 +192,7 @@ class EngineClient:
             self._over.wait(WATCH_INTERVAL_S)
 
     # -- commands ------------------------------------------------------------------------------
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         """Send a message that expects no answer (`cancel`, `shutdown`); a dead engine is no error here."""
         with self._write_lock:
             try:
@@ -186,32 +201,30 @@ class EngineClient:
             except (BrokenPipeError, OSError, ValueError):
                 pass
 
-    def request(self, message: dict[str, Any], *, on_event: EventSink | None = None,
-                name: str = "") -> dict[str, Any]:
-        """Send a command and wait for its `result`; its `error` raises PlannerError, a dead engine EngineDiedError."""
+    def request(self, command: Command, *, on_event: EventSink | None = None) -> Any:
+        """Send a command (numbered here) and wait for its `Result`; returns the result's value. Its `Error` raises
+        PlannerError, a dead engine EngineDiedError."""
         if self.death is not None:
             raise self.death
-        command_id = next(self._ids)
+        command.id = next(self._ids)
         pending = _Pending(on_event)
         with self._lock:
-            self._pending[command_id] = pending
-        self.running = name or str(message.get("step") or message.get("type"))
+            self._pending[command.id] = pending
+        self.running = command.name
         try:
-            self.send({**message, "id": command_id})
+            self.send(command)
             pending.done.wait()
         finally:
             with self._lock:
-                self._pending.pop(command_id, None)
+                self._pending.pop(command.id, None)
         reply = pending.reply
         if reply is None:
             raise self.death or EngineDiedError("the planner engine stopped", "restart it")
-        if reply.get("type") == "error":
-            error = PlannerError(str(reply.get("problem", "the engine failed")), str(reply.get("fix", "")))
-            error.state = reply.get("state")  # type: ignore[attr-defined]
-            raise error
-        return reply
+        if isinstance(reply, Error):
+            raise PlannerError(reply.problem or "the engine failed", reply.fix)
+        return reply.value
 
-    def follow(self, *, on_event: EventSink | None = None) -> dict[str, Any] | None:
+    def follow(self, *, on_event: EventSink | None = None) -> Answer | None:
         """For a client that re-attached to a detached engine: hear the replayed and live messages of the commands
         an earlier client sent, until the first `result` or `error`; returns it, or None when the engine's stream
         ends first (`death` then says why)."""
@@ -238,7 +251,7 @@ class EngineClient:
             if not line:
                 break
             try:
-                message = decode(line)
+                message = decode_message(line)
             except ProtocolError:
                 self.stray.append(line.rstrip("\n"))
                 continue
@@ -246,24 +259,27 @@ class EngineClient:
             self._route(message)
         self._ended()
 
-    def _route(self, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == "bye":
+    def _route(self, message: EngineMessage) -> None:
+        if isinstance(message, Bye):
             self.bye = message
             return
+        if isinstance(message, Hello):
+            return  # a replay's hello (the handshake was read before this thread started)
+        if not isinstance(message, EventMessage) and message.state is not None and self.on_state is not None:
+            self.on_state(message.state)  # here, in the order heard: each state builds on the one before
         with self._lock:
-            pending = self._pending.get(message.get("id", 0) if isinstance(message.get("id"), int) else 0)
-            if pending is None and message.get("id"):
+            pending = self._pending.get(message.id)
+            if pending is None and message.id:
                 pending = self._follow  # an earlier client's command, replayed to one that re-attached
         if pending is None:
             return  # an answer nobody waits for (a command abandoned at quit) or an id-less error
-        if kind == "event":
+        if isinstance(message, EventMessage):
             if pending.on_event is not None:
                 try:
                     pending.on_event(event_of(message))
                 except Exception:  # noqa: BLE001, S110 - a display failure must not stop hearing the engine
                     pass
-        elif kind in ("result", "error"):
+        else:
             pending.reply = message
             pending.done.set()
 
@@ -312,7 +328,7 @@ class EngineClient:
     # -- stopping ------------------------------------------------------------------------------
     def cancel(self, *, now: bool = False) -> None:
         """Ask the engine to stop the running command (at its next safe point, or `now`)."""
-        self.send({"type": "cancel", "now": now})
+        self.send(Cancel(now=now))
 
     def end_if_busy_after(self, seconds: float) -> None:
         """If a command still waits `seconds` from now, the engine is stuck: end it (and what it started), which
@@ -334,7 +350,7 @@ class EngineClient:
 
     def close(self, *, wait: bool = True) -> None:
         """Shut the engine down: `shutdown`, then SIGTERM and SIGKILL if it does not go within a few seconds."""
-        self.send({"type": "shutdown"})
+        self.send(Shutdown())
         process = self.process
         if process is None:
             return
@@ -364,6 +380,24 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def _hello_of(line: str) -> Hello:
+    """The engine's first line as its hello; ProtocolError when it is not one. An engine of another protocol
+    version may shape its other messages differently, but its hello always has a `protocol`."""
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise ProtocolError(f"not JSON ({exc}): {line[:80]!r}") from exc
+    if not isinstance(data, dict) or data.get("type") != "hello":
+        kind = data.get("type") if isinstance(data, dict) else None
+        raise ProtocolError(f"its first message was {kind!r}, not its hello")
+    if data.get("protocol") != PROTOCOL_VERSION:
+        version = data.get("protocol")
+        return Hello(protocol=version if isinstance(version, int) else -1, planner=str(data.get("planner", "")))
+    message = decode_message(line)
+    assert isinstance(message, Hello)
+    return message
 
 
 def _readline(reader: IO[str], timeout_s: float) -> str | None:

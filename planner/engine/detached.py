@@ -180,7 +180,9 @@ def serve_daemon(run_dir: Path, *, session_factory: Callable[[], Any] | None = N
             time.sleep(min(60.0, IDLE_EXIT_S / 4))
             if server.idle and time.monotonic() - reader.last > IDLE_EXIT_S:
                 # Through the FIFO, as a client's shutdown: a thread cannot wake the reading thread otherwise.
-                shutdown = json.dumps({"type": "shutdown", "reason": f"no client for {IDLE_EXIT_S:g} s"})
+                from planner.engine.protocol import Shutdown, encode
+
+                shutdown = encode(Shutdown(reason=f"no client for {IDLE_EXIT_S:g} s"))
                 with open(run_dir / COMMANDS, "w", encoding="utf-8") as fifo:
                     fifo.write(shutdown + "\n")
                 return

@@ -6,12 +6,14 @@ and Ctrl-C cancels the engine's run and keeps what it measured, as in-process.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
-from planner.engine.client import EngineClient
+from planner.codec import from_data
+from planner.engine.client import EngineClient, EngineDiedError
 from planner.engine.plan_options import options_data
+from planner.engine.protocol import Error, Finished, Result, RunPlan
+from planner.engine.waiting import await_answer
+from planner.errors import PlannerError
 from planner.events import EventSink, null_sink
 from planner.pipeline.run import PlanOptions
 from planner.pipeline.session import PlanOutcome
@@ -22,35 +24,20 @@ def run_plan_in_engine(options: PlanOptions, *, on_event: EventSink = null_sink,
                        log_path: Path | None = None) -> PlanOutcome:
     """Run `options` in a fresh engine process; the outcome is read back from the results.json it wrote."""
     client = EngineClient.spawn(log_path=log_path)
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["reply"] = client.request({"type": "run", "step": "plan", "args": options_data(options)},
-                                          on_event=on_event, name="plan")
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
-            box["error"] = exc
-
-    worker = threading.Thread(target=run, name="plan-client", daemon=True)
-    interrupted = False
     try:
-        worker.start()
-        while worker.is_alive():
-            try:
-                worker.join(0.2)
-            except KeyboardInterrupt:
-                if interrupted:
-                    raise  # a second Ctrl-C: stop waiting for the engine to write what it measured
-                interrupted = True
-                # The engine shares the terminal and heard Ctrl-C too; cancelling again is harmless. Its
-                # answer follows once it has written what was measured.
-                client.cancel(now=True)
-        if "error" in box:
-            raise box["error"]
-        value = box["reply"].get("value") or {}
-        out_dir = Path(value["out_dir"])
-        report = value.get("report_path")
-        outcome = PlanOutcome(read_results(out_dir / RESULTS_NAME), out_dir, Path(report) if report else None)
+        # The engine shares the terminal and heard Ctrl-C too; cancelling again is harmless. Its answer follows
+        # once it has written what was measured.
+        reply, interrupted = await_answer(
+            lambda: Result(value=client.request(RunPlan(options=options_data(options)), on_event=on_event)),
+            on_interrupt=lambda: client.cancel(now=True))
+        if reply is None:
+            raise client.death or EngineDiedError("the planner engine stopped", "run the plan again")
+        if isinstance(reply, Error):
+            raise PlannerError(reply.problem, reply.fix)
+        finished = from_data(reply.value, Finished)
+        out_dir = Path(finished.out_dir)
+        report = Path(finished.report_path) if finished.report_path else None
+        outcome = PlanOutcome(read_results(out_dir / RESULTS_NAME), out_dir, report)
     finally:
         client.close()
     if interrupted:

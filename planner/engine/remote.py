@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from planner.engine import protocol as wire
 from planner.engine.protocol import State
 from planner.errors import PlannerError
 from planner.events import EventSink, null_sink
@@ -70,6 +71,7 @@ class RemoteSession:
         self.cancel = RemoteCancel(self)
         self.state = State()
         self.results = PlanResults()
+        self._data: dict[str, Any] = {}  # the results' data, as the states' changes built it
         self._apply_lock = threading.Lock()
         self._answers: tuple[Any, tuple[Answer, ...]] | None = None
         self._catalog: Catalog | None = None
@@ -79,24 +81,24 @@ class RemoteSession:
     def attach(self, client: EngineClient) -> None:
         """Drive this engine (connected: its hello carries the host's hardware, shown before any step)."""
         self.client = client
-        hardware = client.hello.get("hardware")
+        client.on_state = self.apply
+        hardware = client.hello.hardware
         if hardware and self.results.hardware is None:
             from planner.hardware.profile import HardwareProfile
 
             self.results = PlanResults(hardware=from_data(hardware, HardwareProfile))
 
     # -- the state -----------------------------------------------------------------------------
-    def apply(self, state: dict[str, Any] | None) -> None:
-        """Take the engine's state after a command (an error's state too: a failed step may have discarded)."""
-        if not state:
-            return
-        new = from_data(state, State)
+    def apply(self, state: State) -> None:
+        """Take the engine's state after a command (an error's state too: a failed step may have discarded). The
+        client's reading thread calls this for every answer, in the order the engine sent them."""
         with self._apply_lock:
-            if new.seq < self.state.seq:
-                return  # an older state, read by a thread that woke late: the newer one stands
-            self.state = new
-            self.results = results_from_data(new.results) if new.results else PlanResults(
-                hardware=self.results.hardware)
+            data = {**self._data, **state.changed}
+            for key in state.removed:
+                data.pop(key, None)
+            self._data = data
+            self.state = state
+            self.results = results_from_data(data) if data else PlanResults(hardware=self.results.hardware)
 
     def done_steps(self) -> frozenset[Step]:
         """The steps whose result is there and up to date, as the engine's session says."""
@@ -182,115 +184,102 @@ class RemoteSession:
         return list(dict.fromkeys(name for s in plan.steps for name in s.plugins)) if plan else []
 
     # -- the steps -----------------------------------------------------------------------------
-    def call(self, step: str, **args: Any) -> Any:
-        """Run one step in the engine and wait; its events reach `on_event`, its state this mirror."""
-        message = {"type": "run", "step": step, "args": {k: v for k, v in args.items() if v is not None}}
-        return self._request(message, step)
-
-    def _request(self, message: dict[str, Any], name: str) -> Any:
+    def call(self, command: wire.Command) -> Any:
+        """Run one command in the engine and wait; its events reach `on_event`, its state this mirror."""
         if self.client is None and self.connector is not None:
             self.connector()  # the first step starts the engine (it attaches itself)
         if self.client is None:
             raise PlannerError("the planner engine has not started yet", "wait a moment and try again")
-        try:
-            reply = self.client.request(message, on_event=self.on_event, name=name)
-        except Exception as exc:
-            self.apply(getattr(exc, "state", None))
-            raise
-        self.apply(reply.get("state"))
-        return reply.get("value")
+        return self.client.request(command, on_event=self.on_event)
 
     def detect(self) -> HardwareProfile:
         """The hardware (the handshake already carried it; this asks again only when it did not)."""
         if self.hw is None:
-            self.call("detect")
+            self.call(wire.Detect())
         if self.hw is None:
             raise PlannerError("the engine could not detect the hardware", "see the engine's log, then restart it")
         return self.hw
 
     def energy_counters(self) -> list[tuple[str, str]]:
         """Each kind of work's energy counter, or why there is none, as (label, text) rows."""
-        return [(str(label), str(text)) for label, text in self.call("energy") or []]
+        return [(str(label), str(text)) for label, text in self.call(wire.Energy()) or []]
 
     def measure_ceilings(self, *, quick: bool = False, refresh: bool = False) -> Ceilings | None:
         """Measure (or read the cached) ceilings."""
-        self.call("ceilings", quick=quick, refresh=refresh)
+        self.call(wire.MeasureCeilings(quick=quick, refresh=refresh))
         return self.ceilings
 
     def demos(self) -> list[tuple[str, str]]:
         """The built-in demo models as (label, source) pairs."""
-        return [(str(label), str(source)) for label, source in self.call("demos") or []]
+        return [(str(label), str(source)) for label, source in self.call(wire.Demos()) or []]
 
     def catalog(self) -> Catalog:
         """The declarations of every registered plugin (what the decision tree's actions name); asked once."""
         if self._catalog is None:
             from planner.plugins.declarations import Catalog
 
-            self._catalog = from_data(self.call("catalog"), Catalog)
+            self._catalog = from_data(self.call(wire.Catalog()), Catalog)
         return self._catalog
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
              trust_code: bool = False) -> dict[str, Any]:
         """Load and check the model; returns its description (as `planner inspect --json` prints it)."""
-        return dict(self.call("load", source=source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
+        return dict(self.call(wire.Load(source=source, input_shape=input_shape, inputs=inputs, trust_code=trust_code))
                     or {})
 
     def set_target(self, target: str = "auto") -> str:
         """Resolve and record the deployment target."""
-        return str(self.call("target", target=target))
+        return str(self.call(wire.SetTarget(target=target)))
 
     def set_requirements(self, *, toml_path: Path | None = None, overrides: dict | None = None,
                          device_class: str | None = None) -> Requirements | None:
         """Set the requirements (flags, then a TOML file, then the device class's defaults)."""
-        self.call("requirements", toml_path=str(toml_path) if toml_path else None, overrides=overrides,
-                  device_class=device_class)
+        self.call(wire.SetRequirements(toml_path=str(toml_path) if toml_path else None, overrides=overrides,
+                                       device_class=device_class))
         return self.requirements
 
     def set_out_dir(self, out: Path | None) -> Path:
         """Choose and check the output folder."""
-        return Path(self.call("out_dir", out=str(out) if out else None))
+        return Path(self.call(wire.SetOutDir(out=str(out) if out else None)))
 
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
                 val_data: Path | None = None) -> Baseline | None:
         """Measure and analyse the baseline."""
         self.cancel.reset()
-        self.call("profile", quick=quick, timeout_s=timeout_s, val_data=str(val_data) if val_data else None)
+        self.call(wire.Profile(quick=quick, timeout_s=timeout_s, val_data=str(val_data) if val_data else None))
         return self.baseline
 
     def decide(self, *, replies: dict | None = None) -> PlanRecord | None:
         """Answer the checklist (with the user's `replies`, when given), walk the tree and make the plan."""
-        if replies is not None:
-            self._request({"type": "answer", "replies": dict(replies)}, "decide")
-        else:
-            self.call("decide")
+        self.call(wire.Decide(replies=dict(replies) if replies is not None else None))
         return self.plan
 
     def plugin_status(self) -> list[dict]:
         """Every registered plugin with whether it can run here, and why not."""
-        return list(self.call("plugins") or [])
+        return list(self.call(wire.Plugins()) or [])
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None, timeout_s: float = 300.0,
                  plugin_options: dict | None = None, confirm: int | None = None) -> tuple[CandidateResult, ...]:
         """Build, measure, gate and rank the candidates of `plugins` (the plan's when None)."""
         self.cancel.reset()
-        self.call("optimize", plugins=list(plugins) if plugins else None, timeout_s=timeout_s,
-                  plugin_options=plugin_options, confirm=confirm)
+        self.call(wire.Optimize(plugins=list(plugins) if plugins else None, timeout_s=timeout_s,
+                                plugin_options=plugin_options, confirm=confirm))
         return self.results.candidates
 
     def deploy(self) -> tuple[Deployment, ...]:
         """Write the hand-over packages and record them."""
-        self.call("deploy")
+        self.call(wire.Deploy())
         return self.results.deployments
 
-    def verify(self) -> dict[str, Any]:
-        """Check the packages `deploy` wrote: `root` (the deploy/ folder) and one verdict per package
-        (`folder`, `label`, `passed`, `checks` with `name`, `passed` and `detail`)."""
-        return dict(self.call("verify") or {})
+    def verify(self) -> wire.Verified:
+        """Check the packages `deploy` wrote: the deploy/ folder and one verdict per package."""
+        return from_data(self.call(wire.Verify()), wire.Verified)
 
-    def finish(self, *, status: str | None = None, write_report: bool = True) -> dict[str, Any]:
-        """Rank, check requirements and write results.json and the report; returns `out_dir` and `report_path`."""
-        return dict(self.call("finish", status=status, write_report=write_report) or {})
+    def finish(self, *, status: str | None = None, write_report: bool = True) -> wire.Finished:
+        """Rank, check requirements and write results.json and the report; returns where they went."""
+        return from_data(self.call(wire.Finish(status=status, write_report=write_report)), wire.Finished)
 
     def save(self) -> None:
         """Write results.json, if an output folder is set."""
-        self.call("save")
+        self.call(wire.Save())
+

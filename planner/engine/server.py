@@ -13,7 +13,6 @@ status `interrupted`) and exit. SIGINT (Ctrl-C in a terminal the engine shares) 
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 import signal
@@ -25,14 +24,21 @@ from typing import IO, Any, Callable
 
 from planner import __version__
 from planner.codec import to_data
+from planner.engine import protocol as wire
 from planner.engine.protocol import (
     COMMANDS,
     PROTOCOL_VERSION,
-    QUICK_STEPS,
-    STEPS,
+    Bye,
+    Cancel,
+    Command,
+    Error,
+    Hello,
+    Message,
     ProtocolError,
+    Result,
+    Shutdown,
     State,
-    decode,
+    decode_command,
     encode,
     event_message,
 )
@@ -43,19 +49,11 @@ from planner.pipeline import PlanSession
 
 SessionFactory = Callable[[], PlanSession]
 
-FRESH_CANCEL = ("open", "profile", "optimize", "plan")
-"""The commands that start with a fresh cancel flag. The others keep the last run's, which `finish` reads:
-a cancelled optimize saved afterwards is saved as interrupted."""
-
 LEFTOVER_WAIT_S = 2.0
 """How long an exiting engine waits for the processes it ended to go."""
 
 STOP_WAIT_S = 5.0
 """How long a hang-up or shutdown waits for the running step to stop before writing what it has."""
-
-STARTUP_LOADS = ("load", "open")
-"""The commands that end the start-up's pause of garbage collection when they end (planner.engine.startup);
-any other long command ends it as it starts."""
 
 END_POLL_S = 0.1
 """How often a `cancel now` ends the measuring processes its command starts until the command stops."""
@@ -69,18 +67,21 @@ class EngineServer:
         self.writer = writer
         self.session_factory = session_factory
         self.session = session_factory()
-        self._write_lock = threading.Lock()
+        # One lock for the stream and the states: a state is made and sent in one go, so the client reads the
+        # states in the order they were made, and each one's changes build on the one before.
+        self._write_lock = threading.RLock()
         self._worker: threading.Thread | None = None
         self._running: tuple[int, str] | None = None  # the long command in progress: (id, name)
         self._cancel = CancelToken()  # the running command's; `cancel` sets it
         self._stop = threading.Event()
         self._seq = 0
+        self._sent: dict[str, Any] = {}  # the results' data as the last state sent carried them
         self._status = "ok"
         self._reason = "the client asked"
-        self.hello_extra: dict[str, Any] = {}  # more for the hello (a detached run names its run and folders)
+        self.hello_extra: dict[str, str] = {}  # more for the hello (a detached run names its run and folders)
 
     # -- the stream ----------------------------------------------------------------------------
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         """Write one message as one line (from any thread); a closed stream is the client gone: stop."""
         line = encode(message) + "\n"
         with self._write_lock:
@@ -97,20 +98,23 @@ class EngineServer:
         except Exception as exc:  # noqa: BLE001 - the handshake must go out even where detection breaks
             hardware = None
             self._log(0, f"hardware detection failed: {type(exc).__name__}: {exc}")
-        self.send({"type": "hello", "protocol": PROTOCOL_VERSION, "planner": __version__, "pid": os.getpid(),
-                   "hardware": hardware, **self.hello_extra})
+        self.send(Hello(protocol=PROTOCOL_VERSION, planner=__version__, pid=os.getpid(), hardware=hardware,
+                        **self.hello_extra))
 
     def state(self) -> State:
-        """The session as the client mirrors it."""
+        """The session as the client mirrors it, its results as what changed since the last state made."""
         session = self.session
+        data = to_data(session.results)
         with self._write_lock:
             self._seq += 1
-            seq = self._seq
-        return State(seq=seq, discards=discards_of(session), results=to_data(session.results),
-                     done=tuple(sorted(str(s) for s in session.done_steps())),
-                     stale=tuple(sorted(str(s) for s in session.stale_steps())),
-                     out_dir=str(session.out_dir) if session.out_dir else None, replies=dict(session.replies),
-                     running=self._running[1] if self._running else "")
+            changed = {key: value for key, value in data.items() if key not in self._sent or self._sent[key] != value}
+            removed = tuple(key for key in self._sent if key not in data)
+            self._sent = data
+            return State(seq=self._seq, changed=changed, removed=removed, discards=discards_of(session),
+                         done=tuple(sorted(str(s) for s in session.done_steps())),
+                         stale=tuple(sorted(str(s) for s in session.stale_steps())),
+                         out_dir=str(session.out_dir) if session.out_dir else None, replies=dict(session.replies),
+                         running=self._running[1] if self._running else "")
 
     # -- the loop ------------------------------------------------------------------------------
     def serve(self) -> str:
@@ -133,56 +137,39 @@ class EngineServer:
     def handle(self, line: str) -> None:
         """One line from the client: a command, or an error back for anything that is not one."""
         try:
-            message = decode(line)
+            message = decode_command(line)
         except ProtocolError as exc:
-            self._error(0, str(exc), "send one JSON object per line, with a 'type' (see planner.engine.protocol)")
+            fix = (f"send one of: {', '.join(COMMANDS)}" if str(exc).startswith("unknown command")
+                   else "send one JSON object per line, with a 'type' (see planner.engine.protocol)")
+            self._error(exc.command_id, str(exc), fix)
             return
-        kind, command_id = message["type"], message.get("id", 0)
-        if not isinstance(command_id, int):
-            self._error(0, f"the command's id must be a number, not {command_id!r}", "number each command")
-            return
-        if kind == "cancel":
-            self.cancel(now=bool(message.get("now")))
-        elif kind == "shutdown":
-            self._hang_up(str(message.get("reason") or "the client asked"), status="ok")
-        elif kind == "open":
-            self._start(command_id, "open", lambda: self._open(message))
-        elif kind == "answer":
-            replies = message.get("replies") or {}
-            self._quick(command_id, "answer", lambda: self._step_decide(replies=dict(replies)))
-        elif kind == "run":
-            self._run(command_id, str(message.get("step", "")), message.get("args") or {})
-        else:
-            self._error(command_id, f"unknown command {kind!r}", f"send one of: {', '.join(COMMANDS)}")
+        if isinstance(message, Cancel):
+            self.cancel(now=message.now)
+        elif isinstance(message, Shutdown):
+            self._hang_up(message.reason or "the client asked", status="ok")
+        elif isinstance(message, Command):
+            command = message
+            if command.at_once:
+                self._quick(command, lambda: self._perform(command))
+            else:
+                self._start(command, lambda: self._perform(command))
 
-    def _run(self, command_id: int, step: str, args: dict[str, Any]) -> None:
-        if step not in STEPS:
-            self._error(command_id, f"unknown step {step!r}", f"one of: {', '.join(STEPS)}")
-            return
-        if not isinstance(args, dict):
-            self._error(command_id, f"the arguments of {step!r} must be an object", "send args as {name: value}")
-            return
-        call = getattr(self, f"_step_{step}")
-        if step in QUICK_STEPS:
-            self._quick(command_id, step, lambda: call(**args))
-        else:
-            self._start(command_id, step, lambda: call(**args))
+    def _quick(self, command: Command, call: Callable[[], Any]) -> None:
+        """Answer an at-once command on the reading thread; while a long one runs, its events stay the long one's."""
+        self._answer(command.id, command.name, call, own_events=self._running is None)
 
-    def _quick(self, command_id: int, name: str, call: Callable[[], Any]) -> None:
-        """Answer a quick command on the reading thread; while a long one runs, its events stay the long one's."""
-        self._answer(command_id, name, call, own_events=self._running is None)
-
-    def _start(self, command_id: int, name: str, call: Callable[[], Any]) -> None:
+    def _start(self, command: Command, call: Callable[[], Any]) -> None:
         """Run a long command on the worker thread; one at a time, as the measurements must not compete."""
+        command_id, name = command.id, command.name
         running = self._running
         if running is not None:
             self._error(command_id, f"busy: {running[1]} is still running", "wait for it, or send cancel")
             return
-        if name in FRESH_CANCEL:
+        if command.fresh_cancel:
             self.session.cancel = CancelToken()
         self._cancel = self.session.cancel
         self._running = (command_id, name)
-        if name not in STARTUP_LOADS:
+        if not command.loads_model:
             resume_gc()  # a plan or a profile runs with collection as usual
 
         def work() -> None:
@@ -194,7 +181,7 @@ class EngineServer:
 
         # After a load has answered, not before: the first collection then scans all the start-up's objects
         # (about 0.2 s), which the answer should not wait for.
-        target = _resuming_gc_after(work) if name in STARTUP_LOADS else work
+        target = _resuming_gc_after(work) if command.loads_model else work
         self._worker = threading.Thread(target=target, name=f"engine-{name}", daemon=True)
         self._worker.start()
 
@@ -216,11 +203,12 @@ class EngineServer:
             self._error(command_id, f"{name} failed: {type(exc).__name__}: {exc}",
                         "see the engine's log for the details; try the step again", kind=type(exc).__name__)
             return
-        self.send({"type": "result", "id": command_id, "value": _value(value), "state": self._answered(command_id)})
+        with self._write_lock:
+            self.send(Result(id=command_id, value=_value(value), state=self._answered(command_id)))
 
     def _error(self, command_id: int, problem: str, fix: str, *, kind: str = "ProtocolError") -> None:
-        self.send({"type": "error", "id": command_id, "problem": problem, "fix": fix, "kind": kind,
-                   "state": self._answered(command_id)})
+        with self._write_lock:
+            self.send(Error(id=command_id, problem=problem, fix=fix, kind=kind, state=self._answered(command_id)))
 
     def _answered(self, command_id: int) -> State:
         """The state an answer carries. A long command ends here, before its answer goes out: a client that sends
@@ -278,8 +266,8 @@ class EngineServer:
                 self.session.save()
             except Exception as exc:  # noqa: BLE001 - the goodbye goes out even if the disk refuses
                 self._log(0, f"results.json not written: {type(exc).__name__}: {exc}")
-        self.send({"type": "bye", "status": self._status, "reason": self._reason,
-                   "out_dir": str(self.session.out_dir) if self.session.out_dir else None})
+        self.send(Bye(status=self._status, reason=self._reason,
+                      out_dir=str(self.session.out_dir) if self.session.out_dir else None))
 
     @property
     def stopped(self) -> bool:
@@ -304,91 +292,101 @@ class EngineServer:
             pass
 
     # -- the steps -----------------------------------------------------------------------------
-    def _open(self, message: dict[str, Any]) -> Any:
+    def _perform(self, command: Command) -> Any:
+        """Run one command on the session (dispatched on its type); returns what its `Result` carries."""
+        session = self.session
+        match command:
+            case wire.Open():
+                return self._open(command)
+            case wire.Detect():
+                return session.detect()
+            case wire.Energy():
+                return self._energy()
+            case wire.MeasureCeilings(quick=quick, refresh=refresh):
+                return session.measure_ceilings(quick=quick, refresh=refresh)
+            case wire.Demos():
+                from planner.models.demo import DEMOS
+
+                return [(f"demo:{d.name} — {d.summary}", f"demo:{d.name}") for d in DEMOS.values()]
+            case wire.Catalog():
+                from planner.plugins import catalog
+
+                return catalog()
+            case wire.Load():
+                return self._load(command)
+            case wire.SetTarget(target=target):
+                return session.set_target(target)
+            case wire.SetRequirements():
+                return session.set_requirements(toml_path=Path(command.toml_path) if command.toml_path else None,
+                                                overrides=command.overrides, device_class=command.device_class)
+            case wire.SetOutDir(out=out):
+                return str(session.set_out_dir(Path(out) if out else None))
+            case wire.Profile(quick=quick, timeout_s=timeout_s, val_data=val_data):
+                if val_data:  # only when given: a session may take no validation data
+                    return session.profile(quick=quick, timeout_s=timeout_s, val_data=Path(val_data))
+                return session.profile(quick=quick, timeout_s=timeout_s)
+            case wire.Decide(replies=replies):
+                session.decide(replies=replies)
+                return None
+            case wire.Plugins():
+                return session.plugin_status()
+            case wire.Optimize():
+                return self._optimize(command)
+            case wire.Deploy():
+                return session.deploy()
+            case wire.Verify():
+                return self._verify()
+            case wire.Finish(status=status, write_report=write_report):
+                outcome = session.finish(status=status, write_report=write_report)
+                return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
+                                     report_path=str(outcome.report_path) if outcome.report_path else None)
+            case wire.Save():
+                session.save()
+                return None
+            case wire.RunPlan(options=options):
+                return self._plan(options)
+        raise PlannerError(f"the engine has no step for {command.name!r}", "update the planner on both sides")
+
+    def _open(self, command: wire.Open) -> Any:
         """A fresh session from the `open` command's settings; returns the model's description, if one was named."""
         self.session = self.session_factory()
         self.session.cancel = self._cancel
-        self.session.on_event = lambda event: self.send(event_message(message.get("id", 0), event))
+        self.session.on_event = lambda event: self.send(event_message(command.id, event))
         session = self.session
         session.detect()
-        if message.get("target"):
-            session.set_target(str(message["target"]))
-        if message.get("requirements") or message.get("requirements_file"):
-            toml = message.get("requirements_file")
-            session.set_requirements(toml_path=Path(toml) if toml else None,
-                                     overrides=dict(message.get("requirements") or {}))
+        if command.target:
+            session.set_target(command.target)
+        if command.requirements or command.requirements_file:
+            toml = command.requirements_file
+            session.set_requirements(toml_path=Path(toml) if toml else None, overrides=dict(command.requirements or {}))
         described = None
-        if message.get("model"):
-            described = self._step_load(source=str(message["model"]), input_shape=message.get("input_shape"),
-                                        inputs=message.get("inputs"), trust_code=bool(message.get("trust_code")))
-        if message.get("out"):
-            session.set_out_dir(Path(message["out"]))
+        if command.model:
+            described = session.load(command.model, input_shape=command.input_shape, inputs=command.inputs,
+                                     trust_code=command.trust_code).describe()
+        if command.out:
+            session.set_out_dir(Path(command.out))
         return described
 
-    def _step_detect(self) -> Any:
-        return self.session.detect()
-
-    def _step_energy(self) -> list[tuple[str, str]]:
+    def _energy(self) -> list[tuple[str, str]]:
         """Each kind of work's energy counter, or why there is none, as labelled lines."""
         from planner.hardware.energy.find import describe
 
         return [("Energy" if device == "cpu" else "Energy (GPU)", describe(found))
                 for device, found in self.session.energy_counters().items()]
 
-    def _step_ceilings(self, quick: bool = False, refresh: bool = False) -> Any:
-        return self.session.measure_ceilings(quick=quick, refresh=refresh)
+    def _load(self, command: wire.Load) -> Any:
+        return self.session.load(command.source, input_shape=command.input_shape, inputs=command.inputs,
+                                 trust_code=command.trust_code).describe()
 
-    def _step_demos(self) -> list[tuple[str, str]]:
-        """The built-in demo models, as (label, source) pairs."""
-        from planner.models.demo import DEMOS
-
-        return [(f"demo:{d.name} — {d.summary}", f"demo:{d.name}") for d in DEMOS.values()]
-
-    def _step_catalog(self) -> Any:
-        """What every registered plugin declares (the decision tree names them beside its actions)."""
-        from planner.plugins import catalog
-
-        return catalog()
-
-    def _step_load(self, source: str, input_shape: str | None = None, inputs: list[str] | None = None,
-                   trust_code: bool = False) -> Any:
-        return self.session.load(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code).describe()
-
-    def _step_target(self, target: str = "auto") -> str:
-        return self.session.set_target(target)
-
-    def _step_requirements(self, toml_path: str | None = None, overrides: dict | None = None,
-                           device_class: str | None = None) -> Any:
-        return self.session.set_requirements(toml_path=Path(toml_path) if toml_path else None,
-                                             overrides=overrides, device_class=device_class)
-
-    def _step_out_dir(self, out: str | None = None) -> str:
-        return str(self.session.set_out_dir(Path(out) if out else None))
-
-    def _step_profile(self, quick: bool = False, timeout_s: float = 600.0, val_data: str | None = None) -> Any:
-        if val_data:  # only when given: a session may take no validation data
-            return self.session.profile(quick=quick, timeout_s=timeout_s, val_data=Path(val_data))
-        return self.session.profile(quick=quick, timeout_s=timeout_s)
-
-    def _step_decide(self, replies: dict | None = None) -> None:
-        self.session.decide(replies=replies)
-
-    def _step_plugins(self) -> list[dict]:
-        return self.session.plugin_status()
-
-    def _step_optimize(self, plugins: list[str] | None = None, timeout_s: float = 300.0,
-                       plugin_options: dict | None = None, confirm: int | None = None) -> int:
-        kwargs: dict[str, Any] = {"plugins": plugins, "timeout_s": timeout_s}
-        if plugin_options:
-            kwargs["plugin_options"] = plugin_options
-        if confirm is not None:
-            kwargs["confirm"] = confirm
+    def _optimize(self, command: wire.Optimize) -> int:
+        kwargs: dict[str, Any] = {"plugins": command.plugins, "timeout_s": command.timeout_s}
+        if command.plugin_options:
+            kwargs["plugin_options"] = command.plugin_options
+        if command.confirm is not None:
+            kwargs["confirm"] = command.confirm
         return len(self.session.optimize(**kwargs)) - 1
 
-    def _step_deploy(self) -> Any:
-        return self.session.deploy()
-
-    def _step_verify(self) -> dict[str, Any]:
+    def _verify(self) -> wire.Verified:
         """Check the hand-over packages written under deploy/ (files, runtime, fidelity, latency), each in turn."""
         from planner.deploy import DEPLOY_DIR, verify_path
 
@@ -396,20 +394,13 @@ class EngineServer:
         root = out_dir / DEPLOY_DIR if out_dir is not None else None
         written = [d for d in self.session.results.deployments if d.folder]
         verdicts = verify_path(root) if written and root is not None else []
-        return {"root": str(root) if root else None,
-                "verdicts": [{"folder": str(v.folder), "label": v.label, "passed": v.passed,
-                              "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in v.checks]}
-                             for v in verdicts]}
+        return wire.Verified(root=str(root) if root else None, verdicts=tuple(
+            wire.PackageVerdict(folder=str(v.folder), label=v.label, passed=v.passed,
+                                checks=tuple(wire.CheckLine(name=c.name, passed=c.passed, detail=c.detail)
+                                             for c in v.checks))
+            for v in verdicts))
 
-    def _step_finish(self, status: str | None = None, write_report: bool = True) -> dict[str, Any]:
-        outcome = self.session.finish(status=status, write_report=write_report)
-        return {"out_dir": str(outcome.out_dir), "report_path": str(outcome.report_path) if outcome.report_path
-                else None}
-
-    def _step_save(self) -> None:
-        self.session.save()
-
-    def _step_plan(self, **options: Any) -> dict[str, Any]:
+    def _plan(self, options: dict[str, Any]) -> wire.Finished:
         """The whole method, as `planner plan` runs it in-process; the session is the plan's own."""
         from planner.engine.plan_options import options_from_data
         from planner.pipeline import run_plan
@@ -427,8 +418,8 @@ class EngineServer:
                            session_factory=session_of_plan)
         if "session" in captured:
             self.session = captured["session"]
-        return {"out_dir": str(outcome.out_dir), "report_path": str(outcome.report_path) if outcome.report_path
-                else None, "status": str(outcome.results.status)}
+        return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
+                             report_path=str(outcome.report_path) if outcome.report_path else None)
 
 
 def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
@@ -441,10 +432,8 @@ def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
 
 
 def _value(value: Any) -> Any:
-    """A step's return value as the `result` carries it (typed values through the codec)."""
-    if dataclasses.is_dataclass(value) or isinstance(value, (list, tuple, dict)):
-        return to_data(value)
-    return value
+    """A step's return value as the `result` carries it: plain data, through the codec."""
+    return to_data(value)
 
 
 def _resuming_gc_after(call: Callable[[], Any]) -> Callable[[], Any]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from planner.engine.waiting import wait_interruptible
 from planner.errors import PlannerError
 from planner.events import Event
 from planner.pipeline.run import PlanOptions
@@ -92,28 +93,25 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
             outcomes[spec.label] = outcome
             rows[spec.label] = FleetRow(spec.label, spec.target, outcome.results, outcome.report, outcome.failure)
 
-    finished = threading.Semaphore(0)
+    left = [len(hosts)]
+    left_lock = threading.Lock()
+    all_done = threading.Event()
 
     def plan_then_count(host: FleetHost) -> None:
         try:
             plan_one(host)
         finally:
-            finished.release()
+            with left_lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    all_done.set()
 
+    if not hosts:
+        all_done.set()
     for host in hosts:
         threading.Thread(target=plan_then_count, args=(host,), name=f"fleet-{host.spec.label}", daemon=True).start()
-    interrupted = False
-    # Waiting on a semaphore, not Thread.join: a Ctrl-C that lands inside join can leave a thread looking finished.
-    for _ in hosts:
-        while True:
-            try:
-                if finished.acquire(timeout=0.2):
-                    break
-            except KeyboardInterrupt:
-                if interrupted:
-                    raise
-                interrupted = True
-                cancel.set()  # each host's plan is cancelled there, and what it measured fetched
+    # Each host's plan is cancelled there, and what it measured fetched.
+    interrupted = wait_interruptible(all_done, on_interrupt=cancel.set)
     ordered = [rows.get(h.spec.label) or FleetRow(h.spec.label, h.spec.target, None, None, "no answer") for h in hosts]
     report = write_fleet_report(ordered, out)
     return FleetOutcome(ordered, report, outcomes, interrupted=interrupted or cancel.is_set())

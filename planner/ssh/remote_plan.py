@@ -24,6 +24,8 @@ import asyncssh
 
 from planner.engine.client import EngineClient, EngineDiedError
 from planner.engine.plan_options import options_data
+from planner.engine.protocol import Answer, Error, Result, RunPlan, Shutdown
+from planner.engine.waiting import await_answer
 from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.io import write_json_atomic
@@ -175,7 +177,7 @@ class RemoteEngineClient(EngineClient):
     def leave(self, *, shutdown: bool = True) -> None:
         """Say goodbye to the engine (`shutdown` ends it; without, it goes on detached) and close the channel."""
         if shutdown:
-            self.send({"type": "shutdown"})
+            self.send(Shutdown())
         self.channel.close()
 
 
@@ -232,16 +234,15 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
         remote_options = _remote_options(options, host, say)
         say("starting", "starting the engine on the host")
         client = host.engine("--detach")
-        run = str(client.hello.get("run", ""))
-        out = str(client.hello.get("out", ""))
+        run, out = client.hello.run, client.hello.out
         local = local_dir or default_local_dir(spec, run, base_dir)
         _note_run(local, spec, run, out, transfer=host.transfer)
         say("planning", f"run {run}")
         remote_options = replace(remote_options, out=Path(out))
         outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
-        plan = {"type": "run", "step": "plan", "args": options_data(remote_options)}
-        reply, interrupted = _await_cancelling(client, lambda: client.request(plan, on_event=on_event, name="plan"),
-                                               on_event=on_event, cancel=cancel)
+        plan = RunPlan(options=options_data(remote_options))
+        reply, interrupted = _await_cancelling(
+            client, lambda: Result(value=client.request(plan, on_event=on_event)), on_event=on_event, cancel=cancel)
 
         def lost(problem: str) -> ConnectionLostError:
             _note_run(local, spec, run, out, seen=client.received, transfer=host.transfer)  # attach replays from there
@@ -268,43 +269,19 @@ class _Interrupted(KeyboardInterrupt):
         self.outcome = outcome
 
 
-def _await_cancelling(client: EngineClient, wait: Callable[[], dict[str, Any] | None], *, on_event: EventSink,
-                      cancel: threading.Event | None = None) -> tuple[dict[str, Any] | None, bool]:
-    """Wait on a thread for the answer `wait` returns (the plan's, or a re-attached run's); Ctrl-C or `cancel` cancels
-    the run on the host and waits on for what it kept. Returns the answer (None when the stream ended first: the
-    client's `death` says why) and whether it was interrupted."""
-    box: dict[str, Any] = {}
+def _await_cancelling(client: EngineClient, wait: Callable[[], Answer | None], *, on_event: EventSink,
+                      cancel: threading.Event | None = None) -> tuple[Answer | None, bool]:
+    """Wait for the answer `wait` returns (the plan's, or a re-attached run's); Ctrl-C or `cancel` cancels the run on
+    the host and waits on for what it kept. Returns the answer (None when the stream ended first: the client's
+    `death` says why) and whether it was interrupted."""
+    def stop() -> None:
+        on_event(Event(kind="warning", message="cancelling the plan on the host; fetching what it measured"))
+        client.cancel(now=True)
 
-    def run() -> None:
-        try:
-            box["reply"] = wait()
-        except EngineDiedError:
-            box["reply"] = None
-        except PlannerError as exc:
-            box["reply"] = {"type": "error", "problem": exc.problem, "fix": exc.fix}
-        finally:
-            done.set()
-
-    # Waiting on an Event, not Thread.join: a Ctrl-C that lands inside join can leave the thread looking finished.
-    done = threading.Event()
-    threading.Thread(target=run, name="remote-wait", daemon=True).start()
-    interrupted = False
-    while not done.is_set():
-        try:
-            done.wait(0.2)
-            if cancel is not None and cancel.is_set() and not interrupted:
-                interrupted = True
-                client.cancel(now=True)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise  # a second Ctrl-C: stop waiting for the host
-            interrupted = True
-            on_event(Event(kind="warning", message="cancelling the plan on the host; fetching what it measured"))
-            client.cancel(now=True)
-    return box.get("reply"), interrupted
+    return await_answer(wait, on_interrupt=stop, cancel=cancel)
 
 
-def _conclude(client: RemoteEngineClient, reply: dict[str, Any] | None, outcome: HostOutcome,
+def _conclude(client: RemoteEngineClient, reply: Answer | None, outcome: HostOutcome,
               lost: Callable[[str], ConnectionLostError]) -> None:
     """Close the channel and note in `outcome` how the run ended; a dropped connection raises `lost(problem)` (the
     engine goes on there, for `attach`)."""
@@ -316,8 +293,8 @@ def _conclude(client: RemoteEngineClient, reply: dict[str, Any] | None, outcome:
         outcome.failure = problem or "the remote engine stopped"
         return
     client.leave()
-    if reply.get("type") == "error":
-        outcome.failure = str(reply.get("problem", "the plan failed"))
+    if isinstance(reply, Error):
+        outcome.failure = reply.problem or "the plan failed"
 
 
 def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say: PhaseSink) -> None:
@@ -374,8 +351,7 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
         say("attaching", f"attaching to run {run}" + (f", replaying from message {since} (the first one not seen "
                                                         "before the connection dropped)" if since > 1 else ""))
         client = host.engine("--attach", run, "--since", str(since))
-        run = str(client.hello.get("run", run))
-        out = str(client.hello.get("out", ""))
+        run, out = client.hello.run or run, client.hello.out
         local = local_dir or default_local_dir(spec, run, base_dir)
         outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
         client.running = "plan"  # what a death report says was running: the run's plan, which the replay follows

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import psutil
 
 from planner.engine.client import EngineClient, EngineDiedError
+from planner.engine.protocol import Bye, Command, EngineMessage, Error, Result, State
 from planner.events import Event
 
 WAIT_S = 120.0
@@ -20,19 +21,41 @@ WAIT_S = 120.0
 
 
 class RecordingClient(EngineClient):
-    """An EngineClient that also keeps every message it routes, in order: what went over the wire."""
+    """An EngineClient that also keeps every message it routes, in order (what went over the wire), and the results
+    and state the answers' states built, as a client mirroring the session holds them."""
 
-    heard: list[dict[str, Any]]
+    heard: list[EngineMessage]
     deaths: list[EngineDiedError]
 
-    def _route(self, message: dict[str, Any]) -> None:
+    def _route(self, message: EngineMessage) -> None:
         self.__dict__.setdefault("heard", []).append(message)
+        if isinstance(message, (Result, Error)) and message.state is not None:
+            data = self.__dict__.setdefault("results_data", {})
+            data.update(message.state.changed)
+            for key in message.state.removed:
+                data.pop(key, None)
+            self.__dict__["last_state"] = message.state
         super()._route(message)
 
-    def messages(self, kind: str, command_id: int | None = None) -> list[dict[str, Any]]:
+    def messages(self, kind: str, command_id: int | None = None) -> list[Any]:
         """The messages of one type heard so far (of one command, when `command_id` is given)."""
         return [m for m in self.__dict__.get("heard", [])
-                if m["type"] == kind and (command_id is None or m.get("id") == command_id)]
+                if m.__struct_config__.tag == kind and (command_id is None or getattr(m, "id", 0) == command_id)]
+
+    def ask(self, command: Command, **kwargs: Any) -> Result:
+        """Send `command`, wait, and return its `Result` message (its value and the state after it)."""
+        self.request(command, **kwargs)
+        return next(m for m in reversed(self.messages("result", command.id)))
+
+    @property
+    def results(self) -> dict[str, Any]:
+        """The session's results as the states so far built them (results.json's data)."""
+        return dict(self.__dict__.get("results_data", {}))
+
+    @property
+    def state(self) -> State:
+        """The state the last answer carried."""
+        return self.__dict__.get("last_state") or State()
 
 
 def spawn(tmp_path: Path, **kwargs: Any) -> RecordingClient:
@@ -48,17 +71,17 @@ def spawn(tmp_path: Path, **kwargs: Any) -> RecordingClient:
 class Background:
     """One command sent from a thread, so the test can act (cancel, kill) while it runs."""
 
-    def __init__(self, client: EngineClient, message: dict[str, Any]) -> None:
+    def __init__(self, client: RecordingClient, command: Command) -> None:
         self.events: list[Event] = []
-        self.reply: dict[str, Any] | None = None
+        self.reply: Result | None = None
         self.error: BaseException | None = None
         self._heard = threading.Condition()
-        self._thread = threading.Thread(target=self._run, args=(client, message), daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(client, command), daemon=True)
         self._thread.start()
 
-    def _run(self, client: EngineClient, message: dict[str, Any]) -> None:
+    def _run(self, client: RecordingClient, command: Command) -> None:
         try:
-            self.reply = client.request(message, on_event=self._on_event)
+            self.reply = client.ask(command, on_event=self._on_event)
         except BaseException as exc:  # noqa: BLE001 - the test asserts on it
             self.error = exc
         with self._heard:
@@ -89,7 +112,7 @@ class Background:
         assert not self._thread.is_alive(), f"no answer within {timeout_s} s; heard {[e.message for e in self.events]}"
 
 
-def heard_bye(client: EngineClient, timeout_s: float = 10.0) -> dict[str, Any] | None:
+def heard_bye(client: EngineClient, timeout_s: float = 10.0) -> Bye | None:
     """The engine's goodbye, once its reading thread has heard it (None if none comes within `timeout_s`)."""
     deadline = time.monotonic() + timeout_s
     while client.bye is None and client.death is None and time.monotonic() < deadline:

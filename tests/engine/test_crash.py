@@ -10,6 +10,7 @@ import time
 import pytest
 from engine_support import WAIT_S, Background, descendants, end_processes, spawn
 
+from planner.engine import protocol as wire
 from planner.engine.client import EngineDiedError
 from planner.errors import PlannerError
 from planner.results import RESULTS_NAME, read_results
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.worker  # each test measures demo:tiny in real worker p
 
 
 def _open(engine, out) -> None:
-    engine.request({"type": "open", "model": "demo:tiny", "target": "cpu", "out": str(out)})
+    engine.request(wire.Open(model="demo:tiny", target="cpu", out=str(out)))
 
 
 def _kill_during(engine, step: Background, signum: int) -> None:
@@ -40,7 +41,7 @@ def _assert_died_of(engine, step: Background, signal_name: str, step_name: str) 
     assert engine.deaths == [error]  # on_death heard it once, with the same words
     assert not engine.alive
     with pytest.raises(EngineDiedError):  # a later command fails at once, with the same death
-        engine.request({"type": "run", "step": "detect"})
+        engine.request(wire.Detect())
     return error
 
 
@@ -49,9 +50,9 @@ def test_sigkill_mid_optimize_keeps_the_candidates_measured(tmp_path):
     engine = spawn(tmp_path)
     try:
         _open(engine, out)
-        engine.request({"type": "run", "step": "profile", "args": {"quick": True}})
-        engine.request({"type": "run", "step": "decide"})
-        optimize = Background(engine, {"type": "run", "step": "optimize", "args": {"plugins": ["cpu.onnxruntime"]}})
+        engine.request(wire.Profile(quick=True))
+        engine.request(wire.Decide())
+        optimize = Background(engine, wire.Optimize(plugins=["cpu.onnxruntime"]))
         measured = optimize.wait_for(lambda e: e.kind == "candidate_done")
         _kill_during(engine, optimize, signal.SIGKILL)
         _assert_died_of(engine, optimize, "SIGKILL", "optimize")
@@ -68,8 +69,8 @@ def test_sigsegv_mid_profile_keeps_results_json(tmp_path):
     engine = spawn(tmp_path)
     try:
         _open(engine, out)
-        engine.request({"type": "run", "step": "save"})
-        profile = Background(engine, {"type": "run", "step": "profile", "args": {"quick": True}})
+        engine.request(wire.Save())
+        profile = Background(engine, wire.Profile(quick=True))
         profile.wait_for(lambda e: "timing the baseline" in e.message)
         _kill_during(engine, profile, signal.SIGSEGV)
         _assert_died_of(engine, profile, "SIGSEGV", "profile")
@@ -84,7 +85,7 @@ def test_sighup_mid_profile_writes_interrupted_results_and_says_bye(tmp_path):
     engine = spawn(tmp_path)
     try:
         _open(engine, out)
-        profile = Background(engine, {"type": "run", "step": "profile", "args": {"quick": True}})
+        profile = Background(engine, wire.Profile(quick=True))
         profile.wait_for(lambda e: "timing the baseline" in e.message)
         hung_up = time.monotonic()
         os.kill(engine.process.pid, signal.SIGHUP)
@@ -98,6 +99,6 @@ def test_sighup_mid_profile_writes_interrupted_results_and_says_bye(tmp_path):
     assert isinstance(profile.error, PlannerError) and not isinstance(profile.error, EngineDiedError), profile.error
     assert "cancelled" in profile.error.problem
     assert engine.bye is not None and engine.death is None and engine.deaths == []
-    assert engine.bye["status"] == "interrupted" and "SIGHUP" in engine.bye["reason"]
+    assert engine.bye.status == "interrupted" and "SIGHUP" in engine.bye.reason
     results = read_results(out / RESULTS_NAME)
     assert results.status == "interrupted" and results.model is not None and results.model.name == "tiny"

@@ -11,6 +11,8 @@ import time
 
 from engine_support import spawn
 
+from planner.engine import protocol as wire
+
 GC_PROBE_MODEL = '''
 import gc
 
@@ -36,7 +38,7 @@ def _probe(tmp_path):
 
 
 def _load(engine, source):
-    engine.request({"type": "run", "step": "load", "args": {"source": source, "trust_code": True}})
+    engine.request(wire.Load(source=source, trust_code=True))
 
 
 def test_collection_waits_for_the_first_load_and_resumes_after_it(tmp_path):
@@ -61,8 +63,7 @@ def test_another_long_command_first_resumes_collection_as_it_starts(tmp_path):
     engine = spawn(tmp_path)
     try:
         # `verify` is a long command (it would check hand-over packages; this session wrote none).
-        reply = engine.request({"type": "run", "step": "verify"})
-        assert reply["value"]["verdicts"] == []
+        assert engine.request(wire.Verify())["verdicts"] == []
         _load(engine, source)
         assert record.read_text().splitlines() == ["on"]
     finally:

@@ -125,9 +125,9 @@ class ReportPane(StepPane):
         # A report already there (from this session or an earlier one) is replaced: say so.
         again = (out_dir / REPORT_NAME).exists()
         outcome = self.session.finish(write_report=True)
-        report = Path(outcome["report_path"]) if outcome.get("report_path") else None
+        report = Path(outcome.report_path) if outcome.report_path else None
         markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
-        self.report("save", {"out_dir": Path(outcome["out_dir"]), "report": report, "markdown": markdown,
+        self.report("save", {"out_dir": Path(outcome.out_dir), "report": report, "markdown": markdown,
                              "overwrote": again})
 
     def job_done(self, job: str, result: Any) -> None:

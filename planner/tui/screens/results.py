@@ -314,38 +314,11 @@ def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
-@dataclass(frozen=True)
-class CheckView:
-    """One check on a package, as the engine's verification reported it."""
-
-    name: str
-    passed: bool
-    detail: str
-
-
-@dataclass(frozen=True)
-class PackageCheck:
-    """One package's verification, as the engine reported it (`planner.deploy.verify` runs it there)."""
-
-    folder: Path
-    label: str
-    passed: bool
-    checks: tuple[CheckView, ...]
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> PackageCheck:
-        """From the engine's `verify` answer."""
-        return cls(folder=Path(str(data.get("folder", ""))), label=str(data.get("label", "")),
-                   passed=bool(data.get("passed")),
-                   checks=tuple(CheckView(str(c.get("name", "")), bool(c.get("passed")), str(c.get("detail", "")))
-                                for c in data.get("checks") or []))
-
-
 def deploy_lines(deployments: list[Any], verdicts: list[Any]) -> Text:
     """What `r` wrote and found: per role its candidate and folder and each check passed or failed, then what a
     failed check found (the details panel is small: passing checks stay one word)."""
     text = Text()
-    by_folder = {v.folder.name: v for v in verdicts}
+    by_folder = {Path(v.folder).name: v for v in verdicts}
     for record in deployments:
         if not record.folder:
             text.append(f"{record.role}: no package — {record.reason}\n", style="bold")
@@ -560,8 +533,8 @@ class ResultsPane(StepPane):
             self.session.set_out_dir(self.planner.out_dir)
         deployments = self.session.deploy()
         checked = self.session.verify()
-        verdicts = [PackageCheck.of(v) for v in checked.get("verdicts") or []]
-        self.report("deploy", {"deployments": list(deployments), "verdicts": verdicts, "root": checked.get("root")})
+        self.report("deploy", {"deployments": list(deployments), "verdicts": list(checked.verdicts),
+                               "root": checked.root})
 
     def job_done(self, job: str, result: Any) -> None:
         """Show each package and its checks."""
