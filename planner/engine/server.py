@@ -477,7 +477,16 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     writer = os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
-    return serve_streams(sys.stdin, writer, session_factory=session_factory)
+    # The commands come in on a private copy of stdin too, and fd 0 becomes /dev/null. A process a library forks
+    # from the engine (OpenVINO's and NNCF's telemetry send each event from a forked multiprocessing.Process) closes
+    # sys.stdin as it starts; were the engine's reading thread blocked in sys.stdin's readline, the fork would
+    # inherit that lock held and hang in the close forever, never ending, holding gigabytes.
+    command_fd = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    reader = os.fdopen(command_fd, "r", encoding="utf-8")
+    return serve_streams(reader, writer, session_factory=session_factory)
 
 
 def serve_streams(reader: IO[str], writer: IO[str], *, session_factory: SessionFactory = PlanSession,

@@ -150,3 +150,40 @@ def test_a_hang_up_during_a_step_that_will_not_stop_answers_for_it_and_exits(tmp
     assert load.error.fix == "start the engine again and run load again"
     assert engine.bye is not None and engine.bye.status == "interrupted" and engine.deaths == []
     assert read_results(tmp_path / "out" / RESULTS_NAME).status == "interrupted"
+
+
+FORKING_MODEL = '''
+import multiprocessing
+import sys
+
+import torch
+
+
+def make():
+    # As OpenVINO's telemetry does on every event: a forked multiprocessing.Process, joined with a timeout.
+    child = multiprocessing.get_context("fork").Process(target=sys.exit, args=(0,))
+    child.start()
+    child.join(20)
+    with open({record!r}, "w") as f:
+        f.write("hung" if child.is_alive() else f"exited {{child.exitcode}}")
+    if child.is_alive():
+        child.kill()
+    return torch.nn.Linear(4, 2)
+
+
+INPUT_SHAPE = (1, 4)
+'''
+
+
+def test_a_process_forked_during_a_step_starts_and_ends(tmp_path):
+    # The engine's reading thread waits for the next command while the step runs; a forked child that closes its
+    # stdin (multiprocessing does, as it starts) must not inherit that reader's lock held and hang forever.
+    record = tmp_path / "child.txt"
+    model = tmp_path / "forking.py"
+    model.write_text(FORKING_MODEL.format(record=str(record)))
+    engine = spawn(tmp_path)
+    try:
+        engine.request(wire.Load(source=f"{model}:make", trust_code=True))
+    finally:
+        engine.close()
+    assert record.read_text() == "exited 0"
