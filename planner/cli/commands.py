@@ -214,7 +214,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         return cmd_plan_host(args)
     options = plan_options(args)
-    budget_s = plan_budget_s(args.budget, quick=args.quick)
+    budget_s = plan_budget_s(options.budget_s, quick=options.quick)
     with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
         if args.engine == "subprocess":
             from planner.engine.plan import run_plan_in_engine

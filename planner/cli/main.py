@@ -9,25 +9,13 @@ import traceback
 from typing import Callable, Sequence
 
 from planner import __version__
+from planner.cli.plan_args import add_model_flags, add_plan_flags
 from planner.cli.remote import add_ssh_args
 from planner.errors import PlannerError
 from planner.tui.startup import pause_gc, resume_gc
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-
-def _add_model_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    p.add_argument("--model", "-m", required=required,
-                   help="model source: demo:<name>, tv:<name>, file.py:factory, model.onnx, "
-                        "model.pt2, model.pt (see `planner models`)")
-    p.add_argument("--input", action="append", dest="inputs", metavar="NAME:SHAPE:DTYPE[:LOW-HIGH|:VALUE]",
-                   help="one model input (repeat for each), e.g. --input input_ids:1x128:int64:0-30522 "
-                        "--input attention_mask:1x128:int64; the range's upper end is excluded; an empty "
-                        "shape is a scalar and one value fixes it: --input sr::int64:16000")
-    p.add_argument("--input-shape", help="shape of a model's one float input, batch first, e.g. 1x3x224x224")
-    p.add_argument("--trust-code", action="store_true",
-                   help="allow importing and running a Python model file")
 
 
 def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
@@ -38,75 +26,22 @@ def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _duration_s(text: str) -> float:
-    """A duration given as 90s, 5m, 1.5m or a bare number of seconds, in seconds."""
-    raw = text.strip().lower()
-    scale = 60.0 if raw.endswith("m") else 1.0
-    number = raw[:-1] if raw[-1:] in ("s", "m") else raw
+    """A duration given as 90s, 5m, 1.5m or a bare number of seconds, in seconds (argparse's usage error if not)."""
+    from planner.pipeline.options import duration_s
+
     try:
-        seconds = float(number) * scale
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: write it as 90s, 5m or 120") from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the budget must be more than 0 seconds")
-    return seconds
+        return duration_s(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
     """`planner plan`'s flags (the model, the target, requirements, inputs, budget, out), which `fleet` takes too."""
-    _add_model_args(p)
-    p.add_argument("--target", choices=["auto", "cpu", "nvidia", "edge"], default="auto")
-    p.add_argument("--device", help="edge board to project each candidate onto (rpi4, rpi5, orin-nano, agx-orin, "
-                                    "generic-arm): a labelled estimate from datasheet ceilings")
-    p.add_argument("--quick", action="store_true",
-                   help="screen each candidate for about 2 seconds and confirm the leaders, within an 80 s budget "
-                        "unless --budget is given")
-    p.add_argument("--confirm", type=int, default=3, metavar="N",
-                   help="with --quick, measure the N leaders again with the full method before ranking "
-                        "(default 3; 0 ranks the 2-second screen as it is)")
-    p.add_argument("--budget", type=_duration_s, metavar="TIME",
-                   help="cap the whole plan's time, e.g. 90s, 5m or 120 (seconds; a quick plan's default is 80s): "
-                        "what can end ranked is screened first, each runtime's most promising setting before its "
-                        "others, and the report says what the budget cut")
-    p.add_argument("--out", help="output folder (default reports/<date>-<model>-<target>)")
-    p.add_argument("--json", action="store_true", help="print results.json to stdout")
-    _add_verbose_arg(p)
-    p.add_argument("--requirements", help="TOML file with latency_ms, min_throughput, ...")
-    p.add_argument("--latency-ms", type=float, help="latency SLA in ms")
-    p.add_argument("--latency-percentile", choices=["p50", "p95", "p99"])
-    p.add_argument("--min-throughput", type=float, help="minimum samples/s")
-    p.add_argument("--memory-mb", type=float, help="peak memory budget in MB")
-    p.add_argument("--model-size-mb", type=float, help="model size budget in MB")
-    p.add_argument("--accuracy-drop", type=float, help="largest accuracy drop allowed (0.01 = 1%%)")
-    p.add_argument("--val-data", help="folder of images (.png/.jpg; one sub-folder per class for labels), .wav "
-                                      "clips, or .npy input batches (.npz, one array per input, for several "
-                                      "inputs) and NAME_labels.npy files, for accuracy")
-    p.add_argument("--val-preset", choices=["imagenet", "unit", "symmetric"],
-                   help="how --val-data images are normalised: imagenet (mean/std), unit (0-1), symmetric "
-                        "(-1-1); default imagenet for RGB inputs, unit for greyscale")
-    p.add_argument("--val-transform", metavar="FILE.py:FN",
-                   help="your own conversion of each --val-data image (a PIL image) or clip (its path) to an "
-                        "array in the input's shape without the batch (runs your code: needs --trust-code)")
-    p.add_argument("--val-sample-rate", type=int, metavar="HZ",
-                   help="the rate --val-data .wav clips are resampled to, when the model has no fixed "
-                        "sample-rate input")
-    p.add_argument("--plugins", help="comma-separated plugin names to run (default: the plan's)")
-    p.add_argument("--finetune-steps", type=int,
-                   help="fine-tuning steps: ternary-aware for the ternary candidate, and for a pruning or low-rank "
-                        "setting that fails the fidelity check (needs labelled data: demo:digits or --val-data "
-                        "with labels)")
-    p.add_argument("--output-kind", action="append", dest="output_kinds", metavar="NAME=KIND",
-                   help="what the compared (first) output is, which decides how candidates are judged: classes, "
-                        "dense (a map per pixel), sequence (class scores per position) or regression; NAME is "
-                        "the output's name or 0 (default: read from the output's shape)")
-    p.add_argument("--pipeline", metavar="FILE.py:PRE[,POST]",
-                   help="also time your whole request, with the original model and with the plan's winner: "
-                        "PRE(raw sample) returns the model's input (an array in the input's shape without the "
-                        "batch axis, or with it; a dict of arrays by input name for several inputs, dtype as "
-                        "the model takes it); the optional POST(output) takes the first output as a numpy array. "
-                        "Raw samples come from samples() or a SAMPLES list in FILE.py, else the files of "
-                        "--val-data (as paths). The checklist then answers whether the model or the work around "
-                        "it is the bottleneck (runs your code: needs --trust-code)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per candidate")
+    def output_flags(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print results.json to stdout")
+        _add_verbose_arg(parser)
+
+    add_plan_flags(p, after_model=output_flags)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,11 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the declarations as JSON")
 
     p = sub.add_parser("inspect", help="load a model and show what was loaded")
-    _add_model_args(p)
+    add_model_flags(p)
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("profile", help="measure the baseline and explain where the time goes")
-    _add_model_args(p)
+    add_model_flags(p)
     p.add_argument("--quick", action="store_true", help="short time caps (about 30 s)")
     p.add_argument("--json", action="store_true")
     _add_verbose_arg(p)
@@ -166,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "running (default 6 hours: time to re-attach after a dropped connection)")
 
     p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
-    _add_model_args(p)
+    add_model_flags(p)
     p.add_argument("--candidate", required=True, help="candidate spec (JSON, or a file)")
     p.add_argument("--quick", action="store_true",
                    help="screen each candidate for about 2 seconds and confirm the leaders, within an 80 s budget "
@@ -193,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for report.md (default: beside results.json)")
 
     p = sub.add_parser("tui", help="open the interactive planner")
-    _add_model_args(p, required=False)
+    add_model_flags(p, required=False)
     add_ssh_args(p)
 
     p = sub.add_parser("attach", help="re-attach to a plan running on a host over SSH (after a dropped connection): "

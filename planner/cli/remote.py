@@ -70,7 +70,7 @@ def cmd_plan_host(args: argparse.Namespace) -> int:
     spec = host_spec(args.host, args)
     options = plan_options(args)
     local_dir = Path(args.out) if args.out else None
-    budget_s = plan_budget_s(args.budget, quick=args.quick)
+    budget_s = plan_budget_s(options.budget_s, quick=options.quick)
     try:
         with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
             outcome = run_plan_on_host(spec, options, ssh=ssh_options(args), local_dir=local_dir, on_event=progress,

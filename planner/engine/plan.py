@@ -15,7 +15,7 @@ from planner.engine.protocol import Error, Finished, Result, RunPlan
 from planner.engine.waiting import await_answer
 from planner.errors import PlannerError
 from planner.events import EventSink, null_sink
-from planner.pipeline.run import PlanOptions
+from planner.pipeline.options import PlanOptions
 from planner.pipeline.session import PlanOutcome
 from planner.results import RESULTS_NAME, read_results
 

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from planner.codec import from_data, to_data
-from planner.pipeline.run import PlanOptions
+from planner.pipeline.options import PlanOptions
 
 
 def options_data(options: PlanOptions) -> dict[str, Any]:

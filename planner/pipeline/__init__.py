@@ -11,11 +11,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from planner.pipeline.options import PlanOptions
     from planner.pipeline.outdir import default_out_dir, prepare_out_dir
-    from planner.pipeline.run import PlanOptions, run_plan
+    from planner.pipeline.run import run_plan
     from planner.pipeline.session import PlanOutcome, PlanSession, resolve_target
 
-_WHERE = {"default_out_dir": "outdir", "prepare_out_dir": "outdir", "PlanOptions": "run", "run_plan": "run",
+_WHERE = {"default_out_dir": "outdir", "prepare_out_dir": "outdir", "PlanOptions": "options", "run_plan": "run",
           "PlanOutcome": "session", "PlanSession": "session", "resolve_target": "session"}
 
 __all__ = ["PlanOptions", "PlanOutcome", "PlanSession", "default_out_dir", "prepare_out_dir",

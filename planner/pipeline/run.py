@@ -2,46 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from planner.events import CancelToken, EventSink, null_sink
 from planner.pipeline.budget import Budget
+from planner.pipeline.options import PlanOptions
 from planner.pipeline.session import PlanOutcome, PlanSession
 
 if TYPE_CHECKING:
     from planner.measure.fidelity import OutputKind
     from planner.models.loaded import LoadedModel
     from planner.models.samples import SampleOptions
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    """What `planner plan` was asked to do."""
-
-    model: str
-    input_shape: str | None = None
-    inputs: tuple[str, ...] = ()  # `--input` specs, one per model input
-    trust_code: bool = False
-    target: str = "auto"
-    quick: bool = False
-    out: Path | None = None
-    requirements_file: Path | None = None
-    requirement_overrides: dict = field(default_factory=dict)
-    val_data: Path | None = None
-    val_preset: str | None = None  # images in --val-data: the normalisation preset (None: the input's default)
-    val_transform: str | None = None  # images or clips in --val-data: the user's file.py:fn (needs trust_code)
-    val_sample_rate: int | None = None  # clips in --val-data: Hz, when the model has no fixed sample-rate input
-    plugins: tuple[str, ...] = ()
-    timeout_s: float = 300.0
-    write_report: bool = True
-    device: str | None = None  # an edge board name (planner/hardware/boards.py) to project candidates onto
-    finetune_steps: int | None = None  # fine-tuning steps: edge.ternary, architecture.prune/lowrank (needs labels)
-    confirm: int = 3  # a quick run's leaders measured again with the full method (0: rank the screen as is)
-    output_kinds: tuple[str, ...] = ()  # `--output-kind NAME=KIND`: what the compared output is (else its shape says)
-    budget_s: float | None = None  # `--budget`: the whole plan's time cap in seconds (None: a quick plan's default)
-    pipeline: str | None = None  # `--pipeline FILE.py:PRE[,POST]`: time the user's whole request (needs trust_code)
 
 
 def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: CancelToken | None = None,

@@ -16,7 +16,7 @@ from typing import Callable
 from planner.engine.waiting import wait_interruptible
 from planner.errors import PlannerError
 from planner.events import Event
-from planner.pipeline.run import PlanOptions
+from planner.pipeline.options import PlanOptions
 from planner.report.fleet import FLEET_DIR, FleetRow, write_fleet_report
 from planner.ssh.fleet_file import FleetHost
 from planner.ssh.hosts import SshOptions

@@ -30,7 +30,7 @@ from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.io import write_json_atomic
 from planner.models.source import SourceKind, parse_source
-from planner.pipeline.run import PlanOptions
+from planner.pipeline.options import Carry, PlanOptions, carried
 from planner.results import RESULTS_NAME, PlanResults, read_results
 from planner.ssh.channel import RemoteProcess, ssh_loop
 from planner.ssh.connect import open_connection
@@ -74,10 +74,11 @@ class HostOutcome:
 
 def _unsupported(options: PlanOptions) -> None:
     """Options that name local files the remote cannot see and that are not shipped yet: say so before connecting."""
-    for name, flag in (("val_data", "--val-data"), ("val_transform", "--val-transform"), ("pipeline", "--pipeline")):
+    for name, flag in carried(Carry.REFUSED):
         if getattr(options, name):
-            raise PlannerError(f"{flag} is not carried to a remote host yet",
-                               f"copy the files to the host and run `planner plan {flag} ...` there, or leave it out")
+            raise PlannerError(f"{flag.names[0]} is not carried to a remote host yet",
+                               f"copy the files to the host and run `planner plan {flag.names[0]} ...` there, or "
+                               "leave it out")
 
 
 class HostConnection:
@@ -196,10 +197,14 @@ def default_local_dir(spec: HostSpec, run: str, base: Path | None = None) -> Pat
 
 def _remote_options(options: PlanOptions, host: HostConnection, on_phase: PhaseSink) -> PlanOptions:
     """`options` as the host must see them: local files shipped into its cache, the output in the run's folder."""
-    changes: dict[str, Any] = {"out": None, "model": model_on_host(options.model, host, on_phase)}
-    if options.requirements_file is not None:
-        remote, _ = host.ship(options.requirements_file)
-        changes["requirements_file"] = Path(remote)
+    changes: dict[str, Any] = {name: None for name, _ in carried(Carry.HOST_OUT)}
+    for name, _ in carried(Carry.MODEL):
+        changes[name] = model_on_host(getattr(options, name), host, on_phase)
+    for name, _ in carried(Carry.SHIP):
+        local = getattr(options, name)
+        if local is not None:
+            remote, _sent = host.ship(local)
+            changes[name] = Path(remote)
     return replace(options, **changes)
 
 
