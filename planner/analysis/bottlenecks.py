@@ -15,6 +15,7 @@ from planner.analysis.roofline import (
     LayerVerdict,
     classify,
 )
+from planner.results.analysis import BottleneckClassesRecord, BottleneckGroupRecord, BottleneckRecord
 
 
 class BottleneckClass(StrEnum):
@@ -43,12 +44,10 @@ class Bottleneck:
     cause: str
     verdict: LayerVerdict
 
-    # Kept: the JSON carries only the verdict's numbers (RooflineVerdict.to_dict), not the layer again.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of this entry."""
-        return {"layer": self.layer, "type": self.type, "time_ms": self.time_ms,
-                "time_share": self.time_share, "cause": self.cause,
-                "verdict": self.verdict.verdict.to_dict()}
+    def record(self) -> BottleneckRecord:
+        """This entry as results.json holds it: the verdict's numbers, not the layer again."""
+        return BottleneckRecord(layer=self.layer, type=self.type, time_ms=self.time_ms, time_share=self.time_share,
+                                cause=self.cause, verdict=self.verdict.verdict.record())
 
 
 @dataclass(frozen=True)
@@ -61,11 +60,10 @@ class BottleneckGroup:
     time_share: float | None
     top: tuple[Bottleneck, ...]
 
-    # Kept: the JSON names `kind` `class` and nests the kept Bottleneck.to_dict.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of this group."""
-        return {"class": str(self.kind), "layer_count": self.layer_count, "time_ms": self.time_ms,
-                "time_share": self.time_share, "top": [b.to_dict() for b in self.top]}
+    def record(self) -> BottleneckGroupRecord:
+        """This group as results.json holds it."""
+        return BottleneckGroupRecord(kind=str(self.kind), layer_count=self.layer_count, time_ms=self.time_ms,
+                                     time_share=self.time_share, top=tuple(b.record() for b in self.top))
 
 
 @dataclass(frozen=True)
@@ -82,10 +80,9 @@ class BottleneckSummary:
                 return g
         raise KeyError(kind)
 
-    # Kept: the JSON lists ranked_by first and nests the kept BottleneckGroup.to_dict.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of the summary."""
-        return {"ranked_by": self.ranked_by, "groups": [g.to_dict() for g in self.groups]}
+    def record(self) -> BottleneckClassesRecord:
+        """The summary as results.json holds it."""
+        return BottleneckClassesRecord(ranked_by=self.ranked_by, groups=tuple(g.record() for g in self.groups))
 
 
 def cause_sentence(lv: LayerVerdict) -> str:

@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 from planner import units
 from planner.analysis.layers import LayerReport, LayerStats
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
+from planner.results.analysis import VerdictRecord
 
 OVERHEAD_FACTOR = 10.0
 """Measured time above this multiple of the larger roofline floor reads as overhead-bound.
@@ -97,20 +98,16 @@ class RooflineVerdict:
         """The roofline's lower bound on time: the larger of the compute and memory times."""
         return max(self.compute_time_s, self.memory_time_s)
 
-    # Kept: the JSON adds `flops_unit` and writes an infinite intensity as null.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of this verdict."""
-        return {
-            "bound": str(self.bound), "flops": self.flops, "flops_unit": "FLOPs (2 per MAC)",
-            "bytes_moved": self.bytes_moved,
-            "intensity": self.intensity if math.isfinite(self.intensity) else None,
-            "ridge_point": self.ridge_point, "precision": self.precision,
-            "compute_time_s": self.compute_time_s, "memory_time_s": self.memory_time_s,
-            "measured_time_s": self.measured_time_s,
-            "attained_flops_per_s": self.attained_flops_per_s, "efficiency": self.efficiency,
-            "explanation": self.explanation, "stable": self.stable, "unstable_reason": self.unstable_reason,
-            "ceiling_warning": self.ceiling_warning, "overhead_evidence": self.overhead_evidence,
-        }
+    def record(self) -> VerdictRecord:
+        """This verdict as results.json holds it (an infinite intensity, where nothing was moved, as None)."""
+        return VerdictRecord(
+            bound=str(self.bound), flops=self.flops, bytes_moved=self.bytes_moved,
+            intensity=self.intensity if math.isfinite(self.intensity) else None, ridge_point=self.ridge_point,
+            precision=self.precision, compute_time_s=self.compute_time_s, memory_time_s=self.memory_time_s,
+            measured_time_s=self.measured_time_s, attained_flops_per_s=self.attained_flops_per_s,
+            efficiency=self.efficiency, explanation=self.explanation, stable=self.stable,
+            unstable_reason=self.unstable_reason, ceiling_warning=self.ceiling_warning,
+            overhead_evidence=self.overhead_evidence)
 
 
 @dataclass(frozen=True)
@@ -119,11 +116,6 @@ class LayerVerdict:
 
     layer: LayerStats
     verdict: RooflineVerdict
-
-    # Kept: the JSON flattens the layer's key and type into the verdict's keys.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict: the layer's key and type with the verdict."""
-        return {"layer": self.layer.key, "type": self.layer.type, **self.verdict.to_dict()}
 
 
 def classify(flops: float, bytes_moved: float, time_s: float | None, ceilings: CeilingsLike, *,

@@ -15,6 +15,7 @@ from planner import units
 from planner.analysis.findings import Finding, Severity, at_most, grade
 from planner.analysis.graph import Dataflow, Node
 from planner.analysis.layers import FunctionalOp, LayerReport, LayerStats
+from planner.results.analysis import VerdictRecord
 
 CONV_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 BATCHNORM_TYPES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
@@ -612,32 +613,31 @@ OVERHEAD_ADVICE = {
 """What removes per-call overhead on each target."""
 
 
-def overhead_bound(verdict: Mapping[str, Any], report: LayerReport, target: str | None) -> Finding | None:
+def overhead_bound(verdict: VerdictRecord, report: LayerReport, target: str | None) -> Finding | None:
     """A finding for a model whose whole-model verdict is overhead-bound: what removes overhead here.
 
-    `verdict` is the model verdict's dict (bound, measured and roofline-floor times, the overhead
-    evidence). Its impact is the share of the measured time the roofline floor does not explain.
+    Its impact is the share of the measured time the roofline floor does not explain.
     """
-    if str(verdict.get("bound")) != "overhead":
+    if verdict.bound != "overhead":
         return None
-    measured = verdict.get("measured_time_s")
-    floor = max(verdict.get("compute_time_s") or 0.0, verdict.get("memory_time_s") or 0.0)
+    measured = verdict.measured_time_s
+    floor = max(verdict.compute_time_s or 0.0, verdict.memory_time_s or 0.0)
     if not measured:
         return None
     impact = max(0.0, min(1.0, 1.0 - floor / measured))
     calls = len(report.layers)
     evidence = {"measured_ms": round(measured * 1e3, 4), "roofline_floor_ms": round(floor * 1e3, 4),
-                "layer_calls": calls, "overhead_evidence": verdict.get("overhead_evidence") or ""}
+                "layer_calls": calls, "overhead_evidence": verdict.overhead_evidence}
     if calls:
         evidence["ms_per_layer_call"] = round(measured * 1e3 / calls, 4)
     target = target or "cpu"
-    why = verdict.get("overhead_evidence") or f"{calls} layer calls"
+    why = verdict.overhead_evidence or f"{calls} layer calls"
     return Finding(
         id="overhead-bound",
         title=f"Overhead-bound: {units.ms(measured * 1e3)} measured where the hardware's limits allow "
               f"{units.ms(floor * 1e3)} ({why})",
         # An unstable measurement cannot carry a high-severity call (the verdict says why it is unstable).
-        severity=grade(impact, high=0.5, medium=0.2) if verdict.get("stable", True)
+        severity=grade(impact, high=0.5, medium=0.2) if verdict.stable
         else at_most(grade(impact, high=0.5, medium=0.2), Severity.MEDIUM),
         layers=(), evidence=evidence, impact=impact,
         impact_basis="share of measured time above the roofline floor (the least time the hardware's "

@@ -10,9 +10,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from planner.codec import to_data
 from planner.errors import InputSpecError
 from planner.models.spec import INPUT_FORM
+from planner.results.analysis import LayerRecord
 
 INPUT_NODE = "<input>"
 """The producer name of the model's input tensors in `inputs_from` (every positional input shares it)."""
@@ -63,17 +63,13 @@ class LayerStats:
         """Arithmetic intensity in FLOPs (2 per MAC) per byte moved."""
         return self.flops / self.bytes_moved if self.bytes_moved else 0.0
 
-    # Kept: the JSON adds the derived `key` (first) and `intensity`, which results.json's layers carry.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of these facts."""
-        return {
-            "key": self.key, "name": self.name, "type": self.type, "call": self.call,
-            "index": self.index, "input_shapes": [list(s) for s in self.input_shapes],
-            "output_shape": list(self.output_shape), "params": self.params, "flops": self.flops,
-            "bytes_moved": self.bytes_moved, "intensity": self.intensity,
-            "activation_bytes": self.activation_bytes, "inputs_from": list(self.inputs_from),
-            "time_ms": self.time_ms, "time_share": self.time_share,
-        }
+    def record(self) -> LayerRecord:
+        """These facts as results.json holds them, with the derived key and intensity."""
+        return LayerRecord(key=self.key, name=self.name, type=self.type, call=self.call, index=self.index,
+                           input_shapes=self.input_shapes, output_shape=self.output_shape, params=self.params,
+                           flops=self.flops, bytes_moved=self.bytes_moved, intensity=self.intensity,
+                           activation_bytes=self.activation_bytes, inputs_from=self.inputs_from,
+                           time_ms=self.time_ms, time_share=self.time_share)
 
 
 @dataclass(frozen=True)
@@ -150,20 +146,6 @@ class LayerReport:
             if item.key == key:
                 return item
         return None
-
-    # Kept: the JSON adds derived totals (total_bytes_moved, flops_unit) and orders keys its own way.
-    def to_dict(self) -> dict:
-        """A JSON-ready dict of the whole report."""
-        return {
-            "layers": [n.to_dict() for n in self.layers],
-            "functional_ops": [to_data(op) for op in self.functional_ops],
-            "total_flops": self.total_flops, "flops_unit": "FLOPs (2 per MAC)",
-            "total_params": self.total_params, "total_bytes_moved": self.total_bytes_moved,
-            "peak_activation_bytes": self.peak_activation_bytes, "time_method": self.time_method,
-            "forward_time_ms": self.forward_time_ms, "input_shape": list(self.input_shape),
-            "input_shapes": [list(s) for s in self.input_shapes], "input_dtypes": list(self.input_dtypes),
-            "output_from": list(self.output_from), "device": self.device, "notes": list(self.notes),
-        }
 
 
 def iter_tensors(value: Any) -> Iterator[torch.Tensor]:

@@ -79,27 +79,27 @@ def format_baseline(b: Baseline) -> str:
     lines.append(f"Ceilings     fp32 {units.flop_rate(peak)}, {units.bandwidth(c.get('bandwidth_bytes_per_s'))} "
                  f"({c.get('source', '')})" if peak else f"Ceilings     {c.get('source', '')}")
     bn = b.bottleneck
-    if bn.get("bound"):
-        lines.append(f"Bottleneck   {bn['bound']}-bound: {bn.get('explanation', '')}")
+    if bn is not None and bn.bound:
+        lines.append(f"Bottleneck   {bn.bound}-bound: {bn.explanation}")
     lines.append("Environment  " + environment_line(b.audit))
     if b.threads:
         lines.append("Threads      " + ", ".join(f"{k}={v}" for k, v in b.threads.items() if v is not None))
-    layers = sorted((x for x in b.layers if x.get("time_ms") is not None),
-                    key=lambda x: x["time_ms"], reverse=True)[:5]
+    layers = sorted((x for x in b.layers if x.time_ms is not None), key=lambda x: x.time_ms or 0.0, reverse=True)[:5]
     if layers:
         lines += ["", "Top layers by time:"]
         for x in layers:
-            verdict = (b.layer_verdicts.get(x["key"]) or {}).get("bound", "")
-            lines.append(f"  {x['key']:<18} {x['type']:<18} {units.ms(x['time_ms']):>10} "
-                         f"{units.pct(x.get('time_share') or 0):>6}  {units.flops(x['flops']):>11}  "
-                         f"AI {units.ratio(x['intensity']):>6}  {verdict}")
+            found = b.layer_verdicts.get(x.key)
+            verdict = (found.bound or "") if found is not None else ""
+            lines.append(f"  {x.key:<18} {x.type:<18} {units.ms(x.time_ms):>10} "
+                         f"{units.pct(x.time_share or 0):>6}  {units.flops(x.flops):>11}  "
+                         f"AI {units.ratio(x.intensity):>6}  {verdict}")
     if b.findings:
         lines += ["", "Architecture findings (ranked by impact):"]
         for i, f in enumerate(b.findings[:8], 1):
-            lines.append(f"  {i}. [{f['severity']}] {f['title']} — {units.pct(f['impact'])} "
-                         f"{f['impact_basis']}; layers: {', '.join(f['layers'][:5])}"
-                         + (" …" if len(f["layers"]) > 5 else ""))
-            lines.append(f"     {f['advice']}")
+            lines.append(f"  {i}. [{f.severity}] {f.title} — {units.pct(f.impact)} "
+                         f"{f.impact_basis}; layers: {', '.join(f.layers[:5])}"
+                         + (" …" if len(f.layers) > 5 else ""))
+            lines.append(f"     {f.advice}")
     lines.append(f"\nMeasured in {units.seconds(b.wall_s)}; reproduce: {b.reproduce}")
     return "\n".join(lines)
 

@@ -586,11 +586,3 @@ def _invalidate(path: Path, key: dict[str, Any], raised: Ceilings) -> None:
         return
 
 
-def attained_above(ceilings: Any, precision: str, flops: float, time_s: float | None) -> bool:
-    """True when `flops` in `time_s` beats the peak: the ceiling, not the work, is wrong."""
-    if not time_s or time_s <= 0 or not flops:
-        return False
-    try:
-        return flops / time_s > float(ceilings.peak(precision))
-    except KeyError:
-        return False

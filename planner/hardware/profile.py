@@ -229,11 +229,6 @@ class HardwareProfile:
         return self.gpus[0] if self.gpus else None
 
     @property
-    def total_gpu_memory_bytes(self) -> int:
-        """Summed GPU memory over all GPUs whose size is known."""
-        return sum(g.memory_total_bytes or 0 for g in self.gpus)
-
-    @property
     def notes(self) -> dict[str, str]:
         """The probe notes as a dict (probe → reason)."""
         return dict(self.probe_notes)

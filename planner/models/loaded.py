@@ -120,11 +120,6 @@ def tensor_values(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(low, high, size=spec.shape).astype(dtype)
 
 
-def is_file_kind(source: ModelSource) -> bool:
-    """Whether the source names a file on disk."""
-    return source.kind not in (SourceKind.DEMO, SourceKind.TORCHVISION)
-
-
 def set_eval(module: Any) -> Any:
     """Put a torch module in eval mode where it has one (a torch.export module refuses eval())."""
     try:

@@ -159,20 +159,20 @@ def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, qui
     unstable = "; ".join(r for r in (measurement_instability(stats), interference) if r) or None
     verdicts = layer_verdicts(report, raised, unstable_reason=unstable)
     # A whole model held back by per-call overhead gets a finding that says what removes it here.
-    overhead = overhead_bound(verdict.to_dict(), report, target)
+    overhead = overhead_bound(verdict.record(), report, target)
     if overhead is not None:
         findings = ranked([overhead, *findings])
     batch = model.inputs.batch
     return {
         "flops_per_sample": int(report.total_flops / batch) if batch else report.total_flops,
         "flops_basis": "FlopCounterMode, 2 FLOPs per multiply-add",
-        "layers": [layer.to_dict() for layer in report.layers],
+        "layers": to_data([layer.record() for layer in report.layers]),
         "layer_time_method": report.time_method,
         "peak_activation_bytes": report.peak_activation_bytes,
         "findings": [to_data(f) for f in findings],
-        "bottleneck": verdict.to_dict(),
-        "layer_verdicts": {v.layer.key: v.verdict.to_dict() for v in verdicts},
-        "bottleneck_classes": classify_bottlenecks(report, raised, unstable_reason=unstable).to_dict(),
+        "bottleneck": to_data(verdict.record()),
+        "layer_verdicts": {v.layer.key: to_data(v.verdict.record()) for v in verdicts},
+        "bottleneck_classes": to_data(classify_bottlenecks(report, raised, unstable_reason=unstable).record()),
         "analysis_notes": list(report.notes) + ([measurement_note(raised.details)] if raised is not ceilings else []),
         **({"ceilings": to_data(raised)} if raised is not ceilings else {}),
     }

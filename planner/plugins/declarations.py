@@ -161,10 +161,6 @@ class Catalog:
         """The plugins that declare an action and may be planned for the target, in name order."""
         return tuple(sorted(d.name for d in self.declarations if action in d.actions and d.runs_on(target)))
 
-    def baselines(self) -> tuple[str, ...]:
-        """The plugins that are the baseline (what every candidate is compared against)."""
-        return tuple(sorted(d.name for d in self.declarations if d.is_baseline))
-
 
 def candidate_arithmetic(declared: Arithmetic, precision: str) -> Arithmetic:
     """A candidate's change to the arithmetic: its plugin's, or reduced precision below fp32 if larger."""

@@ -177,10 +177,6 @@ class ReportData:
                 return "; ".join(text(r) for r in as_list(s.get("reasons"))) or "skipped"
         return ""
 
-    def candidates_of(self, plugin: str) -> list[dict]:
-        """The candidates a plugin produced."""
-        return [c for c in self.candidates if c.get("plugin") == plugin and not self.is_reference(c)]
-
     def missing(self, what: str) -> str:
         """Why a part of the report is empty: the run stopped early, or the file lacks it."""
         if self.is_partial:

@@ -16,6 +16,7 @@ from typing import Any
 
 from planner.hardware.ceiling_values import Ceilings
 from planner.hardware.profile import HardwareProfile
+from planner.results.analysis import BottleneckClassesRecord, Finding, LayerRecord, VerdictRecord
 from planner.results.audit import MeasurementAudit
 from planner.results.context import EdgeProjection, Environment, ModelDescription
 from planner.results.decisions import AnswerRecord, DecisionPathRecord, PlanRecord, RequirementCheck, Requirements
@@ -319,13 +320,13 @@ class Baseline:
     quick: bool = False
     flops_per_sample: int | None = None
     flops_basis: str = ""
-    layers: tuple[JSON, ...] = ()
+    layers: tuple[LayerRecord, ...] = ()
     layer_time_method: str = ""
     peak_activation_bytes: int | None = None
-    findings: tuple[JSON, ...] = ()
-    bottleneck: JSON = field(default_factory=dict)
-    layer_verdicts: JSON = field(default_factory=dict)
-    bottleneck_classes: JSON = field(default_factory=dict)
+    findings: tuple[Finding, ...] = ()
+    bottleneck: VerdictRecord | None = None
+    layer_verdicts: dict[str, VerdictRecord] = field(default_factory=dict)
+    bottleneck_classes: BottleneckClassesRecord | None = None
     analysis_notes: tuple[str, ...] = ()
     audit: MeasurementAudit | None = None  # what the machine was doing while the baseline was timed
     pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not given)

@@ -11,8 +11,10 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from planner.analysis import analyze_layers
+from planner.codec import from_data, to_data
 from planner.errors import InputSpecError
 from planner.models.demo import DEMOS, InefficientClassifier, UpsamplingClassifier
+from planner.results.analysis import LayerRecord
 
 
 def _flop_counter_total(module: nn.Module, x: torch.Tensor) -> int:
@@ -109,13 +111,14 @@ def test_untimed_report_says_so() -> None:
     assert all(n.time_ms is None and n.time_share is None for n in report.layers)
 
 
-def test_report_serialises_to_json() -> None:
+def test_each_layer_records_as_results_json_holds_it() -> None:
     demo = DEMOS["tiny"]
     report = analyze_layers(demo.factory().eval(), torch.randn(demo.input_shape), measure_time=False)
-    data = json.loads(json.dumps(report.to_dict()))
-    assert data["flops_unit"] == "FLOPs (2 per MAC)"
-    assert [d["key"] for d in data["layers"]] == [n.key for n in report.layers]
-    assert {op["name"] for op in data["functional_ops"]} == {"<forward>.relu", "<forward>.relu#2"}
+    data = json.loads(json.dumps(to_data([layer.record() for layer in report.layers])))
+    assert [d["key"] for d in data] == [n.key for n in report.layers]
+    assert [d["intensity"] for d in data] == pytest.approx([n.intensity for n in report.layers])
+    assert [from_data(d, LayerRecord) for d in data] == [n.record() for n in report.layers]  # and back
+    assert {op.name for op in report.functional_ops} == {"<forward>.relu", "<forward>.relu#2"}
 
 
 def test_wrong_input_shape_is_an_actionable_error() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from planner.analysis import Finding, Severity, analyze_layers, lint
 from planner.analysis.layers import LayerReport
 from planner.analysis.lint import advice_target
 from planner.analysis.rules import overhead_bound
+from planner.results.analysis import VerdictRecord
 
 
 class PatchEmbedNet(nn.Module):
@@ -140,8 +142,8 @@ def test_depthwise_advice_fits_the_target() -> None:
 
 def test_an_overhead_bound_model_gets_what_removes_overhead_on_this_target() -> None:
     _, _, report = _report(DenseThreeByThree(), (1, 3, 8, 8))
-    verdict = {"bound": "overhead", "measured_time_s": 0.004, "compute_time_s": 0.0001, "memory_time_s": 0.0002,
-               "overhead_evidence": "5 layer calls averaging 0.8 ms each", "stable": True}
+    verdict = VerdictRecord(bound="overhead", measured_time_s=0.004, compute_time_s=0.0001, memory_time_s=0.0002,
+                            overhead_evidence="5 layer calls averaging 0.8 ms each", stable=True)
     gpu = overhead_bound(verdict, report, "nvidia")
     assert gpu is not None and gpu.severity == Severity.HIGH and gpu.category == "runtime"
     assert all(words in gpu.advice for words in ("CUDA graph", "torch.compile", "TensorRT"))
@@ -150,9 +152,9 @@ def test_an_overhead_bound_model_gets_what_removes_overhead_on_this_target() -> 
     assert cpu is not None
     assert all(words in cpu.advice for words in ("ONNX Runtime", "OpenVINO", "fuse", "fewer threads", "larger batches"))
     assert gpu.impact == pytest.approx(0.95)
-    unstable = overhead_bound({**verdict, "stable": False}, report, "cpu")
+    unstable = overhead_bound(replace(verdict, stable=False), report, "cpu")
     assert unstable is not None and unstable.severity == Severity.MEDIUM
-    assert overhead_bound({**verdict, "bound": "compute"}, report, "cpu") is None
+    assert overhead_bound(replace(verdict, bound="compute"), report, "cpu") is None
 
 
 def test_the_advice_target_follows_the_hardware_the_profile_ran_on() -> None:

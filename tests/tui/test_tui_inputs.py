@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Input, Label
 from tui_support import PlannerApp, TextRecordedSession, drive, run_app, screen_text, wait_idle
 
-from planner.results import to_data
+from planner.results import Baseline, from_data
 from planner.tui import app as app_module
 from planner.tui.screens.model import model_rows, split_inputs
 from planner.tui.screens.profile import latency_rows, throughput_chart
@@ -88,7 +88,7 @@ def test_text_model_profile_shows_sequence_sweep_and_why_batch_is_not_swept(tmp_
 
     async def body(pilot):
         await drive(pilot, "profile")
-        rows = dict(latency_rows(to_data(app.session.baseline)))
+        rows = dict(latency_rows(app.session.baseline))
         assert rows["Throughput"].startswith("5,386 samples/s at batch 1, not swept: the model's inputs fix the "
                                              "batch at 1 (input_ids int64")
         text = screen_text(app)
@@ -106,7 +106,7 @@ def test_text_model_profile_shows_sequence_sweep_and_why_batch_is_not_swept(tmp_
 
 
 def test_image_model_profile_keeps_the_batch_chart(recorded_session):
-    baseline = recorded_session.fixture["baseline"]
+    baseline = from_data(recorded_session.fixture["baseline"], Baseline)
     xs, _, title, xlabel, _ = throughput_chart(baseline)
     assert title == "Baseline throughput against batch size" and xlabel == "batch" and xs == [1, 2, 4]
     labels = [label for label, _ in latency_rows(baseline)]

@@ -169,8 +169,8 @@ class BusyCeilingSession(RecordedSession):
 
         super().__init__(**kwargs)
         base = self.recorded.baseline
-        bottleneck = {**base.bottleneck, "ceiling_warning": EXCEEDED_WARNING,
-                      "explanation": f"{base.bottleneck.get('explanation', '')} ({EXCEEDED_WARNING})"}
+        bottleneck = replace(base.bottleneck, ceiling_warning=EXCEEDED_WARNING,
+                             explanation=f"{base.bottleneck.explanation} ({EXCEEDED_WARNING})")
         self.recorded = replace(self.recorded, baseline=replace(base, bottleneck=bottleneck,
                                                                 ceilings=self.fixture["ceilings"]))
 

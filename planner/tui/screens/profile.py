@@ -20,9 +20,9 @@ from textual.widgets import (
 
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING
 from planner.measure.pool import pool_sentence
-from planner.results import to_data
+from planner.results import Baseline, SequencePoint, to_data
+from planner.results.analysis import Finding, LayerRecord, VerdictRecord
 from planner.results.audit import flag_line
-from planner.results.view import sequence_sweep
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.kv import KeyValues, Row
@@ -45,170 +45,163 @@ REMEASURED_CEILINGS = ("measured again since this profile (step 1): press r to p
 """What the Ceiling row says once the ceilings a busy machine gave were measured again after the baseline."""
 
 
-def ceilings_remeasured(baseline: Any, ceilings: Any) -> bool:
+def ceilings_remeasured(baseline: Baseline | None, ceilings: Any) -> bool:
     """Whether the session's ceilings changed after `baseline` was measured (the user measured them again)."""
-    recorded = getattr(baseline, "ceilings", None)
+    recorded = baseline.ceilings if baseline is not None else None
     return bool(recorded) and ceilings is not None and to_data(ceilings) != recorded
 
 
-def bound_text(baseline: dict, *, ceilings_remeasured: bool = False) -> str:
+def bound_text(baseline: Baseline, *, ceilings_remeasured: bool = False) -> str:
     """The baseline's roofline explanation; its busy-ceiling warning only while those ceilings are still the ones."""
-    explanation = str((baseline.get("bottleneck") or {}).get("explanation", ""))
+    explanation = baseline.bottleneck.explanation if baseline.bottleneck is not None else ""
     if ceilings_remeasured:
         explanation = explanation.replace(f" ({EXCEEDED_WARNING})", "")
     return fmt.tui_words(explanation)
 
 
-def latency_rows(baseline: dict, *, ceilings_remeasured: bool = False) -> list[Row]:
+def latency_rows(baseline: Baseline, *, ceilings_remeasured: bool = False) -> list[Row]:
     """The baseline's headline numbers as labelled rows.
 
     `ceilings_remeasured`: the ceilings were measured again after this baseline, so a warning that they were
     measured while the machine was busy no longer holds; the row says they changed instead.
     """
-    lat = baseline.get("latency_ms") or {}
+    lat = baseline.latency_ms
     rows: list[Row] = [
-        ("Runtime", f"{baseline.get('runtime')} on {baseline.get('device')}"),
-        ("Latency (ms)", " · ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'), unit=False)}" for p in PERCENTILES)),
+        ("Runtime", f"{baseline.runtime} on {baseline.device}"),
+        ("Latency (ms)", " · ".join(f"{p} {fmt.ms(getattr(lat, f'{p}_ms'), unit=False)}" for p in PERCENTILES)),
     ]
-    stability = "unstable" if lat.get("unstable") else "stable"
-    spread = fmt.num(lat.get("iqr_over_median"))
-    rows.append(("Samples", f"{lat.get('samples', fmt.MISSING)}, {stability}"
+    stability = "unstable" if lat.unstable else "stable"
+    spread = lat.iqr_over_median
+    rows.append(("Samples", f"{lat.samples}, {stability}"
                             + (f" (middle half of the samples spans {fmt.pct(spread)} of the median)"
                                if spread is not None else "")))
-    sweep = baseline.get("throughput") or []
-    best = max(sweep, key=lambda p: p.get("samples_per_s") or 0, default=None)
+    best = max(baseline.throughput, key=lambda p: p.samples_per_s, default=None)
     skipped = sweep_skipped(baseline)
     if best is not None and skipped:
-        rows.append(("Throughput", f"{fmt.rate(best.get('samples_per_s'))} at batch {best.get('batch')}, "
-                                   f"not swept: {skipped}"))
+        rows.append(("Throughput", f"{fmt.rate(best.samples_per_s)} at batch {best.batch}, not swept: {skipped}"))
     elif best is not None:
-        rows.append(("Throughput", f"best {fmt.rate(best.get('samples_per_s'))} at batch {best.get('batch')}"
-                                   f" ({len(sweep)} batch sizes measured)"))
+        rows.append(("Throughput", f"best {fmt.rate(best.samples_per_s)} at batch {best.batch}"
+                                   f" ({len(baseline.throughput)} batch sizes measured)"))
     rows += sequence_rows(baseline)
-    rows.append(("Peak memory", f"{fmt.size(baseline.get('peak_memory_bytes'))}"
-                                + (f" ({baseline['memory_basis']})" if baseline.get("memory_basis") else "")))
-    rows.append(("FLOPs/sample", fmt.flops(baseline.get("flops_per_sample"))))
-    bottleneck = baseline.get("bottleneck") or {}
-    if bottleneck.get("bound"):
-        unstable = bottleneck.get("stable") is False
-        rows.append(("Bound", f"{bottleneck['bound']}-bound" + (" (unstable)" if unstable else "")))
+    rows.append(("Peak memory", f"{fmt.size(baseline.peak_memory_bytes)}"
+                                + (f" ({baseline.memory_basis})" if baseline.memory_basis else "")))
+    rows.append(("FLOPs/sample", fmt.flops(baseline.flops_per_sample)))
+    bottleneck = baseline.bottleneck
+    if bottleneck is not None and bottleneck.bound:
+        unstable = not bottleneck.stable
+        rows.append(("Bound", f"{bottleneck.bound}-bound" + (" (unstable)" if unstable else "")))
         if unstable:
-            rows.append(("Unstable", str(bottleneck.get("unstable_reason") or "the measurement was not stable")))
-        efficiency = bottleneck.get("efficiency")
-        if bottleneck.get("ceiling_warning") or (isinstance(efficiency, (int, float)) and efficiency > 1.0):
+            rows.append(("Unstable", bottleneck.unstable_reason or "the measurement was not stable"))
+        efficiency = bottleneck.efficiency
+        if bottleneck.ceiling_warning or (efficiency is not None and efficiency > 1.0):
             # Above 100% of the roofline is a ceiling measured while busy, never a fact to show; once the
             # ceilings were measured again, the advice to do so would send the user round in a loop.
             rows.append(("Ceiling", REMEASURED_CEILINGS if ceilings_remeasured else
-                         fmt.tui_words(str(bottleneck.get("ceiling_warning") or EXCEEDED_WARNING))))
-        elif isinstance(efficiency, (int, float)):
+                         fmt.tui_words(bottleneck.ceiling_warning or EXCEEDED_WARNING)))
+        elif efficiency is not None:
             rows.append(("Efficiency", f"{fmt.pct(efficiency)} of the roofline bound"))
     return rows
 
 
-def sweep_skipped(baseline: dict) -> str:
+def sweep_skipped(baseline: Baseline) -> str:
     """Why the baseline has no batch sweep ('' when it has one), without the engine's "no batch sweep:" lead-in."""
-    reason = str((baseline.get("info") or {}).get("sweep_skipped") or "")
+    reason = str(baseline.info.get("sweep_skipped") or "")
     return reason.removeprefix("no batch sweep:").strip()
 
 
-def sequence_rows(baseline: dict) -> list[Row]:
+def sequence_rows(baseline: Baseline) -> list[Row]:
     """A text model's latency at each sequence length measured, and why that sweep stopped early if it did."""
-    points = sequence_sweep(baseline)
+    points = measured_sequence(baseline)
     rows: list[Row] = []
     if points:
         fastest = max(points, key=lambda p: p.tokens_per_s)
         rows.append(("Sequence", " · ".join(f"{p.length}: {fmt.ms(p.latency_p50_ms)}" for p in points)))
         rows.append(("Tokens/s", f"best {tokens_rate(fastest.tokens_per_s)} at {fastest.length} tokens"))
-    stopped = (baseline.get("info") or {}).get("sequence_sweep_stopped")
+    stopped = baseline.info.get("sequence_sweep_stopped")
     if stopped:
         rows.append(("", f"sequence sweep stopped: {stopped}"))
     return rows
 
 
-def timing_note(baseline: Any) -> str:
+def measured_sequence(baseline: Baseline) -> list[SequencePoint]:
+    """The sequence sweep's points, shortest first."""
+    return sorted(baseline.sequence_sweep, key=lambda p: p.length)
+
+
+def timing_note(baseline: Baseline | None) -> str:
     """How the calls were fed (the pool of distinct inputs) and, with --pipeline, the user's request end to end."""
     from planner.results.pipeline_split import split_lines
 
-    split = getattr(baseline, "pipeline", None)
-    pool = pool_sentence((getattr(baseline, "info", None) or {}).get("input_pool"))
-    return "\n\n".join(p for p in (pool, "\n".join(split_lines(split, None))) if p)
+    if baseline is None:
+        return ""
+    pool = pool_sentence(baseline.info.get("input_pool"))
+    return "\n\n".join(p for p in (pool, "\n".join(split_lines(baseline.pipeline, None))) if p)
 
 
-def percentile_bars(baseline: dict) -> tuple[list[str], list[float], str, str]:
+def percentile_bars(baseline: Baseline) -> tuple[list[str], list[float], str, str]:
     """(labels, values, title, note) for the measured percentiles; the note names unmeasured ones."""
-    lat = baseline.get("latency_ms") or {}
+    lat = baseline.latency_ms
     labels, values, missing = [], [], []
     for p in PERCENTILES:
-        value = fmt.num(lat.get(f"{p}_ms"))
+        value = getattr(lat, f"{p}_ms")
         if value is None:
             missing.append(p)
         else:
             labels.append(p)
             values.append(value)
     # plotext drops a title wider than the plot, so the title stays short and the note says the rest.
-    title = f"Baseline latency percentiles, ms ({lat.get('samples', '?')} samples)"
+    title = f"Baseline latency percentiles, ms ({lat.samples} samples)"
     note = (f"Not measured: {', '.join(missing)} (too few samples to estimate them; a full profile "
             "takes more)." if missing else "Every percentile measured.")
     return labels, values, title, note
 
 
-def throughput_points(baseline: dict) -> tuple[list[float], list[float]]:
-    """(batch sizes, samples/s) of the baseline's batch sweep."""
-    points = [(b, r) for p in baseline.get("throughput") or []
-              if (b := fmt.num(p.get("batch"))) is not None and (r := fmt.num(p.get("samples_per_s"))) is not None]
-    return [b for b, _ in points], [r for _, r in points]
-
-
-def throughput_chart(baseline: dict) -> tuple[list[float], list[float], str, str, str]:
+def throughput_chart(baseline: Baseline) -> tuple[list[float], list[float], str, str, str]:
     """(xs, ys, title, x label, y label) for the Throughput tab.
 
     The batch sweep where one ran; a text model without one (its inputs fix the batch) shows its
     tokens per second against sequence length instead, which is the curve it does have.
     """
-    batches, rates = throughput_points(baseline)
-    points = sequence_sweep(baseline)
+    batches = [float(p.batch) for p in baseline.throughput]
+    rates = [p.samples_per_s for p in baseline.throughput]
+    points = measured_sequence(baseline)
     if len(batches) <= 1 and points:
         return ([float(p.length) for p in points], [p.tokens_per_s for p in points],
                 "Baseline throughput against sequence length", "tokens", "tokens/s")
     return batches, rates, "Baseline throughput against batch size", "batch", "samples/s"
 
 
-def flop_unit(layers: list[dict]) -> tuple[str, float]:
+def flop_unit(layers: tuple[LayerRecord, ...]) -> tuple[str, float]:
     """GFLOP for real models; MFLOP when every layer is below a GFLOP (small models read better)."""
-    largest = max((fmt.num(layer.get("flops")) or 0.0 for layer in layers), default=0.0)
+    largest = max((layer.flops for layer in layers), default=0)
     return ("GFLOP", 1e9) if largest >= 1e9 else ("MFLOP", 1e6)
 
 
-def layer_cells(layer: dict, verdicts: dict, scale: float) -> tuple[Text, ...]:
+def layer_cells(layer: LayerRecord, verdicts: dict[str, VerdictRecord], scale: float) -> tuple[Text, ...]:
     """One layer table row: name, ms, share, roofline verdict, type, FLOPs, intensity (FLOP/byte)."""
-    verdict = (verdicts.get(layer.get("key")) or {}).get("bound", fmt.MISSING)
-    intensity = fmt.num(layer.get("intensity"))
-    flops = fmt.num(layer.get("flops"))
-    return cells(fmt.truncate(str(layer.get("name")), NAME_WIDTH), fmt.ms(layer.get("time_ms"), unit=False),
-                 fmt.pct(layer.get("time_share")), str(verdict), fmt.truncate(str(layer.get("type")), 14),
-                 fmt.MISSING if flops is None else fmt.sig(flops / scale),
-                 fmt.ratio(intensity), right=(1, 2, 5, 6))
+    found = verdicts.get(layer.key)
+    verdict = (found.bound if found is not None else None) or fmt.MISSING
+    return cells(fmt.truncate(layer.name, NAME_WIDTH), fmt.ms(layer.time_ms, unit=False),
+                 fmt.pct(layer.time_share), verdict, fmt.truncate(layer.type, 14), fmt.sig(layer.flops / scale),
+                 fmt.ratio(layer.intensity), right=(1, 2, 5, 6))
 
 
-def layer_detail(layer: dict, verdicts: dict) -> str:
+def layer_detail(layer: LayerRecord, verdicts: dict[str, VerdictRecord]) -> str:
     """The highlighted layer's roofline explanation (the engine's words and numbers)."""
-    verdict = verdicts.get(layer.get("key")) or {}
-    return str(verdict.get("explanation") or f"{layer.get('name')}: no roofline verdict")
+    found = verdicts.get(layer.key)
+    return (found.explanation if found is not None else "") or f"{layer.name}: no roofline verdict"
 
 
-def finding_text(finding: dict) -> Text:
+def finding_text(finding: Finding) -> Text:
     """A finding: severity and title, its layers, the estimated impact and the advice."""
     text = Text()
-    text.append(f"[{finding.get('severity', '?')}] ", style="bold")
-    text.append(str(finding.get("title")), style="bold")
-    layers = finding.get("layers") or []
-    if layers:
-        text.append(f"\nlayers: {', '.join(layers)}")
-    impact = fmt.num(finding.get("impact"))
-    if impact is not None:
-        text.append(f"\nimpact: {fmt.pct(impact)} ({finding.get('impact_basis', 'estimate')})")
-    if finding.get("advice"):
-        text.append(f"\n{finding['advice']}")
+    text.append(f"[{finding.severity}] ", style="bold")
+    text.append(finding.title, style="bold")
+    if finding.layers:
+        text.append(f"\nlayers: {', '.join(finding.layers)}")
+    text.append(f"\nimpact: {fmt.pct(finding.impact)} ({finding.impact_basis or 'estimate'})")
+    if finding.advice:
+        text.append(f"\n{finding.advice}")
     return text
 
 
@@ -251,8 +244,8 @@ class ProfilePane(StepPane):
         self._shown: object = _UNSET
         self._remeasured = False  # the ceilings shown against the baseline were measured again since
         self._model: tuple[str, str] | None = None  # the model the log is about (name, source)
-        self._layers: list[dict] = []
-        self._verdicts: dict = {}
+        self._layers: tuple[LayerRecord, ...] = ()
+        self._verdicts: dict[str, VerdictRecord] = {}
         self._cancelled = False  # the running profile was cancelled: its failure is the cancel
 
     # -- actions -----------------------------------------------------------------------------
@@ -338,13 +331,11 @@ class ProfilePane(StepPane):
                 # The lines were about the previous model's profile: under a new model they would mislead.
                 self.query_one("#log", RichLog).clear()
             self._model = key
-        typed = self.session.baseline
-        remeasured = ceilings_remeasured(typed, self.session.ceilings)
-        if typed == self._shown and remeasured == self._remeasured:
+        baseline = self.session.baseline
+        remeasured = ceilings_remeasured(baseline, self.session.ceilings)
+        if baseline == self._shown and remeasured == self._remeasured:
             return
-        self._shown, self._remeasured = typed, remeasured
-        # The panes read the baseline in its results.json form, as the report does.
-        baseline = to_data(typed) if typed is not None else None
+        self._shown, self._remeasured = baseline, remeasured
         table = self.query_one("#layers", DataTable)
         table.clear(columns=True)
         findings = self.query_one("#findings", VerticalScroll)
@@ -360,9 +351,9 @@ class ProfilePane(StepPane):
             return
         self.query_one("#latency", KeyValues).set_rows(latency_rows(baseline, ceilings_remeasured=remeasured))
         timing = self.query_one("#timing-note", Static)
-        timing.update(timing_note(typed))
-        timing.display = bool(timing_note(typed))  # results recorded before the pool was: no empty line
-        disturbed = flag_line(typed.audit if typed is not None else None)
+        timing.update(timing_note(baseline))
+        timing.display = bool(timing_note(baseline))  # results recorded before the pool was: no empty line
+        disturbed = flag_line(baseline.audit)
         if disturbed:
             self.query_one(Notice).show_info(f"The baseline was {disturbed}.")
         labels, values, title, note = percentile_bars(baseline)
@@ -379,8 +370,8 @@ class ProfilePane(StepPane):
         sweep_note.update(f"No batch sweep: {skipped}." if skipped else "")
         sweep_note.display = bool(skipped)
         self.query_one("#bound", Static).update(bound_text(baseline, ceilings_remeasured=remeasured))
-        verdicts = baseline.get("layer_verdicts") or {}
-        layers = baseline.get("layers") or []
+        verdicts = baseline.layer_verdicts
+        layers = baseline.layers
         unit, scale = flop_unit(layers)
         table.add_columns(*cells(*(c.format(unit=unit) for c in LAYER_COLUMNS), right=(1, 2, 5, 6)))
         for index, layer in enumerate(layers):
@@ -388,6 +379,6 @@ class ProfilePane(StepPane):
         self._layers, self._verdicts = layers, verdicts
         if layers:
             self.query_one("#layer-detail", Static).update(layer_detail(layers[0], verdicts))
-        items = baseline.get("findings") or []
+        items = baseline.findings
         self.replace_children(findings, [Static(finding_text(f), classes="finding") for f in items] or
                               [Static("No architecture findings for this model.", classes="hint")])
