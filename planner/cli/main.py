@@ -9,9 +9,10 @@ import traceback
 from typing import Callable, Sequence
 
 from planner import __version__
-from planner.cli.plan_args import add_model_flags, add_plan_flags
+from planner.cli.plan_args import add_model_flags, add_plan_flags, argument_type
 from planner.cli.remote import add_ssh_args
 from planner.errors import PlannerError
+from planner.pipeline.options import duration_s
 from planner.tui.startup import pause_gc, resume_gc
 
 EXIT_USAGE = 2
@@ -23,16 +24,6 @@ def _add_verbose_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print the detail too: each candidate's predicted band and why, what each step did, "
                         "and every reason in full")
-
-
-def _duration_s(text: str) -> float:
-    """A duration given as 90s, 5m, 1.5m or a bare number of seconds, in seconds (argparse's usage error if not)."""
-    from planner.pipeline.options import duration_s
-
-    try:
-        return duration_s(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
@@ -96,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--daemon", metavar="DIR", help=argparse.SUPPRESS)  # the detached engine itself
     p.add_argument("--since", type=int, default=1, metavar="N",
                    help="with --attach: the first message to replay (1: all after the hello)")
-    p.add_argument("--idle-exit", type=_duration_s, metavar="TIME",
+    p.add_argument("--idle-exit", type=argument_type(duration_s), metavar="TIME",
                    help="with --detach: end the engine once it has waited this long with no command and nothing "
                         "running (default 6 hours: time to re-attach after a dropped connection)")
 

@@ -45,7 +45,7 @@ def _add(p: Any, name: str, flag: Flag, *, required: bool = False) -> None:
         if flag.repeat:
             kwargs["action"] = "append"
         if flag.parse is not None:
-            kwargs["type"] = _argument_type(flag.parse)
+            kwargs["type"] = argument_type(flag.parse)
         if flag.choices:
             kwargs["choices"] = flag.choices
         if flag.metavar or not flag.choices:  # named after the flag, not the field (--timeout SECONDS, not TIMEOUT_S)
@@ -55,7 +55,7 @@ def _add(p: Any, name: str, flag: Flag, *, required: bool = False) -> None:
     p.add_argument(*flag.names, **kwargs)
 
 
-def _argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+def argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """`parse` as argparse calls it: its ValueError's words become the usage error."""
     def parsed(text: str) -> Any:
         try:

@@ -45,7 +45,7 @@ from planner.engine.protocol import (
 from planner.engine.startup import limit_cpus, pause_gc, resume_gc
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
-from planner.pipeline import PlanSession
+from planner.pipeline import PlanOutcome, PlanSession
 
 SessionFactory = Callable[[], PlanSession]
 
@@ -337,9 +337,7 @@ class EngineServer:
             case wire.Verify():
                 return self._verify()
             case wire.Finish(status=status, write_report=write_report):
-                outcome = session.finish(status=status, write_report=write_report)
-                return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
-                                     report_path=str(outcome.report_path) if outcome.report_path else None)
+                return _finished(session.finish(status=status, write_report=write_report))
             case wire.Save():
                 session.save()
                 return None
@@ -361,8 +359,8 @@ class EngineServer:
             session.set_requirements(toml_path=Path(toml) if toml else None, overrides=dict(command.requirements or {}))
         described = None
         if command.model:
-            described = session.load(command.model, input_shape=command.input_shape, inputs=command.inputs,
-                                     trust_code=command.trust_code).describe()
+            described = self._load(wire.Load(source=command.model, input_shape=command.input_shape,
+                                             inputs=command.inputs, trust_code=command.trust_code))
         if command.out:
             session.set_out_dir(Path(command.out))
         return described
@@ -418,8 +416,7 @@ class EngineServer:
                            session_factory=session_of_plan)
         if "session" in captured:
             self.session = captured["session"]
-        return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
-                             report_path=str(outcome.report_path) if outcome.report_path else None)
+        return _finished(outcome)
 
 
 def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
@@ -429,6 +426,12 @@ def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
     held = session.done_steps() | session.stale_steps()
     return {str(change): tuple(str(step) for step, fate in invalidated_by(change).items()
                                if fate is Fate.DISCARDED and step in held) for change in Change}
+
+
+def _finished(outcome: PlanOutcome) -> wire.Finished:
+    """Where a finished plan went, as `Finish` and `RunPlan` answer it."""
+    return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
+                         report_path=str(outcome.report_path) if outcome.report_path else None)
 
 
 def _value(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from planner.engine.protocol import Answer, Error, Result
+from planner.engine.protocol import Answer, Error
 from planner.errors import PlannerError
 
 POLL_S = 0.2
@@ -62,4 +62,4 @@ def await_answer(work: Callable[[], Answer | None], *, on_interrupt: Callable[[]
     return box[0], interrupted
 
 
-__all__ = ["Answer", "Result", "await_answer", "wait_interruptible"]
+__all__ = ["await_answer", "wait_interruptible"]

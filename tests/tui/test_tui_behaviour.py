@@ -441,7 +441,7 @@ def test_busy_message_offers_c_only_for_jobs_it_stops(tmp_path):
 
 
 def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(tmp_path):
-    from planner.tui.screens.report import PLACEHOLDER
+    from planner.tui.screens.report import NOT_SAVED_HINT
 
     session = RecordedSession()
     app = recorded_app(session, tmp_path)
@@ -455,7 +455,7 @@ def test_report_preview_goes_stale_when_requirements_change_or_optimize_reruns(t
         assert app.saved_to is None and "report" not in app.main.query_one("StepList").done
         saved = str(app.query_one("#report #saved", Label).render())
         assert "changed since the last save" in saved
-        assert app.query_one("#report-md").source == PLACEHOLDER
+        assert app.query_one("#report-md").source == NOT_SAVED_HINT
         await pilot.press("s")
         await wait_idle(pilot)
         assert app.saved_to is not None

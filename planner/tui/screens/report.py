@@ -17,7 +17,7 @@ from planner.pipeline.steps import Step as SessionStep
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 
-PLACEHOLDER = ("*Press **s** (or Save) to write `results.json` and `report.md` to the folder above; "
+NOT_SAVED_HINT = ("*Press **s** (or Save) to write `results.json` and `report.md` to the folder above; "
                "the report appears here.*")
 
 
@@ -66,14 +66,14 @@ class ReportPane(StepPane):
         yield Notice(id="notice")
         yield Label("", id="saved", classes="status")
         with VerticalScroll(id="report-box"):
-            yield ReportPreview(PLACEHOLDER, id="report-md")
+            yield ReportPreview(NOT_SAVED_HINT, id="report-md")
 
     def sync(self) -> None:
         """Show the folder the report will go to (unless the user has typed one)."""
         if self._previewing and not self.session.is_done(SessionStep.REPORT):
             # The session says the saved report is out of date (a new model, run or plan).
             self._previewing = False
-            self.query_one("#report-md", ReportPreview).show(PLACEHOLDER)
+            self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
             self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
                                                    "them again (the folder's files are overwritten).")
         if self._edited:
