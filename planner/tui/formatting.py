@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 
 from planner import units
-from planner.results.view import peak_rate
 
 MISSING = units.MISSING
 
@@ -27,12 +26,6 @@ ratio = units.ratio
 cosine = units.cosine
 accuracy = units.accuracy
 count = units.count
-
-
-def best_rate(candidate: dict) -> float | None:
-    """The highest samples/s over a candidate's batch sweep and parallel streams, or None when none was measured."""
-    peak = peak_rate(candidate)
-    return peak.samples_per_s if peak is not None else None
 
 
 def truncate(text: str, width: int) -> str:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from planner.results import to_data
+from tui_support import typed_candidate
+
+from planner.results import CandidateResult, to_data
 from planner.results.audit import MeasurementAudit, judged
 from planner.tui.screens.results import candidate_detail
 
 
-def _candidate(load: float | None) -> dict:
+def _candidate(load: float | None) -> CandidateResult:
     c = {"label": "ort 2t", "plugin": "cpu.onnxruntime", "precision": "fp32", "status": "ok"}
     if load is not None:
         c["audit"] = to_data(judged(MeasurementAudit(window_s=2.0, load_samples=9, other_load_mean_cores=load,
                                                      other_load_peak_cores=load)))
-    return c
+    return typed_candidate(c)
 
 
 def test_a_disturbed_candidate_says_so_with_what_to_do() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from textual.widgets import DataTable, Static
-from tui_support import PlannerApp, RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app, typed_candidate
 
 from planner.results.energy_values import EnergyStatus, InferenceEnergy
 from planner.tui.screens.results import candidate_detail, visible_columns
@@ -27,9 +27,9 @@ def _with_energy(session: RecordedSession) -> None:
 def test_details_say_the_figure_or_why_there_is_none() -> None:
     measured = {"latency_ms": {"p50_ms": 1.0}, "energy": {"status": "measured", "joules": 0.0427,
                                                           "scope": "CPU package", "calls": 128}}
-    assert "energy: 42.7 mJ per inference (CPU package" in candidate_detail(measured, 1).plain
+    assert "energy: 42.7 mJ per inference (CPU package" in candidate_detail(typed_candidate(measured), 1).plain
     missing = {"latency_ms": {"p50_ms": 1.0}, "energy": {"status": "unavailable", "reason": WHY}}
-    assert f"energy: unavailable: {WHY}" in candidate_detail(missing, 1).plain
+    assert f"energy: unavailable: {WHY}" in candidate_detail(typed_candidate(missing), 1).plain
 
 
 def test_wide_screens_show_the_column_narrow_ones_drop_it_first() -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+from tui_support import typed_candidate
 
 from planner.codec import to_data
 from planner.measure.fidelity import compare
+from planner.results import CandidateResult
 from planner.tui.screens.results import candidate_detail
 
 
-def _candidate(fidelity: dict) -> dict:
-    return {"label": "openvino bf16", "plugin": "cpu.openvino", "precision": "bf16", "status": "ok",
-            "fidelity": fidelity}
+def _candidate(fidelity: dict) -> CandidateResult:
+    return typed_candidate({"label": "openvino bf16", "plugin": "cpu.openvino", "precision": "bf16", "status": "ok",
+                            "fidelity": fidelity})
 
 
 def test_a_dense_map_shows_its_map_agreement_and_error():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Label
-from tui_support import PlannerApp, RecordedSession, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, run_app, screen_text, typed_candidate, wait_for, wait_idle
 
 from planner.tui.widgets.kv import KeyValues
 from planner.tui.widgets.progress import RunProgress
@@ -62,10 +62,10 @@ def test_the_candidate_details_state_the_share_of_its_own_roof():
             "latency_ms": {"p50_ms": 18.0, "p95_ms": 19.0, "p99_ms": 20.0, "samples": 20},
             "roof_share": {"precision": "int8", "attained_flops_per_s": 400e9, "peak_flops_per_s": 2e12,
                            "share": 0.2, "warning": ""}}
-    assert "roof: 20% of the INT8 roof (400 GFLOP/s of 2 TFLOP/s)" in candidate_detail(cand, 1).plain
+    assert "roof: 20% of the INT8 roof (400 GFLOP/s of 2 TFLOP/s)" in candidate_detail(typed_candidate(cand), 1).plain
     above = {**cand, "roof_share": {**cand["roof_share"], "share": None,
                                     "warning": "attains 3.6 TFLOP/s, above the measured int8 roof of 2 TFLOP/s: "
                                                "the ceiling was measured while the machine was busy; run "
                                                "`planner detect --ceilings --refresh`"}}
-    shown = candidate_detail(above, 1).plain
+    shown = candidate_detail(typed_candidate(above), 1).plain
     assert "above the measured int8 roof" in shown and "press r (Measure ceilings, step 1)" in shown

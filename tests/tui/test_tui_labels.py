@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from tui_support import PlannerApp, RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app, typed_candidate
 
 from planner.tui.formatting import short_labels
-from planner.tui.screens.results import plot_series
+from planner.tui.screens.results import CandidateRow, plot_series
 
 LABELS = ["torch eager fp32 (cpu)", "torch cpu fp32 2t channels_last", "torch cpu fp32 2t channels_last compile",
           "torch cpu bf16 2t channels_last", "onnxruntime all seq 2t", "onnxruntime all parallel 2x1t",
@@ -40,8 +40,9 @@ def test_words_every_label_shares_are_dropped_first():
 
 
 def test_plots_label_fp32_and_bf16_apart():
-    cands = [{"label": label, "rank": i + 1, "latency_ms": {"p50_ms": 1.0 + i}} for i, label in enumerate(LABELS)]
-    labels, _ = plot_series(cands, lambda c: c["latency_ms"]["p50_ms"])
+    cands = [CandidateRow(typed_candidate({"label": label, "latency_ms": {"p50_ms": 1.0 + i}}), rank=i + 1)
+             for i, label in enumerate(LABELS)]
+    labels, _ = plot_series(cands, lambda c: c.latency_ms.p50_ms)
     assert len(set(labels)) == len(LABELS)
 
 

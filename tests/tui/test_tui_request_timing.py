@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from tui_support import typed_candidate
+
 from planner.codec import to_data
 from planner.results import PipelineSplit
 from planner.tui.screens.profile import timing_note
@@ -27,7 +29,7 @@ def test_a_candidate_detail_carries_its_split_and_the_pool() -> None:
     candidate = {"label": "onnxruntime all 2t", "plugin": "cpu.onnxruntime", "precision": "fp32", "status": "ok",
                  "latency_ms": {"p50_ms": 1.0, "p95_ms": None, "p99_ms": None, "samples": 40},
                  "info": {"input_pool": 8}, "pipeline": to_data(SPLIT)}
-    text = candidate_detail(candidate, 1).plain
+    text = candidate_detail(typed_candidate(candidate), 1).plain
     assert ("your request end to end: with this candidate (onnxruntime all 2t): model 25% of the request, "
             "preprocessing 75%") in text
     assert "timing: Each timed call takes the next of 8 distinct inputs in turn" in text

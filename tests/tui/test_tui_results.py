@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from textual.widgets import DataTable
-from tui_support import PlannerApp, RecordedSession, drive, run_app
+from tui_support import PlannerApp, RecordedSession, drive, run_app, typed_candidate
 
 from planner.results import Prediction
 from planner.tui.screens.results import predicted_cell, visible_columns
@@ -54,11 +54,11 @@ def test_wide_screens_keep_every_column_and_the_marks_say_where_it_fell() -> Non
     assert "mem" not in [c.key for c in visible_columns(62)]
     assert [c.key for c in visible_columns(30)][:2] == ["rank", "p50"]
     band = {"prediction": {"low": 1.5, "high": 4.0, "basis": "VNNI"}}
-    assert predicted_cell({**band, "speedup": 2.0}) == "1.5-4✓"
-    assert predicted_cell({**band, "speedup": 0.9}) == "1.5-4↓"
-    assert predicted_cell({**band, "speedup": 5.0}) == "1.5-4↑"
-    assert predicted_cell({**band, "speedup": None}) == "1.5-4"
-    assert predicted_cell({"prediction": None, "speedup": 1.0}) == "—"
+    assert predicted_cell(typed_candidate({**band, "speedup": 2.0})) == "1.5-4✓"
+    assert predicted_cell(typed_candidate({**band, "speedup": 0.9})) == "1.5-4↓"
+    assert predicted_cell(typed_candidate({**band, "speedup": 5.0})) == "1.5-4↑"
+    assert predicted_cell(typed_candidate({**band, "speedup": None})) == "1.5-4"
+    assert predicted_cell(typed_candidate({"prediction": None, "speedup": 1.0})) == "—"
 
 
 def test_the_details_say_how_many_requests_were_in_flight() -> None:
@@ -67,7 +67,7 @@ def test_the_details_say_how_many_requests_were_in_flight() -> None:
     cand = {"label": "openvino f32 throughput 2t", "status": "ok",
             "streams": [{"batch": 8, "streams": 1, "samples_per_s": 900.0, "basis": "as configured"},
                         {"batch": 8, "streams": 2, "samples_per_s": 1700.0, "basis": "OpenVINO THROUGHPUT hint"}]}
-    text = candidate_detail(cand, 3).plain
+    text = candidate_detail(typed_candidate(cand), 3).plain
     assert ("parallel streams at batch 8: one request at a time 900 samples/s; 2 at once 1,700 samples/s "
             "(OpenVINO THROUGHPUT hint)") in text
 
@@ -78,10 +78,10 @@ def test_the_details_say_whether_a_leader_reproduced_its_screen() -> None:
     cand = {"label": "openvino bf16 latency 2t", "status": "ok", "latency_ms": {"p50_ms": 1.6, "samples": 900},
             "confirmation": {"screen_p50_ms": 0.8, "rel_change": 1.0, "reproduced": False,
                              "note": "the screen was disturbed or too short; the full figure is the one ranked"}}
-    text = candidate_detail(cand, 2).plain
+    text = candidate_detail(typed_candidate(cand), 2).plain
     assert "confirmed with the full method: the 2-second screen read 0.8 ms, did not reproduce within 10%" in text
     assert "the full figure is the one ranked" in text
-    assert "confirmed" not in candidate_detail({"label": "x", "status": "ok"}, 1).plain
+    assert "confirmed" not in candidate_detail(typed_candidate({"label": "x", "status": "ok"}), 1).plain
 
 
 def test_a_faster_unconfirmed_candidate_is_named_above_the_table(tmp_path, monkeypatch):

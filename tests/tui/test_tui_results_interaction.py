@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tui_support import typed_candidate
+
 from planner.results import to_data
 from planner.results.interaction import Interaction, InteractionCell
 from planner.tui.screens.results import candidate_detail
@@ -17,7 +19,7 @@ _PAIR = to_data(Interaction(
 
 def test_the_hardware_side_shows_the_pair_with_its_verdict() -> None:
     cand = {"label": "openvino bf16 latency 2t", "plugin": "cpu.openvino", "precision": "bf16", "status": "ok"}
-    text = candidate_detail(cand, 2, [_PAIR]).plain
+    text = candidate_detail(typed_candidate(cand), 2, [_PAIR]).plain
     assert "interaction with redesign (needs retraining):" in text
     assert "combined     40 ms (5x) (timed under load)" in text
     assert "= 0.62: conflict" in text or "= 0.63: conflict" in text
@@ -26,4 +28,4 @@ def test_the_hardware_side_shows_the_pair_with_its_verdict() -> None:
 
 def test_a_candidate_outside_every_pair_shows_no_interaction() -> None:
     cand = {"label": "torch cpu fp32 2t", "plugin": "cpu.torch", "precision": "fp32", "status": "ok"}
-    assert "interaction" not in candidate_detail(cand, 1, [_PAIR]).plain
+    assert "interaction" not in candidate_detail(typed_candidate(cand), 1, [_PAIR]).plain

@@ -24,6 +24,7 @@ from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
 from planner.pipeline.session import overall_status
 from planner.pipeline.steps import Change, Step
 from planner.results import (
+    CandidateResult,
     ModelDescription,
     RunStatus,
     SequencePoint,
@@ -312,3 +313,16 @@ class TextRecordedSession(RecordedSession):
                            throughput=base.throughput[:1], knee_batch=None, sequence_sweep=points,
                            info={**base.info, "sweep_skipped": TEXT_SKIP})
         self.recorded = replace(self.recorded, baseline=baseline)
+
+
+def typed_candidate(data: dict) -> CandidateResult:
+    """A candidate as the engine holds it, from the few fields a test names in results.json's form: the rest take
+    a plain candidate's values (an ok fp32 row; a latency given only by its percentiles gets the other statistics)."""
+    base = {"plugin": "", "label": "", "config": {}, "precision": "fp32", "status": "ok"}
+    lat = data.get("latency_ms")
+    if lat:
+        p50 = lat["p50_ms"]
+        lat = {"samples": 40, "mean_ms": p50, "std_ms": 0.0, "min_ms": p50, "max_ms": p50, "p90_ms": None,
+               "p95_ms": None, "p99_ms": None, "iqr_ms": 0.0, "iqr_over_median": 0.0, "unstable": False,
+               "ci95_rel": 0.0, **lat}
+    return from_data({**base, **data, **({"latency_ms": lat} if lat else {})}, CandidateResult)

@@ -16,9 +16,10 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
 from planner.measure.pool import pool_sentence
-from planner.results import Prediction, energy_view, fidelity_view, roof_share, to_data
-from planner.results.audit import audit_of, flag_line, load_summary
+from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share, to_data
+from planner.results.audit import flag_line, load_summary
 from planner.results.status_look import look
+from planner.results.values import Fidelity
 from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
 from planner.results.view import text as text_of
 from planner.tui import formatting as fmt
@@ -38,14 +39,24 @@ NO_TABLES = ("No interaction, compression or device-target table in this run. Th
 
 
 @dataclass(frozen=True)
+class CandidateRow:
+    """One row of the table: the candidate as measured, its rank (None: not ranked) and its verdict against the
+    requirements the user set ('' when none was set; see requirement_verdict)."""
+
+    cand: CandidateResult
+    rank: int | None = None
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
 class Column:
-    """A results column: header, width, how to show a candidate, and its sort key (None sorts last)."""
+    """A results column: header, width, how to show a row, and its sort key (None sorts last)."""
 
     key: str
     header: str
     width: int
-    show: Callable[[dict], str]
-    sort: Callable[[dict], Any]
+    show: Callable[[CandidateRow], str]
+    sort: Callable[[CandidateRow], Any]
     descending: bool = False  # bigger is better: the first sort puts the largest on top
     drop: int = 0  # on a narrow screen the column with the highest `drop` goes first; 0 always stays
 
@@ -55,42 +66,43 @@ class Column:
         return SORT_NAMES.get(self.key, self.header)
 
 
-def _lat(c: dict, p: str) -> float | None:
-    return fmt.num((c.get("latency_ms") or {}).get(f"{p}_ms"))
+def _lat(c: CandidateResult, p: str) -> float | None:
+    return getattr(c.latency_ms, f"{p}_ms") if c.latency_ms is not None else None
+
+
+def best_rate(c: CandidateResult) -> float | None:
+    """The highest samples/s over the batch sweep and parallel streams, or None when none was measured."""
+    peak = c.peak_rate()
+    return peak.samples_per_s if peak is not None else None
 
 
 # Where the measured speedup fell against the band predicted before measuring.
 VERDICT_MARK = {"inside": "✓", "above": "↑", "below": "↓"}
 
 
-def _prediction(c: dict) -> Prediction:
-    raw = c.get("prediction") or {}
-    return Prediction(fmt.num(raw.get("low")), fmt.num(raw.get("high")), str(raw.get("basis", "")))
-
-
-def predicted_cell(c: dict) -> str:
+def predicted_cell(c: CandidateResult) -> str:
     """The predicted speedup band and where the measurement fell: '1.5-4✓' (inside), '↑' above, '↓' below; '—' none."""
-    p = _prediction(c)
+    p = c.prediction or Prediction()
     if p.low is None or p.high is None:
         return fmt.MISSING
-    return f"{p.low:g}-{p.high:g}" + VERDICT_MARK.get(p.verdict(fmt.num(c.get("speedup"))), "")
+    return f"{p.low:g}-{p.high:g}" + VERDICT_MARK.get(p.verdict(c.speedup), "")
 
 
-def _predicted_mid(c: dict) -> float | None:
-    p = _prediction(c)
+def _predicted_mid(c: CandidateResult) -> float | None:
+    p = c.prediction or Prediction()
     return (p.low + p.high) / 2 if p.low is not None and p.high is not None else None
 
 
 def _percentile_column(p: str, drop: int) -> Column:
-    return Column(p, f"{p} ms", 6, lambda c: fmt.ms(_lat(c, p), unit=False), lambda c: _lat(c, p), drop=drop)
+    return Column(p, f"{p} ms", 6, lambda r: fmt.ms(_lat(r.cand, p), unit=False), lambda r: _lat(r.cand, p),
+                  drop=drop)
 
 
-def status_cell(c: dict) -> str:
+def status_cell(row: CandidateRow) -> str:
     """The status in short words; a measured row judged against the requirements the user set says 'meets' or
     which it misses ('miss p95,mem'), never plain 'ok' when one is missed (see requirement_verdict)."""
-    status = str(c.get("status"))
-    verdict = c.get("verdict") or ""
-    return verdict if status == "ok" and verdict else look(status).short  # the details panel spells it out
+    status = str(row.cand.status)
+    return row.verdict if status == "ok" and row.verdict else look(status).short  # the details spell it out
 
 
 STATUS_MAX = 12
@@ -104,21 +116,22 @@ def table_columns(percentile: str | None = None, status_width: int = 4, count: i
     target = percentile if percentile in ("p95", "p99") else None
     return (
         # The rank the report and the command line give (PlanResults.ranked); '—' for a candidate not ranked.
-        Column("rank", "#", max(2, len(str(count))), lambda c: str(c["rank"]) if c.get("rank") else fmt.MISSING,
-               lambda c: c.get("rank")),
+        Column("rank", "#", max(2, len(str(count))), lambda r: str(r.rank) if r.rank else fmt.MISSING,
+               lambda r: r.rank),
         _percentile_column("p50", 0),
         _percentile_column(target or "p95", 0 if target else 2),
         # Energy goes first on a narrow screen; the details always say it (and why there is none).
-        Column("energy", energy_view.SHORT_HEADER, 6, energy_view.short_cell, energy_view.energy_value, drop=4),
-        Column("rate", "samp/s", 6, lambda c: fmt.rate(fmt.best_rate(c), unit=False), fmt.best_rate, True),
-        Column("mem", "MiB", 5, lambda c: fmt.mib(c.get("peak_memory_bytes")),
-               lambda c: fmt.num(c.get("peak_memory_bytes")), drop=3),
-        Column("speedup", "speed", 7, lambda c: fmt.speedup(c.get("speedup")),
-               lambda c: fmt.num(c.get("speedup")), True),
-        Column("pred", "pred", 9, predicted_cell, _predicted_mid, True, drop=1),
+        Column("energy", energy_view.SHORT_HEADER, 6, lambda r: energy_view.short_cell(r.cand),
+               lambda r: energy_view.energy_value(r.cand), drop=4),
+        Column("rate", "samp/s", 6, lambda r: fmt.rate(best_rate(r.cand), unit=False), lambda r: best_rate(r.cand),
+               True),
+        Column("mem", "MiB", 5, lambda r: fmt.mib(r.cand.peak_memory_bytes), lambda r: r.cand.peak_memory_bytes,
+               drop=3),
+        Column("speedup", "speed", 7, lambda r: fmt.speedup(r.cand.speedup), lambda r: r.cand.speedup, True),
+        Column("pred", "pred", 9, lambda r: predicted_cell(r.cand), lambda r: _predicted_mid(r.cand), True, drop=1),
         Column("status", "stat", min(max(4, status_width), STATUS_MAX),
-               lambda c: fmt.truncate(status_cell(c), min(max(4, status_width), STATUS_MAX)),
-               lambda c: (str(c.get("status")), c.get("verdict") or "")),
+               lambda r: fmt.truncate(status_cell(r), min(max(4, status_width), STATUS_MAX)),
+               lambda r: (str(r.cand.status), r.verdict)),
     )
 
 
@@ -146,8 +159,8 @@ def visible_columns(width: int, columns: tuple[Column, ...] = COLUMNS) -> tuple[
     return columns
 
 
-def sorted_candidates(candidates: list[dict], key: str, reverse: bool) -> list[tuple[int, dict]]:
-    """(index, candidate) pairs ordered by a column; missing values always sort last."""
+def sorted_candidates(candidates: list[CandidateRow], key: str, reverse: bool) -> list[tuple[int, CandidateRow]]:
+    """(index, row) pairs ordered by a column; missing values always sort last."""
     column = COLUMN_BY_KEY[key]
     present = [(i, c) for i, c in enumerate(candidates) if column.sort(c) is not None]
     missing = [(i, c) for i, c in enumerate(candidates) if column.sort(c) is None]
@@ -179,16 +192,16 @@ def requirement_lines(checks: Any) -> str:
     return "; ".join(f"{check.name.replace('_', ' ')}: {check.margin}" for check in checks)
 
 
-def interaction_detail(c: dict, pairs: list[dict]) -> Text:
+def interaction_detail(c: CandidateResult, pairs: list[dict]) -> Text:
     """The 2x2 interaction table of each pair this candidate is part of (architecture or hardware side)."""
     from planner.report.sections.interaction import cell_text, cells, factor_line
 
     text = Text()
     for pair in pairs:
-        if c.get("label") not in (pair.get("architecture"), pair.get("hardware")):
+        if c.label not in (pair.get("architecture"), pair.get("hardware")):
             continue
         by = cells(pair)
-        other = pair.get("hardware") if c.get("label") == pair.get("architecture") else pair.get("architecture")
+        other = pair.get("hardware") if c.label == pair.get("architecture") else pair.get("architecture")
         text.append(f"\ninteraction with {other}:", style="bold")
         for name in ("baseline", "architecture", "hardware", "combined"):
             text.append(f"\n  {name:<12} {cell_text(by.get(name))}")
@@ -198,104 +211,100 @@ def interaction_detail(c: dict, pairs: list[dict]) -> Text:
     return text
 
 
-def candidate_detail(c: dict, index: int, interactions: list[dict] | None = None) -> Text:
-    """Everything about one candidate: status and reason, numbers, fidelity, config and how to reproduce it."""
+def candidate_detail(c: CandidateResult, index: int, interactions: list[dict] | None = None, *,
+                     rank: int | None = None, verdict: str = "") -> Text:
+    """Everything about one candidate: status and reason, numbers, fidelity, config and how to reproduce it.
+    `rank` is its rank (None: not ranked), `verdict` its status against the user's requirements."""
     text = Text()
-    text.append(str(c.get("label")), style="bold")
-    rank = f"rank {c['rank']}" if c.get("rank") else "not ranked"
+    text.append(c.label, style="bold")
+    ranked = f"rank {rank}" if rank else "not ranked"
     # Against the requirements the user set (see requirement_verdict): a missed one is never hidden behind "ok".
-    verdict = {"": "", "meets": " · meets your requirements"}.get(
-        str(c.get("verdict") or ""), " · " + str(c.get("verdict")).replace("miss ", "misses "))
-    text.append(f"\n{c.get('plugin')} · {c.get('precision')} · {c.get('status')}{verdict} · {rank}"
+    judged = {"": "", "meets": " · meets your requirements"}.get(verdict, " · " + verdict.replace("miss ", "misses "))
+    text.append(f"\n{c.plugin} · {c.precision} · {c.status}{judged} · {ranked}"
                 + (" · the baseline" if index == 0 else ""))
-    if c.get("reason"):
+    if c.reason:
         # The report's words for a recorded reason ("fidelity check: ..., below the 0.995 needed");
         # imported here because the report package is slow to import at start-up.
         from planner.report.fmt import plain_reason
 
-        text.append(f"\nreason: {plain_reason(str(c['reason']))}", style="bold")
-    lat = c.get("latency_ms") or {}
-    if lat:
-        text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(lat.get(f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
-                    + f" ({lat.get('samples')} samples{', unstable' if lat.get('unstable') else ''})")
-    if lat:
+        text.append(f"\nreason: {plain_reason(c.reason)}", style="bold")
+    lat = c.latency_ms
+    if lat is not None:
+        text.append("\nlatency: " + ", ".join(f"{p} {fmt.ms(getattr(lat, f'{p}_ms'))}" for p in ("p50", "p95", "p99"))
+                    + f" ({lat.samples} samples{', unstable' if lat.unstable else ''})")
         text.append(f"\n{fmt.tui_words(energy_view.energy_detail(c))}")
-    roof = roof_share.phrase(c.get("roof_share") or None)
+    roof = roof_share.phrase(c.roof_share)
     if roof:
         text.append(f"\nroof: {fmt.tui_words(roof)}")
-    confirmation = c.get("confirmation") or {}
-    if isinstance(confirmation, dict) and fmt.num(confirmation.get("screen_p50_ms")) is not None:
-        agreed = "reproduced" if confirmation.get("reproduced") else "did not reproduce"
+    confirmation = c.confirmation
+    if confirmation is not None:
+        agreed = "reproduced" if confirmation.reproduced else "did not reproduce"
         text.append(f"\nconfirmed with the full method: the 2-second screen read "
-                    f"{fmt.ms(confirmation.get('screen_p50_ms'))}, {agreed} within 10%"
-                    + (f" — {confirmation['note']}" if confirmation.get("note") else ""))
-    prediction = _prediction(c)
+                    f"{fmt.ms(confirmation.screen_p50_ms)}, {agreed} within 10%"
+                    + (f" — {confirmation.note}" if confirmation.note else ""))
+    prediction = c.prediction or Prediction()
     if prediction.low is not None and prediction.high is not None:
-        measured = fmt.num(c.get("speedup"))
-        verdict = {"inside": "inside the band", "below": "below it", "above": "above it"}.get(
-            prediction.verdict(measured), "")
-        held = f" — measured {fmt.speedup(measured)}, {verdict}" if verdict else ""
+        fell = {"inside": "inside the band", "below": "below it", "above": "above it"}.get(
+            prediction.verdict(c.speedup), "")
+        held = f" — measured {fmt.speedup(c.speedup)}, {fell}" if fell else ""
         text.append(f"\npredicted before measuring: {fmt.speedup(prediction.low)} to "
                     f"{fmt.speedup(prediction.high)}{held} ({prediction.basis})")
-    sweep = c.get("throughput") or []
-    if sweep:
-        text.append("\nthroughput: " + ", ".join(f"batch {p.get('batch')} {fmt.rate(p.get('samples_per_s'))}"
-                                                 for p in sweep))
-    streams = [p for p in c.get("streams") or [] if isinstance(p, dict)]
+    if c.throughput:
+        text.append("\nthroughput: " + ", ".join(f"batch {p.batch} {fmt.rate(p.samples_per_s)}" for p in c.throughput))
+    streams = c.streams
     if streams:
-        text.append(f"\nparallel streams at batch {streams[0].get('batch')}: "
-                    + "; ".join(("one request at a time" if p.get("streams") == 1 else f"{p.get('streams')} at once")
-                                + f" {fmt.rate(p.get('samples_per_s'))}" for p in streams)
-                    + (f" ({streams[-1].get('basis')})" if len(streams) > 1 and streams[-1].get("basis") else ""))
-    if c.get("peak_memory_bytes") is not None:
-        text.append(f"\nmemory: {fmt.size(c['peak_memory_bytes'])}"
-                    + (f" ({c['memory_basis']})" if c.get("memory_basis") else ""))
-    if c.get("size_bytes") is not None:
-        text.append(f"\nsize: {fmt.size(c['size_bytes'])}")
-    fid = c.get("fidelity") or {}
-    if fid:
-        parts = []
-        if fid.get("reference"):
-            parts.append("the reference")
-        # A dense map, a sequence or a regression output is read by its own test, never by top-1 or cosine.
-        by_kind = fidelity_view.phrases(fid)
-        for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
-                                   ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
-            if fmt.num(fid.get(name)) is not None and not (by_kind and name in ("cosine", "top1_agreement")):
-                parts.append(f"{name} {format_value(fid[name])}")
-        if fmt.num(fid.get("centered_cosine")) is not None and not by_kind:
-            # The raw cosine mostly measures what every input's output shares; this is the part that varies.
-            parts.append(f"cosine on the part that depends on the input {fmt.cosine(fid['centered_cosine'])}")
-        parts += by_kind
-        text.append(f"\nfidelity: {', '.join(parts) or 'not compared'}")
-    audit = audit_of(c.get("audit"))
-    if audit is not None:
-        text.append(f"\nenvironment: {flag_line(audit) or 'no interference seen; ' + load_summary(audit)}",
-                    style="bold" if audit.disturbed else "")
+        text.append(f"\nparallel streams at batch {streams[0].batch}: "
+                    + "; ".join(("one request at a time" if p.streams == 1 else f"{p.streams} at once")
+                                + f" {fmt.rate(p.samples_per_s)}" for p in streams)
+                    + (f" ({streams[-1].basis})" if len(streams) > 1 and streams[-1].basis else ""))
+    if c.peak_memory_bytes is not None:
+        text.append(f"\nmemory: {fmt.size(c.peak_memory_bytes)}" + (f" ({c.memory_basis})" if c.memory_basis else ""))
+    if c.size_bytes is not None:
+        text.append(f"\nsize: {fmt.size(c.size_bytes)}")
+    if c.fidelity is not None:
+        text.append(f"\nfidelity: {', '.join(fidelity_parts(c.fidelity)) or 'not compared'}")
+    if c.audit is not None:
+        text.append(f"\nenvironment: {flag_line(c.audit) or 'no interference seen; ' + load_summary(c.audit)}",
+                    style="bold" if c.audit.disturbed else "")
     if interactions:
         text.append_text(interaction_detail(c, interactions))
-    if c.get("config"):
-        text.append(f"\nconfig: {json.dumps(c['config'], sort_keys=True, default=str)}")
-    if c.get("reproduce"):
+    if c.config:
+        text.append(f"\nconfig: {json.dumps(c.config, sort_keys=True, default=str)}")
+    if c.reproduce:
         text.append("\nreproduce: ", style="bold")
-        text.append(str(c["reproduce"]))
-    split = c.get("pipeline")
-    if isinstance(split, dict) and split.get("pipeline"):
-        from planner.codec import from_data
-        from planner.results.pipeline_split import PipelineSplit
-
+        text.append(c.reproduce)
+    if c.pipeline is not None and c.pipeline.pipeline:
         text.append("\nyour request end to end: ", style="bold")
-        text.append(from_data(split, PipelineSplit).sentence("this candidate"))
-    pool = pool_sentence((c.get("info") or {}).get("input_pool")) if lat else ""
+        text.append(c.pipeline.sentence("this candidate"))
+    pool = pool_sentence(c.info.get("input_pool")) if lat is not None else ""
     if pool:
         text.append(f"\ntiming: {pool}", style="dim")
     return text
 
 
-def unconfirmed_line(candidates: list[dict], best_label: str | None, best_speedup: float | None) -> str:
+def fidelity_parts(fid: Fidelity) -> list[str]:
+    """A candidate's fidelity in words: a dense map, a sequence or a regression output by its own test, class scores
+    by cosine and top-1."""
+    parts = ["the reference"] if fid.reference else []
+    by_kind = fidelity_view.phrases(to_data(fid))
+    for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
+                               ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
+        value = getattr(fid, name)
+        if value is not None and not (by_kind and name in ("cosine", "top1_agreement")):
+            parts.append(f"{name} {format_value(value)}")
+    if fid.centered_cosine is not None and not by_kind:
+        # The raw cosine mostly measures what every input's output shares; this is the part that varies.
+        parts.append(f"cosine on the part that depends on the input {fmt.cosine(fid.centered_cosine)}")
+    return parts + by_kind
+
+
+def unconfirmed_line(candidates: list[CandidateRow], best_label: str | None, best_speedup: float | None) -> str:
     """'Best confirmed: A at 1.64x · Up to 3.9x (B) if it holds on your data: re-run with --val-data DIR' when a
     candidate not established on real data beats the best confirmed one; '' otherwise."""
-    lead = unconfirmed_lead(candidates, best_speedup)
+    # The report's rule and words, which read a candidate in its results.json form: only the few not established
+    # on real data are turned into it.
+    lead = unconfirmed_lead([to_data(r.cand) for r in candidates if str(r.cand.status) == "unconfirmed"],
+                            best_speedup)
     if lead is None:
         return ""
     confirmed = f"Best confirmed: {best_label} at {fmt.speedup(best_speedup)} · " if best_label else ""
@@ -305,12 +314,13 @@ def unconfirmed_line(candidates: list[dict], best_label: str | None, best_speedu
     return f"{confirmed}{check_on_your_data(lead)} (not established on real data: {why})"
 
 
-def plot_series(candidates: list[dict], value: Callable[[dict], float | None]) -> tuple[list[str], list[float]]:
+def plot_series(candidates: list[CandidateRow],
+                value: Callable[[CandidateResult], float | None]) -> tuple[list[str], list[float]]:
     """(labels, values) in rank order (unranked after), for candidates that have the value."""
-    ordered = sorted(candidates, key=lambda c: (c.get("rank") is None, c.get("rank") or 0))
+    ordered = sorted(candidates, key=lambda r: (r.rank is None, r.rank or 0))
     # Shortened together, so different candidates never read the same (see fmt.short_labels).
-    short = fmt.short_labels([str(c.get("label")) for c in ordered], PLOT_LABEL_WIDTH).labels
-    pairs = [(label, v) for label, c in zip(short, ordered) if (v := value(c)) is not None]
+    short = fmt.short_labels([r.cand.label for r in ordered], PLOT_LABEL_WIDTH).labels
+    pairs = [(label, v) for label, r in zip(short, ordered) if (v := value(r.cand)) is not None]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -349,7 +359,7 @@ class ResultsPane(StepPane):
         self._sort = "rank"  # the report's order first; o or a header click picks another
         self._reverse = False
         self._label_width = 0
-        self._candidates: list[dict] = []
+        self._candidates: list[CandidateRow] = []
         self._columns: tuple[Column, ...] = COLUMNS
         self._short = fmt.short_labels([], 0)
         self._checks: list[tuple[Any, ...]] = []  # per candidate, the checks of the requirements the user set
@@ -386,8 +396,6 @@ class ResultsPane(StepPane):
         if not self._deploying:
             # New candidates or ranking: the packages written for the old ones are out of date.
             self.query_one("#deploy-status", Static).display = False
-        # Each row is the candidate's results.json form with its rank, as the report reads it.
-        self._candidates = [{**to_data(c), "rank": results.rank_of(i)} for i, c in enumerate(results.candidates)]
         self._judge()
         self._fill_table(keep_cursor=False)
         self._fill_headline()
@@ -409,14 +417,15 @@ class ResultsPane(StepPane):
         # Only a latency target the user set keeps its percentile's column, as only such a target ranks by it.
         percentile = (str(reqs.latency_percentile) if reqs is not None and reqs.latency_ms is not None
                       and reqs.source("latency_ms") in (SOURCE_FLAG, SOURCE_FILE) else None)
-        self._checks = []
-        for i, c in enumerate(self._candidates):
+        self._checks, self._candidates = [], []
+        for i, c in enumerate(results.candidates):
             checks: tuple[Any, ...] = ()
-            if stated and reqs is not None and c.get("status") == "ok" and c.get("latency_ms"):
-                checks = tuple(check for check in requirement_checks(results, reqs, subject=results.candidates[i])
+            if stated and reqs is not None and c.status == "ok" and c.latency_ms is not None:
+                checks = tuple(check for check in requirement_checks(results, reqs, subject=c)
                                if check.source in (SOURCE_FLAG, SOURCE_FILE))
             self._checks.append(checks)
-            c["verdict"] = requirement_verdict(checks, percentile or "p50")
+            verdict = requirement_verdict(checks, percentile or "p50")
+            self._candidates.append(CandidateRow(c, results.rank_of(i), verdict))
         widest = max((len(status_cell(c)) for c in self._candidates), default=4)
         self._all_columns = table_columns(percentile, widest, len(self._candidates))
 
@@ -458,7 +467,7 @@ class ResultsPane(StepPane):
         if self._sort not in {c.key for c in self._all_columns}:
             self._sort, self._reverse = "rank", False  # the target's percentile changed: its column went
         rows = sorted_candidates(self._candidates, self._sort, self._reverse)
-        self._short = fmt.short_labels([str(c.get("label")) for c in self._candidates], self._label_width)
+        self._short = fmt.short_labels([r.cand.label for r in self._candidates], self._label_width)
         for index, c in rows:
             table.add_row(*cells(self._short.labels[index],
                                  *(col.show(c) for col in columns), right=right), key=str(index))
@@ -499,7 +508,7 @@ class ResultsPane(StepPane):
         labels, values = plot_series(self._candidates, lambda c: _lat(c, "p50"))
         self.query_one("#p50-plot", BarChart).plot(
             labels, values, title="p50 latency per candidate, ms (lower is better)", horizontal=True)
-        labels, values = plot_series(self._candidates, fmt.best_rate)
+        labels, values = plot_series(self._candidates, best_rate)
         self.query_one("#rate-plot", BarChart).plot(
             labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
 
@@ -587,7 +596,8 @@ class ResultsPane(StepPane):
     def _show_detail(self, index: int) -> None:
         if 0 <= index < len(self._candidates):
             pairs = [to_data(p) for p in self.session.results.interactions]
-            detail = candidate_detail(self._candidates[index], index, pairs)
+            row = self._candidates[index]
+            detail = candidate_detail(row.cand, index, pairs, rank=row.rank, verdict=row.verdict)
             checks = self._checks[index] if index < len(self._checks) else ()
             if checks:
                 missed = any(check.met is False for check in checks)
