@@ -70,7 +70,8 @@ class EngineServer:
         # One lock for the stream and the states: a state is made and sent in one go, so the client reads the
         # states in the order they were made, and each one's changes build on the one before.
         self._write_lock = threading.RLock()
-        self._worker: threading.Thread | None = None
+        self._worker: threading.Thread | None = None  # the latest long command's thread
+        self._workers: list[threading.Thread] = []  # every long command's thread: a load's goes on after its answer
         self._running: tuple[int, str] | None = None  # the long command in progress: (id, name)
         self._cancel = CancelToken()  # the running command's; `cancel` sets it
         self._stop = threading.Event()
@@ -183,6 +184,7 @@ class EngineServer:
         # (about 0.2 s), which the answer should not wait for.
         target = _resuming_gc_after(work) if command.loads_model else work
         self._worker = threading.Thread(target=target, name=f"engine-{name}", daemon=True)
+        self._workers = [w for w in self._workers if w.is_alive()] + [self._worker]
         self._worker.start()
 
     def _answer(self, command_id: int, name: str, call: Callable[[], Any], *, own_events: bool = True) -> None:
@@ -251,9 +253,9 @@ class EngineServer:
 
     def _finish(self) -> None:
         """After the loop: wait briefly for the step to stop, write the results, say goodbye."""
-        worker = self._worker
-        if worker is not None and worker.is_alive():
-            worker.join(STOP_WAIT_S)
+        deadline = time.monotonic() + STOP_WAIT_S
+        for worker in self._workers:  # a load's thread resumes garbage collection after its answer has gone out
+            worker.join(max(0.0, deadline - time.monotonic()))
         running = self._running
         if running is not None:  # the step would not stop in time: answer for it, so its client is not left waiting
             self._error(running[0], f"{running[1]} was stopped before it finished: {self._reason}",
@@ -273,6 +275,11 @@ class EngineServer:
     def stopped(self) -> bool:
         """Whether the engine has stopped reading commands (shutdown, a hang-up or a signal)."""
         return self._stop.is_set()
+
+    @property
+    def working(self) -> bool:
+        """Whether a command's thread still runs (one that would not stop in time)."""
+        return any(w.is_alive() for w in self._workers)
 
     @property
     def idle(self) -> bool:
@@ -520,8 +527,7 @@ def serve_streams(reader: IO[str], writer: IO[str], *, session_factory: SessionF
     status = server.serve()
     code = 0 if status in ("ok", "interrupted") else 1
     end_leftovers()
-    worker = server._worker
-    if worker is not None and worker.is_alive():
+    if server.working:
         # A step that would not stop in time still runs on its thread, often in native code: finalizing the
         # interpreter under it aborts the process (SIGABRT). Its results are written and the goodbye sent: leave now.
         sys.stderr.flush()
