@@ -11,7 +11,7 @@ from pathlib import Path
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
-from planner.results import RESULTS_NAME, RunStatus, Status, read_results_data, results_data, to_data
+from planner.results import RESULTS_NAME, RunStatus, Status, read_results, results_data, to_data
 from planner.results.view import model_inputs
 
 
@@ -297,7 +297,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if path.is_dir():
         # The plan's out folder, as `planner plan` prints it: its results.json.
         path = path / RESULTS_NAME
-    results = read_results_data(path)
+    results = read_results(path)  # a file that does not fit says which field, and what to do
     out = Path(args.out) if args.out else path.parent
     report = render_report_files(results, out)
     print(f"Wrote {report}")

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from planner import units
-from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view, to_data
+from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.view import (
     check_on_your_data,
@@ -170,12 +170,12 @@ def best_lines(results: PlanResults) -> list[str]:
     """The closing lines: the best candidate and how to reproduce it; with a faster candidate not established on
     real data, the best is called confirmed and the faster one is named with how to check it on real data."""
     best = results.best
-    lead = unconfirmed_lead([to_data(c) for c in results.candidates], best.speedup if best is not None else None)
+    lead = unconfirmed_lead(results.candidates, best.speedup if best is not None else None)
     lines = []
     if best is not None:
         name = "Best confirmed" if lead is not None else "Best"
         lines += ["", f"{name}: {best.label} at {units.speedup(best.speedup)} — reproduce with:", f"  {best.reproduce}"]
-        caution = generated_pass_caution(to_data(best))
+        caution = generated_pass_caution(best)
         if caution:
             lines.append(f"Note: {caution[0].upper()}{caution[1:]}.")
         if results.energy_source is not None:
@@ -190,7 +190,7 @@ def _fidelity_cell(c: CandidateResult, by_kind: bool) -> str:
     """Cosine for class scores; the kind's own agreement ('map IoU 0.98', 'positions 99.6%') otherwise."""
     if not by_kind or c.fidelity is None:
         return units.cosine(c.fidelity.cosine if c.fidelity else None)
-    return "reference" if c.fidelity.reference else fidelity_view.agreement_cell(to_data(c.fidelity))
+    return "reference" if c.fidelity.reference else fidelity_view.agreement_cell(c.fidelity)
 
 
 def environment_line(audit: MeasurementAudit | None) -> str:

@@ -251,7 +251,7 @@ def fidelity_words(fid: Any) -> str:
         return "not compared"
     if fid.reference:
         return "the original model itself"
-    phrases = fidelity_view.phrases(to_data(fid))
+    phrases = fidelity_view.phrases(fid)
     if phrases:
         return ", ".join(phrases)
     parts = [f"cosine {units.cosine(fid.cosine)}"]

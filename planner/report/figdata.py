@@ -1,4 +1,4 @@
-"""What each figure plots, read from results.json without matplotlib, so the Markdown can say
+"""What each figure plots, read from the typed results without matplotlib, so the Markdown can say
 which figures exist (and why one is missing) and the drawing code plots exactly the same data."""
 
 from __future__ import annotations
@@ -6,8 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.report.data import ReportData, as_dict, as_list, latency, p50, text
-from planner.report.fmt import real
+from planner.codec import SchemaError, from_data
+from planner.hardware.ceiling_values import Ceilings
+from planner.report.data import ReportData
+from planner.results import Baseline, CandidateResult
+from planner.results.analysis import LayerRecord
+from planner.results.values import LatencyStats
 
 LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES = "latency", "throughput", "roofline", "candidates"
 INTERACTION = "interaction"
@@ -76,15 +80,13 @@ class InteractionBars:
 def interaction_bars(data: ReportData) -> list[InteractionBars]:
     """Each measured interaction pair's four cells (a cell not measured is None), with its factor and verdict."""
     out = []
-    for pair in (as_dict(p) for p in as_list(data.results.get("interactions"))):
-        by = {text(c.get("cell")): c for c in (as_dict(c) for c in as_list(pair.get("cells")))}
-        cell = {name: real(by.get(name, {}).get("p50_ms")) for name in ("baseline", "architecture", "hardware",
-                                                                        "combined")}
+    for pair in data.run.interactions:
+        by = {c.cell: c.p50_ms for c in pair.cells}  # a cell listed twice: the last one, as the file reads
+        cell = {name: by.get(name) for name in ("baseline", "architecture", "hardware", "combined")}
         if all(v is None for v in cell.values()):
             continue
-        arch, hw = text(pair.get("architecture")) or "architecture change", text(pair.get("hardware")) or "runtime"
-        factor, verdict = real(pair.get("factor")), text(pair.get("verdict"))
-        result = f"factor {factor:.2f}: {verdict}" if factor is not None else "factor not computed"
+        arch, hw = pair.architecture or "architecture change", pair.hardware or "runtime"
+        result = f"factor {pair.factor:.2f}: {pair.verdict}" if pair.factor is not None else "factor not computed"
         out.append(InteractionBars(title=f"{arch} x {hw}\n{result}", groups=("original architecture", arch),
                                    runtimes=("baseline runtime", hw),
                                    p50_ms=((cell["baseline"], cell["hardware"]),
@@ -92,115 +94,111 @@ def interaction_bars(data: ReportData) -> list[InteractionBars]:
     return out
 
 
-def _label(entry: dict, data: ReportData) -> str:
-    label = text(entry.get("label")) or text(entry.get("runtime")) or text(entry.get("plugin"))
-    return label or ("baseline" if data.is_reference(entry) else "candidate")
+def _label(data: ReportData, cand: CandidateResult) -> str:
+    return cand.label or cand.plugin or ("baseline" if data.is_reference_cand(cand) else "candidate")
 
 
-def _timed(data: ReportData) -> list[dict]:
-    """Candidates with a measured p50; the baseline profile alone when no candidate list exists."""
-    timed = [c for c in data.candidates if p50(c) is not None]
-    if not timed and p50(data.baseline) is not None:
-        timed = [data.baseline]
-    return timed
+def _latency_series(label: str, status: str, is_reference: bool, lat: LatencyStats) -> LatencySeries:
+    marks = (("p50", lat.p50_ms), ("p90", lat.p90_ms), ("p95", lat.p95_ms), ("p99", lat.p99_ms))
+    return LatencySeries(label=label, status=status, is_reference=is_reference, min_ms=lat.min_ms,
+                         max_ms=lat.max_ms, percentiles={p: v for p, v in marks if v is not None})
 
 
 def latency_series(data: ReportData) -> list[LatencySeries]:
-    """Latency summaries to plot, baseline first."""
-    out = []
-    for c in _timed(data):
-        lat = latency(c)
-        pcts = {p: v for p in PERCENTILES if (v := real(lat.get(f"{p}_ms"))) is not None}
-        out.append(LatencySeries(label=_label(c, data), status=text(c.get("status")) or "ok",
-                                 is_reference=data.is_reference(c) or c is data.baseline,
-                                 min_ms=real(lat.get("min_ms")), max_ms=real(lat.get("max_ms")),
-                                 percentiles=pcts))
+    """Latency summaries to plot, baseline first: every candidate with a measured p50 (the baseline profile
+    alone when none has one)."""
+    out = [_latency_series(_label(data, c), str(c.status), data.is_reference_cand(c), c.latency_ms)
+           for c in data.run.candidates if c.latency_ms is not None]
+    base = data.run.baseline
+    if not out and base is not None:
+        out.append(_latency_series(base.runtime or "baseline", "ok", True, base.latency_ms))
     return out
+
+
+def _throughput_series(label: str, is_reference: bool, entry: CandidateResult | Baseline) -> ThroughputSeries | None:
+    pts = sorted((float(p.batch), p.samples_per_s) for p in entry.throughput if p.batch > 0 and p.samples_per_s > 0)
+    if not pts:
+        return None
+    knee = float(entry.knee_batch) if entry.knee_batch is not None else None
+    return ThroughputSeries(label=label, is_reference=is_reference, points=pts, knee=knee)
 
 
 def throughput_series(data: ReportData) -> list[ThroughputSeries]:
     """Throughput sweeps to plot: every candidate with one (the baseline profile's if none)."""
-    sources = [c for c in data.candidates if as_list(c.get("throughput"))]
-    if not sources and as_list(data.baseline.get("throughput")):
-        sources = [data.baseline]
-    out = []
-    for c in sources:
-        pts = []
-        for p in as_list(c.get("throughput")):
-            batch, sps = real(as_dict(p).get("batch")), real(as_dict(p).get("samples_per_s"))
-            if batch is not None and sps is not None and batch > 0 and sps > 0:
-                pts.append((batch, sps))
-        if pts:
-            out.append(ThroughputSeries(label=_label(c, data),
-                                        is_reference=data.is_reference(c) or c is data.baseline,
-                                        points=sorted(pts), knee=real(c.get("knee_batch"))))
-    return out
+    swept = [c for c in data.run.candidates if c.throughput]
+    series = [_throughput_series(_label(data, c), data.is_reference_cand(c), c) for c in swept]
+    base = data.run.baseline
+    if not swept and base is not None and base.throughput:
+        series = [_throughput_series(base.runtime or "baseline", True, base)]
+    return [s for s in series if s is not None]
 
 
-def layer_key(layer: dict) -> str:
+def layer_key(layer: LayerRecord) -> str:
     """A layer's unique label (module path with #n for repeated calls)."""
-    return text(layer.get("key")) or text(layer.get("name"))
+    return layer.key or layer.name
 
 
-def layer_verdict(data: ReportData, layer: dict) -> dict:
-    """The roofline verdict recorded for a layer ({} when none)."""
-    verdicts = data.baseline.get("layer_verdicts")
-    if isinstance(verdicts, dict):
-        for key in (layer_key(layer), text(layer.get("name"))):
-            if isinstance(verdicts.get(key), dict):
-                return verdicts[key]
-        return {}
-    for v in as_list(verdicts):
-        if isinstance(v, dict) and text(v.get("layer")) in (layer_key(layer), text(layer.get("name"))):
-            return v
-    return {}
+def layer_bound(data: ReportData, layer: LayerRecord) -> str:
+    """The bound of the roofline verdict recorded for a layer ('compute', 'memory', 'overhead'; '' when none)."""
+    verdicts = data.run.baseline.layer_verdicts if data.run.baseline is not None else {}
+    for key in (layer_key(layer), layer.name):
+        if key in verdicts:
+            return verdicts[key].bound or ""
+    return ""
+
+
+def ceilings(data: ReportData) -> Ceilings | None:
+    """The roofline ceilings: the plan's, else the baseline's copy (a run stopped after the baseline records
+    only that one); None when neither was recorded, or the copy is not a whole ceilings record."""
+    if data.run.ceilings is not None:
+        return data.run.ceilings
+    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
+    try:
+        return from_data(copy, Ceilings) if copy else None
+    except SchemaError:
+        return None
 
 
 def peak_fp32(data: ReportData) -> tuple[float | None, str]:
     """The fp32 peak FLOP/s (or the first precision listed) and its precision name."""
-    peaks = as_dict(data.ceilings.get("peak_flops"))
-    if real(peaks.get("fp32")):
-        return real(peaks["fp32"]), "fp32"
-    for name, value in peaks.items():
-        if real(value):
-            return real(value), str(name)
+    peaks = ceil.peak_flops if (ceil := ceilings(data)) is not None else {}
+    for name in sorted(peaks, key=lambda name: name != "fp32"):  # fp32 first, the rest as listed
+        if peaks[name] and not math.isnan(peaks[name]):
+            return peaks[name], name
     return None, ""
 
 
 def roofline(data: ReportData) -> Roofline | None:
     """Layers with FLOPs and a measured time, against the measured ceilings; None if absent."""
+    ceil, base = ceilings(data), data.run.baseline
     peak, precision = peak_fp32(data)
-    bw = real(data.ceilings.get("bandwidth_bytes_per_s"))
-    if not peak or not bw or peak <= 0 or bw <= 0:
+    if ceil is None or base is None or not peak or peak <= 0 or not ceil.bandwidth_bytes_per_s > 0:
         return None
     points = []
-    for layer in as_list(data.baseline.get("layers")):
-        layer = as_dict(layer)
-        fl, t, ai = real(layer.get("flops")), real(layer.get("time_ms")), real(layer.get("intensity"))
-        if fl and t and ai and fl > 0 and t > 0 and ai > 0 and math.isfinite(ai):
+    for layer in base.layers:
+        fl, t, ai = float(layer.flops), layer.time_ms, layer.intensity
+        if fl > 0 and t and t > 0 and ai > 0 and math.isfinite(ai):
             points.append(RooflinePoint(name=layer_key(layer), intensity=ai, attained=fl / (t / 1e3),
-                                        bound=text(layer_verdict(data, layer).get("bound"))))
+                                        bound=layer_bound(data, layer)))
     if not points:
         return None
-    bn = as_dict(data.baseline.get("bottleneck"))
-    fps = real(data.baseline.get("flops_per_sample"))
-    model_ai = real(bn.get("intensity"))
-    attained = real(bn.get("attained_flops_per_s"))
-    if attained is None and fps and data.base_p50:
-        attained = fps / (data.base_p50 / 1e3)
+    bn = base.bottleneck
+    model_ai = bn.intensity if bn is not None else None
+    attained = bn.attained_flops_per_s if bn is not None else None
+    if attained is None and base.flops_per_sample and data.base_ms:
+        attained = float(base.flops_per_sample) / (data.base_ms / 1e3)
     model_point = None
-    if model_ai and attained and model_ai > 0 and attained > 0:
-        model_point = RooflinePoint("whole model", model_ai, attained, text(bn.get("bound")))
-    others = tuple((str(name), value) for name, raw in as_dict(data.ceilings.get("peak_flops")).items()
-                   if str(name) != precision and (value := real(raw)) is not None and value > 0)
-    return Roofline(points=points, peak_flops=peak, peak_label=precision, bandwidth=bw,
+    if bn is not None and model_ai and attained and model_ai > 0 and attained > 0:
+        model_point = RooflinePoint("whole model", model_ai, attained, bn.bound or "")
+    others = tuple((name, value) for name, value in ceil.peak_flops.items() if name != precision and value > 0)
+    return Roofline(points=points, peak_flops=peak, peak_label=precision, bandwidth=ceil.bandwidth_bytes_per_s,
                     model_point=model_point, other_roofs=others)
 
 
 def candidate_bars(data: ReportData) -> list[tuple[str, float, str]]:
     """(label, p50 ms, status) for every candidate with a measured p50."""
-    return [(_label(c, data), ms, text(c.get("status")) or "ok")
-            for c in data.candidates if (ms := p50(c)) is not None]
+    return [(_label(data, c), c.latency_ms.p50_ms, str(c.status))
+            for c in data.run.candidates if c.latency_ms is not None]
 
 
 def missing_reason(data: ReportData, name: str) -> str | None:
@@ -210,23 +208,23 @@ def missing_reason(data: ReportData, name: str) -> str | None:
             "no latency was measured (" + data.missing("the baseline timing") + ")")
     if name == THROUGHPUT:
         return None if throughput_series(data) else (
-            "no batch sweep was recorded" + ("" if data.baseline else " (" + data.missing("the baseline") + ")"))
+            "no batch sweep was recorded"
+            + ("" if data.run.baseline is not None else " (" + data.missing("the baseline") + ")"))
     if name == ROOFLINE:
-        if not data.ceilings:
+        if ceilings(data) is None:
             return "no ceilings were recorded (" + data.missing("measuring the ceilings") + ")"
         if roofline(data) is None:
             return ("no layer has both FLOPs and a measured time against positive ceilings, "
                     "so there is nothing to place on the roofline")
         return None
     if name == CANDIDATES:
-        bars = candidate_bars(data)
-        if not bars:
+        if not candidate_bars(data):
             return "no candidate has a measured latency (" + data.missing("measuring candidates") + ")"
-        if all(data.is_reference(c) for c in data.candidates if p50(c) is not None):
+        if all(data.is_reference_cand(c) for c in data.run.candidates if c.latency_ms is not None):
             return "only the baseline was measured, so there is nothing to compare it with"
         return None
     if name == INTERACTION:
-        if not as_list(data.results.get("interactions")):
+        if not data.run.interactions:
             return "no architecture change was measured beside a runtime technique"
         return None if interaction_bars(data) else "no cell of any interaction pair has a measured p50"
     raise KeyError(name)
@@ -244,7 +242,8 @@ def caption(data: ReportData, name: str) -> str:
     if name == ROOFLINE:
         rl = roofline(data)
         peak = f"{rl.peak_label} peak" if rl else "peak"
-        source = text(data.ceilings.get("source")) or "source not recorded"
+        ceil = ceilings(data)
+        source = (ceil.source if ceil is not None else "") or "source not recorded"
         names = [name for name, _ in rl.other_roofs] if rl else []
         dashed = (f" Dashed: the {' and '.join(names)} roof{'s' if len(names) > 1 else ''}, which a layer reaches "
                   "only when it runs in that precision." if names else "")

@@ -18,7 +18,7 @@ from planner import units  # noqa: E402
 from planner.io import write_atomic  # noqa: E402
 from planner.report import figdata  # noqa: E402
 from planner.report.data import ReportData  # noqa: E402
-from planner.results import PlanResults, current_schema  # noqa: E402
+from planner.results import PlanResults  # noqa: E402
 from planner.results.status_look import look  # noqa: E402
 
 _BOUND_COLOURS = {"compute": "#264653", "memory": "#e76f51", "overhead": "#e9c46a"}
@@ -171,7 +171,7 @@ def draw_figures(results: PlanResults | Mapping[str, Any], fig_dir: Path, *,
     figure with data was not drawn). A figure left over from an earlier render is removed when
     this one is skipped, so the folder never holds a stale picture.
     """
-    data = ReportData(current_schema(results))
+    data = ReportData(results)
     fig_dir.mkdir(parents=True, exist_ok=True)
     drawn: dict[str, str] = {}
     notes: dict[str, str] = {}

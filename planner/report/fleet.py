@@ -18,13 +18,13 @@ from urllib.parse import quote
 
 from planner.io import write_text_atomic
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, as_list, latency, p50, text
+from planner.report.data import ReportData
 from planner.report.files import REPORT_NAME
-from planner.report.fmt import real
+from planner.report.markdown import model_name
 from planner.report.sections import requirements
 from planner.report.sections.candidates import fidelity_cells, label
 from planner.report.sections.hardware import machine_phrase
-from planner.results import PlanResults, current_schema
+from planner.results import CandidateResult, PlanResults, RequirementCheck, Status
 
 __all__ = ["FLEET_DIR", "FleetRow", "render_fleet_markdown", "write_fleet_report"]
 
@@ -66,20 +66,25 @@ class _Host:
 
     row: FleetRow
     data: ReportData | None
-    best: dict | None = None
+    best: CandidateResult | None = None
     p50: float | None = None
-    checks: list[dict] = field(default_factory=list)
+    checks: list[RequirementCheck] = field(default_factory=list)
     checked_on: str = ""  # what the checks were measured on, when not the best candidate (see requirements.checks)
 
     @property
-    def missed(self) -> list[dict]:
+    def missed(self) -> list[RequirementCheck]:
         """The requirement checks the host's best candidate missed (or that cannot be met)."""
         return [c for c in self.checks if requirements.verdict(c) in ("missed", "cannot be met")]
 
     @property
-    def unjudged(self) -> list[dict]:
+    def unjudged(self) -> list[RequirementCheck]:
         """The checks with no verdict at their target (not measured, not judged, met on the median only)."""
         return [c for c in self.checks if requirements.unjudged(c) and c not in self.missed]
+
+    @property
+    def best_label(self) -> str:
+        """The best candidate's display name ('—' for a host with none, which is never compared)."""
+        return label(self.best) if self.best is not None else "—"
 
     @property
     def comparable(self) -> bool:
@@ -104,7 +109,7 @@ def write_fleet_report(rows: list[FleetRow], out_dir: Path) -> Path:
 def render_fleet_markdown(rows: list[FleetRow], folder: Path) -> str:
     """The comparison as Markdown; `folder` is where it will be written (links to the host reports start there)."""
     hosts = [_read(row) for row in rows]
-    models = [text(h.data.model.get("name")) or text(h.data.model.get("source")) for h in hosts if h.data]
+    models = [model_name(h.data) for h in hosts if h.data]
     model = next((m for m in models if m), "")
     planned = sum(1 for h in hosts if h.comparable)
     lines = [f"# Fleet comparison: {model}" if model else "# Fleet comparison", "",
@@ -127,10 +132,10 @@ def render_fleet_markdown(rows: list[FleetRow], folder: Path) -> str:
 def _read(row: FleetRow) -> _Host:
     if row.results is None:
         return _Host(row, None)
-    data = ReportData(current_schema(row.results))
-    best = data.best
+    data = ReportData(row.results)
+    best = data.best_cand
     checks, on = requirements.checks(data)
-    return _Host(row, data, best, p50(best) if best is not None else None, checks, on)
+    return _Host(row, data, best, best.p50 if best is not None else None, checks, on)
 
 
 def _cells(h: _Host, folder: Path) -> list[str]:
@@ -142,8 +147,8 @@ def _cells(h: _Host, folder: Path) -> list[str]:
         return [device, f"failed: {_failure(row) or 'no reason recorded'}", "not recorded", "not recorded",
                 "none", missing, missing, missing, "not checked", missing, link]
     best = h.best
-    return [device, _status(h), machine_phrase(data) if data.hardware else "not recorded", _isa(data),
-            _best_cell(data, best), fmt.ms(h.p50), fmt.size(best.get("peak_memory_bytes")) if best else "—",
+    return [device, _status(h), machine_phrase(data) if data.run.hardware is not None else "not recorded", _isa(data),
+            _best_cell(data, best), fmt.ms(h.p50), fmt.size(best.peak_memory_bytes) if best else "—",
             _size(data, best) if best else "—", _requirements_cell(h), _fidelity_cell(data, best), link]
 
 
@@ -160,43 +165,41 @@ def _failure(row: FleetRow) -> str:
 
 
 def _isa(data: ReportData) -> str:
-    cpu = as_dict(data.hardware.get("cpu"))
-    features = {str(f).lower() for f in as_list(cpu.get("features"))}
+    hardware = data.run.hardware
+    features = {f.lower() for f in hardware.cpu.features} if hardware is not None else set()
     names = [name for flag, name in _ISA if flag in features]
-    gpus = [as_dict(g) for g in as_list(data.hardware.get("gpus"))]
-    for g in gpus:
-        cc = g.get("compute_capability")
-        if isinstance(cc, (list, tuple)) and cc:
-            names.append("GPU compute capability " + ".".join(str(x) for x in cc))
+    for g in hardware.gpus if hardware is not None else ():
+        if g.cc_text is not None:
+            names.append(f"GPU compute capability {g.cc_text}")
     if names:
         return ", ".join(dict.fromkeys(names))
     return "none of the SIMD, int8 or bf16 extensions" if features else "not recorded"
 
 
-def _best_cell(data: ReportData, best: dict | None) -> str:
+def _best_cell(data: ReportData, best: CandidateResult | None) -> str:
     if best is None:
-        others = [c for c in data.candidates if not data.is_reference(c)]
+        others = [c for c in data.run.candidates if not data.is_reference_cand(c)]
         if not others:
             return f"none ({data.missing('measuring candidates')})"
         return "none ranked (no candidate both measured and close enough to the original to rank)"
     name = label(best)
-    precision = text(best.get("precision"))
+    precision = best.precision
     name += f" ({precision})" if precision and precision not in name else ""
-    return f"{name}: the original model as it runs out of the box" if data.is_reference(best) else name
+    return f"{name}: the original model as it runs out of the box" if data.is_reference_cand(best) else name
 
 
-def _size(data: ReportData, best: dict) -> str:
+def _size(data: ReportData, best: CandidateResult) -> str:
     # As the host report's candidate table: the candidate's own file, else the original's for the baseline.
-    size = best.get("size_bytes")
-    if size is None and data.is_reference(best):
-        size = data.model.get("size_bytes")
+    size = best.size_bytes
+    if size is None and data.is_reference_cand(best):
+        model = data.model_record
+        size = model.size_bytes if model is not None else None
     return fmt.size(size)
 
 
-def _check_name(check: dict) -> str:
+def _check_name(check: RequirementCheck) -> str:
     name = requirements.name_of(check)
-    target = check.get("target")
-    return name + (f" {requirements.value_text(name, target)}" if target is not None else "")
+    return f"{name} {requirements.value_text(name, check.target)}"
 
 
 def _requirements_cell(h: _Host) -> str:
@@ -210,17 +213,17 @@ def _requirements_cell(h: _Host) -> str:
     return "yes, all met" + on
 
 
-def _fidelity_cell(data: ReportData, best: dict | None) -> str:
+def _fidelity_cell(data: ReportData, best: CandidateResult | None) -> str:
     if best is None:
         return "—"
-    if data.is_reference(best):
+    if data.is_reference_cand(best):
         return "the original itself"
     error, agreement = fidelity_cells(best, by_kind=True)
     if error == fmt.NOT_MEASURED:
         return fmt.NOT_MEASURED
-    verdict = "passed" if text(best.get("status")) == "ok" else text(best.get("status")) or "unknown"
-    generated = " on generated inputs" if "generated inputs" in text(as_dict(best.get("fidelity")).get("decided_by")) \
-        else ""
+    verdict = "passed" if best.status == Status.OK else str(best.status)
+    decided_by = best.fidelity.decided_by if best.fidelity is not None else ""
+    generated = " on generated inputs" if "generated inputs" in decided_by else ""
     return f"{verdict}{generated}: {error}, {agreement}"
 
 
@@ -235,7 +238,8 @@ def _link(report: Path | None, folder: Path) -> str:
 
 def _interval(h: _Host) -> tuple[float, float] | None:
     """The 95% interval of the host's median latency from its own samples (ci95_rel), or None when unbounded."""
-    ci = real(latency(h.best).get("ci95_rel")) if h.best else None
+    stats = h.best.latency_ms if h.best is not None else None
+    ci = stats.ci95_rel if stats is not None else None
     if h.p50 is None or ci is None or not math.isfinite(ci):
         return None
     return h.p50 * (1 - ci), h.p50 * (1 + ci)
@@ -276,7 +280,7 @@ def _recommendation(hosts: list[_Host]) -> list[str]:
 
 def _choice(meeting: list[_Host], compared: list[_Host]) -> list[str]:
     winner = meeting[0]
-    lines = [f"**Run it on {winner.row.label}** with **{label(winner.best or {})}** (p50 {fmt.ms(winner.p50)}).", ""]
+    lines = [f"**Run it on {winner.row.label}** with **{winner.best_label}** (p50 {fmt.ms(winner.p50)}).", ""]
     if winner.partial:
         lines += [f"Caution: {winner.row.label}'s plan did not finish ({_status(winner)}), so a candidate it did "
                   "not reach could be faster still.", ""]
@@ -295,33 +299,33 @@ def _choice(meeting: list[_Host], compared: list[_Host]) -> list[str]:
         lead = ("the two are as fast as each other" if ratio is not None and ratio < 1.005
                 else f"{winner.row.label} is {fmt.speedup(ratio)} as fast")
         why.append(f"{runner.row.label}, the next fastest that meets them, takes {fmt.ms(runner.p50)} with "
-                   f"{label(runner.best or {})}: {lead}. " + _noise(winner, runner))
+                   f"{runner.best_label}: {lead}. " + _noise(winner, runner))
     elif len(compared) == 1:
         why.append("It is the only host with a measured candidate, so there is nothing to compare it with.")
     else:
         why.append("It is the only host that meets the requirements.")
-    why += [f"{h.row.label} takes {fmt.ms(h.p50)} with {label(h.best or {})}." for h in meeting[2:]]
+    why += [f"{h.row.label} takes {fmt.ms(h.p50)} with {h.best_label}." for h in meeting[2:]]
     for h in sorted((h for h in compared if h.missed), key=lambda h: h.p50 or 0.0):
         faster = ", although it is faster" if (h.p50 or 0.0) < (winner.p50 or 0.0) else ""
-        why.append(f"{h.row.label} ({fmt.ms(h.p50)} with {label(h.best or {})}) is not recommended{faster}: it "
+        why.append(f"{h.row.label} ({fmt.ms(h.p50)} with {h.best_label}) is not recommended{faster}: it "
                    f"misses {_missed_words(h)}.")
     return lines + [f"- {w}" for w in why]
 
 
 def _keeps(h: _Host) -> str:
     """How the host's best candidate stands against the original model's outputs."""
-    if h.data is not None and h.best is not None and h.data.is_reference(h.best):
+    if h.data is not None and h.best is not None and h.data.is_reference_cand(h.best):
         return "is the original model itself"
-    return "passed the fidelity check" if text((h.best or {}).get("status")) == "ok" else "was ranked"
+    return "passed the fidelity check" if h.best is not None and h.best.status == Status.OK else "was ranked"
 
 
 def _closest(compared: list[_Host]) -> list[str]:
     # Closest: the fewest requirements missed, then the lowest p50 (both measured on the host).
     ordered = sorted(compared, key=lambda h: (len(h.missed), h.p50 or 0.0))
     near = ordered[0]
-    lines = [f"**No host meets the requirements.** {near.row.label} came closest with **{label(near.best or {})}** "
+    lines = [f"**No host meets the requirements.** {near.row.label} came closest with **{near.best_label}** "
              f"(p50 {fmt.ms(near.p50)}): it misses {_missed_words(near)}.", ""]
-    lines += [f"- {h.row.label} ({fmt.ms(h.p50)} with {label(h.best or {})}) misses {_missed_words(h)}."
+    lines += [f"- {h.row.label} ({fmt.ms(h.p50)} with {h.best_label}) misses {_missed_words(h)}."
               for h in ordered[1:]]
     if len(ordered) > 1:
         other = ordered[1]

@@ -12,11 +12,11 @@ import functools
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from planner import units
 from planner.results import fidelity_view
-from planner.results.view import as_dict
+from planner.results.values import CandidateResult
 
 if TYPE_CHECKING:
     from planner.results.view import InputView
@@ -119,20 +119,19 @@ def table(headers: list[str], rows: list[list[str]]) -> list[str]:
 _GATE = re.compile(r"(?:\(gate|< gate) ([0-9.]+)")
 
 
-def fidelity_rule(candidates: list[dict]) -> str:
+def fidelity_rule(candidates: Iterable[CandidateResult]) -> str:
     """The fidelity check in plain words, for the report's first use of the term.
 
     The thresholds are the ones this run's candidates recorded (in their fidelity verdict or
     rejection reason), per precision; the report does not restate the engine's settings itself.
     """
+    candidates = tuple(candidates)
     seen: dict[str, str] = {}
     for cand in candidates:
-        fid = cand.get("fidelity")
-        fid = fid if isinstance(fid, dict) else {}
-        for where in (str(fid.get("decided_by") or ""), str(cand.get("reason") or "")):
+        for where in (cand.fidelity.decided_by if cand.fidelity is not None else "", cand.reason):
             match = _GATE.search(where)
             if match and "cosine" in where:
-                seen.setdefault(str(cand.get("precision") or "fp32"), match.group(1))
+                seen.setdefault(cand.precision or "fp32", match.group(1))
     by_kind = fidelity_view.rule(candidates)
     if by_kind:  # a dense map, a sequence or a regression output: its own test, never top-1
         return by_kind
@@ -140,7 +139,7 @@ def fidelity_rule(candidates: list[dict]) -> str:
             "fixed inputs; it passes when their cosine similarity reaches the threshold for its precision")
     if seen:
         rule += " (here " + ", ".join(f"{gate} for {prec}" for prec, gate in sorted(seen.items())) + ")"
-    if any(as_dict(c.get("fidelity")).get("centered_cosine") is not None for c in candidates if isinstance(c, dict)):
+    if any(c.fidelity is not None and c.fidelity.centered_cosine is not None for c in candidates):
         # Recorded since the input-dependent part was compared; older results read as they were judged.
         rule += (", both on the outputs as they are and on the part of them that depends on the input (each output "
                  "minus the original's mean output over the inputs: with random weights most of an output can be "

@@ -8,10 +8,9 @@ then answers None or [] and the report says so.
 
 from __future__ import annotations
 
-from typing import Mapping
-
-from planner import units
-from planner.report.data import ReportData, as_dict, as_list, text
+from planner.report.data import ReportData
+from planner.results import CandidateResult
+from planner.results.values import Deployment
 
 WINNER = "winner"
 """The role of the package that holds the plan's decision (the best-ranked candidate)."""
@@ -20,42 +19,40 @@ VERIFY_ALL = "planner verify deploy/"
 """The command that checks every package the plan wrote."""
 
 
-def deployments(data: ReportData) -> list[dict]:
+def deployments(data: ReportData) -> list[Deployment]:
     """Every deployment record, in the order the plan wrote them ([] for older files)."""
-    return [as_dict(d) for d in as_list(data.results.get("deployments")) if as_dict(d)]
+    return list(data.run.deployments)
 
 
-def folder(dep: Mapping) -> str:
+def folder(dep: Deployment) -> str:
     """The package's folder relative to the output folder, without a trailing slash ('' when none was written)."""
-    return text(dep.get("folder")).rstrip("/")
+    return dep.folder.rstrip("/")
 
 
-def winner(data: ReportData) -> dict | None:
+def winner(data: ReportData) -> Deployment | None:
     """The winner's deployment record (written or not), or None when the plan recorded none."""
-    return next((d for d in deployments(data) if text(d.get("role")) == WINNER), None)
+    return next((d for d in data.run.deployments if d.role == WINNER), None)
 
 
-def for_candidate(data: ReportData, cand: Mapping) -> dict | None:
+def for_candidate(data: ReportData, cand: CandidateResult) -> Deployment | None:
     """The written package of this candidate (matched by its index in the candidate list, else by its label),
     or None when none was written for it."""
-    raw = as_list(data.results.get("candidates"))
-    index = next((i for i, c in enumerate(raw) if c is cand), None)
-    name = text(cand.get("label"))
-    written = [d for d in deployments(data) if folder(d)]
+    index = data.index_of(cand)
+    name = cand.label
+    written = [d for d in data.run.deployments if folder(d)]
     # An index alone could point at another candidate in a hand-edited file: a label that disagrees wins.
-    by_index = [d for d in written if index is not None and units.whole(d.get("candidate")) == index
-                and text(d.get("label")) in ("", name)]
-    by_label = [d for d in written if name and text(d.get("label")) == name]
+    by_index = [d for d in written if index is not None and d.candidate == index and d.label in ("", name)]
+    by_label = [d for d in written if name and d.label == name]
     found = by_index or by_label
     return found[0] if found else None
 
 
-def run_command(dep: Mapping) -> str:
+def run_command(dep: Deployment) -> str:
     """The command that runs the package's runner: `python deploy/winner/run.py`."""
     return f"python {folder(dep)}/run.py"
 
 
-def verify_command(dep: Mapping) -> str:
+def verify_command(dep: Deployment) -> str:
     """The command that checks one package: `planner verify deploy/winner`."""
     return f"planner verify {folder(dep)}"
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from planner.report.data import ReportData, dig, text
+from planner.report.data import ReportData
 from planner.report.sections import APPENDIX, DECISION
-from planner.results import PlanResults, current_schema
+from planner.results import PlanResults
+
+
+def model_name(data: ReportData) -> str:
+    """The model's name, else its source; '' when neither was recorded."""
+    model = data.model_record
+    return (model.name or model.source) if model is not None else ""
 
 
 def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,
@@ -19,18 +25,18 @@ def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mappin
     the report; None means figures were not rendered. `figure_notes` says why a figure whose
     data exists was not drawn.
     """
-    data = ReportData(current_schema(results),
+    data = ReportData(results,
                       dict(figures) if figures is not None else None, dict(figure_notes or {}))
-    model = data.model
-    name = text(model.get("name")) or text(model.get("source")) or "model"
-    target = text(data.results.get("target"))
+    run = data.run
+    name = model_name(data) or "model"
+    target = run.target
     lines = [f"# Deployment report: {name}" + (f" on {target}" if target else ""), ""]
     meta = [f"status **{data.status}**"]
-    version = text(data.results.get("planner_version")) or text(dig(data.results, "environment", "planner"))
+    version = run.planner_version or (run.environment.planner if run.environment is not None else "")
     if version:
         meta.insert(0, f"planner {version}")
-    if data.results.get("finished"):
-        meta.append(f"finished {text(data.results['finished'])}")
+    if run.finished:
+        meta.append(f"finished {run.finished}")
     lines += ["*" + ", ".join(meta) + ". Every number below was measured in this run and read "
               "from results.json, unless it is labelled as an estimate.*", ""]
     for section in DECISION:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from planner.report.data import ReportData
 from planner.report.sections import compression, device_targets, interaction
-from planner.results import PlanResults, current_schema
+from planner.results import PlanResults
 
 EXTRA_TABLES = (interaction.render, compression.render, device_targets.render)
 """Sections that appear only when the run measured their data (an interaction pair, an edge plan)."""
@@ -19,7 +19,7 @@ EXTRA_TABLES = (interaction.render, compression.render, device_targets.render)
 
 def extra_tables_markdown(results: PlanResults | Mapping[str, Any]) -> str:
     """The interaction, compression and device-target sections as Markdown ('' when the run has none)."""
-    data = ReportData(current_schema(results), None, {})
+    data = ReportData(results, None, {})
     lines: list[str] = []
     for section in EXTRA_TABLES:
         lines += section(data)

@@ -15,9 +15,7 @@ from planner.results.pipeline_split import PipelineSplit
 from planner.results.ranking import rank_candidates
 from planner.results.read import (
     RESULTS_NAME,
-    current_schema,
     read_results,
-    read_results_data,
     results_data,
     results_from_data,
     write_results,
@@ -43,9 +41,7 @@ from planner.results.values import (
 __all__ = [
     "RESULTS_NAME", "SCHEMA_VERSION", "ActionRecord", "AnswerRecord", "Baseline", "BudgetRecord", "CandidateResult",
     "DecisionPathRecord", "Declared", "Deployment", "EdgeCandidate", "EdgeProjection", "Environment",
-    "ModelDescription",
-    "ModelSummary", "PipelineSplit", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck", "Requirements",
-    "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation", "current_schema",
-    "from_data", "rank_candidates", "read_results", "read_results_data", "results_data", "results_from_data",
-    "to_data", "write_results",
+    "ModelDescription", "ModelSummary", "PipelineSplit", "PlanRecord", "PlanResults", "Prediction", "RequirementCheck",
+    "Requirements", "Ranking", "RunStatus", "SchemaError", "SequencePoint", "SkippedPlugin", "Status", "Validation",
+    "from_data", "rank_candidates", "read_results", "results_data", "results_from_data", "to_data", "write_results",
 ]

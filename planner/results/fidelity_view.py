@@ -5,21 +5,38 @@ class scores, the thresholded map's IoU for a dense map, per-position agreement 
 relative error for anything else. Top-1 is never shown for an output that has no classes. Readers
 are lenient (see `planner.results.view`): a missing or malformed field reads as absent, and a file
 written before kinds were told apart reads as class scores, as it was judged.
+
+Every reader takes the typed `Fidelity` (None where nothing was compared); a results.json object is
+still accepted while the report's sections move to typed reads, and decoded here.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from planner import units
-from planner.results.values import OutputKind
-from planner.results.view import as_dict, number, text
+from planner.codec import SchemaError, from_data
+from planner.results.values import CandidateResult, Fidelity, OutputKind
+from planner.results.view import number
 
 
-def kind(fidelity: Any) -> OutputKind:
+def typed(fidelity: Fidelity | Mapping[str, Any] | None) -> Fidelity | None:
+    """The typed fidelity: as it is, or decoded from its results.json object (None when it does not decode)."""
+    if fidelity is None or isinstance(fidelity, Fidelity):
+        return fidelity
+    try:
+        return from_data(dict(fidelity), Fidelity) if isinstance(fidelity, Mapping) and fidelity else None
+    except SchemaError:
+        return None
+
+
+
+
+def kind(fidelity: Fidelity | Mapping[str, Any] | None) -> OutputKind:
     """The output's kind the candidate was judged as: classes (also for older files), dense, sequence, regression."""
-    value = text(as_dict(fidelity).get("output_kind"))
+    fid = typed(fidelity)
+    value = fid.output_kind if fid is not None else ""
     return OutputKind(value) if value in tuple(OutputKind) else OutputKind.CLASSES
 
 
@@ -41,82 +58,86 @@ def spread_pct(value: Any) -> str:
     return "<0.01%" if v < 1e-4 else units.pct(v)
 
 
-def error_phrase(fidelity: Any) -> str:
+def error_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     """The mean error over the output's scale in words ('' when not recorded)."""
-    fid = as_dict(fidelity)
-    if number(fid.get("spread_error")) is None:
+    fid = typed(fidelity)
+    if fid is None or fid.spread_error is None:
         return ""
-    if text(fid.get("spread_basis")) == "probability":
-        return f"mean error {small(fid['spread_error'])} on the probability scale"
-    return f"mean error {spread_pct(fid['spread_error'])} of the output's spread"
+    if fid.spread_basis == "probability":
+        return f"mean error {small(fid.spread_error)} on the probability scale"
+    return f"mean error {spread_pct(fid.spread_error)} of the output's spread"
 
 
-def agreement_phrase(fidelity: Any) -> str:
+def agreement_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     """The kind's own agreement in words: 'map IoU 0.98 (thresholded at 0.5)', 'per-position agreement 99.6%'..."""
-    fid = as_dict(fidelity)
+    fid = typed(fidelity)
+    if fid is None:
+        return ""
     k = kind(fid)
     if k == OutputKind.DENSE:
-        if number(fid.get("map_iou")) is not None:
-            return f"map IoU {fid['map_iou']:.2f} (thresholded at {units.sig(fid.get('map_threshold'))})"
-        if number(fid.get("pixel_agreement")) is not None:
-            return f"per-pixel class agreement {units.pct(fid['pixel_agreement'])}"
-        if number(fid.get("map_threshold")) is not None:
+        if fid.map_iou is not None:
+            return f"map IoU {fid.map_iou:.2f} (thresholded at {units.sig(fid.map_threshold)})"
+        if fid.pixel_agreement is not None:
+            return f"per-pixel class agreement {units.pct(fid.pixel_agreement)}"
+        if fid.map_threshold is not None:
             return "no foreground on these inputs (the map's agreement is no test here)"
         return "no pixel's class stands clear of the error (the map's agreement is no test here)"
     if k == OutputKind.SEQUENCE:
-        if number(fid.get("position_agreement")) is not None:
-            return f"per-position agreement {units.pct(fid['position_agreement'])}"
+        if fid.position_agreement is not None:
+            return f"per-position agreement {units.pct(fid.position_agreement)}"
         return "no position's class stands clear of the error (per-position agreement is no test here)"
     if k == OutputKind.REGRESSION:
-        return f"relative error {small(fid.get('relative_error'))}"
-    if number(fid.get("top1_agreement")) is not None:
-        return f"top-1 agreement {units.pct(fid['top1_agreement'])}"
+        return f"relative error {small(fid.relative_error)}"
+    if fid.top1_agreement is not None:
+        return f"top-1 agreement {units.pct(fid.top1_agreement)}"
     return ""
 
 
-def phrases(fidelity: Any) -> list[str]:
+def phrases(fidelity: Fidelity | Mapping[str, Any] | None) -> list[str]:
     """What a dense map, sequence or regression output's test measured, in words; [] for class scores
     (whose callers keep their cosine and top-1 wording)."""
-    fid = as_dict(fidelity)
-    if kind(fid) == OutputKind.CLASSES or fid.get("reference") is True:
+    fid = typed(fidelity)
+    if fid is None or kind(fid) == OutputKind.CLASSES or fid.reference:
         return []
     return [p for p in (agreement_phrase(fid), error_phrase(fid)) if p]
 
 
-def agreement_cell(fidelity: Any) -> str:
+def agreement_cell(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     """A short table cell for the kind's agreement: 'top-1 100%', 'map IoU 0.98', 'positions 99.6%',
     'rel. error 0.002'."""
-    fid = as_dict(fidelity)
+    fid = typed(fidelity)
+    if fid is None:
+        return "n/a"
     k = kind(fid)
     if k == OutputKind.DENSE:
-        if number(fid.get("map_iou")) is not None:
-            return f"map IoU {fid['map_iou']:.2f}"
-        if number(fid.get("pixel_agreement")) is not None:
-            return f"pixels {units.pct(fid['pixel_agreement'])}"
-        if number(fid.get("map_threshold")) is not None:
+        if fid.map_iou is not None:
+            return f"map IoU {fid.map_iou:.2f}"
+        if fid.pixel_agreement is not None:
+            return f"pixels {units.pct(fid.pixel_agreement)}"
+        if fid.map_threshold is not None:
             return "no foreground here"
         return "no test (margins within error)"
     if k == OutputKind.SEQUENCE:
-        if number(fid.get("position_agreement")) is not None:
-            return f"positions {units.pct(fid['position_agreement'])}"
+        if fid.position_agreement is not None:
+            return f"positions {units.pct(fid.position_agreement)}"
         return "no test (margins within error)"
     if k == OutputKind.REGRESSION:
-        return f"rel. error {small(fid.get('relative_error'))}"
-    if number(fid.get("top1_agreement")) is not None:
-        return f"top-1 {units.pct(fid['top1_agreement'])}"
-    return "no test (margins within error)" if units.whole(fid.get("top1_samples")) == 0 else "n/a"
+        return f"rel. error {small(fid.relative_error)}"
+    if fid.top1_agreement is not None:
+        return f"top-1 {units.pct(fid.top1_agreement)}"
+    return "no test (margins within error)" if fid.top1_samples == 0 else "n/a"
 
 
-def error_cell(fidelity: Any) -> str:
+def error_cell(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     """A short table cell for the error beside the agreement: '6.1e-08 (0-1 scale)', '1.2% of spread', or cosine."""
-    fid = as_dict(fidelity)
-    if kind(fid) == OutputKind.CLASSES:
-        return f"cosine {units.cosine(fid.get('cosine'))}"
-    if number(fid.get("spread_error")) is None:
+    fid = typed(fidelity)
+    if fid is None or kind(fid) == OutputKind.CLASSES:
+        return f"cosine {units.cosine(fid.cosine if fid is not None else None)}"
+    if fid.spread_error is None:
         return units.MISSING
-    if text(fid.get("spread_basis")) == "probability":
-        return f"{small(fid['spread_error'])} (0-1 scale)"
-    return f"{spread_pct(fid['spread_error'])} of spread"
+    if fid.spread_basis == "probability":
+        return f"{small(fid.spread_error)} (0-1 scale)"
+    return f"{spread_pct(fid.spread_error)} of spread"
 
 
 _NEEDED = re.compile(r"needed ([0-9.]+%?)")
@@ -126,19 +147,17 @@ _WORDS = {OutputKind.DENSE: "a dense map, a value per pixel",
           OutputKind.REGRESSION: "a set of values compared as numbers (regression)"}
 
 
-def rule(candidates: Any) -> str:
+def rule(candidates: Iterable[CandidateResult]) -> str:
     """The fidelity check in plain words for a dense map, sequence or regression output, with the levels
     this run's candidates recorded per precision; '' when every output is class scores."""
-    cands = [c for c in (candidates if isinstance(candidates, (list, tuple)) else []) if isinstance(c, dict)]
-    found = next((k for c in cands
-                  if as_dict(c.get("fidelity")) and (k := kind(c.get("fidelity"))) != OutputKind.CLASSES), None)
+    judged = [(c, c.fidelity) for c in candidates if c.fidelity is not None]
+    found = next((k for _, f in judged if (k := kind(f)) != OutputKind.CLASSES), None)
     if found is None:
         return ""
-    basis = next((b for c in cands if kind(c.get("fidelity")) == found
-                  and (b := text(as_dict(c.get("fidelity")).get("kind_basis")))), "")
+    basis = next((f.kind_basis for _, f in judged if kind(f) == found and f.kind_basis), "")
     start = ("each candidate's outputs are compared with the original model's on the same fixed inputs; the output "
              f"is {_WORDS[found]}{f' ({basis})' if basis else ''}, so ")
-    several = any(number(as_dict(c.get("fidelity")).get("pixel_agreement")) is not None for c in cands)
+    several = any(f.pixel_agreement is not None for _, f in judged)
     if found == OutputKind.DENSE:
         agreement = ("the class of each pixel (its highest score) must agree with the original's on the share of "
                      "pixels needed for its precision, not counting pixels whose top two scores are within the "
@@ -163,13 +182,13 @@ def rule(candidates: Any) -> str:
                  "outputs over the size of those outputs, stays within the level for its precision")
         name = "relative error"
     levels: dict[str, str] = {}
-    for c in cands:
-        decided = text(as_dict(c.get("fidelity")).get("decided_by"))
+    for c, f in judged:
+        decided = f.decided_by
         needed, at_most = _NEEDED.search(decided), _AT_MOST.search(decided)
         parts = ([f"{name} at least {needed.group(1)}"] if needed else []) + (
             [f"{'mean error' if found != OutputKind.REGRESSION else name} at most {at_most.group(1)}"]
             if at_most else [])
-        precision = text(c.get("precision")) or "fp32"
+        precision = c.precision or "fp32"
         if parts and len(parts) > levels.get(precision, "").count(" and ") + (precision in levels):
             levels[precision] = " and ".join(parts)
     if levels:

@@ -31,27 +31,6 @@ def results_data(results: PlanResults) -> dict[str, Any]:
             for f in fields(PlanResults) if f.name in data or f.name in RECORDS}
 
 
-def current_schema(data: Any) -> dict[str, Any]:
-    """A parsed results.json object in the current schema, as leniently as possible.
-
-    For readers that must show whatever a partial or hand-edited file holds (the report): an
-    object of an unknown schema or with mistyped parts comes back as it is, never an error.
-    """
-    if isinstance(data, PlanResults):
-        return results_data(data)
-    if not isinstance(data, dict):
-        return {}
-    try:
-        return upgrade(data)
-    except SchemaError:
-        return data
-
-
-def read_results_data(path: Path) -> dict[str, Any]:
-    """Read results.json as JSON in the current schema without checking its types (see current_schema)."""
-    return current_schema(_parse(Path(path)))
-
-
 def results_from_data(data: Any) -> PlanResults:
     """Typed results from a parsed results.json object (any schema this planner knows)."""
     if not isinstance(data, dict):
@@ -61,10 +40,7 @@ def results_from_data(data: Any) -> PlanResults:
 
 def _typed_form(data: dict[str, Any]) -> dict[str, Any]:
     """An upgraded results object as the typed results decode it: `{}` for a record not made yet is None,
-    and an older file's model, which recorded one `input` object, lists it as its `inputs`.
-
-    Only the typed reading needs this; JSON readers (current_schema) read both forms as they are.
-    """
+    and an older file's model, which recorded one `input` object, lists it as its `inputs`."""
     data = dict(data)
     for key in RECORDS:
         if data.get(key) == {}:

@@ -13,7 +13,8 @@ __all__ = ["upgrade"]
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """The results object in the current schema (schema 1 kept a rank on each candidate; schema 2 named one
-    plugin per plan step and decision-path action)."""
+    plugin per plan step and decision-path action; older files listed the bottleneck classes' layers as a
+    mapping of class to layers, and recorded a requirement check's verdict only as `met`)."""
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise SchemaError(f"schema version {version!r} is newer than this planner reads ({SCHEMA_VERSION})")
@@ -21,7 +22,62 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
         data = _from_schema_1(data)
     if version <= 2:
         data = _from_schema_2(data)
+    return _with_check_statuses(_with_bottleneck_groups(data))
+
+
+_MET_STATUS: dict[Any, str] = {True: "met", False: "missed"}
+
+
+def _with_check_statuses(data: dict[str, Any]) -> dict[str, Any]:
+    """Requirement checks that predate `status` get the one their `met` stood for (met, missed, not measured)."""
+    keys = ("requirement_checks", "requirement_checks_baseline")
+    if not any(isinstance(data.get(k), list) for k in keys):
+        return data
+    data = dict(data)
+    for key in keys:
+        if isinstance(data.get(key), list):
+            data[key] = [{**c, "status": _MET_STATUS.get(c.get("met"), "not-measured")}
+                         if isinstance(c, dict) and "status" not in c else c for c in data[key]]
     return data
+
+
+def _first_text(row: dict[str, Any], *keys: str) -> str:
+    """The first of these keys that holds a value, as text ('' when none does): older rows named a field
+    several ways."""
+    value = next((row[key] for key in keys if row.get(key) not in (None, "")), None)
+    return "" if value is None else str(value)
+
+
+def _class_row(row: Any) -> dict[str, Any]:
+    """One layer of an older bottleneck class as a group's `top` entry; a bare value is the layer's name. A time
+    that is not a number is left out, as that form's report left out what it could not read."""
+    if not isinstance(row, dict):
+        return {"layer": str(row)}
+    entry: dict[str, Any] = {"layer": _first_text(row, "layer", "name", "key"), "type": _first_text(row, "type"),
+                             "cause": _first_text(row, "cause", "reason", "explanation")}
+    for key in ("time_ms", "time_share"):
+        value = row.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            entry[key] = value
+    return entry
+
+
+def _with_bottleneck_groups(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with an older baseline's bottleneck classes, a mapping of class name to its layers (`layer`, `type`,
+    `time_ms`, `time_share`, `cause`), in the current form: one group per class with those layers as its `top`.
+
+    That form counted nothing: the groups get no `layer_count` or time, and the record no `ranked_by`, which
+    the current form always states (the report prints no count for such a record). The form changed without a
+    schema version, so its shape tells it; `{}` (no classes, an ONNX-only model's) is already current.
+    """
+    baseline = data.get("baseline")
+    classes = baseline.get("bottleneck_classes") if isinstance(baseline, dict) else None
+    if not isinstance(baseline, dict) or not isinstance(classes, dict) or not classes \
+            or "groups" in classes or "ranked_by" in classes:
+        return data
+    groups = [{"class": str(name), "top": [_class_row(row) for row in rows] if isinstance(rows, list) else []}
+              for name, rows in classes.items()]
+    return {**data, "baseline": {**baseline, "bottleneck_classes": {"groups": groups}}}
 
 
 def _plugins_listed(rows: Any) -> Any:

@@ -1,19 +1,20 @@
-"""Reading a result in its results.json form, leniently: the one set of readers the advice and the
-report share (the CLI and the TUI read a model's inputs through them too).
+"""Reading a profile's facts in their JSON form, leniently, and the words every surface says about a candidate
+not established on real data.
 
-A partial run or a hand-edited file may lack any field or hold the wrong type in it; every reader
-here then returns None (or an empty value) instead of raising, so a partial profile still gives a
-partial plan and a partial report. Typed code reads the dataclasses in `planner.results.values`
-instead; these readers are for the JSON form those dataclasses serialise to.
+The advice reads a baseline's facts (a `planner profile --json` file, a partial profile) through the lenient
+readers here: a record may lack any field or hold the wrong type in it, and each reader then returns None (or
+an empty value) instead of raising, so a partial profile still gives a partial plan. A model's input records,
+JSON inside the typed results, are read here too (`model_inputs`), for the report, the CLI and the TUI. Typed
+code reads the dataclasses in `planner.results.values`; the report, the CLI and the TUI read only those.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from planner import units
-from planner.results.values import SequencePoint, StreamPoint, ThroughputPoint
+from planner.results.values import CandidateResult, Status, ThroughputPoint
 
 
 def number(value: Any) -> float | None:
@@ -103,30 +104,6 @@ def best_point(points: tuple[ThroughputPoint, ...], *,
     if not eligible:
         return None
     return max(eligible, key=lambda p: (p.samples_per_s, -p.batch))
-
-
-def best_throughput(entry: Any) -> ThroughputPoint | None:
-    """The measured batch with the most samples/s, or None."""
-    return best_point(sweep(entry))
-
-
-def stream_points(entry: Any) -> tuple[StreamPoint, ...]:
-    """Rows/s at the best batch one request at a time and with parallel streams, as recorded."""
-    points = []
-    for item in as_list(dig(entry, "streams")):
-        batch, streams = units.whole(dig(item, "batch")), units.whole(dig(item, "streams"))
-        rate = number(dig(item, "samples_per_s"))
-        if batch is None or streams is None or rate is None or rate <= 0:
-            continue
-        points.append(StreamPoint(batch, streams, rate, text(dig(item, "basis")), number(dig(item, "sustained_per_s"))))
-    return tuple(points)
-
-
-def peak_rate(entry: Any) -> StreamPoint | None:
-    """The most rows/s over the batch sweep (one stream) and parallel streams (CandidateResult.peak_rate)."""
-    points = [StreamPoint(p.batch, 1, p.samples_per_s, "batch sweep, one request at a time") for p in sweep(entry)]
-    points += list(stream_points(entry))
-    return max(points, key=lambda p: (p.samples_per_s, -p.streams, -p.batch)) if points else None
 
 
 def knee_batch(entry: Any) -> int | None:
@@ -330,20 +307,7 @@ def inputs_cli_args(inputs: tuple[InputView, ...]) -> list[str]:
     return args
 
 
-def sequence_sweep(entry: Any) -> tuple[SequencePoint, ...]:
-    """The sequence-length sweep's complete points (length, p50 and tokens/s all measured), shortest first."""
-    points = []
-    for item in as_list(dig(entry, "sequence_sweep")):
-        length = units.whole(dig(item, "length"))
-        lat = number(dig(item, "latency_p50_ms"))
-        tokens = number(dig(item, "tokens_per_s"))
-        if length is None or lat is None or tokens is None:
-            continue
-        points.append(SequencePoint(length, lat, tokens))
-    return tuple(sorted(points, key=lambda p: p.length))
-
-
-def unconfirmed_lead(candidates: Any, confirmed_speedup: float | None) -> Mapping[str, Any] | None:
+def unconfirmed_lead(candidates: Iterable[CandidateResult], confirmed_speedup: float | None) -> CandidateResult | None:
     """The fastest candidate not established on real data (status 'unconfirmed'), when its measured speedup
     beats `confirmed_speedup` (the best confirmed candidate's; None counts as the baseline's 1x); else None.
 
@@ -351,42 +315,40 @@ def unconfirmed_lead(candidates: Any, confirmed_speedup: float | None) -> Mappin
     user's own data would confirm, so the summaries name it beside the best confirmed candidate.
     """
     floor = confirmed_speedup if confirmed_speedup is not None else 1.0
-    leads = [c for c in as_list(candidates) if isinstance(c, dict) and text(c.get("status")) == "unconfirmed"
-             and (number(c.get("speedup")) or 0.0) > floor]
-    return max(leads, key=lambda c: number(c.get("speedup")) or 0.0) if leads else None
+    leads = [c for c in candidates if c.status == Status.UNCONFIRMED and (c.speedup or 0.0) > floor]
+    return max(leads, key=lambda c: c.speedup or 0.0) if leads else None
 
 
-def check_on_your_data(lead: Mapping[str, Any], *, code: str = "") -> str:
+def check_on_your_data(lead: CandidateResult, *, code: str = "") -> str:
     """'Up to 3.9x (INT8 NNCF) if it holds on your data: re-run with --val-data DIR'; `code` wraps the flag
     (a backtick in Markdown). Where the check could not judge it, the model's trained weights settle it too."""
-    label = text(lead.get("label")) or text(lead.get("plugin")) or "a candidate"
-    weights = " or with the model's trained weights" if text(as_dict(lead.get("fidelity")).get("cannot_judge")) else ""
-    return (f"Up to {units.speedup(number(lead.get('speedup')))} ({label}) if it holds on your data: "
+    label = lead.label or lead.plugin or "a candidate"
+    cannot = lead.fidelity.cannot_judge if lead.fidelity is not None else ""
+    weights = " or with the model's trained weights" if cannot else ""
+    return (f"Up to {units.speedup(lead.speedup)} ({label}) if it holds on your data: "
             f"re-run with {code}--val-data DIR{code}{weights}")
 
 
-def not_established_why(cand: Mapping[str, Any]) -> str:
+def not_established_why(cand: CandidateResult) -> str:
     """Why a candidate is not established on real data, in words: the fidelity check could not judge it (the
     original's outputs barely depend on the inputs used, a map without foreground), or it drifted from the
     original on generated inputs."""
-    cannot = text(as_dict(cand.get("fidelity")).get("cannot_judge"))
+    cannot = cand.fidelity.cannot_judge if cand.fidelity is not None else ""
     if cannot:
         return f"the fidelity check cannot judge it: {cannot}"
     return ("its outputs drifted from the original's on generated inputs, which cannot tell whether that matters "
             "on real data")
 
 
-def generated_pass_caution(best: Mapping[str, Any], *, code: str = "") -> str:
+def generated_pass_caution(best: CandidateResult, *, code: str = "") -> str:
     """A caution for a best candidate that changes the arithmetic and passed its fidelity check on generated
     inputs only; '' otherwise. `code` wraps the flag (a backtick in Markdown).
 
     Generated inputs can pass where real ones fail: on an OCR recogniser, ONNX Runtime's static INT8 kept
     99.4% of positions on random inputs and 80% on real text lines. An fp32 rewrite is exact on any input.
     """
-    precision = text(best.get("precision"))
-    decided_by = text(as_dict(best.get("fidelity")).get("decided_by"))
-    if not precision or precision == "fp32" or "generated inputs" not in decided_by:
+    decided_by = best.fidelity.decided_by if best.fidelity is not None else ""
+    if not best.precision or best.precision == "fp32" or "generated inputs" not in decided_by:
         return ""
-    return (f"it computes in {precision} and its fidelity was checked on generated inputs only, which can pass where "
-            f"real inputs fail: confirm it on your data with {code}--val-data DIR{code} before deploying")
-
+    return (f"it computes in {best.precision} and its fidelity was checked on generated inputs only, which can pass "
+            f"where real inputs fail: confirm it on your data with {code}--val-data DIR{code} before deploying")

@@ -27,7 +27,7 @@ from planner.results import (
     results_data,
     write_results,
 )
-from planner.results.read import current_schema
+from planner.results.schema import upgrade
 from planner.results.values import ThroughputPoint
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def test_decisions_not_made_are_written_as_before():
 @pytest.mark.parametrize("path", OLDER_FILES, ids=lambda p: p.parent.name)
 def test_older_files_load_with_typed_decisions_and_write_them_back_unchanged(path):
     results = read_results(path)
-    raw = current_schema(json.loads(path.read_text()))  # upgraded: schema 2's one `plugin` is `plugins`
+    raw = upgrade(json.loads(path.read_text()))  # upgraded: schema 2's one `plugin` is `plugins`
     assert isinstance(results.requirements, Requirements) and isinstance(results.plan, PlanRecord)
     assert results.plan.steps and results.checklist and results.decision_path is not None
     assert results.requirements.latency_ms == raw["requirements"]["latency_ms"]

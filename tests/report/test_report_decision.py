@@ -19,6 +19,7 @@ from report_fixtures import FIGURE_LINKS, section
 
 from planner.report import render_markdown
 from planner.results import BudgetRecord, Declared, Deployment, PlanResults, Status, read_results
+from planner.results.decisions import CheckStatus
 from planner.results.interaction import Interaction, InteractionCell
 from planner.results.values import Confirmation
 
@@ -96,8 +97,8 @@ def test_the_summary_states_the_decision_gain_risk_and_requirements(example) -> 
     assert "it meets latency" not in requirements
 
 
-@pytest.mark.parametrize("status, words", [("not-judged", "not judged"), ("met-at-p50", "met at p50 only"),
-                                           ("some-new-status", "some new status")])
+@pytest.mark.parametrize("status, words", [(CheckStatus.NOT_JUDGED, "not judged"),
+                                           (CheckStatus.MET_AT_P50, "met at p50 only")])
 def test_a_requirement_is_said_as_its_status_and_never_met_unless_it_is(example, status, words) -> None:
     check = dataclasses.replace(example.requirement_checks[0], met=True, status=status)
     results = dataclasses.replace(example, requirement_checks=(check, *example.requirement_checks[1:]))

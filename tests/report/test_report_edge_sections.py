@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from report_fixtures import whole
+
 from planner.hardware.boards import get_profile, project
 from planner.report.data import ReportData
 from planner.report.sections import compression, device_targets
@@ -18,9 +20,9 @@ def _results(**extra) -> dict:
                     "fails fidelity: needs ternary-aware training (cosine 0.8 < 0.98)")
     ternary["info"] = {"ternary_layers": [{"layer": "fc1", "op": "MatMulNBits", "storage": "packed 2-bit"},
                                           {"layer": "conv", "op": "Conv", "storage": "fp32"}]}
-    return {"target": "edge", "candidates": [_cand("torch eager fp32 (cpu)", "fp32", 5.0, 1_600_000),
-                                             _cand("onnxruntime int8 dynamic (cpu, 2t)", "int8", 2.0, 420_000),
-                                             ternary], **extra}
+    return whole({"target": "edge", "candidates": [_cand("torch eager fp32 (cpu)", "fp32", 5.0, 1_600_000),
+                                                   _cand("onnxruntime int8 dynamic (cpu, 2t)", "int8", 2.0, 420_000),
+                                                   ternary], **extra})
 
 
 def test_compression_table_uses_measured_sizes_and_marks_failed_ternary_as_potential():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from report_fixtures import whole
 from test_report_edge_sections import _results as edge_results
 from test_report_interaction import _pair
 
@@ -73,7 +74,7 @@ def test_edge_tables_show_energy_and_the_board_is_not_measured() -> None:
     row = {"label": "onnxruntime int8 dynamic (cpu, 2t)", "measured_p50_ms": 2.0,
            **project(rpi5, flops=2e6, weight_bytes=420_000, int8=True)}
     results["edge_device"] = {"profile": rpi5.to_info(), "candidates": [row]}
-    data = ReportData(results)
+    data = ReportData(whole(results))
     targets = "\n".join(device_targets.render(data))
     assert "| Candidate | p50 | J/inference | Peak memory |" in targets
     assert "| onnxruntime int8 dynamic (cpu, 2t) | 2 ms | 2.1 mJ |" in targets

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from report_fixtures import FIGURE_LINKS, section
 
-from planner.codec import to_data
+from planner.codec import from_data, to_data
 from planner.measure.fidelity import DEFAULT_GATES, compare
 from planner.plugins import Precision
 from planner.report import render_markdown
+from planner.report.data import ReportData
 from planner.report.sections.candidates import fidelity_cells, fidelity_headers
-from planner.results import fidelity_view
+from planner.results import CandidateResult, Status, fidelity_view
+from planner.results.values import Fidelity
 
 
 def _judged(precision: str, ref: np.ndarray, out: np.ndarray) -> dict:
@@ -76,12 +80,13 @@ def test_a_sequence_report_shows_per_position_agreement(results):
 
 
 def test_class_scores_keep_the_cosine_and_top1_columns(fixture_results):
-    assert fidelity_headers(fixture_results["candidates"]) == ("Cosine", "Top-1")
+    candidates = ReportData(fixture_results).run.candidates
+    assert fidelity_headers(candidates) == ("Cosine", "Top-1")
     ref = np.array([[3.0, 0.0, 1.0], [0.0, 2.0, 1.0]])
-    fid = _judged("bf16", ref, ref)
-    assert fidelity_cells({"fidelity": fid}) == ("1.00000", "100%")
+    cand = replace(candidates[1], fidelity=from_data(_judged("bf16", ref, ref), Fidelity))
+    assert fidelity_cells(cand) == ("1.00000", "100%")
     # In a table that mixes kinds each cell names its own test.
-    assert fidelity_cells({"fidelity": fid}, by_kind=True) == ("cosine 1.00000", "top-1 100%")
+    assert fidelity_cells(cand, by_kind=True) == ("cosine 1.00000", "top-1 100%")
 
 
 def test_a_regression_output_reads_as_relative_error():
@@ -89,5 +94,7 @@ def test_a_regression_output_reads_as_relative_error():
     fid = _judged("fp32", ref, ref * 1.002)
     assert fidelity_view.agreement_cell(fid) == "rel. error 0.002"
     assert fidelity_view.phrases(fid)[0] == "relative error 0.002"
-    rule = fidelity_view.rule([{"precision": "fp32", "fidelity": fid}])
+    cand = CandidateResult(plugin="x", label="x", config={}, precision="fp32", status=Status.OK,
+                           fidelity=from_data(fid, Fidelity))
+    rule = fidelity_view.rule([cand])
     assert "a set of values compared as numbers (regression)" in rule and "fp32: relative error at most 0.01" in rule

@@ -105,7 +105,7 @@ def test_odd_values_do_not_break_the_figures(results, tmp_path) -> None:
     # Zero and missing numbers where the plots take logs or widths.
     results["baseline"]["layers"][0]["intensity"] = 0.0
     results["candidates"][2]["throughput"][0]["samples_per_s"] = 0.0
-    results["candidates"][1]["latency_ms"]["min_ms"] = None
+    results["candidates"][1]["latency_ms"]["p99_ms"] = None
     results["ceilings"]["bandwidth_bytes_per_s"] = 0.0
     path = render_report_files(results, tmp_path)
     text = path.read_text()

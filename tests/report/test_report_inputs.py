@@ -107,7 +107,7 @@ def test_unreadable_inputs_fall_back_to_the_shape(fixture_results):
 def test_no_recorded_inputs_is_said(fixture_results):
     results = copy.deepcopy(fixture_results)
     del results["model"]["input"]
-    del results["baseline"]["input_shape"]
+    results["baseline"]["input_shape"] = []
     baseline = section(render_markdown(results, figures=FIGURE_LINKS), "Baseline")
     assert "inputs not recorded" in baseline
 

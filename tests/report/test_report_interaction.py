@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from report_fixtures import whole
+
 from planner.report.markdown import render_markdown
 
 
@@ -42,12 +44,13 @@ def test_phase_3_states_the_measured_gains_of_a_redesign(results: dict) -> None:
 
 def test_a_measured_redesign_is_one_line_in_phase_3_with_its_interaction_gains(results: dict) -> None:
     results["interactions"] = [_pair(redesign=True)]
-    results["candidates"] = [*results["candidates"], {
+    results["candidates"] = [*results["candidates"], *whole({"candidates": [{
         "plugin": "architecture.redesign", "label": "redesign (needs retraining)", "precision": "fp32",
         "status": "rejected", "reason": "needs retraining: speed measured, accuracy not",
         "config": {"architecture": "redesign", "transform": {"plugin": "architecture.redesign"}},
         "latency_ms": {"p50_ms": 40.0}, "speedup": 5.0, "fidelity": {"cosine": -0.02},
-        "declared": {"phase": 3, "arithmetic": "structural", "runtime": "pytorch", "transforms_model": True}}]
+        "declared": {"phase": 3, "arithmetic": "structural", "runtime": "pytorch", "transforms_model": True}}]})[
+            "candidates"]]
     md = render_markdown(results)
     phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
     steps = [line for line in phase3.splitlines() if line.split(". ", 1)[-1].startswith("**redesign")]

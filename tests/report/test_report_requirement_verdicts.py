@@ -64,3 +64,13 @@ def test_a_check_met_at_its_target_is_still_plainly_met(results, status) -> None
     text = render_markdown(results, figures=FIGURE_LINKS)
     assert "it meets memory < 1 GiB" in _summary(text)
     assert "Every checked requirement is met." in text
+
+
+def test_the_reproduce_command_gives_back_the_percentile_the_user_set(results) -> None:
+    text = render_markdown(_with_checks(results, {"latency_ms": 50, "latency_percentile": "p99"}), figures=FIGURE_LINKS)
+    command = next(line for line in text.splitlines() if line.startswith("planner plan --model"))
+    assert "--latency-percentile p99" in command and "--latency-ms 50" in command
+    # The planner's own default is not a flag the user gave: it is not written back as one.
+    text = render_markdown(_with_checks(results, {"latency_ms": 50}), figures=FIGURE_LINKS)
+    command = next(line for line in text.splitlines() if line.startswith("planner plan --model"))
+    assert "--latency-percentile" not in command

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from planner.measure.stats import compute_stats
-from planner.results import CandidateResult, PlanResults, Status, rank_candidates, read_results, to_data, write_results
+from planner.results import CandidateResult, PlanResults, Status, rank_candidates, read_results, write_results
 from planner.results.view import check_on_your_data, unconfirmed_lead
 
 
@@ -31,9 +31,9 @@ def test_an_unconfirmed_candidate_round_trips_and_is_not_ranked(tmp_path: Path) 
 
 
 def test_the_lead_is_the_fastest_unconfirmed_candidate_faster_than_the_best_confirmed() -> None:
-    data = [to_data(c) for c in CANDIDATES]
+    data = CANDIDATES
     lead = unconfirmed_lead(data, 1.64)
-    assert lead is not None and lead["label"] == "int8 nncf"  # the rejected one never counts, however fast
+    assert lead is not None and lead.label == "int8 nncf"  # the rejected one never counts, however fast
     assert check_on_your_data(lead) == "Up to 3.9x (int8 nncf) if it holds on your data: re-run with --val-data DIR"
     assert unconfirmed_lead(data, 4.0) is None
     assert unconfirmed_lead(data[:1], None) is None

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from tui_support import typed_candidate
 
-from planner.results import to_data
 from planner.results.interaction import Interaction, InteractionCell
 from planner.tui.screens.results import candidate_detail
 
-_PAIR = to_data(Interaction(
+_PAIR = Interaction(
     architecture="redesign (needs retraining)", hardware="openvino bf16 latency 2t",
     cells=(InteractionCell("baseline", "torch eager fp32 (cpu)", 200.0, 1.0),
            InteractionCell("architecture", "redesign (needs retraining)", 50.0, 4.0),
            InteractionCell("hardware", "openvino bf16 latency 2t", 100.0, 2.0),
            InteractionCell("combined", "both", 40.0, 5.0, disturbed=True)),
-    factor=0.625, verdict="conflict", needs_retraining=True))
+    factor=0.625, verdict="conflict", needs_retraining=True)
 
 
 def test_the_hardware_side_shows_the_pair_with_its_verdict() -> None:

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, as_list, text
+from planner.report.data import ReportData
 
 
 def render(data: ReportData) -> list[str]:
     """The section; [] for a plan that recorded no budget (one written before budgets, or run without one)."""
-    budget = as_dict(data.results.get("budget"))
-    if not budget:
+    budget = data.run.budget
+    if budget is None:
         return []
     lines = ["## Time budget", ""]
-    allowed = fmt.real(budget.get("budget_s"))
-    spent = fmt.real(budget.get("spent_s"))
-    basis = text(budget.get("basis"))
-    lines.append((f"Budget {fmt.seconds(allowed)}" + (f" ({basis})" if basis else "") if allowed is not None
-                  else "No time budget was given")
-                 + (f"; the plan took {fmt.seconds(spent)}, from loading the model to writing the results."
-                    if spent is not None else "."))
-    cut = [text(c) for c in as_list(budget.get("cut")) if text(c)]
+    lines.append((f"Budget {fmt.seconds(budget.budget_s)}" + (f" ({budget.basis})" if budget.basis else "")
+                   if budget.budget_s is not None else "No time budget was given")
+                 + f"; the plan took {fmt.seconds(budget.spent_s)}, from loading the model to writing the results.")
+    cut = [c for c in budget.cut if c]
     if cut:
         lines += ["", "What the budget left out, and why (these were not measured, so no number in this report "
                       "stands for them):", ""] + [f"- {c}" for c in cut]

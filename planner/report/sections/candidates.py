@@ -2,118 +2,120 @@
 
 from __future__ import annotations
 
-from planner import units
+from typing import Any
+
 from planner.report import figdata, fmt
-from planner.report.data import (
-    ReportData,
-    as_dict,
-    as_list,
-    latency,
-    p50,
-    sequence_sweep,
-    text,
-)
+from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
-from planner.results import energy_view, fidelity_view, roof_share
-from planner.results.values import OutputKind
-from planner.results.view import peak_rate, stream_points
+from planner.results import CandidateResult, Status, energy_view, fidelity_view, roof_share
+from planner.results.values import OutputKind, StreamPoint
 
-_NOT_RANKED = ("rejected", "unconfirmed", "failed", "skipped")
+_NOT_RANKED = (Status.REJECTED, Status.UNCONFIRMED, Status.FAILED, Status.SKIPPED)
 # Why a sweep stopped or was skipped is said in words, not listed among the settings in force.
 _SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped", "streams_skipped")
 
 
-def label(cand: dict) -> str:
+def label(cand: CandidateResult) -> str:
     """A candidate's display name."""
-    return text(cand.get("label")) or text(cand.get("plugin")) or "unnamed candidate"
+    return cand.label or cand.plugin or "unnamed candidate"
 
 
-def ordered(data: ReportData) -> list[dict]:
+def _note(notes: dict[str, Any], key: str) -> str:
+    """One entry of a plain JSON object inside a typed record (a candidate's `info`, the ceilings' details) as
+    text, '' when it holds none."""
+    value = notes.get(key)
+    return "" if value is None else str(value)
+
+
+def _decided_by(cand: CandidateResult) -> str:
+    """Which fidelity test passed or rejected the candidate ('' when none was recorded)."""
+    return cand.fidelity.decided_by if cand.fidelity is not None else ""
+
+
+def _cannot_judge(cand: CandidateResult) -> str:
+    """Why the fidelity check cannot judge the candidate ('' when it can, or nothing was compared)."""
+    return cand.fidelity.cannot_judge if cand.fidelity is not None else ""
+
+
+def ordered(data: ReportData) -> list[CandidateResult]:
     """Ranked candidates by rank, then the rest in the order they were measured."""
-    cands = data.candidates
-    ranked = sorted((c for c in cands if data.rank(c) is not None), key=lambda c: data.rank(c) or 0)
-    return ranked + [c for c in cands if data.rank(c) is None]
+    return [cand for _, cand in data.run.ranked()]
 
 
-def p95_cell(cand: dict) -> str:
+def p95_cell(cand: CandidateResult) -> str:
     """p95 latency, or the sample count it needs."""
-    lat = latency(cand)
-    if lat.get("p95_ms") is not None:
-        return fmt.ms(lat["p95_ms"])
-    if not lat:
+    lat = cand.latency_ms
+    if lat is None:
         return fmt.NOT_MEASURED
+    if lat.p95_ms is not None:
+        return fmt.ms(lat.p95_ms)
     return f"needs ≥{PERCENTILE_MIN_SAMPLES['p95']} samples"
 
 
-def fidelity_headers(cands: list[dict]) -> tuple[str, str]:
+def fidelity_headers(cands: list[CandidateResult]) -> tuple[str, str]:
     """The fidelity columns' titles: ("Cosine", "Top-1") where every output is class scores, else ("Error",
     "Agreement"), whose cells name their own test (a dense map has no top-1, and its cosine is no test)."""
-    if all(fidelity_view.kind(c.get("fidelity")) == OutputKind.CLASSES for c in cands):
+    if all(fidelity_view.kind(c.fidelity) == OutputKind.CLASSES for c in cands):
         return "Cosine", "Top-1"
     return "Error", "Agreement"
 
 
-def fidelity_cells(cand: dict, *, by_kind: bool = False) -> tuple[str, str]:
+def fidelity_cells(cand: CandidateResult, *, by_kind: bool = False) -> tuple[str, str]:
     """(cosine, top-1) as table cells; the reference is marked as such.
 
     `by_kind` (the "Error" and "Agreement" columns): each cell names its test, in the output kind's own
     terms ('6.1e-08 (0-1 scale)', 'map IoU 0.98'; 'cosine 0.99999', 'top-1 100%' for class scores).
     """
-    fid = as_dict(cand.get("fidelity"))
-    if fid.get("reference") is True:
-        return "reference", "reference"
-    if not fid:
+    fid = cand.fidelity
+    if fid is None:
         return fmt.NOT_MEASURED, fmt.NOT_MEASURED
+    if fid.reference:
+        return "reference", "reference"
     if by_kind:
         return fidelity_view.error_cell(fid), fidelity_view.agreement_cell(fid)
-    top1 = fid.get("top1_agreement")
-    if top1 is not None:
-        top1_cell = fmt.pct(top1)
-    elif fid.get("top1_samples") == 0:
+    if fid.top1_agreement is not None:
+        top1_cell = fmt.pct(fid.top1_agreement)
+    elif fid.top1_samples == 0:
         top1_cell = "no test (margins within error)"
     else:
         top1_cell = "n/a (output is not class scores)"
-    return fmt.cosine(fid.get("cosine")), top1_cell
+    return fmt.cosine(fid.cosine), top1_cell
 
 
-def has_accuracy(cands: list[dict]) -> bool:
+def has_accuracy(cands: list[CandidateResult]) -> bool:
     """Whether any candidate was measured against labels (then the table shows an accuracy column)."""
-    return any(as_dict(c.get("fidelity")).get("accuracy") is not None for c in cands)
+    return any(c.fidelity is not None and c.fidelity.accuracy is not None for c in cands)
 
 
-def accuracy_cell(cand: dict) -> str:
+def accuracy_cell(cand: CandidateResult) -> str:
     """Accuracy on the labelled validation data, or why there is none."""
-    fid = as_dict(cand.get("fidelity"))
-    if not fid:
-        return fmt.NOT_MEASURED
-    return fmt.accuracy(fid.get("accuracy")) if fid.get("accuracy") is not None else fmt.NOT_MEASURED
+    fid = cand.fidelity
+    return fmt.accuracy(fid.accuracy) if fid is not None and fid.accuracy is not None else fmt.NOT_MEASURED
 
 
-def gate_lines(cands: list[dict]) -> list[str]:
+def gate_lines(cands: list[CandidateResult]) -> list[str]:
     """Which fidelity test passed or rejected each candidate ([] when none recorded one)."""
-    decided = [(c, text(as_dict(c.get("fidelity")).get("decided_by"))) for c in cands]
-    decided = [(c, d) for c, d in decided if d]
+    decided = [(c, _decided_by(c)) for c in cands if _decided_by(c)]
     if not decided:
         return []
     return (["### Fidelity check: the test that decided", ""]
-            + [f"- **{label(c)}** ({text(c.get('status')) or 'unknown'}): {fmt.plain_reason(d)}" for c, d in decided]
+            + [f"- **{label(c)}** ({c.status}): {fmt.plain_reason(d)}" for c, d in decided]
             + [""])
 
 
-def generated_inputs_lines(cands: list[dict]) -> list[str]:
+def generated_inputs_lines(cands: list[CandidateResult]) -> list[str]:
     """What a fidelity check on generated inputs can say, when this run's checks ran on them ([] otherwise)."""
-    generated = any("generated inputs" in text(as_dict(c.get("fidelity")).get("decided_by")) for c in cands)
-    unjudged = [c for c in cands if text(c.get("status")) == "unconfirmed"
-                and text(as_dict(c.get("fidelity")).get("cannot_judge"))]
-    unconfirmed = [label(c) for c in cands if text(c.get("status")) == "unconfirmed" and c not in unjudged]
+    generated = any("generated inputs" in _decided_by(c) for c in cands)
+    unjudged = [c for c in cands if c.status == Status.UNCONFIRMED and _cannot_judge(c)]
+    unconfirmed = [label(c) for c in cands if c.status == Status.UNCONFIRMED and not _cannot_judge(c)]
     if not generated and not unconfirmed and not unjudged:
         return []
     lines = [""] + (["The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
                      "outputs agree with the original's on those inputs, not that accuracy holds on real data."]
                     if generated else [])
     if unjudged:
-        why = text(as_dict(unjudged[0].get("fidelity")).get("cannot_judge"))
+        why = _cannot_judge(unjudged[0])
         settle = ("`--val-data DIR` with real inputs (labelled, so accuracy decides), or the model's trained weights"
                   if generated else "the model's trained weights, or labelled `--val-data DIR` (accuracy then decides)")
         lines.append(f"*Cannot judge* ({fmt.series([label(c) for c in unjudged])}): not established on real data. "
@@ -128,66 +130,68 @@ def generated_inputs_lines(cands: list[dict]) -> list[str]:
     return lines
 
 
-def dropped_note(cand: dict) -> str:
+def dropped_note(cand: CandidateResult) -> str:
     """Why the budgeted search gave a candidate no more time than the quick screen ('' when it did not): its
     row's figures are the screen's."""
-    why = text(cand.get("dropped"))
-    return f"screen figures only: {why}" if why else ""
+    return f"screen figures only: {cand.dropped}" if cand.dropped else ""
 
 
-def _row(data: ReportData, cand: dict, *, with_accuracy: bool = False, by_kind: bool = False,
+def _rate_cell(best: StreamPoint | None) -> str:
+    """The best throughput cell: '1,234/s @ batch 8', with the streams where there were several."""
+    if best is None:
+        return fmt.NOT_MEASURED
+    return (f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}"
+            + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else ""))
+
+
+def _row(data: ReportData, cand: CandidateResult, *, with_accuracy: bool = False, by_kind: bool = False,
          with_note: bool = False) -> list[str]:
-    best = peak_rate(cand)
     cos, top1 = fidelity_cells(cand, by_kind=by_kind)
-    size = cand.get("size_bytes")
-    if size is None and data.is_reference(cand):
-        size = data.model.get("size_bytes")
-    status = text(cand.get("status")) or "unknown"
+    size = cand.size_bytes
+    if size is None and data.is_reference_cand(cand):
+        size = data.model_record.size_bytes if data.model_record is not None else None
+    rank = data.rank_of(cand)
     accuracy = [accuracy_cell(cand)] if with_accuracy else []
-    return [fmt.number(data.rank(cand)) if data.rank(cand) is not None else "—",
-            f"**{label(cand)}**" if cand is data.best else label(cand),
-            text(cand.get("precision")) or "—",
-            fmt.ms(p50(cand)), p95_cell(cand), energy_view.energy_cell(cand),
-            f"{fmt.rate(best.samples_per_s)} @ batch {fmt.number(best.batch)}"
-            + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else "") if best
-            else fmt.NOT_MEASURED,
-            fmt.size(cand.get("peak_memory_bytes")), fmt.size(size), cos, top1, *accuracy,
-            fmt.speedup(data.speedup(cand)) if p50(cand) is not None else "—", status,
+    return [fmt.number(rank) if rank is not None else "—",
+            f"**{label(cand)}**" if cand is data.best_cand else label(cand),
+            cand.precision or "—",
+            fmt.ms(cand.p50), p95_cell(cand), energy_view.energy_cell(cand), _rate_cell(cand.peak_rate()),
+            fmt.size(cand.peak_memory_bytes), fmt.size(size), cos, top1, *accuracy,
+            fmt.speedup(data.speedup_of(cand)) if cand.p50 is not None else "—", str(cand.status),
             *([dropped_note(cand)] if with_note else [])]
 
 
 def shared_sweep_skip(data: ReportData) -> str:
     """The one reason every measured candidate's batch sweep was skipped for, or '' when they differ."""
-    reasons = {sweep_skipped(c) for c in data.candidates if latency(c)}
+    reasons = {sweep_skipped(c) for c in data.run.candidates if c.latency_ms is not None}
     return reasons.pop() if len(reasons) == 1 else ""
 
 
-def _settings(data: ReportData, cand: dict) -> str:
-    parts = [f"- **{label(cand)}** (`{text(cand.get('plugin')) or 'plugin not recorded'}`)"]
-    config = cand.get("config")
-    if config:
-        parts.append(f"config `{fmt.compact(config)}`")
-    info = {k: v for k, v in as_dict(cand.get("info")).items() if k not in _SWEEP_NOTES}
+def _settings(data: ReportData, cand: CandidateResult) -> str:
+    parts = [f"- **{label(cand)}** (`{cand.plugin or 'plugin not recorded'}`)"]
+    if cand.config:
+        parts.append(f"config `{fmt.compact(cand.config)}`")
+    info = {k: v for k, v in cand.info.items() if k not in _SWEEP_NOTES}
     if info:
         parts.append("in force: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in info.items()))
     skipped = sweep_skipped(cand)
     if skipped and skipped != shared_sweep_skip(data):
         parts.append(f"batch sweep skipped: {skipped}")
-    threads = {k: v for k, v in as_dict(cand.get("threads")).items() if v not in (None, [], "")}
+    threads = {k: v for k, v in cand.threads.items() if v not in (None, [], "")}
     if threads:
         parts.append("threads: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items()))
-    if cand.get("memory_basis"):
-        parts.append(f"memory basis: {cand['memory_basis']}")
+    if cand.memory_basis:
+        parts.append(f"memory basis: {cand.memory_basis}")
     return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
 
 
-def sequence_table(cands: list[dict]) -> list[str]:
+def sequence_table(cands: list[CandidateResult]) -> list[str]:
     """p50 by sequence length, one row per candidate with a sequence sweep ([] unless two have one)."""
 
-    def stopped(cand: dict) -> str:
-        return text(as_dict(cand.get("info")).get("sequence_sweep_stopped"))
+    def stopped(cand: CandidateResult) -> str:
+        return _note(cand.info, "sequence_sweep_stopped")
 
-    swept = [(c, {p.length: p for p in sequence_sweep(c)}) for c in cands]
+    swept = [(c, {p.length: p for p in c.sequence_sweep}) for c in cands]
     swept = [(c, points) for c, points in swept if points or stopped(c)]
     # Only the baseline sweeps sequence lengths today; its table is in the baseline section already.
     if len(swept) < 2:
@@ -202,35 +206,33 @@ def sequence_table(cands: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def confirmation_lines(cands: list[dict]) -> list[str]:
+def confirmation_lines(cands: list[CandidateResult]) -> list[str]:
     """How the quick screen's leaders fared when measured again with the full method: the table shows the full
     figure, the one the ranking used, and only a leader whose two figures disagree is named."""
-    confirmed = [c for c in cands if isinstance(c.get("confirmation"), dict)]
+    confirmed = [(c, c.confirmation) for c in cands if c.confirmation is not None]
     if not confirmed:
         return []
-    held = sum(bool(c["confirmation"].get("reproduced")) for c in confirmed)
-    turns = any((units.whole(c["confirmation"].get("interleaved")) or 0) > 1 for c in confirmed)
+    held = sum(conf.reproduced for _, conf in confirmed)
+    turns = any(conf.interleaved > 1 for _, conf in confirmed)
     lines = ["", f"The quick screen times each candidate for about 2 seconds; its {len(confirmed)} leaders were "
              "measured again with the full method before ranking" + (", in turns" if turns else "")
              + ". The table, the ranking and the Roadmap use those full figures, not the screen's; "
              f"{held} of {len(confirmed)} agreed with the screen within 10%."]
-    for c in confirmed:
-        conf = c["confirmation"]
-        change = fmt.real(conf.get("rel_change"))
-        if conf.get("reproduced") or change is None:
+    for c, conf in confirmed:
+        if conf.reproduced:
             continue
-        note = text(conf.get("note"))
-        direction = "slower" if change > 0 else "faster"
-        lines.append(f"- **{label(c)}**: the full method measured it {fmt.pct(abs(change))} {direction} than the "
-                     "screen" + (f" — {note}" if note else ""))
+        direction = "slower" if conf.rel_change > 0 else "faster"
+        lines.append(f"- **{label(c)}**: the full method measured it {fmt.pct(abs(conf.rel_change))} {direction} "
+                     "than the screen" + (f" — {conf.note}" if conf.note else ""))
     return lines
 
 
-def streams_lines(cands: list[dict]) -> list[str]:
+def streams_lines(cands: list[CandidateResult]) -> list[str]:
     """Rows/s one request at a time against the runtime's parallel streams, at each candidate's best batch."""
-    measured = [(c, stream_points(c)) for c in cands]
+    # A point without a rate measured nothing (the batch sweep's rule, as CandidateResult.peak_rate reads it).
+    measured = [(c, [p for p in c.streams if p.samples_per_s > 0]) for c in cands]
     measured = [(c, points) for c, points in measured if any(p.streams > 1 for p in points)]
-    skipped = [(c, text(as_dict(c.get("info")).get("streams_skipped"))) for c in cands]
+    skipped = [(c, _note(c.info, "streams_skipped")) for c in cands]
     skipped = [(c, why) for c, why in skipped if why]
     if not measured:
         return []
@@ -253,22 +255,30 @@ def streams_lines(cands: list[dict]) -> list[str]:
     return lines
 
 
-def roof_lines(data: ReportData, cands: list[dict]) -> list[str]:
+def _roofs(data: ReportData) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(peak FLOP/s by precision, the ceilings' details) of the plan's ceilings, else of the baseline's copy
+    (a plain JSON object); empty where neither was recorded."""
+    if data.run.ceilings is not None:
+        return data.run.ceilings.peak_flops, data.run.ceilings.details
+    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
+    return copy.get("peak_flops") or {}, copy.get("details") or {}
+
+
+def roof_lines(data: ReportData, cands: list[CandidateResult]) -> list[str]:
     """Each measured candidate's share of its own precision's roof (an INT8 candidate against the INT8 roof), in
     words under the table; [] when no candidate recorded one (files written before the share was)."""
-    if not any(as_dict(c.get("roof_share")) for c in cands):
+    if not any(c.roof_share is not None for c in cands):
         return []
-    omitted = as_dict(data.ceilings.get("details"))
+    peaks, details = _roofs(data)
     lines = ["", "Share of its own roof: the model's FLOPs per call (2 per multiply-add; int8 operations counted "
              "alike) over the candidate's p50, against the measured peak of the precision it computes in. A "
              "candidate that removes work (pruning, low rank, a new architecture) has none: the model's FLOPs "
              "would overstate what it does.", ""]
     for c in cands:
-        share = roof_share.phrase(as_dict(c.get("roof_share")))
-        precision = text(c.get("precision")).lower()
-        if not share and p50(c) is not None and precision and precision not in as_dict(
-                data.ceilings.get("peak_flops")):
-            why = text(omitted.get(f"{precision}_omitted")) or "not measured on this machine"
+        share = roof_share.phrase(c.roof_share)
+        precision = c.precision.lower()
+        if not share and c.p50 is not None and precision and precision not in peaks:
+            why = _note(details, f"{precision}_omitted") or "not measured on this machine"
             share = f"no {precision.upper()} roof ({why})"
         if share:
             lines.append(f"- **{label(c)}**: {share}")
@@ -283,10 +293,10 @@ def render(data: ReportData) -> list[str]:
         lines += [f"No candidates: {data.missing('measuring candidates')}.", ""]
         lines += figdata.figure_block(data, figdata.CANDIDATES) + [""]
     else:
-        ranked_by = data.ranked_by
+        ranked_by = data.run.ranking.by if data.run.ranking is not None else ""
         lines += [("Ranked by " + ranked_by + "; " if ranked_by else "")
                   + "only candidates that pass the fidelity check are ranked (the fidelity check: "
-                  + fmt.fidelity_rule(data.candidates) + "). Speedup is the baseline's p50 over the candidate's.",
+                  + fmt.fidelity_rule(data.run.candidates) + "). Speedup is the baseline's p50 over the candidate's.",
                   ""]
         lines += validation_lines(data)
         # The accuracy column appears only with labelled validation data, so other reports keep their shape.
@@ -300,7 +310,7 @@ def render(data: ReportData) -> list[str]:
                             "Speedup", "Status", *(["Note"] if with_note else [])],
                            [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind, with_note=with_note)
                             for c in cands])
-        lines += ["", energy_view.energy_note(data.results, cands)]
+        lines += ["", energy_view.energy_note(data.run, cands)]
         lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)
         if shared:
@@ -311,23 +321,22 @@ def render(data: ReportData) -> list[str]:
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
         lines += sequence_table(cands)
         lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]
-        problems = [c for c in cands if text(c.get("status")) in _NOT_RANKED]
+        problems = [c for c in cands if c.status in _NOT_RANKED]
         if problems:
             lines += ["### Not ranked", ""]
             lines += not_ranked_lines(problems)
             lines.append("")
         lines += gate_lines(cands)
-    skipped = data.skipped_plugins
+    skipped = data.run.skipped_plugins
     if skipped:
         lines += ["### Skipped plugins", ""]
         for s in skipped:
-            reasons = "; ".join(text(r) for r in as_list(s.get("reasons"))) or "no reason recorded"
-            lines.append(f"- `{text(s.get('plugin')) or 'unnamed plugin'}`: {reasons}")
+            lines.append(f"- `{s.plugin or 'unnamed plugin'}`: {'; '.join(s.reasons) or 'no reason recorded'}")
         lines.append("")
     return lines
 
 
-def not_ranked_lines(problems: list[dict]) -> list[str]:
+def not_ranked_lines(problems: list[CandidateResult]) -> list[str]:
     """One line per distinct status and reason, naming every candidate it applies to.
 
     A reason shared by many candidates (every INT8 setting the fidelity check could not judge) is read
@@ -335,6 +344,6 @@ def not_ranked_lines(problems: list[dict]) -> list[str]:
     """
     groups: dict[tuple[str, str], list[str]] = {}
     for c in problems:
-        reason = fmt.plain_reason(text(c.get("reason"))) or "no reason recorded"
-        groups.setdefault((text(c.get("status")), reason), []).append(f"**{label(c)}**")
+        reason = fmt.plain_reason(c.reason) or "no reason recorded"
+        groups.setdefault((str(c.status), reason), []).append(f"**{label(c)}**")
     return [f"- {fmt.series(names)} — {status}: {reason}" for (status, reason), names in groups.items()]

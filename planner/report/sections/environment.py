@@ -2,56 +2,59 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from planner import units
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, text
-from planner.results.audit import MeasurementAudit, audit_of, load_summary, reproducibility
+from planner.report.data import ReportData
+from planner.results import CandidateResult
+from planner.results.audit import MeasurementAudit, load_summary, reproducibility
+from planner.results.context import PlanResources
+from planner.results.values import LatencyStats
 
 
 def render(data: ReportData) -> list[str]:
     """The Environment section."""
     lines = ["## Environment", ""]
-    env = as_dict(data.results.get("environment"))
-    r = data.results
+    run = data.run
+    env = run.environment
     facts = []
-    for key, label in (("planner", "planner"), ("python", "Python"), ("platform", "platform")):
-        if env.get(key):
-            facts.append(f"- {label}: {text(env[key])}")
-    if not env.get("planner") and r.get("planner_version"):
-        facts.append(f"- planner: {text(r['planner_version'])}")
-    if r.get("schema_version") is not None:
-        facts.append(f"- results.json schema version: {fmt.number(r['schema_version'])}")
-    if r.get("quick") is not None:
-        facts.append(f"- quick mode: {'yes' if r['quick'] else 'no'}")
-    if env.get("date"):
-        facts.append(f"- started: {text(env['date'])}")
-    if r.get("finished"):
-        facts.append(f"- finished: {text(r['finished'])}")
-    facts += _resources(as_dict(env.get("resources")), data.candidates)
-    if not env and not facts:
-        return lines + [f"Environment: {data.missing('recording the environment')}.", ""]
+    if env is not None:
+        facts += [f"- {label}: {value}" for value, label in ((env.planner, "planner"), (env.python, "Python"),
+                                                             (env.platform, "platform")) if value]
+    if not (env is not None and env.planner) and run.planner_version:
+        facts.append(f"- planner: {run.planner_version}")
+    facts.append(f"- results.json schema version: {fmt.number(run.schema_version)}")
+    facts.append(f"- quick mode: {'yes' if run.quick else 'no'}")
+    if env is not None and env.date:
+        facts.append(f"- started: {env.date}")
+    if run.finished:
+        facts.append(f"- finished: {run.finished}")
+    facts += _resources(env.resources if env is not None else None, run.candidates)
     lines += facts + [""]
-    packages = as_dict(env.get("packages"))
+    packages = env.packages if env is not None else {}
     if packages:
         lines += fmt.table(["Package", "Version"],
-                           [[name, text(v) if v else "not installed"] for name, v in packages.items()])
+                           [[name, v if v else "not installed"] for name, v in packages.items()])
         lines.append("")
-    variables = as_dict(env.get("env"))
+    variables = env.env if env is not None else {}
     lines.append("Environment variables that size thread pools or pick devices: "
                  + ("; ".join(f"`{k}={v}`" for k, v in variables.items()) if variables else "none set")
                  + ".")
-    threads = {k: v for k, v in as_dict(data.baseline.get("threads")).items() if v not in (None, [], "")}
+    # The baseline's thread settings stay a JSON object in the typed baseline (a runtime's own names).
+    recorded = run.baseline.threads if run.baseline is not None else {}
+    threads = {k: v for k, v in recorded.items() if v not in (None, [], "")}
     if threads:
         lines.append("Baseline thread settings: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items())
                      + ". Each candidate's own settings are listed under All candidates.")
     return lines + [""] + _conditions(data)
 
 
-def _resources(res: dict, candidates: list[dict]) -> list[str]:
+def _resources(res: PlanResources | None, candidates: Sequence[CandidateResult]) -> list[str]:
     """The memory and cores the plan ran under, and the most memory its process tree took ([] when not recorded)."""
     lines = []
-    limit, source, cores = res.get("memory_limit_bytes"), text(res.get("limit_source")), res.get("cores")
-    if limit is not None or cores is not None:
+    if res is not None and (res.memory_limit_bytes is not None or res.cores is not None):
+        limit, source, cores = res.memory_limit_bytes, res.limit_source, res.cores
         if limit is None:
             memory = "an unknown amount of memory"
         elif source.startswith("cgroup"):
@@ -61,32 +64,31 @@ def _resources(res: dict, candidates: list[dict]) -> list[str]:
         line = f"- planned under {memory}"
         if cores is not None:
             line += f", {fmt.number(cores)} usable core{'s' if cores != 1 else ''}"
-        if res.get("available_bytes") is not None:
-            line += f"; {units.size(res['available_bytes'])} of it free when the plan started"
+        if res.available_bytes is not None:
+            line += f"; {units.size(res.available_bytes)} of it free when the plan started"
         lines.append(line)
-    if res.get("peak_bytes") is not None:
-        how = [text(res.get("peak_basis"))] if res.get("peak_basis") else []
-        if res.get("peak_processes"):
-            how.append(f"{fmt.number(res['peak_processes'])} processes at the peak")
+    if res is not None and res.peak_bytes is not None:
+        how = [res.peak_basis] if res.peak_basis else []
+        if res.peak_processes:
+            how.append(f"{fmt.number(res.peak_processes)} processes at the peak")
         line = (f"- peak memory of the planner's process tree (the planner, its workers and what they start): "
-                f"{units.size(res['peak_bytes'])}" + (f" ({'; '.join(how)})" if how else ""))
-        if res.get("peak_file_bytes"):
-            line += (f", besides up to {units.size(res['peak_file_bytes'])} of mapped library files, which the kernel "
+                f"{units.size(res.peak_bytes)}" + (f" ({'; '.join(how)})" if how else ""))
+        if res.peak_file_bytes:
+            line += (f", besides up to {units.size(res.peak_file_bytes)} of mapped library files, which the kernel "
                      "can drop and re-read")
         lines.append(line)
     else:
         # Results finished before the plan-wide peak was recorded still carry each measurement's own.
-        measured = [(c.get("tree_peak_bytes"), text(c.get("label"))) for c in candidates
-                    if isinstance(c.get("tree_peak_bytes"), int)]
+        measured = [(c.tree_peak_bytes, c.label) for c in candidates if c.tree_peak_bytes is not None]
         if measured:
             peak, label = max(measured)
             lines.append(f"- peak memory of the planner's process tree while measuring (its processes' own memory, "
                          f"mapped library files not counted): {units.size(peak)} (while measuring {label})")
-    if res.get("cgroup_peak_bytes") is not None or res.get("oom_kills") is not None:
+    if res is not None and (res.cgroup_peak_bytes is not None or res.oom_kills is not None):
         parts = []
-        if res.get("cgroup_peak_bytes") is not None:
-            parts.append(f"peaked at {units.size(res['cgroup_peak_bytes'])} (page cache included)")
-        kills = res.get("oom_kills")
+        if res.cgroup_peak_bytes is not None:
+            parts.append(f"peaked at {units.size(res.cgroup_peak_bytes)} (page cache included)")
+        kills = res.oom_kills
         if kills is not None:
             parts.append("no process was killed by the out-of-memory killer" if kills == 0 else
                          f"the out-of-memory killer ended {fmt.number(kills)} process{'es' if kills != 1 else ''}")
@@ -102,12 +104,12 @@ _AUDITED = ("other processes' CPU use (sampled from /proc/stat while timing, not
 
 def _conditions(data: ReportData) -> list[str]:
     """What the machine was doing while each number was timed, and whether the numbers can be trusted."""
-    rows = [(text(c.get("label")) or "baseline", c.get("audit"), c.get("latency_ms"))
-            for c in data.candidates if isinstance(c, dict)]
-    if not rows and data.baseline:
-        rows = [(text(data.baseline.get("runtime")) or "baseline", data.baseline.get("audit"),
-                 data.baseline.get("latency_ms"))]
-    audits = [(label, audit_of(raw)) for label, raw, latency in rows if latency]
+    baseline = data.run.baseline
+    rows: list[tuple[str, MeasurementAudit | None, LatencyStats | None]] = [
+        (c.label or "baseline", c.audit, c.latency_ms) for c in data.run.candidates]
+    if not rows and baseline is not None:
+        rows = [(baseline.runtime or "baseline", baseline.audit, baseline.latency_ms)]
+    audits = [(label, audit) for label, audit, latency in rows if latency is not None]
     if not any(audit for _, audit in audits):
         return ["Measurement conditions: not audited (an older planner made these results), so whether other "
                 "programs ran while the numbers were timed is not known.", ""]
@@ -126,9 +128,8 @@ def _conditions(data: ReportData) -> list[str]:
     if repro.unstable:
         lines += ["These measurements could not pin their median, so a re-measure may differ noticeably: "
                   + "; ".join(repro.unstable) + ". A full run (not --quick) takes more samples.", ""]
-    baseline = audit_of(data.baseline.get("audit")) if data.baseline else None
-    if baseline is not None:
-        lines += fmt.table(["While the baseline was timed", "Reading"], _audit_rows(baseline))
+    if baseline is not None and baseline.audit is not None:
+        lines += fmt.table(["While the baseline was timed", "Reading"], _audit_rows(baseline.audit))
         lines.append("")
     return lines
 

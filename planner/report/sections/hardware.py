@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from planner.codec import SchemaError, from_data
 from planner.hardware.ceiling_notes import INT8_COUNTING, SLOWER, measurement_note, warnings
-from planner.hardware.profile import DeviceClass
+from planner.hardware.ceiling_values import Ceilings
+from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile, MemoryInfo
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, as_list, text
-from planner.report.fmt import real
+from planner.report.data import ReportData
 from planner.results import energy_view
 
 # ISA features that change which runtimes and precisions pay, with what each one buys.
@@ -29,26 +30,14 @@ _CAPABILITIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def device_class(data: ReportData) -> str:
     """The device class in words."""
-    raw = text(data.hardware.get("device_class"))
-    if raw in set(DeviceClass):
-        return DeviceClass(raw).label
-    return raw or "unknown device class"
+    hw = data.run.hardware
+    return hw.device_class.label if hw is not None else "unknown device class"
 
 
 def probe_notes(data: ReportData) -> list[tuple[str, str]]:
     """(probe, reason) for every probe that could not run."""
-    notes = data.hardware.get("probe_notes")
-    if isinstance(notes, dict):
-        return [(text(k), text(v)) for k, v in notes.items()]
-    out = []
-    for item in as_list(notes):
-        if isinstance(item, (list, tuple)) and len(item) >= 2:
-            out.append((text(item[0]), text(item[1])))
-        elif isinstance(item, dict):
-            out.append((text(item.get("probe")), text(item.get("reason"))))
-        elif item:
-            out.append(("", text(item)))
-    return out
+    hw = data.run.hardware
+    return list(hw.probe_notes) if hw is not None else []
 
 
 def no_gpu_reason(data: ReportData) -> str:
@@ -61,38 +50,33 @@ def no_gpu_reason(data: ReportData) -> str:
 
 def cpu_name(data: ReportData) -> str:
     """The CPU model name."""
-    return text(as_dict(data.hardware.get("cpu")).get("model")) or "unknown CPU"
+    hw = data.run.hardware
+    return (hw.cpu.model if hw is not None else "") or "unknown CPU"
 
 
 def machine_phrase(data: ReportData) -> str:
     """A short description of the machine for the summary."""
-    gpus = [as_dict(g) for g in as_list(data.hardware.get("gpus"))]
-    cpu = as_dict(data.hardware.get("cpu"))
-    usable = cpu.get("usable_cores")
-    cores = f", {fmt.number(usable)} usable core{'' if usable == 1 else 's'}" if usable is not None else ""
-    if gpus:
-        names = ", ".join(text(g.get("name")) or "unnamed GPU" for g in gpus)
+    hw = data.run.hardware
+    if hw is None:
+        return f"{cpu_name(data)} ({device_class(data)})"
+    usable = hw.cpu.usable_cores
+    cores = f", {fmt.number(usable)} usable core{'' if usable == 1 else 's'}"
+    if hw.gpus:
+        names = ", ".join(g.name or "unnamed GPU" for g in hw.gpus)
         return f"{names} with {cpu_name(data)}{cores} ({device_class(data)})"
     return f"{cpu_name(data)}{cores} ({device_class(data)})"
 
 
-def _cpu_lines(data: ReportData) -> list[str]:
-    cpu = as_dict(data.hardware.get("cpu"))
-    if not cpu:
-        return [f"- **CPU**: {data.missing('detecting the CPU')}"]
-    ident = ", ".join(x for x in (text(cpu.get("vendor")), text(cpu.get("architecture"))) if x)
+def _cpu_lines(data: ReportData, cpu: CpuInfo) -> list[str]:
+    ident = ", ".join(x for x in (cpu.vendor, cpu.architecture) if x)
     line = f"- **CPU**: {cpu_name(data)}" + (f" ({ident})" if ident else "")
-    if real(cpu.get("max_mhz")):
-        line += f", up to {fmt.number(cpu['max_mhz'])} MHz"
-    cores = []
-    if cpu.get("usable_cores") is not None:
-        cores.append(f"{fmt.number(cpu['usable_cores'])} usable by this process")
-    if cpu.get("logical_cores") is not None:
-        cores.append(f"{fmt.number(cpu['logical_cores'])} logical")
-    if cpu.get("physical_cores") is not None:
-        cores.append(f"{fmt.number(cpu['physical_cores'])} physical")
-    lines = [line, f"- **Cores**: {', '.join(cores) if cores else fmt.NOT_MEASURED}"]
-    features = [str(f).lower() for f in as_list(cpu.get("features"))]
+    if cpu.max_mhz:
+        line += f", up to {fmt.number(cpu.max_mhz)} MHz"
+    cores = [f"{fmt.number(cpu.usable_cores)} usable by this process", f"{fmt.number(cpu.logical_cores)} logical"]
+    if cpu.physical_cores is not None:
+        cores.append(f"{fmt.number(cpu.physical_cores)} physical")
+    lines = [line, f"- **Cores**: {', '.join(cores)}"]
+    features = [f.lower() for f in cpu.features]
     present = [f"`{f}` ({_FEATURES[f]})" for f in _FEATURES if f in features]
     absent = [what for what, flags in _CAPABILITIES if not any(f in features for f in flags)]
     if features:
@@ -103,78 +87,85 @@ def _cpu_lines(data: ReportData) -> list[str]:
                          + " (no CPU flag for it, so those precisions are emulated or unavailable)")
     else:
         lines.append("- **ISA features**: not detected (no feature list in the profile)")
-    caches = as_dict(cpu.get("caches"))
-    if caches:
-        lines.append("- **Caches**: " + ", ".join(f"{k} {fmt.size(v)}" for k, v in caches.items()))
+    if cpu.caches:
+        lines.append("- **Caches**: " + ", ".join(f"{k} {fmt.size(v)}" for k, v in cpu.caches.items()))
     return lines
 
 
-def _memory_line(data: ReportData) -> str:
-    mem = as_dict(data.hardware.get("memory"))
-    if not mem:
-        return f"- **Memory**: {data.missing('detecting memory')}"
-    parts = [f"{fmt.size(mem.get('total_bytes'))} total",
-             f"{fmt.size(mem.get('available_bytes'))} available"]
-    if mem.get("limit_bytes") is not None:
-        parts.append(f"container limit {fmt.size(mem['limit_bytes'])}")
+def _memory_line(mem: MemoryInfo) -> str:
+    parts = [f"{fmt.size(mem.total_bytes)} total", f"{fmt.size(mem.available_bytes)} available"]
+    if mem.limit_bytes is not None:
+        parts.append(f"container limit {fmt.size(mem.limit_bytes)}")
     return "- **Memory**: " + ", ".join(parts)
 
 
-def _gpu_lines(data: ReportData) -> list[str]:
-    gpus = [as_dict(g) for g in as_list(data.hardware.get("gpus"))]
-    if not gpus:
+def _gpu_line(g: GpuInfo) -> str:
+    parts = [f"{fmt.size(g.memory_total_bytes)} memory",
+             f"compute capability {'.'.join(str(x) for x in g.compute_capability or ()) or fmt.NOT_MEASURED}"]
+    if g.sm_count is not None:
+        parts.append(f"{fmt.number(g.sm_count)} SMs")
+    if g.max_sm_clock_mhz is not None:
+        parts.append(f"up to {fmt.number(g.max_sm_clock_mhz)} MHz")
+    parts.append(f"tensor cores: {g.tensor_core_generation or 'none or unknown'}")
+    if g.integrated:
+        parts.append("integrated (shares system memory)")
+    return f"- **GPU**: {g.name or 'unnamed GPU'} — " + ", ".join(parts)
+
+
+def _gpu_lines(data: ReportData, hw: HardwareProfile) -> list[str]:
+    if not hw.gpus:
         return [f"- **GPU**: no NVIDIA GPU — {no_gpu_reason(data)}"]
-    lines = []
-    for g in gpus:
-        cc = g.get("compute_capability")
-        cc_text = ".".join(str(x) for x in cc) if isinstance(cc, (list, tuple)) and cc else fmt.NOT_MEASURED
-        parts = [f"{fmt.size(g.get('memory_total_bytes'))} memory", f"compute capability {cc_text}"]
-        if g.get("sm_count") is not None:
-            parts.append(f"{fmt.number(g['sm_count'])} SMs")
-        if g.get("max_sm_clock_mhz") is not None:
-            parts.append(f"up to {fmt.number(g['max_sm_clock_mhz'])} MHz")
-        parts.append(f"tensor cores: {text(g.get('tensor_core_generation')) or 'none or unknown'}")
-        if g.get("integrated"):
-            parts.append("integrated (shares system memory)")
-        lines.append(f"- **GPU**: {text(g.get('name')) or 'unnamed GPU'} — " + ", ".join(parts))
-    versions = [f"driver {data.hardware['driver_version']}" if data.hardware.get("driver_version") else "",
-                f"CUDA {data.hardware['cuda_version']}" if data.hardware.get("cuda_version") else ""]
+    lines = [_gpu_line(g) for g in hw.gpus]
+    versions = [f"driver {hw.driver_version}" if hw.driver_version else "",
+                f"CUDA {hw.cuda_version}" if hw.cuda_version else ""]
     if any(versions):
         lines.append("- **NVIDIA software**: " + ", ".join(v for v in versions if v))
     return lines
 
 
+def _ceilings(data: ReportData) -> Ceilings | None:
+    """The plan's ceilings, else the baseline's copy (JSON inside the typed baseline), else None."""
+    if data.run.ceilings is not None:
+        return data.run.ceilings
+    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
+    if not copy:
+        return None
+    try:
+        return from_data(copy, Ceilings)
+    except SchemaError:
+        return None
+
+
 def ceilings_lines(data: ReportData) -> list[str]:
     """The measured ceilings with their source and the ridge point per precision."""
-    ceil = data.ceilings
+    ceil = _ceilings(data)
     lines = ["### Measured ceilings", ""]
-    if not ceil:
+    if ceil is None:
         return lines + [f"Ceilings: {data.missing('measuring the ceilings')}.", ""]
-    bw = real(ceil.get("bandwidth_bytes_per_s"))
-    source = text(ceil.get("source")) or "source not recorded"
-    lines.append(f"Source: **{source}**" + (f" on {ceil['device']}" if ceil.get("device") else "")
+    bw = ceil.bandwidth_bytes_per_s
+    lines.append(f"Source: **{ceil.source or 'source not recorded'}**" + (f" on {ceil.device}" if ceil.device else "")
                  + f". Memory bandwidth {fmt.bandwidth(bw)}.")
     lines.append("")
-    rows = []
-    for precision, peak in as_dict(ceil.get("peak_flops")).items():
-        flops = real(peak)
-        ridge = flops / bw if flops is not None and bw else None
-        rows.append([str(precision), fmt.flop_rate(peak), fmt.ratio(ridge)])
+    # A NaN peak or bandwidth gives a NaN ridge, which fmt writes as not measured, as it does None.
+    rows = [[precision, fmt.flop_rate(peak), fmt.ratio(peak / bw if bw else None)]
+            for precision, peak in ceil.peak_flops.items()]
     if rows:
         lines += fmt.table(["Precision", "Peak", "Ridge point (FLOP/byte)"], rows)
         lines += ["", "Below the ridge point a layer is limited by memory bandwidth; above it, by "
                   "arithmetic. The ridge is peak FLOP/s divided by bandwidth."]
     else:
         lines.append("No peak FLOP/s was recorded.")
-    all_details = as_dict(ceil.get("details"))
+    # `details` stays a JSON object in the typed ceilings: what each measurement recorded, keyed by name.
+    all_details = ceil.details
     how = measurement_note(all_details)
-    if "int8" in as_dict(ceil.get("peak_flops")):
-        method = text(all_details.get("int8_method"))
+    if ceil.has("int8"):
+        method = all_details.get("int8_method")
+        method = "" if method is None else str(method)
         lines += ["", f"The int8 roof: {INT8_COUNTING}" + (f"; measured with {method}" if method else "") + "."]
     if how:
         lines += ["", f"When and how: {how}."]
     for warning in warnings(all_details):
-        lines += ["", f"Warning: {text(warning)}."]
+        lines += ["", f"Warning: {warning}."]
     shown = {"timestamp", "mode", "repeats", "measured_while", "attempts", "busy_note", "exceeded_note",
              "kept_out_note", "int8_method", "measurement_error", "gpu_measurement_error",
              # `_failed`: what planners before issue 34 wrote for a lower precision measured slower; not a failure.
@@ -187,31 +178,31 @@ def ceilings_lines(data: ReportData) -> list[str]:
     return lines + [""]
 
 
-def energy_counter_phrase(results: dict) -> str:
+def energy_counter_phrase(data: ReportData) -> str:
     """Which energy counter the plan read (or why none), and what the other counter families said."""
-    source = energy_view.source_of(results)
+    source = data.run.energy_source
     line = energy_view.source_words(source)
-    others = [text(n) for n in as_list(source.get("notes")) if text(n)]
+    others = [n for n in source.notes if n] if source is not None else []
     return line + (f" (also looked for: {'; '.join(others)})" if others else "")
 
 
 def render(data: ReportData) -> list[str]:
     """The Hardware section."""
-    hw = data.hardware
+    hw = data.run.hardware
     lines = ["## Hardware", ""]
-    if not hw:
+    if hw is None:
         lines += [f"Hardware profile: {data.missing('detecting the hardware')}.", ""]
         return lines + ceilings_lines(data)
-    lines += _cpu_lines(data)
-    lines.append(_memory_line(data))
-    lines += _gpu_lines(data)
-    board = ", ".join(x for x in (text(hw.get("board")), text(hw.get("soc"))) if x)
+    lines += _cpu_lines(data, hw.cpu)
+    lines.append(_memory_line(hw.memory))
+    lines += _gpu_lines(data, hw)
+    board = ", ".join(x for x in (hw.board, hw.soc) if x)
     lines.append(f"- **Device class**: {device_class(data)}" + (f" ({board})" if board else ""))
-    soft = [f"{label} {hw[key]}" for key, label in (("os", "OS"), ("python_version", "Python"),
-                                                    ("torch_version", "torch")) if hw.get(key)]
+    soft = [f"{label} {value}" for value, label in ((hw.os, "OS"), (hw.python_version, "Python"),
+                                                    (hw.torch_version, "torch")) if value]
     if soft:
         lines.append("- **Software**: " + ", ".join(soft))
-    lines.append(f"- **Energy counter**: {energy_counter_phrase(data.results)}")
+    lines.append(f"- **Energy counter**: {energy_counter_phrase(data)}")
     notes = probe_notes(data)
     if notes:
         lines += ["", "What the probes could not see, and why:", ""]

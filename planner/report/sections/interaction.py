@@ -9,79 +9,79 @@ from __future__ import annotations
 
 from planner import units
 from planner.report import figdata, fmt
-from planner.report.data import ReportData, as_dict, as_list, text
+from planner.report.data import ReportData
 from planner.results import energy_view
-from planner.results.interaction import VERDICT_WORDS
+from planner.results.interaction import VERDICT_WORDS, Interaction, InteractionCell
 
 _NEEDS_RETRAINING = "needs retraining: speed measured, accuracy not"
 
 
-def cells(pair: dict) -> dict[str, dict]:
+def cells(pair: Interaction) -> dict[str, InteractionCell]:
     """The pair's cells by name (baseline, architecture, hardware, combined)."""
-    return {text(c.get("cell")): c for c in as_list(pair.get("cells")) if isinstance(c, dict)}
+    return {c.cell: c for c in pair.cells}
 
 
-def cell_text(cell: dict | None) -> str:
+def _speedup(cell: InteractionCell | None) -> float | None:
+    """A cell's speedup over the baseline cell, None where the cell is missing or has none."""
+    return cell.speedup if cell is not None else None
+
+
+def _p50(cell: InteractionCell | None) -> float | None:
+    """A cell's median latency in ms, None where the cell is missing or was not timed."""
+    return cell.p50_ms if cell is not None else None
+
+
+def cell_text(cell: InteractionCell | None) -> str:
     """'p50 (speedup)' for a measured cell, else its status and reason."""
-    if not cell:
+    if cell is None:
         return "not measured"
-    p50 = fmt.real(cell.get("p50_ms"))
-    if p50 is None:
-        reason = text(cell.get("reason"))
-        return f"{text(cell.get('status')) or 'failed'}{': ' + reason if reason else ''}"
-    busy = " (timed under load)" if cell.get("disturbed") else ""
+    if cell.p50_ms is None:
+        return f"{cell.status or 'failed'}{': ' + cell.reason if cell.reason else ''}"
+    busy = " (timed under load)" if cell.disturbed else ""
     # A cell from a file written before energy was measured has no figure; the table's note says so.
-    energy = f"; {energy_view.cell_phrase(cell)}" if energy_view.energy_of(cell) else ""
-    return f"{units.ms(p50)} ({units.speedup(cell.get('speedup'))}){busy}{energy}"
+    energy = f"; {energy_view.cell_phrase(cell)}" if cell.energy is not None else ""
+    return f"{units.ms(cell.p50_ms)} ({units.speedup(cell.speedup)}){busy}{energy}"
 
 
-def factor_line(pair: dict) -> str:
+def factor_line(pair: Interaction) -> str:
     """The factor with its arithmetic and verdict, or why it could not be computed."""
-    by = cells(pair)
-    factor = fmt.real(pair.get("factor"))
-    if factor is None:
+    if pair.factor is None:
         return "Interaction factor: not computed (a cell was not measured; its row says why)."
-    a, h, c = (fmt.real(by.get(n, {}).get("speedup")) for n in ("architecture", "hardware", "combined"))
-    verdict = text(pair.get("verdict"))
-    busy = [n for n, c in by.items() if c.get("disturbed")]
+    a, h, c = (_speedup(pair.cell(n)) for n in ("architecture", "hardware", "combined"))
+    busy = [name for name, cell in cells(pair).items() if cell.disturbed]
     caution = (f" Cells timed under load ({', '.join(busy)}): other work on the machine can move a cell by "
                "more than the 5% the verdict needs, so re-run on an idle machine before trusting it." if busy else "")
     return (f"Interaction factor = combined / (architecture x hardware) = {units.speedup(c)} / "
-            f"({units.speedup(a)} x {units.speedup(h)}) = **{factor:.2f}**: {verdict} — "
-            f"{VERDICT_WORDS.get(verdict, '')}.{caution}")
+            f"({units.speedup(a)} x {units.speedup(h)}) = **{pair.factor:.2f}**: {pair.verdict} — "
+            f"{VERDICT_WORDS.get(pair.verdict, '')}.{caution}")
 
 
 def _same(a: float | None, b: float | None) -> bool:
     return a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
 
 
-def retimed(data: ReportData, pair: dict) -> list[tuple[str, float | None, str]]:
+def retimed(data: ReportData, pair: Interaction) -> list[tuple[str, float | None, str]]:
     """The cells that timed something the plan had already measured, and got another figure: (what, the plan's
     own p50, how the ranking states it). A quick plan's newer study reuses the plan's figures, so none differs."""
-    by = cells(pair)
     found: list[tuple[str, float | None, str]] = []
-    base = by.get("baseline", {})
-    if fmt.real(base.get("p50_ms")) is not None and data.base_p50 is not None \
-            and not _same(fmt.real(base.get("p50_ms")), data.base_p50):
-        found.append(("the baseline", data.base_p50, f"p50 {units.ms(data.base_p50)}"))
-    for name in ("architecture", "hardware"):
-        cell = by.get(name, {})
-        own = next((c for c in data.candidates if text(c.get("label")) == text(pair.get(name))
-                    and not data.is_reference(c)), None)
-        mine = fmt.real(cell.get("p50_ms"))
-        theirs = fmt.real(as_dict(own.get("latency_ms")).get("p50_ms")) if own is not None else None
+    base, plan_base = _p50(pair.cell("baseline")), data.base_ms
+    if base is not None and plan_base is not None and not _same(base, plan_base):
+        found.append(("the baseline", plan_base, f"p50 {units.ms(plan_base)}"))
+    for name, what in (("architecture", pair.architecture), ("hardware", pair.hardware)):
+        own = next((c for c in data.run.candidates if c.label == what and not data.is_reference_cand(c)), None)
+        mine = _p50(pair.cell(name))
+        theirs = own.p50 if own is not None else None
         if own is not None and mine is not None and theirs is not None and not _same(mine, theirs):
-            found.append((text(pair.get(name)), theirs,
-                          f"p50 {units.ms(theirs)}, {units.speedup(data.speedup(own))}"))
+            found.append((what, theirs, f"p50 {units.ms(theirs)}, {units.speedup(data.speedup_of(own))}"))
     return found
 
 
-def baseline_retimed(data: ReportData, pair: dict) -> bool:
+def baseline_retimed(data: ReportData, pair: Interaction) -> bool:
     """Whether the pair's speedups are over a baseline timed again in the interaction step (not the plan's)."""
     return any(what == "the baseline" for what, _, _ in retimed(data, pair))
 
 
-def _retimed_line(data: ReportData, pair: dict) -> list[str]:
+def _retimed_line(data: ReportData, pair: Interaction) -> list[str]:
     found = retimed(data, pair)
     if not found:
         return []
@@ -93,7 +93,7 @@ def _retimed_line(data: ReportData, pair: dict) -> list[str]:
 
 def render(data: ReportData) -> list[str]:
     """The section; [] when no interaction was measured."""
-    pairs = [as_dict(p) for p in as_list(data.results.get("interactions")) if as_dict(p)]
+    pairs = data.run.interactions
     if not pairs:
         return []
     lines = ["## Interaction of architecture and hardware", "",
@@ -102,21 +102,20 @@ def render(data: ReportData) -> list[str]:
              "single speedups (above 1.05: they amplify each other; below 0.95: they conflict; else independent).",
              ""]
     for pair in pairs:
-        by = cells(pair)
-        arch, hw = text(pair.get("architecture")), text(pair.get("hardware"))
-        base_label = text(by.get("baseline", {}).get("label")) or "baseline"
+        arch, hw = pair.architecture, pair.hardware
+        base_cell = pair.cell("baseline")
+        base_label = (base_cell.label if base_cell is not None else "") or "baseline"
         lines.append(f"### {arch} x {hw}")
         lines.append("")
-        if pair.get("needs_retraining"):
+        if pair.needs_retraining:
             lines += [f"The architecture change is a redesign that {_NEEDS_RETRAINING}.", ""]
         lines += fmt.table(["", f"baseline runtime ({base_label})", hw],
-                           [["original architecture", cell_text(by.get("baseline")), cell_text(by.get("hardware"))],
-                            [arch, cell_text(by.get("architecture")), cell_text(by.get("combined"))]])
-        lines += ["", energy_view.energy_note(data.results, [])]
+                           [["original architecture", cell_text(base_cell), cell_text(pair.cell("hardware"))],
+                            [arch, cell_text(pair.cell("architecture")), cell_text(pair.cell("combined"))]])
+        lines += ["", energy_view.energy_note(data.run, [])]
         lines += _retimed_line(data, pair)
         lines += ["", factor_line(pair)]
-        method = text(pair.get("method"))
-        if method:
-            lines += ["", f"Method: {method}."]
+        if pair.method:
+            lines += ["", f"Method: {pair.method}."]
         lines.append("")
     return lines + figdata.figure_block(data, figdata.INTERACTION) + [""]

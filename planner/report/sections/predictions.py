@@ -5,9 +5,10 @@ from __future__ import annotations
 from planner.report import fmt
 from planner.report.data import ReportData
 from planner.report.sections.candidates import label, ordered
-from planner.results.values import Prediction
-from planner.results.view import as_dict, number, text
+from planner.results import Status
 
+# Statuses of a candidate that was timed (its speedup is a measurement, whatever the fidelity gate said).
+_MEASURED = (Status.OK, Status.REJECTED, Status.UNCONFIRMED)
 _HELD = {"inside": "inside", "above": "above the band", "below": "below the band", "": "not measured"}
 
 
@@ -15,11 +16,10 @@ def render(data: ReportData) -> list[str]:
     """The Predictions section ([] when no candidate carries a prediction, as in older results)."""
     rows = []
     for cand in ordered(data):
-        raw = as_dict(cand.get("prediction"))
-        prediction = Prediction(number(raw.get("low")), number(raw.get("high")), text(raw.get("basis")))
-        if prediction.low is None or prediction.high is None:
+        prediction = cand.prediction
+        if prediction is None or prediction.low is None or prediction.high is None:
             continue
-        measured = data.speedup(cand) if text(cand.get("status")) in ("ok", "rejected", "unconfirmed") else None
+        measured = data.speedup_of(cand) if cand.status in _MEASURED else None
         rows.append([label(cand), f"{fmt.speedup(prediction.low)} to {fmt.speedup(prediction.high)}",
                      fmt.speedup(measured) if measured is not None else "—", _HELD[prediction.verdict(measured)],
                      prediction.basis or "—"])
@@ -31,7 +31,6 @@ def render(data: ReportData) -> list[str]:
              "depthwise convolutions, attention). These are estimates, set before the measurement; the "
              "measured speedup is the fact.", ""]
     lines += fmt.table(["Candidate", "Predicted speedup", "Measured", "Held?", "Why"], rows)
-    held = text(data.results.get("predictions_held"))
-    if held:
-        lines += ["", held]
+    if data.run.predictions_held:
+        lines += ["", data.run.predictions_held]
     return lines + [""]

@@ -4,39 +4,47 @@ from __future__ import annotations
 
 import shlex
 
-from planner.report.data import ReportData, as_dict, text
-from planner.report.fmt import real
+from planner.report.data import ReportData
 from planner.report.sections.candidates import label
+from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, Requirements
 from planner.results.view import inputs_cli_args
 
-# Requirement fields given as flags, the flag that sets each, and the unit scale the flag takes.
-_FLAGS: tuple[tuple[str, str, float], ...] = (
-    ("latency_ms", "--latency-ms", 1.0), ("latency_percentile", "--latency-percentile", 1.0),
-    ("min_throughput", "--min-throughput", 1.0), ("memory_budget_bytes", "--memory-mb", 1e6),
-    ("model_size_budget_bytes", "--model-size-mb", 1e6), ("accuracy_budget", "--accuracy-drop", 1.0),
+# Requirement fields given as flags, the flag that sets each, and the unit scale the flag takes (None: as text).
+_FLAGS: tuple[tuple[str, str, float | None], ...] = (
+    ("latency_percentile", "--latency-percentile", None),
+    ("latency_ms", "--latency-ms", 1.0), ("min_throughput", "--min-throughput", 1.0),
+    ("memory_budget_bytes", "--memory-mb", 1e6), ("model_size_budget_bytes", "--model-size-mb", 1e6),
+    ("accuracy_budget", "--accuracy-drop", 1.0),
 )
+
+
+def _requirement_args(reqs: Requirements) -> list[str]:
+    """The flags that set the requirements given as flags, and the file's stand-in where a file gave some."""
+    args: list[str] = []
+    for key, flag, scale in _FLAGS:
+        value = getattr(reqs, key)
+        if value is not None and reqs.source(key) == SOURCE_FLAG:
+            args += [flag, str(value) if scale is None else f"{value / scale:g}"]
+    if any(origin == SOURCE_FILE for origin in reqs.sources.values()):
+        args += ["--requirements", "REQUIREMENTS.toml"]
+    return args
 
 
 def plan_command(data: ReportData) -> str | None:
     """The `planner plan` command that re-runs this plan, from what results.json records."""
-    source = text(data.model.get("source"))
-    if not source:
+    run = data.run
+    model = data.model_record
+    if model is None or not model.source:
         return None
-    parts = ["planner", "plan", "--model", source, *inputs_cli_args(data.inputs)]
-    if text(data.model.get("kind")) == "python":
+    parts = ["planner", "plan", "--model", model.source, *inputs_cli_args(data.model_inputs)]
+    if model.kind == "python":
         parts.append("--trust-code")  # a Python model file is only run with it
-    if data.results.get("target"):
-        parts += ["--target", text(data.results["target"])]
-    if data.results.get("quick") is True:
+    if run.target:
+        parts += ["--target", run.target]
+    if run.quick:
         parts.append("--quick")
-    reqs = data.requirements
-    sources = as_dict(reqs.get("sources"))
-    for key, flag, scale in _FLAGS:
-        value = real(reqs.get(key))
-        if value is not None and text(sources.get(key)) == "flag":
-            parts += [flag, f"{value / scale:g}"]
-    if any(text(v) == "file" for v in sources.values()):
-        parts += ["--requirements", "REQUIREMENTS.toml"]
+    if run.requirements is not None:
+        parts += _requirement_args(run.requirements)
     return shlex.join(parts)
 
 
@@ -48,15 +56,15 @@ def render(data: ReportData) -> list[str]:
         lines += ["The whole plan (requirement flags as recorded"
                   + ("; REQUIREMENTS.toml stands for the requirements file you used" if "REQUIREMENTS.toml"
                      in command else "") + "):", "", "```sh", command, "```", ""]
-    entries = list(data.candidates) or ([data.baseline] if data.baseline else [])
+    # (name, status, command) per candidate; before any candidate, the baseline as it was measured.
+    base = data.run.baseline
+    entries = [(label(c), str(c.status), c.reproduce) for c in data.run.candidates] or (
+        [(base.runtime or "baseline", "ok", base.reproduce)] if base is not None else [])
     if not entries:
         return lines + [f"Candidates: {data.missing('measuring candidates')}.", ""]
     lines += ["Each candidate re-measured on its own with `planner bench`:", ""]
     seen: set[str] = set()
-    for cand in entries:
-        name = label(cand) if cand is not data.baseline else (text(cand.get("runtime")) or "baseline")
-        status = text(cand.get("status")) or ("ok" if cand is data.baseline else "unknown")
-        cmd = text(cand.get("reproduce"))
+    for name, status, cmd in entries:
         lines.append(f"**{name}** ({status})")
         lines.append("")
         if not cmd:

@@ -7,6 +7,7 @@ from planner.report.data import ReportData
 
 def render(data: ReportData) -> list[str]:
     """The section; [] when the run recorded no warning."""
-    if not data.warnings:
+    warnings = [w for w in data.run.warnings if w]
+    if not warnings:
         return []
-    return ["## Warnings from the run", ""] + [f"- {w}" for w in data.warnings] + [""]
+    return ["## Warnings from the run", ""] + [f"- {w}" for w in warnings] + [""]

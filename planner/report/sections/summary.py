@@ -7,55 +7,63 @@ from __future__ import annotations
 import re
 
 from planner.report import fmt, handover
-from planner.report.data import ReportData, as_dict, as_list, dig, latency, p50, text
+from planner.report.data import ReportData
 from planner.report.sections import requirements
 from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
-from planner.results import energy_view, fidelity_view
-from planner.results.view import check_on_your_data, generated_pass_caution, not_established_why, unconfirmed_lead
+from planner.results import CandidateResult, Status, energy_view, fidelity_view
+from planner.results.analysis import Severity
+from planner.results.decisions import CheckStatus, RequirementCheck
+from planner.results.view import (
+    check_on_your_data,
+    generated_pass_caution,
+    not_established_why,
+    unconfirmed_lead,
+)
 
 
 def _model_sentence(data: ReportData) -> str:
-    m = data.model
-    if not m:
+    # The loaded model's record, else the baseline's shorter copy of it.
+    m = data.run.model or (data.run.baseline.model if data.run.baseline is not None else None)
+    if m is None:
         return f"The model was {data.missing('loading the model')}."
-    name = text(m.get("name")) or text(m.get("source")) or "The model"
+    name = m.name or m.source or "The model"
     facts = []
-    if m.get("source") and m.get("source") != m.get("name"):
-        facts.append(f"`{m['source']}`")
-    if m.get("parameters") is not None:
-        facts.append(f"{fmt.number(m['parameters'])} parameters")
-    if m.get("size_bytes") is not None:
-        facts.append(f"{fmt.size(m['size_bytes'])} of weights")
-    inputs = data.inputs
+    if m.source and m.source != m.name:
+        facts.append(f"`{m.source}`")
+    if m.parameters is not None:
+        facts.append(f"{fmt.number(m.parameters)} parameters")
+    if m.size_bytes is not None:
+        facts.append(f"{fmt.size(m.size_bytes)} of weights")
+    inputs = data.model_inputs
     if inputs:
         # Name, dtype and shape here; how the values were drawn is in the Baseline section.
         described = [fmt.tensor(i, values=False) for i in inputs]
         facts.append(("input " if len(described) == 1 else f"{len(described)} inputs: ") + fmt.series(described))
-    target = text(data.results.get("target"))
-    where = f" on {machine_phrase(data)}" if data.hardware else ""
+    target = data.run.target
+    where = f" on {machine_phrase(data)}" if data.run.hardware is not None else ""
     return (f"**{name}**" + (f" ({'; '.join(facts)})" if facts else "") + where
             + (f", planned for the `{target}` target" if target else "") + ".")
 
 
 def _baseline_sentence(data: ReportData) -> str:
-    b = data.baseline
-    if not b:
+    b = data.run.baseline
+    if b is None:
         return f"The baseline was {data.missing('profiling the baseline')}."
-    lat = latency(b)
-    runtime = text(b.get("runtime")) or "the original runtime"
-    tail = [f"p{q} {fmt.ms(lat[f'p{q}_ms'])}" for q in ("95", "99") if lat.get(f"p{q}_ms") is not None]
-    sentence = f"Out of the box ({runtime}) it takes {fmt.ms(lat.get('p50_ms'))} at p50"
+    lat = b.latency_ms
+    runtime = b.runtime or "the original runtime"
+    tail = [f"p{q} {fmt.ms(ms)}" for q, ms in (("95", lat.p95_ms), ("99", lat.p99_ms)) if ms is not None]
+    sentence = f"Out of the box ({runtime}) it takes {fmt.ms(lat.p50_ms)} at p50"
     sentence += (" (" + ", ".join(tail) + ")") if tail else ""
-    bound = text(as_dict(b.get("bottleneck")).get("bound"))
+    bound = b.bottleneck.bound if b.bottleneck is not None else None
     return sentence + (f" and is {bound}-bound on this machine." if bound else ".")
 
 
 def _decision(data: ReportData) -> list[str]:
     """The Summary's decision, its measured gain and its accuracy risk, one labelled line each."""
-    best = data.best
-    others = [c for c in data.candidates if not data.is_reference(c)]
+    best = data.best_cand
+    others = [c for c in data.run.candidates if not data.is_reference_cand(c)]
     if best is None:
         if not others:
             return [f"**Decision**: none yet: no optimized candidate was measured "
@@ -63,47 +71,49 @@ def _decision(data: ReportData) -> list[str]:
         return ["**Decision**: keep the model as it is: no optimized candidate was both measured and close enough "
                 "to the original model's outputs to rank (see Appendix › All candidates), so the baseline stands."]
     lead = _unconfirmed_lead(data)
-    unconfirmed = f" {_unconfirmed_sentence(data)}" if lead is not None else ""
-    if data.is_reference(best):
+    unconfirmed = f" {_unconfirmed_sentence(lead)}" if lead is not None else ""
+    if data.is_reference_cand(best):
         if lead is not None:
             return ["**Decision**: keep the model as it is. No confirmed candidate beat the baseline: it stays the "
                     f"fastest confirmed configuration.{unconfirmed}"]
         return ["**Decision**: keep the model as it is. None of the measured candidates beat the baseline: it stays "
                 "the fastest configuration measured here."]
-    ranked = f" (ranked by {data.ranked_by})" if data.ranked_by else ""
+    ranked_by = data.run.ranking.by if data.run.ranking is not None else ""
+    ranked = f" (ranked by {ranked_by})" if ranked_by else ""
     which = "the best confirmed candidate" if lead is not None else "the best deployment found"
     lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}",
-             f"**Measured gain**: p50 {fmt.ms(p50(best))} against {fmt.ms(data.base_p50)} for the baseline, "
-             f"{fmt.speedup(data.speedup(best))} the baseline's speed.{_load_caveat(data, best)}"]
-    if energy_view.source_of(data.results):  # a plan that looked for an energy counter (older files did not)
+             f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
+             f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}"]
+    if data.run.energy_source is not None:  # a plan that looked for an energy counter (older files did not)
         lines.append(f"**Energy**: {_energy(data, best)}")
     return lines + [f"**Accuracy risk**: {_risk(best)}"]
 
 
-def _energy(data: ReportData, best: dict) -> str:
+def _energy(data: ReportData, best: CandidateResult) -> str:
     """The best candidate's and the baseline's J/inference, or 'unavailable' and why (never estimated)."""
-    base = next((c for c in data.candidates if data.is_reference(c)), {})
-    source = energy_view.source_of(data.results)
-    if not source.get("available"):
+    base = next((c for c in data.run.candidates if data.is_reference_cand(c)), None)
+    source = data.run.energy_source
+    if source is None or not source.available:
         return energy_view.source_words(source)
     return (f"{energy_view.cell_phrase(best)} against {energy_view.cell_phrase(base)} for the baseline "
-            f"({text(source.get('scope'))}, net of idle)")
+            f"({source.scope}, net of idle)")
 
 
-def _risk(best: dict) -> str:
+def _risk(best: CandidateResult) -> str:
     """What the fidelity check measured of the best candidate, and what it cannot tell."""
-    fid = as_dict(best.get("fidelity"))
+    fid = best.fidelity
     # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
     by_kind = fidelity_view.phrases(fid)
     agreement = list(by_kind)
-    if fid.get("cosine") is not None and not by_kind:
-        agreement.append(f"cosine {fmt.cosine(fid['cosine'])}")
-    if fid.get("top1_agreement") is not None and not by_kind:
-        agreement.append(f"top-1 agreement {fmt.pct(fid['top1_agreement'])}")
-    if fid.get("accuracy") is not None:
-        agreement.append(f"accuracy {fmt.accuracy(fid['accuracy'])}")
+    if fid is not None:
+        if not by_kind:
+            agreement.append(f"cosine {fmt.cosine(fid.cosine)}")
+        if fid.top1_agreement is not None and not by_kind:
+            agreement.append(f"top-1 agreement {fmt.pct(fid.top1_agreement)}")
+        if fid.accuracy is not None:
+            agreement.append(f"accuracy {fmt.accuracy(fid.accuracy)}")
     sentence = " and ".join(agreement) + " against the original" if agreement else "no fidelity check was recorded"
-    if agreement and "generated inputs" in text(fid.get("decided_by")):
+    if agreement and fid is not None and "generated inputs" in fid.decided_by:
         sentence += " on generated inputs"
     caution = generated_pass_caution(best, code="`")
     if caution:
@@ -111,32 +121,28 @@ def _risk(best: dict) -> str:
     return sentence + "."
 
 
-def _unconfirmed_lead(data: ReportData) -> dict | None:
+def _unconfirmed_lead(data: ReportData) -> CandidateResult | None:
     """The fastest candidate not established on real data, when it is faster than the best confirmed one."""
-    best = data.best
-    lead = unconfirmed_lead(data.candidates, data.speedup(best) if best is not None else None)
-    return dict(lead) if lead is not None else None
+    best = data.best_cand
+    return unconfirmed_lead(data.run.candidates, data.speedup_of(best) if best is not None else None)
 
 
-def _unconfirmed_sentence(data: ReportData) -> str:
+def _unconfirmed_sentence(lead: CandidateResult) -> str:
     """'Up to 3.9x (Y) if it holds on your data: re-run with `--val-data DIR`.' after the best confirmed
-    candidate, with what 'not established on real data' means (its first use in the report); '' without
-    such a candidate."""
-    lead = _unconfirmed_lead(data)
-    if lead is None:
-        return ""
+    candidate, with what 'not established on real data' means (its first use in the report)."""
     return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *not established on real data*: "
             f"{not_established_why(lead)}, so it is not ranked.")
 
 
-def _load_caveat(data: ReportData, best: dict) -> str:
+def _load_caveat(data: ReportData, best: CandidateResult) -> str:
     """A warning beside the headline speedup when either of its two timings was taken under interference.
 
     Multi-threaded PyTorch in particular can run many times slower while another process holds a core
     (each parallel op waits for its descheduled thread), which inflates a speedup over it.
     """
-    disturbed = [name for name, record in (("the baseline", data.baseline), ("this candidate", best))
-                 if as_list(as_dict(as_dict(record).get("audit")).get("issues"))]
+    baseline_audit = data.run.baseline.audit if data.run.baseline is not None else None
+    disturbed = [name for name, audit in (("the baseline", baseline_audit), ("this candidate", best.audit))
+                 if audit is not None and audit.disturbed]
     if not disturbed:
         return ""
     return (f" Caution: {' and '.join(disturbed)} {'was' if len(disturbed) == 1 else 'were'} timed while other "
@@ -149,17 +155,15 @@ def _requirements_sentence(data: ReportData) -> str:
     if not found:
         return f"**Requirements**: {data.missing('checking the requirements')}."
 
-    def _named(c: dict) -> str:
-        target = c.get("target")
+    def _named(c: RequirementCheck) -> str:
         name = requirements.name_of(c)
-        return name + (f" {requirements.value_text(name, target)}" if target is not None else "")
+        return name + f" {requirements.value_text(name, c.target)}"
 
     groups: dict[str, list[str]] = {"missed": [], "met": [], "other": []}
     for c in found:
-        verdict = requirements.verdict(c)
         # An impossible requirement is missed too; its margin says why it cannot be met. One met only on the
         # median is not judged at its percentile: it goes with the others, its margin saying what was judged.
-        key = ("missed" if verdict == "cannot be met" else verdict if verdict == "missed"
+        key = ("missed" if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)
                else "met" if requirements.fully_met(c) else "other")
         groups[key].append(f"{_named(c)} ({requirements.margin(c)})" if key != "met" else _named(c))
     parts = []
@@ -177,41 +181,37 @@ def _requirements_sentence(data: ReportData) -> str:
 
 def _biggest_win(data: ReportData) -> str:
     # An informational finding (nothing to change: e.g. only the class count is unaligned) is no win.
-    findings = [f for f in data.findings if f.get("severity") != "info"]
+    findings = [f for f in data.sorted_findings if f.severity != Severity.INFO]
     if findings:
         f = findings[0]
-        layers = ", ".join(f"`{x}`" for x in f.get("layers") or [])
-        basis = text(f.get("impact_basis")) or "basis not recorded"
-        impact = f"{fmt.pct(f.get('impact'))} — {basis}" if f.get("impact") is not None else basis
-        return (f"The single biggest remaining win is architectural and needs retraining: "
-                f"{text(f.get('title')) or text(f.get('id'))}" + (f" in {layers}" if layers else "")
-                + f" (estimate: {impact}).")
+        layers = ", ".join(f"`{x}`" for x in f.layers)
+        impact = f"{fmt.pct(f.impact)} — {f.impact_basis or 'basis not recorded'}"
+        return (f"The single biggest remaining win is architectural and needs retraining: {f.title or f.id}"
+                + (f" in {layers}" if layers else "") + f" (estimate: {impact}).")
     # A step that does not apply to this model (a PyTorch setting for an ONNX file) is no remaining step at all.
-    remaining = [step for step in data.steps if not step_measured(data, step) and step_applies(data, step)]
+    remaining = [step for step in data.plan_steps if not step_measured(data, step) and step_applies(data, step)]
     # A step whose plugin cannot run on this model (channels-last for an ONNX file: a PyTorch setting)
     # is no next step for it; it is named only when nothing else remains, with the reason.
     runnable = [step for step in remaining
-                if not any(data.skip_reason(p) for p in step_plugins(step))]
-    for step in runnable:
-        what = text(step.get("title")) or "a planned step"
-        expected = text(step.get("expected")) or "effect not estimated"
-        return (f"The biggest remaining step, not measured in this run, is {what} "
-                f"(estimate: {expected}).")
+                if not any(data.skipped_because(p) for p in step_plugins(step))]
+    if runnable:
+        return (f"The biggest remaining step, not measured in this run, is {runnable[0].title or 'a planned step'} "
+                f"(estimate: {runnable[0].expected or 'effect not estimated'}).")
     if remaining:
         step = remaining[0]
-        what = text(step.get("title")) or "a planned step"
-        return (f"Every step this plan could measure on this model was measured; {what} was not "
-                f"({'; '.join(r for r in (data.skip_reason(p) for p in step_plugins(step)) if r)}).")
+        reasons = "; ".join(r for r in (data.skipped_because(p) for p in step_plugins(step)) if r)
+        return (f"Every step this plan could measure on this model was measured; {step.title or 'a planned step'} "
+                f"was not ({reasons}).")
     return "No remaining win beyond the measured candidates was identified."
 
 
-def _structural_lead(data: ReportData) -> dict | None:
+def _structural_lead(data: ReportData) -> CandidateResult | None:
     """The fastest measured redesign (new weights, speed only) when it is faster than the decision."""
-    best = data.best
-    floor = max(data.speedup(best) or 1.0, 1.0) if best is not None else 1.0
-    redesigns = [c for c in data.candidates if as_dict(c.get("declared")).get("arithmetic") == "structural"
-                 and p50(c) is not None and (data.speedup(c) or 0) > floor]
-    return max(redesigns, key=lambda c: data.speedup(c) or 0) if redesigns else None
+    best = data.best_cand
+    floor = max(data.speedup_of(best) or 1.0, 1.0) if best is not None else 1.0
+    redesigns = [c for c in data.run.candidates if c.declared is not None and c.declared.arithmetic == "structural"
+                 and c.p50 is not None and (data.speedup_of(c) or 0) > floor]
+    return max(redesigns, key=lambda c: data.speedup_of(c) or 0) if redesigns else None
 
 
 def _next(data: ReportData) -> str:
@@ -219,7 +219,7 @@ def _next(data: ReportData) -> str:
     lead = _structural_lead(data)
     if lead is not None:
         return (f"**Next**: the biggest remaining win needs retraining: **{label(lead)}** measured "
-                f"{fmt.speedup(data.speedup(lead))} the baseline's speed (p50 {fmt.ms(p50(lead))}; speed measured, "
+                f"{fmt.speedup(data.speedup_of(lead))} the baseline's speed (p50 {fmt.ms(lead.p50)}; speed measured, "
                 "accuracy not: Roadmap Phase 3).")
     return f"**Next**: {_biggest_win(data)}"
 
@@ -227,42 +227,38 @@ def _next(data: ReportData) -> str:
 def _commands(data: ReportData) -> list[str]:
     """How to deploy the decision (its hand-over package) and check it; without a package, say so plainly and
     give the command that measures it again."""
-    best = data.best
-    if best is None or data.is_reference(best):
+    best = data.best_cand
+    if best is None or data.is_reference_cand(best):
         return []
     dep = handover.winner(data) or handover.for_candidate(data, best)
     if dep is not None and handover.folder(dep):
-        runtime = text(dep.get("runtime"))
-        packaged = text(dep.get("label")) or label(best)
-        why = text(dep.get("reason")).rstrip(".")
+        packaged = dep.label or label(best)
+        why = dep.reason.rstrip(".")
         return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
-                f"`{handover.folder(dep)}/`" + (f" ({runtime})" if runtime else "")
+                f"`{handover.folder(dep)}/`" + (f" ({dep.runtime})" if dep.runtime else "")
                 + ", from the plan's folder (where results.json is)" + (f"; {why}" if why else "") + ".",
                 f"**Verify**: `{handover.VERIFY_ALL}` checks every package the plan wrote "
                 f"(`{handover.verify_command(dep)}` checks this one)."]
     if dep is not None:
-        why = f"no package could be written for it: {text(dep.get('reason')).rstrip('.') or 'no reason recorded'}"
-    elif handover.deployments(data):
+        why = f"no package could be written for it: {dep.reason.rstrip('.') or 'no reason recorded'}"
+    elif data.run.deployments:
         why = "no package was written for it"
     else:
         why = ("no deployment package was written (this results.json records none: a plan from before "
                "packaging, or nothing could be packaged)")
-    command = text(best.get("reproduce"))
-    again = (f"; measure it again with {handover.code_span(command)}" if command
+    again = (f"; measure it again with {handover.code_span(best.reproduce)}" if best.reproduce
              else "; no command to measure it again was recorded")
     return [f"**Deploy**: {why}{again}."]
 
 
 def _budget(data: ReportData) -> list[str]:
     """One line when the time budget left something out; the details are in the Appendix."""
-    budget = as_dict(data.results.get("budget"))
-    cut = [text(c) for c in as_list(budget.get("cut")) if text(c)]
-    if not cut:
+    budget = data.run.budget
+    cut = [c for c in budget.cut if c] if budget is not None else []
+    if budget is None or not cut:
         return []
-    allowed = f"the {fmt.seconds(budget['budget_s'])} budget" if budget.get("budget_s") is not None else "the budget"
-    basis = text(budget.get("basis")).partition(";")[0]
-    spent = "; ".join(p for p in (basis, f"{fmt.seconds(budget['spent_s'])} spent" if budget.get("spent_s") is not None
-                                   else "") if p)
+    allowed = f"the {fmt.seconds(budget.budget_s)} budget" if budget.budget_s is not None else "the budget"
+    spent = "; ".join(p for p in (budget.basis.partition(";")[0], f"{fmt.seconds(budget.spent_s)} spent") if p)
     if len(cut) == 1:
         return [f"**Time budget**: {allowed}{f' ({spent})' if spent else ''} cut work, so no number here stands "
                 f"for it: {cut[0].rstrip('.')}."]
@@ -274,10 +270,11 @@ def _budget(data: ReportData) -> list[str]:
 
 def _warnings(data: ReportData) -> list[str]:
     """The run's first warning; all of them are in the Appendix."""
-    if not data.warnings or data.is_partial:
+    warnings = [w for w in data.run.warnings if w]
+    if not warnings or data.is_partial:
         return []
-    more = " (all warnings under Appendix › Warnings from the run)" if len(data.warnings) > 1 else ""
-    return [f"**Warning from the run**: {data.warnings[0].rstrip('.')}{more}."]
+    more = " (all warnings under Appendix › Warnings from the run)" if len(warnings) > 1 else ""
+    return [f"**Warning from the run**: {warnings[0].rstrip('.')}{more}."]
 
 
 def render(data: ReportData) -> list[str]:
@@ -285,16 +282,18 @@ def render(data: ReportData) -> list[str]:
     commands that deploy and verify it, and what to do next; on one screen (the evidence is in the Appendix)."""
     lines = ["## Summary", ""]
     if data.is_partial:
-        failed = [label(c) for c in data.candidates if text(c.get("status")) == "failed"]
-        reasons = list(data.warnings) + ([f"{len(failed)} candidate(s) failed: {', '.join(failed)} "
-                                          "(reasons under Appendix › All candidates)"] if failed else [])
+        failed = [label(c) for c in data.run.candidates if c.status == Status.FAILED]
+        reasons = [w for w in data.run.warnings if w]
+        if failed:
+            reasons.append(f"{len(failed)} candidate(s) failed: {', '.join(failed)} "
+                           "(reasons under Appendix › All candidates)")
         why = "; ".join(reasons) or "no warnings recorded"
         state = "" if data.status == "partial" else f": {data.status}"
         lines += [f"> **Partial report{state} — {why}**", ""]
     lines += [" ".join((_model_sentence(data), _baseline_sentence(data))), ""]
-    items = _decision(data) if data.baseline or data.candidates else []
+    items = _decision(data) if data.run.baseline is not None or data.run.candidates else []
     items += [_requirements_sentence(data), *_commands(data), _next(data), *_budget(data), *_warnings(data)]
     lines += [f"- {item}" for item in items] + [""]
-    if dig(data.results, "quick") is True:
+    if data.run.quick:
         lines += ["*Quick mode: fewer samples and smaller sweeps than a full run.*", ""]
     return lines

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 from planner.report import fmt
-from planner.report.data import ReportData, as_dict, text
+from planner.report.data import ReportData
 
 
 def validation_lines(data: ReportData) -> list[str]:
     """One paragraph naming the validation data and what was measured on it; [] when there was none."""
-    val = as_dict(data.results.get("validation"))
-    if not val:
+    val = data.run.validation
+    if val is None:
         return []
-    basis = text(val.get("basis")) or "--val-data"
-    labelled = val.get("labels") is True
-    what = ("accuracy against the labels (and agreement with the original model)" if labelled
+    what = ("accuracy against the labels (and agreement with the original model)" if val.labels
             else "agreement with the original model (no labels, so no accuracy)")
-    described = text(val.get("description"))
-    if not described:
-        samples = fmt.number(val.get("samples"))
-        described = f"{samples} samples from {text(val.get('folder')) or 'the validation folder'}"
-    line = f"**Validation data** ({basis}): {what} was measured on {described}."
-    skipped = text(val.get("skipped"))
-    if skipped:
-        line += f" Warning: {skipped}."
+    described = val.description or f"{fmt.number(val.samples)} samples from {val.folder or 'the validation folder'}"
+    line = f"**Validation data** ({val.basis or '--val-data'}): {what} was measured on {described}."
+    if val.skipped:
+        line += f" Warning: {val.skipped}."
     return [line, ""]

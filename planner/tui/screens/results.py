@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -16,12 +16,12 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 
 from planner.measure.pool import pool_sentence
-from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share, to_data
+from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share
 from planner.results.audit import flag_line, load_summary
+from planner.results.interaction import Interaction
 from planner.results.status_look import look
 from planner.results.values import Fidelity
-from planner.results.view import as_dict, check_on_your_data, not_established_why, unconfirmed_lead
-from planner.results.view import text as text_of
+from planner.results.view import check_on_your_data, not_established_why, unconfirmed_lead
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -192,26 +192,25 @@ def requirement_lines(checks: Any) -> str:
     return "; ".join(f"{check.name.replace('_', ' ')}: {check.margin}" for check in checks)
 
 
-def interaction_detail(c: CandidateResult, pairs: list[dict]) -> Text:
+def interaction_detail(c: CandidateResult, pairs: Sequence[Interaction]) -> Text:
     """The 2x2 interaction table of each pair this candidate is part of (architecture or hardware side)."""
-    from planner.report.sections.interaction import cell_text, cells, factor_line
+    from planner.report.sections.interaction import cell_text, factor_line
 
     text = Text()
     for pair in pairs:
-        if c.label not in (pair.get("architecture"), pair.get("hardware")):
+        if c.label not in (pair.architecture, pair.hardware):
             continue
-        by = cells(pair)
-        other = pair.get("hardware") if c.label == pair.get("architecture") else pair.get("architecture")
+        other = pair.hardware if c.label == pair.architecture else pair.architecture
         text.append(f"\ninteraction with {other}:", style="bold")
         for name in ("baseline", "architecture", "hardware", "combined"):
-            text.append(f"\n  {name:<12} {cell_text(by.get(name))}")
+            text.append(f"\n  {name:<12} {cell_text(pair.cell(name))}")
         text.append("\n  " + factor_line(pair).replace("**", ""))
-        if pair.get("needs_retraining"):
+        if pair.needs_retraining:
             text.append("\n  needs retraining: speed measured, accuracy not")
     return text
 
 
-def candidate_detail(c: CandidateResult, index: int, interactions: list[dict] | None = None, *,
+def candidate_detail(c: CandidateResult, index: int, interactions: Sequence[Interaction] = (), *,
                      rank: int | None = None, verdict: str = "") -> Text:
     """Everything about one candidate: status and reason, numbers, fidelity, config and how to reproduce it.
     `rank` is its rank (None: not ranked), `verdict` its status against the user's requirements."""
@@ -286,7 +285,7 @@ def fidelity_parts(fid: Fidelity) -> list[str]:
     """A candidate's fidelity in words: a dense map, a sequence or a regression output by its own test, class scores
     by cosine and top-1."""
     parts = ["the reference"] if fid.reference else []
-    by_kind = fidelity_view.phrases(to_data(fid))
+    by_kind = fidelity_view.phrases(fid)
     for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
                                ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
         value = getattr(fid, name)
@@ -301,15 +300,12 @@ def fidelity_parts(fid: Fidelity) -> list[str]:
 def unconfirmed_line(candidates: list[CandidateRow], best_label: str | None, best_speedup: float | None) -> str:
     """'Best confirmed: A at 1.64x · Up to 3.9x (B) if it holds on your data: re-run with --val-data DIR' when a
     candidate not established on real data beats the best confirmed one; '' otherwise."""
-    # The report's rule and words, which read a candidate in its results.json form: only the few not established
-    # on real data are turned into it.
-    lead = unconfirmed_lead([to_data(r.cand) for r in candidates if str(r.cand.status) == "unconfirmed"],
-                            best_speedup)
+    lead = unconfirmed_lead((r.cand for r in candidates), best_speedup)  # the report's rule and words
     if lead is None:
         return ""
     confirmed = f"Best confirmed: {best_label} at {fmt.speedup(best_speedup)} · " if best_label else ""
     # A candidate the check could not judge says so; one that drifted keeps the line's short words.
-    why = (not_established_why(lead) if text_of(as_dict(lead.get("fidelity")).get("cannot_judge"))
+    why = (not_established_why(lead) if lead.fidelity is not None and lead.fidelity.cannot_judge
            else "it drifted from the original on generated inputs only")
     return f"{confirmed}{check_on_your_data(lead)} (not established on real data: {why})"
 
@@ -595,9 +591,9 @@ class ResultsPane(StepPane):
 
     def _show_detail(self, index: int) -> None:
         if 0 <= index < len(self._candidates):
-            pairs = [to_data(p) for p in self.session.results.interactions]
             row = self._candidates[index]
-            detail = candidate_detail(row.cand, index, pairs, rank=row.rank, verdict=row.verdict)
+            detail = candidate_detail(row.cand, index, self.session.results.interactions, rank=row.rank,
+                                      verdict=row.verdict)
             checks = self._checks[index] if index < len(self._checks) else ()
             if checks:
                 missed = any(check.met is False for check in checks)
