@@ -11,7 +11,7 @@ from pathlib import Path
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
-from planner.results import RESULTS_NAME, RunStatus, Status, read_results, results_data, to_data
+from planner.results import RESULTS_NAME, Status, read_results, to_data
 from planner.results.view import model_inputs
 
 
@@ -222,18 +222,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             outcome = run_plan_in_engine(options, on_event=progress)
         else:
             outcome = run_plan(options, on_event=progress)
-    if args.json:
-        print_json(results_data(outcome.results))  # the object results.json holds
-    else:
-        from planner.cli.output import format_ranking, request_split_lines
+    from planner.cli.output import print_outcome
 
-        print(format_ranking(outcome.results))
-        for line in request_split_lines(outcome.results):
-            print(line)
-        print(f"\nWrote {outcome.out_dir / 'results.json'}")
-        if outcome.report_path:
-            print(f"Report {outcome.report_path}")
-    return 0 if outcome.results.status is not RunStatus.FAILED else 1
+    return print_outcome(outcome, json_out=args.json)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from planner.units import tokens_rate
 
 if TYPE_CHECKING:
     from planner.deploy.verify import PackageVerdict
+    from planner.pipeline.outcome import PlanOutcome
 
 
 def print_json(data: object) -> None:
@@ -247,3 +248,29 @@ def request_split_lines(results: PlanResults) -> list[str]:
     winner = best.pipeline if best is not None else None
     lines = split_lines(baseline, winner, winner_label=best.label if best is not None else "")
     return ["", *lines] if lines else []
+
+
+def print_outcome(outcome: PlanOutcome, *, json_out: bool = False) -> int:
+    """How a plan ended, wherever it ran, printed one way: the ranking (results.json's object with --json), the
+    requests' split, what went wrong and what was not brought here (on stderr), where the folder and the report
+    are. Returns the exit status: 0 when it gave results that did not fail."""
+    import sys
+
+    from planner.results import results_data
+
+    results = outcome.results
+    if json_out and results is not None:
+        print_json(results_data(results))  # the object results.json holds
+    elif results is not None:
+        print(format_ranking(results))
+        for line in request_split_lines(results):
+            print(line)
+    if outcome.failure:
+        print(f"{outcome.name or 'error'}: {outcome.failure}", file=sys.stderr)
+    for name, why in sorted(outcome.skipped.items()):
+        print(f"not fetched: {name} ({why})", file=sys.stderr)
+    if not json_out and outcome.where:
+        print(f"\n{outcome.where}")
+        if outcome.report_path is not None:
+            print(f"Report {outcome.report_path}")
+    return 0 if outcome.succeeded else 1

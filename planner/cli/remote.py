@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from planner.ssh.fleet import HostStatus
     from planner.ssh.fleet_lines import FleetMessage
     from planner.ssh.hosts import HostSpec, SshOptions
-    from planner.ssh.remote_plan import HostOutcome
 
 EXIT_INTERRUPTED = 130
 
@@ -62,6 +61,7 @@ def _phase_printer(label: str) -> Callable[[str, str], None]:
 
 def cmd_plan_host(args: argparse.Namespace) -> int:
     """`planner plan --host HOST`: the plan runs on the host; its folder comes back here."""
+    from planner.cli.output import print_outcome
     from planner.cli.plan_args import plan_options
     from planner.cli.progress import CliProgress
     from planner.pipeline.budget import plan_budget_s
@@ -81,36 +81,15 @@ def cmd_plan_host(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:
         kept = getattr(exc, "outcome", None)
         if kept is not None:
-            _print_outcome(kept, json_out=False)
+            print_outcome(kept)
             print("interrupted: the plan on the host was cancelled; what it measured is above", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _print_outcome(outcome, json_out=args.json)
-
-
-def _print_outcome(outcome: HostOutcome, *, json_out: bool) -> int:
-    from planner.cli.output import format_ranking, print_json
-    from planner.results import RunStatus, results_data
-
-    results = outcome.results
-    if json_out and results is not None:
-        print_json(results_data(results))
-    elif results is not None:
-        print(format_ranking(results))
-    if outcome.failure:
-        print(f"{outcome.spec.label}: {outcome.failure}", file=sys.stderr)
-    for name, why in sorted(outcome.skipped.items()):
-        print(f"not fetched: {name} ({why})", file=sys.stderr)
-    if outcome.local_dir is not None:
-        print(f"\nFetched from {outcome.spec.label} (run {outcome.run}) into {outcome.local_dir}")
-        if outcome.report is not None:
-            print(f"Report {outcome.report}")
-    if results is None:
-        return 1
-    return 0 if results.status is not RunStatus.FAILED and not outcome.failure else 1
+    return print_outcome(outcome, json_out=args.json)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
     """`planner attach HOST [RUN]`: re-attach to a run on the host, replay its progress, fetch its folder."""
+    from planner.cli.output import print_outcome
     from planner.cli.progress import CliProgress
     from planner.ssh.remote_plan import ConnectionLostError, attach_host
 
@@ -123,7 +102,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     except ConnectionLostError as exc:
         print(f"error: {exc.problem}\n  fix: {exc.fix}", file=sys.stderr)
         return 1
-    return _print_outcome(outcome, json_out=args.json)
+    return print_outcome(outcome, json_out=args.json)
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from planner.engine.waiting import await_answer
 from planner.errors import PlannerError
 from planner.events import EventSink, null_sink
 from planner.pipeline.options import PlanOptions
-from planner.pipeline.session import PlanOutcome
+from planner.pipeline.outcome import PlanOutcome
 from planner.results import RESULTS_NAME, read_results
 
 

@@ -437,6 +437,7 @@ def discards_of(session: PlanSession) -> dict[str, tuple[str, ...]]:
 
 def _finished(outcome: PlanOutcome) -> wire.Finished:
     """Where a finished plan went, as `Finish` and `RunPlan` answer it."""
+    assert outcome.results is not None  # a plan here always holds its results
     return wire.Finished(out_dir=str(outcome.out_dir), status=str(outcome.results.status),
                          report_path=str(outcome.report_path) if outcome.report_path else None)
 

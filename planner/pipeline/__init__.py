@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from planner.pipeline.options import PlanOptions
+    from planner.pipeline.outcome import PlanOutcome
     from planner.pipeline.outdir import default_out_dir, prepare_out_dir
     from planner.pipeline.run import run_plan
-    from planner.pipeline.session import PlanOutcome, PlanSession, resolve_target
+    from planner.pipeline.session import PlanSession, resolve_target
 
 _WHERE = {"default_out_dir": "outdir", "prepare_out_dir": "outdir", "PlanOptions": "options", "run_plan": "run",
-          "PlanOutcome": "session", "PlanSession": "session", "resolve_target": "session"}
+          "PlanOutcome": "outcome", "PlanSession": "session", "resolve_target": "session"}
 
 __all__ = ["PlanOptions", "PlanOutcome", "PlanSession", "default_out_dir", "prepare_out_dir",
            "resolve_target", "run_plan"]

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Callable
 from planner.events import CancelToken, EventSink, null_sink
 from planner.pipeline.budget import Budget
 from planner.pipeline.options import PlanOptions
-from planner.pipeline.session import PlanOutcome, PlanSession
+from planner.pipeline.outcome import PlanOutcome
+from planner.pipeline.session import PlanSession
 
 if TYPE_CHECKING:
     from planner.measure.fidelity import OutputKind

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,7 @@ from planner.hardware.profile import EDGE_DEVICE_CLASSES
 from planner.pipeline.budget import Budget
 from planner.pipeline.candidates import CONFIRM_TOP
 from planner.pipeline.environment import environment, finished_environment
+from planner.pipeline.outcome import PlanOutcome
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
 from planner.results import (
@@ -48,15 +48,6 @@ if TYPE_CHECKING:
     from planner.results import Deployment
 
 T = TypeVar("T")
-
-
-@dataclass
-class PlanOutcome:
-    """What a plan produced: the results and where they were written."""
-
-    results: PlanResults
-    out_dir: Path
-    report_path: Path | None = None
 
 
 def resolve_target(requested: str, hw: "HardwareProfile") -> str:

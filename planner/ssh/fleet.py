@@ -78,7 +78,8 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
                 status("failed", exc.problem)
                 return
             except KeyboardInterrupt as exc:  # `cancel` stopped it; what it measured was fetched
-                outcome = getattr(exc, "outcome", None) or HostOutcome(spec, failure="cancelled")
+                outcome = getattr(exc, "outcome", None) or HostOutcome(results=None, out_dir=None, spec=spec,
+                                                                       failure="cancelled")
                 outcome.failure = outcome.failure or "cancelled: the comparison holds what it measured"
                 status("cancelled", outcome.failure)
             except PlannerError as exc:
@@ -91,7 +92,7 @@ def run_fleet(hosts: list[FleetHost], options: PlanOptions, *, out: Path, ssh: S
                 status("failed", f"{type(exc).__name__}: {exc}")
                 return
             outcomes[spec.label] = outcome
-            rows[spec.label] = FleetRow(spec.label, spec.target, outcome.results, outcome.report, outcome.failure)
+            rows[spec.label] = FleetRow(spec.label, spec.target, outcome.results, outcome.report_path, outcome.failure)
 
     left = [len(hosts)]
     left_lock = threading.Lock()

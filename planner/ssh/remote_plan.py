@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import shlex
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -31,7 +31,8 @@ from planner.events import Event, EventSink, null_sink
 from planner.io import write_json_atomic
 from planner.models.source import SourceKind, parse_source
 from planner.pipeline.options import Carry, PlanOptions, carried
-from planner.results import RESULTS_NAME, PlanResults, read_results
+from planner.pipeline.outcome import PlanOutcome
+from planner.results import RESULTS_NAME, read_results
 from planner.ssh.channel import RemoteProcess, ssh_loop
 from planner.ssh.connect import open_connection
 from planner.ssh.hosts import HostSpec, SshOptions
@@ -57,19 +58,25 @@ class ConnectionLostError(PlannerError):
         self.local_dir = local_dir
 
 
-@dataclass
-class HostOutcome:
-    """How one host's plan ended: its fetched results (when any), where they are, and what went wrong."""
+@dataclass(kw_only=True)
+class HostOutcome(PlanOutcome):
+    """How one host's plan ended: a plan's outcome (its folder fetched here), with the host and the run it was."""
 
     spec: HostSpec
-    local_dir: Path | None = None
-    results: PlanResults | None = None
-    report: Path | None = None
     run: str = ""
-    failure: str = ""
-    interrupted: bool = False
     facts: RemoteFacts | None = None
-    skipped: dict[str, str] = field(default_factory=dict)  # remote files not fetched, and why
+
+    @property
+    def name(self) -> str:
+        """The host's label."""
+        return self.spec.label
+
+    @property
+    def where(self) -> str:
+        """'Fetched from box (run 20261128-...) into out/box' ('' before anything was fetched)."""
+        if self.out_dir is None:
+            return ""
+        return f"Fetched from {self.spec.label} (run {self.run}) into {self.out_dir}"
 
 
 def _unsupported(options: PlanOptions) -> None:
@@ -244,7 +251,7 @@ def run_plan_on_host(spec: HostSpec, options: PlanOptions, *, ssh: SshOptions, l
         _note_run(local, spec, run, out, transfer=host.transfer)
         say("planning", f"run {run}")
         remote_options = replace(remote_options, out=Path(out))
-        outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
+        outcome = HostOutcome(results=None, out_dir=local, spec=spec, run=run, facts=facts)
         plan = RunPlan(options=options_data(remote_options))
         reply, interrupted = _await_cancelling(
             client, lambda: Result(value=client.request(plan, on_event=on_event)), on_event=on_event, cancel=cancel)
@@ -304,24 +311,24 @@ def _conclude(client: RemoteEngineClient, reply: Answer | None, outcome: HostOut
 
 def _fetch_into(host: HostConnection, remote_out: str, outcome: HostOutcome, say: PhaseSink) -> None:
     """Fetch the run's folder and read its results (a run that wrote none leaves `results` None)."""
-    assert outcome.local_dir is not None
+    assert outcome.out_dir is not None
     try:
-        say("fetching", f"fetching into {outcome.local_dir} {WAY_WORDS[host.transfer_way()]}")
-        outcome.skipped = host.fetch(remote_out, outcome.local_dir)
+        say("fetching", f"fetching into {outcome.out_dir} {WAY_WORDS[host.transfer_way()]}")
+        outcome.skipped = host.fetch(remote_out, outcome.out_dir)
     except PlannerError as exc:
         outcome.failure = outcome.failure or f"fetching the results failed: {exc.problem}"
         return
     finally:
         # The fetch replaced the folder.
-        _note_run(outcome.local_dir, outcome.spec, outcome.run, remote_out, transfer=host.transfer)
-    results_path = outcome.local_dir / RESULTS_NAME
+        _note_run(outcome.out_dir, outcome.spec, outcome.run, remote_out, transfer=host.transfer)
+    results_path = outcome.out_dir / RESULTS_NAME
     if results_path.is_file():
         try:
             outcome.results = read_results(results_path)
         except (PlannerError, ValueError, OSError) as exc:
             outcome.failure = outcome.failure or f"the fetched results.json does not read: {exc}"
-    report = outcome.local_dir / "report.md"
-    outcome.report = report if report.is_file() else None
+    report = outcome.out_dir / "report.md"
+    outcome.report_path = report if report.is_file() else None
 
 
 def _note_run(local_dir: Path, spec: HostSpec, run: str, remote_out: str, *, seen: int | None = None,
@@ -340,7 +347,7 @@ def _headline(outcome: HostOutcome) -> str:
     results = outcome.results
     if results is None:
         return "no results"
-    return f"{results.status.value}: {outcome.local_dir}"
+    return f"{results.status.value}: {outcome.out_dir}"
 
 
 def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_dir: Path | None = None,
@@ -358,7 +365,7 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
         client = host.engine("--attach", run, "--since", str(since))
         run, out = client.hello.run or run, client.hello.out
         local = local_dir or default_local_dir(spec, run, base_dir)
-        outcome = HostOutcome(spec, local_dir=local, run=run, facts=facts)
+        outcome = HostOutcome(results=None, out_dir=local, spec=spec, run=run, facts=facts)
         client.running = "plan"  # what a death report says was running: the run's plan, which the replay follows
         reply, _ = _await_cancelling(client, lambda: client.follow(on_event=on_event), on_event=on_event)
         _conclude(client, reply, outcome,
