@@ -50,6 +50,7 @@ import msgspec
 
 from planner.codec import to_data
 from planner.events import Event
+from planner.plugins.options import PluginOptions
 
 PROTOCOL_VERSION = 2
 """Raised whenever a message changes in a way an older client or engine would misread (2: typed commands, one per
@@ -199,7 +200,7 @@ class Optimize(Command, tag="optimize"):
 
     plugins: list[str] | None = None
     timeout_s: float = 300.0
-    plugin_options: dict[str, Any] | None = None
+    plugin_options: PluginOptions | None = None
     confirm: int | None = None
     fresh_cancel: ClassVar[bool] = True
 

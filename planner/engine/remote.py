@@ -18,6 +18,7 @@ from planner.engine.protocol import State
 from planner.errors import PlannerError
 from planner.events import EventSink, null_sink
 from planner.pipeline.steps import Step
+from planner.plugins.options import PluginOptions
 from planner.results import PlanResults, from_data, results_from_data
 
 if TYPE_CHECKING:
@@ -259,7 +260,8 @@ class RemoteSession:
         return list(self.call(wire.Plugins()) or [])
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None, timeout_s: float = 300.0,
-                 plugin_options: dict | None = None, confirm: int | None = None) -> tuple[CandidateResult, ...]:
+                 plugin_options: PluginOptions | None = None,
+                 confirm: int | None = None) -> tuple[CandidateResult, ...]:
         """Build, measure, gate and rank the candidates of `plugins` (the plan's when None)."""
         self.cancel.reset()
         self.call(wire.Optimize(plugins=list(plugins) if plugins else None, timeout_s=timeout_s,

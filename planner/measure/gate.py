@@ -50,10 +50,10 @@ class PlanGate:
     @classmethod
     def for_context(cls, ctx: "PlanContext") -> "PlanGate":
         """The gate for a plan context's model, quick setting, validation data, budget and `--output-kind`."""
-        kind = ctx.options.get("output_kind")
+        kind = ctx.options.output_kind
         return cls(ctx.model.inputs, quick=ctx.quick, val_data=ctx.val_data, val_data_basis=ctx.val_data_basis,
-                   accuracy_budget=ctx.accuracy_budget, output_kind=str(kind) if kind else None,
-                   output_kind_basis=str(ctx.options.get("output_kind_basis", "")) if kind else "")
+                   accuracy_budget=ctx.accuracy_budget, output_kind=kind or None,
+                   output_kind_basis=ctx.options.output_kind_basis if kind else "")
 
     @property
     def data(self) -> str:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from planner.hardware.ceiling_values import Ceilings
     from planner.hardware.profile import HardwareProfile
     from planner.pipeline.steps import Step
+    from planner.plugins.options import PluginOptions
     from planner.results import Baseline, CandidateResult, Deployment, PlanResults, Requirements
 
 
@@ -67,7 +68,7 @@ class SessionSteps(Protocol):
         """Every registered plugin with whether it can run here, and why not."""
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = ..., timeout_s: float = ...,
-                 plugin_options: dict | None = ..., confirm: int = ...) -> tuple[CandidateResult, ...]:
+                 plugin_options: PluginOptions | None = ..., confirm: int = ...) -> tuple[CandidateResult, ...]:
         """Build, measure, judge and rank the candidates."""
 
     def deploy(self) -> tuple[Deployment, ...]:

@@ -15,6 +15,7 @@ from planner.events import CancelToken, Event, EventSink
 from planner.pipeline.budget import Budget
 from planner.pipeline.search import TYPICAL_SCREEN_S, Search, can_rank, screen_order
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
+from planner.plugins.options import PluginOptions
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
 from planner.results.roof_share import candidate_roof_share
 from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction
@@ -95,7 +96,7 @@ class CandidateRun:
     cancel: CancelToken
     sink: ResultsSink
     val_data_basis: str = "--val-data"
-    plugin_options: dict = dataclasses.field(default_factory=dict)  # passed to every plugin as ctx.options
+    plugin_options: PluginOptions = dataclasses.field(default_factory=PluginOptions)  # every plugin's ctx.options
     confirm_top: int = CONFIRM_TOP  # how many leaders confirm() measures again
     confirm_allowance_s: float = CONFIRM_ALLOWANCE_S  # the timed turns every confirm() round shares
     _confirm_tried: set[int] = dataclasses.field(default_factory=set, init=False, repr=False)
@@ -411,7 +412,7 @@ class CandidateRun:
                           cancel=self.cancel, log=lambda msg: self.on_event(Event("log", msg)),
                           val_data=self.val_data, val_data_basis=self.val_data_basis,
                           accuracy_budget=self.accuracy_budget,
-                          options=dict(self.plugin_options))
+                          options=self.plugin_options)
         ctx.gate = PlanGate.for_context(ctx)  # the rule _gate applies below, for plugins that pick a setting first
         return ctx
 
@@ -478,9 +479,9 @@ class CandidateRun:
     def _output_kind(self) -> dict:
         """compare()'s kind arguments: the `--output-kind` given for the compared output, else none (its shape says)."""
         # A run built with only the gate's inputs (as the gate's tests build one) has no options: read from the shape.
-        options = getattr(self, "plugin_options", None) or {}
-        kind = options.get("output_kind")
-        return {"kind": kind, "kind_basis": str(options.get("output_kind_basis", ""))} if kind else {}
+        options = getattr(self, "plugin_options", None) or PluginOptions()
+        kind = options.output_kind
+        return {"kind": kind, "kind_basis": options.output_kind_basis} if kind else {}
 
     def _baseline_drift(self) -> float | None:
         """How far the original's output moved between two calls on the same input; None when it did not."""

@@ -226,7 +226,7 @@ def _rebuild_on(run: "CandidateRun", spec: "CandidateSpec", ref: "ModelRef") -> 
         ctx = PlanContext(hw=run.hw, model=model, workdir=run.workdir / "interaction", quick=run.quick,
                           cancel=run.cancel, log=lambda msg: run.on_event(Event("log", msg)),
                           val_data=run.val_data, val_data_basis=run.val_data_basis,
-                          options=dict(run.plugin_options))
+                          options=run.plugin_options)
         ctx.workdir.mkdir(parents=True, exist_ok=True)
         for candidate in plugin.candidates(ctx):
             if candidate.label == spec.label:

@@ -10,6 +10,7 @@ from planner.pipeline.budget import Budget
 from planner.pipeline.options import PlanOptions
 from planner.pipeline.outcome import PlanOutcome
 from planner.pipeline.session import PlanSession
+from planner.plugins.options import PluginOptions
 
 if TYPE_CHECKING:
     from planner.measure.fidelity import OutputKind
@@ -51,11 +52,11 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
         session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
                         val_data=options.val_data, samples=_sample_options(options))
         session.decide()
-        plugin_options: dict = {"device": options.device} if options.device else {}
-        if kind is not None:
-            plugin_options.update(output_kind=kind[0].value, output_kind_basis=kind[1])
-        if options.finetune_steps is not None:
-            plugin_options["finetune_steps"] = _finetune_steps(options.finetune_steps, session.val_data)
+        plugin_options = PluginOptions(
+            device=options.device or None, output_kind=kind[0].value if kind is not None else None,
+            output_kind_basis=kind[1] if kind is not None else "",
+            finetune_steps=_finetune_steps(options.finetune_steps, session.val_data)
+            if options.finetune_steps is not None else None)
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,
                          confirm=options.confirm)
         if not session.cancel.cancelled:

@@ -19,6 +19,7 @@ from planner.pipeline.environment import environment, finished_environment
 from planner.pipeline.outcome import PlanOutcome
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
+from planner.plugins.options import PluginOptions
 from planner.results import (
     RESULTS_NAME,
     Baseline,
@@ -427,7 +428,7 @@ class PlanSession:
         return rows
 
     def optimize(self, *, plugins: list[str] | tuple[str, ...] | None = None,
-                 timeout_s: float = 300.0, plugin_options: dict | None = None,
+                 timeout_s: float = 300.0, plugin_options: PluginOptions | None = None,
                  confirm: int = CONFIRM_TOP) -> tuple[CandidateResult, ...]:
         """Build candidates from the chosen plugins, measure each in a worker, gate and rank.
 
@@ -449,7 +450,7 @@ class PlanSession:
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            streams=getattr(self.requirements, "min_throughput", None) is not None,
                            on_event=self.on_event, cancel=self.cancel, sink=self,
-                           plugin_options=dict(plugin_options or {}), confirm_top=confirm, budget=self.budget)
+                           plugin_options=plugin_options or PluginOptions(), confirm_top=confirm, budget=self.budget)
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
         if self.quick and confirm > 0 and not self.cancel.cancelled:

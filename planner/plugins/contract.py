@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol, runtime_che
 
 from planner.codec import from_data, to_data
 from planner.plugins.declarations import Arithmetic, Declaration, Phase
+from planner.plugins.options import PluginOptions
 from planner.plugins.precision import Precision
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class PlanContext:
     val_data: Path | None = None  # validation data (the --val-data layout), e.g. for INT8 calibration
     val_data_basis: str = "--val-data"  # what that data is, for the notes that mention it
     accuracy_budget: float | None = None  # the largest accuracy drop the user accepts (a fraction)
-    options: dict = field(default_factory=dict)  # plugin options from the command line (e.g. finetune_steps)
+    options: PluginOptions = field(default_factory=PluginOptions)  # what the command line tells the plugins
     # The plan's fidelity gate (planner.plugins.gate), for a plugin that picks a setting before measuring:
     # the engine's one rule on the measured candidates' inputs. The pipeline gives it; None elsewhere.
     gate: "Gate | None" = None

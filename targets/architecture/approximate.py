@@ -67,7 +67,7 @@ def _search(plugin: ArchitecturePlugin, ctx: PlanContext, configs: list[tuple[di
                 else "passed the fp32 fidelity check")
         yield plugin.spec(ctx, config, f"{label} ({plugin.rejection})", changes,
                           (f"no setting {test} on {verdict.data} without training: " + "; ".join(tried),))
-        steps = ctx.options.get("finetune_steps")
+        steps = ctx.options.finetune_steps
         if steps:
             yield _finetuned(plugin, ctx, config, label, changes, int(steps))
 

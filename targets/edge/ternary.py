@@ -147,9 +147,9 @@ class TernaryPlugin(Plugin):
         from planner.onnx.export import shared_onnx
         from targets.edge.ternary_pack import BLOCK_SIZE, kernel_problem, pack_onnx
 
-        asked = bool(ctx.options.get("finetune_steps"))
+        asked = bool(ctx.options.finetune_steps)
         # Planned for a board (detected, or named with --device): its size matters there, so it is measured.
-        for_board = str(ctx.hw.device_class) in EDGE_DEVICE_CLASSES or bool(ctx.options.get("device"))
+        for_board = str(ctx.hw.device_class) in EDGE_DEVICE_CLASSES or bool(ctx.options.device)
         if ctx.quick and not asked and not for_board:
             ctx.log("edge.ternary: skipped in quick runs off edge boards (ternary weights without "
                     "retraining rarely pass the fidelity check); name the board with --device, plan without "
@@ -171,7 +171,7 @@ class TernaryPlugin(Plugin):
                  f"packed file {size:,} bytes on disk (measured), beside {model_bytes(export.path):,} for "
                  f"the fp32 export{_debug_note(packed.debug_bytes_dropped)}", *export.notes())
         yield from self._specs(ctx, packed.path, "", notes, export.dynamic_batch)
-        steps = ctx.options.get("finetune_steps")
+        steps = ctx.options.finetune_steps
         if steps:
             yield from self._finetuned(ctx, int(steps), out_dir)
 

@@ -13,6 +13,7 @@ from cpu_plugin_helpers import fake_hw
 from planner.errors import PlannerError
 from planner.measure.gate import PlanGate
 from planner.plugins import ModelRef, PlanContext, get_plugin
+from planner.plugins.options import PluginOptions
 from targets.architecture.finetune import FinetuneError, accuracy, finetune, training_data
 
 
@@ -80,7 +81,7 @@ def test_with_labels_a_setting_that_keeps_accuracy_passes_without_training(tiny,
 def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, tmp_path: Path) -> None:
     val = _labelled(tiny, tmp_path / "val")
     ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
-                               options={"finetune_steps": 120}))
+                               options=PluginOptions(finetune_steps=120)))
     specs = list(get_plugin("architecture.prune").candidates(ctx))
     assert [s.label for s in specs] == ["prune 50% channels (L1) (needs fine-tuning)",
                                         "prune 50% channels (L1), fine-tuned 120 steps"]
@@ -105,7 +106,7 @@ def test_a_failing_prune_is_fine_tuned_into_a_candidate_labelled_as_such(tiny, t
 def test_fine_tuned_weights_that_changed_on_disk_are_refused(tiny, tmp_path: Path) -> None:
     val = _labelled(tiny, tmp_path / "val", batches=1)
     ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "artifacts", quick=True, val_data=val,
-                               options={"finetune_steps": 2}))
+                               options=PluginOptions(finetune_steps=2)))
     tuned = list(get_plugin("architecture.prune").candidates(ctx))[-1]
     Path(tuned.config["transform"]["finetuned"]["weights"]).write_bytes(b"not the weights")
     ref = dataclasses.replace(ModelRef.of(tiny), transform=tuned.config["transform"])
@@ -124,6 +125,6 @@ def test_fine_tuning_without_labels_is_a_clear_error(tiny, tmp_path: Path) -> No
             _finetune_steps(200, folder)
         assert "ternary" not in str(caught.value) and "--val-data" in caught.value.fix
     ctx = _failing(PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, quick=True, val_data=unlabelled,
-                               options={"finetune_steps": 5}))
+                               options=PluginOptions(finetune_steps=5)))
     with pytest.raises(FinetuneError, match="needs labelled data"):
         list(get_plugin("architecture.prune").candidates(ctx))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from planner.plugins import CandidateSpec, ModelRef, PlanContext, Precision, Target
+from planner.plugins.options import PluginOptions
 from targets.edge.ternary import (
     THRESHOLD_FACTOR,
     TernaryKernelError,
@@ -90,7 +91,7 @@ def test_quick_runs_skip_it_off_edge_boards(tiny, fake_hw, tmp_path):
                         workdir=tmp_path, quick=True)
     assert [s.threads for s in TernaryPlugin().candidates(board)] == [1, 4]
     named = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path / "named", quick=True,
-                        options={"device": "rpi5"})  # planned for a board named with --device
+                        options=PluginOptions(device="rpi5"))  # planned for a board named with --device
     assert len(list(TernaryPlugin().candidates(named))) == 2
 
 
@@ -233,7 +234,7 @@ def test_finetune_asks_for_at_least_one_step():
 def test_finetune_without_labels_is_a_clear_error(tiny, fake_hw, tmp_path):
     from targets.edge.ternary import FinetuneError
 
-    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, options={"finetune_steps": 5})
+    ctx = PlanContext(hw=fake_hw(), model=tiny, workdir=tmp_path, options=PluginOptions(finetune_steps=5))
     with pytest.raises(FinetuneError, match="needs labelled data"):
         list(TernaryPlugin().candidates(ctx))
 
@@ -242,7 +243,7 @@ def test_digits_finetuned_candidate_is_its_own_packed_file(fake_hw, tmp_path):
     from planner.models import load_model
 
     digits = load_model("demo:digits")
-    ctx = PlanContext(hw=fake_hw(), model=digits, workdir=tmp_path, options={"finetune_steps": 10})
+    ctx = PlanContext(hw=fake_hw(), model=digits, workdir=tmp_path, options=PluginOptions(finetune_steps=10))
     specs = list(TernaryPlugin().candidates(ctx))
     tuned = [s for s in specs if s.config.get("finetune_steps") == 10]
     assert len(specs) == 4 and len(tuned) == 2
