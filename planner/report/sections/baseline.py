@@ -129,8 +129,7 @@ def input_lines(data: ReportData, lead: str) -> list[str]:
 
 
 def _memory_lines(data: ReportData, b: Baseline) -> list[str]:
-    # The loaded model's record, else the baseline's shorter copy of it.
-    m = data.run.model if data.run.model is not None else b.model
+    m = data.model_record or b.model
     lines = ["### Memory", ""]
     lines.append(f"- Peak: {fmt.size(b.peak_memory_bytes)} ({b.memory_basis or 'basis not recorded'})")
     params = f" ({fmt.number(m.parameters)} parameters)" if m.parameters is not None else ""

@@ -174,9 +174,7 @@ def step_measured(data: ReportData, step: PlanStep) -> bool:
 
 def _model_kind(data: ReportData) -> str:
     """The model's kind ('onnx', 'pytorch'...): the loaded model's record, else the baseline's copy."""
-    if data.run.model is not None:
-        return data.run.model.kind
-    return data.run.baseline.model.kind if data.run.baseline is not None else ""
+    return data.model_record.kind if data.model_record is not None else ""
 
 
 def step_applies(data: ReportData, step: PlanStep) -> bool:

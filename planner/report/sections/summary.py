@@ -24,8 +24,7 @@ from planner.results.view import (
 
 
 def _model_sentence(data: ReportData) -> str:
-    # The loaded model's record, else the baseline's shorter copy of it.
-    m = data.run.model or (data.run.baseline.model if data.run.baseline is not None else None)
+    m = data.model_record
     if m is None:
         return f"The model was {data.missing('loading the model')}."
     name = m.name or m.source or "The model"
