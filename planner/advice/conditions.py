@@ -322,6 +322,11 @@ def _still_missing(ctx: TreeContext) -> Outcome:
         # Defaults the user never chose must not cut the search: post-training INT8 is cheap and gated.
         return Outcome(None, f"the baseline meets the planner's default requirements{only}, but you stated none: "
                              "post-training INT8 is still measured (the fidelity check guards it); retraining waits")
+    if met is True and not getattr(ctx.requirements, "speed_stated", True):
+        # Only a speed target says fast enough: a budget of what may be lost bounds the candidates instead.
+        return Outcome(None, f"the baseline meets every requirement{only}, but you set no latency or throughput "
+                             "target: post-training INT8 is still measured within what you may lose (the fidelity "
+                             "check guards it); retraining waits")
     if met is True:
         return Outcome(False, f"the baseline already meets every requirement{only}: stop here (don't over-optimize)")
     missed = [c.name.replace("_", " ") for c in ctx.checks if c.met is False]

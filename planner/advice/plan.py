@@ -220,6 +220,13 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
                 "and post-training INT8, which the fidelity check guards. Retraining (pruning, a new "
                 "architecture) is left out (don't over-optimize); state your own requirements "
                 "(--latency-ms, --min-throughput, ...) or name the plugins (--plugins) to measure it.")
+    if met is True and not requirements.speed_stated:
+        return (f"Requirements already met{only}: {'; '.join(_check_text(c) for c in checks)}. "
+                "You set no latency or throughput target, so what you may lose bounds the candidates and the "
+                f"search goes on for the fastest within it: {len(steps)} steps are measured, the runtime switches "
+                "(threads, ONNX Runtime, OpenVINO) and post-training INT8, which the fidelity check guards. "
+                "Retraining (pruning, a new architecture) is left out; set --latency-ms or --min-throughput to say "
+                "how fast is fast enough.")
     if met is True:
         return (f"Requirements already met{only}: {'; '.join(_check_text(c) for c in checks)}. "
                 "Further optimization is optional (don't over-optimize). "
@@ -290,9 +297,10 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
     drafts = [_from_action(rec, requirements) for rec in path.actions]
     findings = _architecture_findings(baseline)
     if met is True:
-        # Defaults the user never stated must not cut the search short: the cheap runtime switches
-        # are measured anyway. Only the user's own met requirements stop precision lowering.
-        keep = (_is_quick_check if requirements.stated
+        # Defaults the user never stated must not cut the search short: the cheap runtime switches and post-training
+        # precisions are measured anyway. Only a latency or throughput target the user set and the baseline meets
+        # says fast enough; a user who states only what they may lose (accuracy, memory) wants the fastest within it.
+        keep = (_is_quick_check if requirements.speed_stated
                 else lambda step: _is_runtime_switch(step, catalog) or _is_post_training_precision(step, catalog))
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
         findings_left_out = len(findings)

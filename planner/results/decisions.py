@@ -70,6 +70,13 @@ class Requirements:
         """Whether the user stated any requirement (a flag or a file), not only the planner's defaults."""
         return any(origin in (SOURCE_FLAG, SOURCE_FILE) for origin in self.sources.values())
 
+    @property
+    def speed_stated(self) -> bool:
+        """Whether the user stated a latency or throughput target: only such a target, once met, is fast enough.
+        An accuracy, memory or size budget alone bounds the candidates; it says nothing of how fast is enough."""
+        return any(getattr(self, key) is not None and self.source(key) in (SOURCE_FLAG, SOURCE_FILE)
+                   for key in ("latency_ms", "min_throughput"))
+
     def __post_init__(self) -> None:
         for name, positive in (("latency_ms", True), ("min_throughput", True),
                                ("memory_budget_bytes", True), ("model_size_budget_bytes", True)):

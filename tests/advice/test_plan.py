@@ -256,3 +256,20 @@ def test_advice_imports_without_torch_or_textual() -> None:
             "print(','.join(m for m in ('torch', 'textual', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_an_accuracy_budget_alone_bounds_the_search_but_does_not_end_it(cpu_server, make_baseline) -> None:
+    """A user who states only what they may lose wants the fastest candidate within it, not the baseline."""
+    stated = load_requirements(device_class="cpu_server", overrides={"accuracy_drop": 0.01})
+    assert stated.stated and not stated.speed_stated
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
+                     requirements=stated, catalog=CATALOG)
+    assert plan.requirements_met is True
+    assert "search goes on for the fastest within it" in plan.summary
+    assert {"cpu.onnxruntime", "cpu.openvino", "cpu.openvino_int8"} <= set(plan.plugins)
+    assert not any(s.phase == 3 or any(p.startswith("architecture.") for p in s.plugins) for s in plan.steps)
+    # The same budget beside a latency target the baseline meets: fast enough, so only the quick checks.
+    fast_enough = load_requirements(device_class="cpu_server", overrides={"accuracy_drop": 0.01, "latency_ms": 50})
+    plan = make_plan(target="cpu", hw=cpu_server, baseline=make_baseline(p50=20.0, p95=22.0, findings=FINDINGS),
+                     requirements=fast_enough, catalog=CATALOG)
+    assert not any(s.fidelity_gated for s in plan.steps)
