@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from planner import units
 from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
+from planner.results.rows import candidate_rows
 from planner.results.view import (
     check_on_your_data,
     generated_pass_caution,
@@ -115,19 +116,21 @@ def format_ranking(results: PlanResults) -> str:
             f"{'b×str':>5} "
             f"{'mem MiB':>7} {fid_head:>{fid_w}} {'speedup':>7} {'predicted':>10} status")
     lines = [f"Candidates ranked by {by} (status: {results.status})", head, "-" * len(head)]
-    rows = results.ranked()
-    for rank, c in rows:
+    rows = candidate_rows(results)
+    for row in rows:
+        rank, c = row.rank, row.cand
         lat = c.latency_ms
         lines.append(
             f"{rank or '':>2} {c.label[:44]:<44} {units.ms(lat.p50_ms if lat else None, unit=False):>8} "
             f"{units.ms(lat.p95_ms if lat else None, unit=False):>8} {energy_view.short_cell(c):>7} {_rate_cells(c)} "
             f"{units.mib(c.peak_memory_bytes):>7} {_fidelity_cell(c, by_kind):>{fid_w}} "
-            f"{units.speedup(c.speedup):>7} {_band(c):>10} {c.status}")
-    lines += _streams_note([c for _, c in rows])
+            f"{units.speedup(row.speedup):>7} {_band(c):>10} {c.status}")
+    cands = [row.cand for row in rows]
+    lines += _streams_note(cands)
     lines += [f"\n{energy_view.SHORT_HEADER}: " + energy_view.energy_note(results).removeprefix(
         f"{energy_view.HEADER}: ") + " (marks: n/a unavailable, <res below the counter's resolution, inval invalid, "
         "n/cov the counter does not see the candidate's device, n/rec not recorded)"]
-    problems = [c for _, c in rows
+    problems = [c for c in cands
                 if c.status in (Status.REJECTED, Status.UNCONFIRMED, Status.FAILED, Status.SKIPPED)]
     if problems:
         # The report's words for a reason ("fidelity check: ..., below the 0.995 needed"); imported here
@@ -142,10 +145,10 @@ def format_ranking(results: PlanResults) -> str:
         lines += [f"  {'; '.join(names)}: {status}: {reason}" for (status, reason), names in groups.items()]
     for s in results.skipped_plugins:
         lines.append(f"  plugin {s.plugin} skipped: {'; '.join(s.reasons)}")
-    if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for _, c in rows):
+    if any(c.latency_ms is not None and c.latency_ms.p95_ms is None for c in cands):
         lines.append("\n— p95 needs at least 128 samples; a slow model or a quick run gives fewer "
                      "within the time cap.")
-    confirmed = [c for _, c in rows if c.confirmation is not None]
+    confirmed = [c for c in cands if c.confirmation is not None]
     if confirmed:
         held = sum(c.confirmation.reproduced for c in confirmed if c.confirmation is not None)
         turns = " (timed in turns, so a change in load fell on them alike)" if any(
@@ -154,8 +157,8 @@ def format_ranking(results: PlanResults) -> str:
                      "2-second screen within 10%; the table shows the full figures.")
         lines += [f"  {c.label}: {c.confirmation.note}" for c in confirmed
                   if c.confirmation is not None and c.confirmation.note]
-    measured = [(c.label, c.audit, c.latency_ms) for _, c in rows if c.measured]
-    disturbed = [c for _, c in rows if c.measured and c.audit is not None and c.audit.disturbed]
+    measured = [(c.label, c.audit, c.latency_ms) for c in cands if c.measured]
+    disturbed = [c for c in cands if c.measured and c.audit is not None and c.audit.disturbed]
     if disturbed and disturbed[0].audit is not None:
         lines.append(f"\n! Measured under interference ({len(disturbed)} of {len(measured)}): "
                      f"{disturbed[0].audit.issues[0]}")

@@ -16,6 +16,7 @@ from planner.results import CandidateResult, PlanResults, results_from_data
 from planner.results.analysis import Finding
 from planner.results.context import ModelDescription
 from planner.results.decisions import PlanStep
+from planner.results.rows import CandidateRow, baseline_p50, candidate_rows, speedup_of
 from planner.results.values import ModelSummary
 from planner.results.view import InputView, model_inputs
 
@@ -91,16 +92,16 @@ class ReportData:
     @property
     def base_ms(self) -> float | None:
         """The baseline's median latency in ms (the profile's, else the reference candidate's)."""
-        if self.run.baseline is not None:
-            return self.run.baseline.latency_ms.p50_ms
-        return self.reference_cand.p50 if self.reference_cand is not None else None
+        return baseline_p50(self.run)
 
     def speedup_of(self, cand: CandidateResult) -> float | None:
-        """The candidate's recorded speedup, else the baseline's p50 over its p50."""
-        if cand.speedup is not None:
-            return cand.speedup
-        base, mine = self.base_ms, cand.p50
-        return base / mine if base is not None and mine else None
+        """The candidate's recorded speedup, else the baseline's p50 over its p50 (its row's)."""
+        return speedup_of(self.run, cand)
+
+    @cached_property
+    def rows(self) -> list[CandidateRow]:
+        """Every candidate's row, ranked ones first: the table every medium shows."""
+        return candidate_rows(self.run)
 
     def index_of(self, cand: CandidateResult) -> int | None:
         """The candidate's index in the results' candidates (by identity), or None for a row made elsewhere."""

@@ -461,8 +461,3 @@ class PlanResults:
         """The 1-based rank of the candidate at `index`, or None."""
         return self.ranking.rank_of(index) if self.ranking else None
 
-    def ranked(self) -> list[tuple[int | None, CandidateResult]]:
-        """Every candidate with its rank: ranked ones in order, then the rest as they were measured."""
-        order = self.ranking.order if self.ranking else ()
-        rest = [i for i in range(len(self.candidates)) if i not in order]
-        return [(n, self.candidates[i]) for n, i in enumerate(order, 1)] + [(None, self.candidates[i]) for i in rest]

@@ -23,6 +23,7 @@ from planner.results import (
     to_data,
     write_results,
 )
+from planner.results.rows import candidate_rows
 from planner.results.values import ThroughputPoint
 
 # A results.json written by the schema-1 planner (ranks stored on the candidates), kept as recorded.
@@ -88,7 +89,10 @@ def test_plan_results_rank_views() -> None:
     cands = (_candidate("base", 9.0), _candidate("fast", 3.0), _candidate("failed", 0.0, status=Status.FAILED))
     results = PlanResults(candidates=cands, ranking=rank_candidates(cands))
     assert results.best is cands[1]
-    assert [(rank, c.label) for rank, c in results.ranked()] == [(1, "fast"), (2, "base"), (None, "failed")]
+    rows = candidate_rows(results)
+    assert [(row.rank, row.cand.label) for row in rows] == [(1, "fast"), (2, "base"), (None, "failed")]
+    # No speedup recorded: each row's is the baseline's (the first candidate's) p50 over its own, worked out once.
+    assert [row.speedup for row in rows] == [3.0, 1.0, None] and [row.index for row in rows] == [1, 0, 2]
     assert results_from_data(to_data(results)) == results
 
 

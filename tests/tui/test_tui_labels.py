@@ -9,8 +9,9 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from tui_support import PlannerApp, RecordedSession, drive, run_app, typed_candidate
 
+from planner.results.rows import CandidateRow
 from planner.tui.formatting import short_labels
-from planner.tui.screens.results import CandidateRow, plot_series
+from planner.tui.screens.results import plot_series
 
 LABELS = ["torch eager fp32 (cpu)", "torch cpu fp32 2t channels_last", "torch cpu fp32 2t channels_last compile",
           "torch cpu bf16 2t channels_last", "onnxruntime all seq 2t", "onnxruntime all parallel 2x1t",

@@ -9,6 +9,7 @@ from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
 from planner.results import CandidateResult, Status, energy_view, fidelity_view, roof_share
+from planner.results.rows import CandidateRow
 from planner.results.values import OutputKind, StreamPoint
 
 _NOT_RANKED = (Status.REJECTED, Status.UNCONFIRMED, Status.FAILED, Status.SKIPPED)
@@ -40,7 +41,7 @@ def _cannot_judge(cand: CandidateResult) -> str:
 
 def ordered(data: ReportData) -> list[CandidateResult]:
     """Ranked candidates by rank, then the rest in the order they were measured."""
-    return [cand for _, cand in data.run.ranked()]
+    return [row.cand for row in data.rows]
 
 
 def p95_cell(cand: CandidateResult) -> str:
@@ -144,20 +145,20 @@ def _rate_cell(best: StreamPoint | None) -> str:
             + (f" × {fmt.number(best.streams)} streams" if best.streams > 1 else ""))
 
 
-def _row(data: ReportData, cand: CandidateResult, *, with_accuracy: bool = False, by_kind: bool = False,
+def _row(data: ReportData, row: CandidateRow, *, with_accuracy: bool = False, by_kind: bool = False,
          with_note: bool = False) -> list[str]:
+    cand, rank = row.cand, row.rank
     cos, top1 = fidelity_cells(cand, by_kind=by_kind)
     size = cand.size_bytes
     if size is None and data.is_reference_cand(cand):
         size = data.model_record.size_bytes if data.model_record is not None else None
-    rank = data.rank_of(cand)
     accuracy = [accuracy_cell(cand)] if with_accuracy else []
     return [fmt.number(rank) if rank is not None else "—",
             f"**{label(cand)}**" if cand is data.best_cand else label(cand),
             cand.precision or "—",
             fmt.ms(cand.p50), p95_cell(cand), energy_view.energy_cell(cand), _rate_cell(cand.peak_rate()),
             fmt.size(cand.peak_memory_bytes), fmt.size(size), cos, top1, *accuracy,
-            fmt.speedup(data.speedup_of(cand)) if cand.p50 is not None else "—", str(cand.status),
+            fmt.speedup(row.speedup) if cand.p50 is not None else "—", str(cand.status),
             *([dropped_note(cand)] if with_note else [])]
 
 
@@ -308,8 +309,8 @@ def render(data: ReportData) -> list[str]:
         lines += fmt.table(["Rank", "Candidate", "Precision", "p50", "p95", energy_view.HEADER, "Best throughput",
                             "Peak memory", "Size", *headers, *(["Accuracy"] if with_accuracy else []),
                             "Speedup", "Status", *(["Note"] if with_note else [])],
-                           [_row(data, c, with_accuracy=with_accuracy, by_kind=by_kind, with_note=with_note)
-                            for c in cands])
+                           [_row(data, row, with_accuracy=with_accuracy, by_kind=by_kind, with_note=with_note)
+                            for row in data.rows])
         lines += ["", energy_view.energy_note(data.run, cands)]
         lines += generated_inputs_lines(cands)
         shared = shared_sweep_skip(data)

@@ -19,6 +19,7 @@ from planner.measure.pool import pool_sentence
 from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share
 from planner.results.audit import flag_line, load_summary
 from planner.results.interaction import Interaction
+from planner.results.rows import CandidateRow, candidate_rows
 from planner.results.status_look import look
 from planner.results.values import Fidelity
 from planner.results.view import check_on_your_data, not_established_why, unconfirmed_lead
@@ -36,16 +37,6 @@ NO_TABLES = ("No interaction, compression or device-target table in this run. Th
 """What the More tables tab says when the run has none of them."""
 
 
-
-
-@dataclass(frozen=True)
-class CandidateRow:
-    """One row of the table: the candidate as measured, its rank (None: not ranked) and its verdict against the
-    requirements the user set ('' when none was set; see requirement_verdict)."""
-
-    cand: CandidateResult
-    rank: int | None = None
-    verdict: str = ""
 
 
 @dataclass(frozen=True)
@@ -127,7 +118,7 @@ def table_columns(percentile: str | None = None, status_width: int = 4, count: i
                True),
         Column("mem", "MiB", 5, lambda r: fmt.mib(r.cand.peak_memory_bytes), lambda r: r.cand.peak_memory_bytes,
                drop=3),
-        Column("speedup", "speed", 7, lambda r: fmt.speedup(r.cand.speedup), lambda r: r.cand.speedup, True),
+        Column("speedup", "speed", 7, lambda r: fmt.speedup(r.speedup), lambda r: r.speedup, True),
         Column("pred", "pred", 9, lambda r: predicted_cell(r.cand), lambda r: _predicted_mid(r.cand), True, drop=1),
         Column("status", "stat", min(max(4, status_width), STATUS_MAX),
                lambda r: fmt.truncate(status_cell(r), min(max(4, status_width), STATUS_MAX)),
@@ -413,15 +404,16 @@ class ResultsPane(StepPane):
         # Only a latency target the user set keeps its percentile's column, as only such a target ranks by it.
         percentile = (str(reqs.latency_percentile) if reqs is not None and reqs.latency_ms is not None
                       and reqs.source("latency_ms") in (SOURCE_FLAG, SOURCE_FILE) else None)
-        self._checks, self._candidates = [], []
-        for i, c in enumerate(results.candidates):
+        self._checks, verdicts = [], []
+        for c in results.candidates:
             checks: tuple[Any, ...] = ()
             if stated and reqs is not None and c.status == "ok" and c.latency_ms is not None:
                 checks = tuple(check for check in requirement_checks(results, reqs, subject=c)
                                if check.source in (SOURCE_FLAG, SOURCE_FILE))
             self._checks.append(checks)
-            verdict = requirement_verdict(checks, percentile or "p50")
-            self._candidates.append(CandidateRow(c, results.rank_of(i), verdict))
+            verdicts.append(requirement_verdict(checks, percentile or "p50"))
+        # In the order measured: the table sorts itself, and a row's index is where its checks are.
+        self._candidates = sorted(candidate_rows(results, verdicts), key=lambda row: row.index)
         widest = max((len(status_cell(c)) for c in self._candidates), default=4)
         self._all_columns = table_columns(percentile, widest, len(self._candidates))
 
