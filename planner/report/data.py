@@ -10,8 +10,9 @@ from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from planner.codec import SchemaError
+from planner.codec import SchemaError, from_data
 from planner.errors import PlannerError
+from planner.hardware.ceiling_values import Ceilings
 from planner.results import CandidateResult, PlanResults, results_from_data
 from planner.results.analysis import Finding
 from planner.results.context import ModelDescription
@@ -59,6 +60,18 @@ class ReportData:
         if self.run.model is not None:
             return self.run.model
         return self.run.baseline.model if self.run.baseline is not None else None
+
+    @cached_property
+    def ceilings(self) -> Ceilings | None:
+        """The roofline ceilings: the plan's, else the baseline's copy (a run stopped after the baseline records
+        only that one, as JSON inside the typed baseline); None when neither was recorded or the copy is not whole."""
+        if self.run.ceilings is not None:
+            return self.run.ceilings
+        copy = self.run.baseline.ceilings if self.run.baseline is not None else {}
+        try:
+            return from_data(copy, Ceilings) if copy else None
+        except SchemaError:
+            return None
 
     @cached_property
     def model_inputs(self) -> tuple[InputView, ...]:

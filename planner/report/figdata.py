@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.codec import SchemaError, from_data
-from planner.hardware.ceiling_values import Ceilings
 from planner.report.data import ReportData
 from planner.results import Baseline, CandidateResult
 from planner.results.analysis import LayerRecord
@@ -147,21 +145,9 @@ def layer_bound(data: ReportData, layer: LayerRecord) -> str:
     return ""
 
 
-def ceilings(data: ReportData) -> Ceilings | None:
-    """The roofline ceilings: the plan's, else the baseline's copy (a run stopped after the baseline records
-    only that one); None when neither was recorded, or the copy is not a whole ceilings record."""
-    if data.run.ceilings is not None:
-        return data.run.ceilings
-    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
-    try:
-        return from_data(copy, Ceilings) if copy else None
-    except SchemaError:
-        return None
-
-
 def peak_fp32(data: ReportData) -> tuple[float | None, str]:
     """The fp32 peak FLOP/s (or the first precision listed) and its precision name."""
-    peaks = ceil.peak_flops if (ceil := ceilings(data)) is not None else {}
+    peaks = ceil.peak_flops if (ceil := data.ceilings) is not None else {}
     for name in sorted(peaks, key=lambda name: name != "fp32"):  # fp32 first, the rest as listed
         if peaks[name] and not math.isnan(peaks[name]):
             return peaks[name], name
@@ -170,7 +156,7 @@ def peak_fp32(data: ReportData) -> tuple[float | None, str]:
 
 def roofline(data: ReportData) -> Roofline | None:
     """Layers with FLOPs and a measured time, against the measured ceilings; None if absent."""
-    ceil, base = ceilings(data), data.run.baseline
+    ceil, base = data.ceilings, data.run.baseline
     peak, precision = peak_fp32(data)
     if ceil is None or base is None or not peak or peak <= 0 or not ceil.bandwidth_bytes_per_s > 0:
         return None
@@ -211,7 +197,7 @@ def missing_reason(data: ReportData, name: str) -> str | None:
             "no batch sweep was recorded"
             + ("" if data.run.baseline is not None else " (" + data.missing("the baseline") + ")"))
     if name == ROOFLINE:
-        if ceilings(data) is None:
+        if data.ceilings is None:
             return "no ceilings were recorded (" + data.missing("measuring the ceilings") + ")"
         if roofline(data) is None:
             return ("no layer has both FLOPs and a measured time against positive ceilings, "
@@ -242,7 +228,7 @@ def caption(data: ReportData, name: str) -> str:
     if name == ROOFLINE:
         rl = roofline(data)
         peak = f"{rl.peak_label} peak" if rl else "peak"
-        ceil = ceilings(data)
+        ceil = data.ceilings
         source = (ceil.source if ceil is not None else "") or "source not recorded"
         names = [name for name, _ in rl.other_roofs] if rl else []
         dashed = (f" Dashed: the {' and '.join(names)} roof{'s' if len(names) > 1 else ''}, which a layer reaches "

@@ -256,21 +256,13 @@ def streams_lines(cands: list[CandidateResult]) -> list[str]:
     return lines
 
 
-def _roofs(data: ReportData) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(peak FLOP/s by precision, the ceilings' details) of the plan's ceilings, else of the baseline's copy
-    (a plain JSON object); empty where neither was recorded."""
-    if data.run.ceilings is not None:
-        return data.run.ceilings.peak_flops, data.run.ceilings.details
-    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
-    return copy.get("peak_flops") or {}, copy.get("details") or {}
-
-
 def roof_lines(data: ReportData, cands: list[CandidateResult]) -> list[str]:
     """Each measured candidate's share of its own precision's roof (an INT8 candidate against the INT8 roof), in
     words under the table; [] when no candidate recorded one (files written before the share was)."""
     if not any(c.roof_share is not None for c in cands):
         return []
-    peaks, details = _roofs(data)
+    ceil = data.ceilings
+    peaks, details = (ceil.peak_flops, ceil.details) if ceil is not None else ({}, {})
     lines = ["", "Share of its own roof: the model's FLOPs per call (2 per multiply-add; int8 operations counted "
              "alike) over the candidate's p50, against the measured peak of the precision it computes in. A "
              "candidate that removes work (pruning, low rank, a new architecture) has none: the model's FLOPs "

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from planner.codec import SchemaError, from_data
 from planner.hardware.ceiling_notes import INT8_COUNTING, SLOWER, measurement_note, warnings
-from planner.hardware.ceiling_values import Ceilings
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile, MemoryInfo
 from planner.report import fmt
 from planner.report.data import ReportData
@@ -123,22 +121,9 @@ def _gpu_lines(data: ReportData, hw: HardwareProfile) -> list[str]:
     return lines
 
 
-def _ceilings(data: ReportData) -> Ceilings | None:
-    """The plan's ceilings, else the baseline's copy (JSON inside the typed baseline), else None."""
-    if data.run.ceilings is not None:
-        return data.run.ceilings
-    copy = data.run.baseline.ceilings if data.run.baseline is not None else {}
-    if not copy:
-        return None
-    try:
-        return from_data(copy, Ceilings)
-    except SchemaError:
-        return None
-
-
 def ceilings_lines(data: ReportData) -> list[str]:
     """The measured ceilings with their source and the ridge point per precision."""
-    ceil = _ceilings(data)
+    ceil = data.ceilings
     lines = ["### Measured ceilings", ""]
     if ceil is None:
         return lines + [f"Ceilings: {data.missing('measuring the ceilings')}.", ""]
