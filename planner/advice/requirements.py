@@ -369,12 +369,31 @@ def _accuracy_check(req: Requirements, measured: Mapping[str, Any]) -> Requireme
     acc, ref = facts.number(fidelity.get("accuracy")), facts.number(fidelity.get("reference_accuracy"))
     if acc is not None and ref is not None:
         drop = ref - acc
-        met = drop <= budget
-        margin = (f"accuracy {units.accuracy(acc)} vs the original's {units.accuracy(ref)}: "
-                  f"drop {units.accuracy(drop)}, "
-                  f"{'within' if met else 'over'} the {units.accuracy(budget)} budget")
-        return RequirementCheck("accuracy", label, f"drop {units.accuracy(drop)}", met,
-                                CheckStatus.MET if met else CheckStatus.MISSED, margin, source)
+        # Judged on the drop's 95% interval where it was measured (files from before: the estimate alone).
+        low = facts.number(fidelity.get("accuracy_drop_low"))
+        high = facts.number(fidelity.get("accuracy_drop_high"))
+        low, high = (drop, drop) if low is None or high is None else (low, high)
+        samples = facts.number(fidelity.get("samples"))
+        interval = (f" (95% interval {units.accuracy(low)} to {units.accuracy(high)} on "
+                    f"{units.count(samples)} labelled samples)" if high != low else "")
+        base = (f"accuracy {units.accuracy(acc)} vs the original's {units.accuracy(ref)}: "
+                f"drop {units.accuracy(drop)}{interval}")
+        shown = f"drop {units.accuracy(drop)}"
+        if fidelity.get("exact") is True:
+            # The same arithmetic to rounding: its answers are the original's on any input, not only these.
+            return RequirementCheck("accuracy", label, shown, True, CheckStatus.MET,
+                                    f"{base}: exact to rounding, so the original's accuracy holds, within the "
+                                    f"{units.accuracy(budget)} budget", source)
+        if high <= budget or low > budget:
+            met = high <= budget
+            return RequirementCheck("accuracy", label, shown, met, CheckStatus.MET if met else CheckStatus.MISSED,
+                                    f"{base}, {'within' if met else 'over'} the {units.accuracy(budget)} budget",
+                                    source)
+        settle = facts.number(fidelity.get("settle_samples"))
+        more = f": about {units.count(settle)} labelled samples would settle it" if settle else ""
+        return RequirementCheck("accuracy", label, shown, None, CheckStatus.NOT_ESTABLISHED,
+                                f"{base}: the interval straddles the {units.accuracy(budget)} budget, so these "
+                                f"samples cannot say{more}", source)
     if "model" in measured and not fidelity:
         # A profile describes the original model itself: it is the accuracy reference.
         return RequirementCheck("accuracy", label, "drop 0 (reference)", True, CheckStatus.MET,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from planner.errors import PlannerError
+from planner.measure.intervals import paired_drop, samples_to_settle
 from planner.plugins import Precision
 from planner.results.values import Fidelity, OutputKind
 
@@ -159,13 +160,7 @@ class FidelityGate:
         if fid.cosine < self.min_cosine:
             return f"cosine similarity {fid.cosine:.5f} < gate {self.min_cosine}", cosine_test
         if fid.accuracy is not None and fid.reference_accuracy is not None:
-            drop = fid.reference_accuracy - fid.accuracy
-            test = (f"accuracy on {fid.samples} labelled samples "
-                    f"(budget {self.max_accuracy_drop:.2%} below the original)")
-            if drop > self.max_accuracy_drop:
-                return (f"accuracy {fid.accuracy:.2%} is {drop:.2%} below the original's "
-                        f"{fid.reference_accuracy:.2%} (budget {self.max_accuracy_drop:.2%})"), test
-            return "", test
+            return self._judge_accuracy(fid)
         if fid.cannot_judge:
             return "", cannot_judge_words(fid, cosine_test)
         top1_test = ""
@@ -187,6 +182,26 @@ class FidelityGate:
         if centered_why:
             return centered_why, centered_test
         return "", "; ".join(t for t in (top1_test or cosine_test, centered_test) if t)
+
+    def _judge_accuracy(self, fid: Fidelity) -> tuple[str, str]:
+        """The drop in accuracy against the budget, judged on its 95% interval: rejected only when the whole
+        interval lies beyond the budget; passed only when it lies within; otherwise the test says so and
+        `accuracy_verdict` leaves the candidate not established (files from before intervals: the estimate)."""
+        assert fid.accuracy is not None and fid.reference_accuracy is not None
+        drop, budget = fid.reference_accuracy - fid.accuracy, self.max_accuracy_drop
+        low = fid.accuracy_drop_low if fid.accuracy_drop_low is not None else drop
+        high = fid.accuracy_drop_high if fid.accuracy_drop_high is not None else drop
+        interval = (f" (95% interval {low:+.1%} to {high:+.1%})" if fid.accuracy_drop_high is not None else "")
+        test = (f"accuracy on {fid.samples} labelled samples: drop {drop:.2%}{interval} against the "
+                f"{budget:.2%} budget")
+        if low > budget:
+            return (f"accuracy {fid.accuracy:.2%} is {drop:.2%} below the original's {fid.reference_accuracy:.2%}"
+                    f"{interval}, beyond the {budget:.2%} budget"), test
+        if high > budget:
+            settle = samples_to_settle(drop, low, high, budget, fid.samples)
+            return "", (f"{test}: the interval reaches past the budget, so the samples cannot tell"
+                        + (f"; about {settle:,} labelled samples would settle it" if settle else ""))
+        return "", test
 
     def _centered_cosine(self, fid: Fidelity) -> tuple[str, str]:
         """(reason or '', words) for the cosine of the part that depends on the input; ('', '') where not measured."""
@@ -342,6 +357,22 @@ DEFAULT_GATES: dict[Precision, FidelityGate] = {
 }
 
 
+def _accuracy_unsettled(fid: Fidelity, gate: FidelityGate, why: str) -> Fidelity:
+    """A candidate that accuracy on labels did not reject, but whose drop's interval reaches past the budget, is
+    not established: its fidelity says why and how many labelled samples would settle it."""
+    if why or fid.accuracy is None or fid.reference_accuracy is None or fid.accuracy_drop_high is None \
+            or fid.accuracy_drop_low is None or fid.accuracy_drop_high <= gate.max_accuracy_drop:
+        return fid
+    drop = fid.reference_accuracy - fid.accuracy
+    settle = samples_to_settle(drop, fid.accuracy_drop_low, fid.accuracy_drop_high, gate.max_accuracy_drop,
+                               fid.samples)
+    return replace(fid, settle_samples=settle, cannot_judge=(
+        f"its accuracy drop on {fid.samples} labelled samples is {drop:.2%}, and the 95% interval "
+        f"({fid.accuracy_drop_low:+.1%} to {fid.accuracy_drop_high:+.1%}) reaches past the "
+        f"{gate.max_accuracy_drop:.2%} budget"
+        + (f": about {settle:,} labelled samples would settle it" if settle else "")))
+
+
 def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
                   labels: Sequence[np.ndarray] | None = None, precision: Precision | str = Precision.FP32,
                   accuracy_budget: float | None = None, changes_function: bool = False,
@@ -368,6 +399,7 @@ def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
     if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
         gate = replace(gate, min_cosine=-1.0)
     why, decided_by = gate.judge(fid)
+    fid = _accuracy_unsettled(fid, gate, why)
     if (fid.cannot_judge and not why and Precision(precision) == Precision.FP32 and not changes_function
             and fid.centered_error is not None and fid.centered_error <= EXACT_SHARE):
         # The same arithmetic at the same precision, reproducing even the tiny part that depends on the
@@ -375,7 +407,7 @@ def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
         part = CENTERED_WORDS.format(n=fid.samples)
         decided_by = (f"exact to rounding: its error is {fid.centered_error:.2g} of {part} (at most {EXACT_SHARE:g}), "
                       f"though {fid.cannot_judge}")
-        fid = replace(fid, cannot_judge="")
+        fid = replace(fid, cannot_judge="", settle_samples=None, exact=True)
     return why, decided_by, fid
 
 
@@ -475,8 +507,10 @@ def _classes(ref: np.ndarray, out: np.ndarray, mean_error: float,
         truth = np.concatenate([np.asarray(lab).reshape(-1) for lab in labels])
         if len(truth) != ref.shape[0]:
             raise ValueError(f"{len(truth)} labels for {ref.shape[0]} outputs")
-        fields["accuracy"] = float(np.mean(out.argmax(axis=1) == truth))
-        fields["reference_accuracy"] = float(np.mean(ref.argmax(axis=1) == truth))
+        right, ref_right = out.argmax(axis=1) == truth, ref.argmax(axis=1) == truth
+        fields["accuracy"] = float(np.mean(right))
+        fields["reference_accuracy"] = float(np.mean(ref_right))
+        _, fields["accuracy_drop_low"], fields["accuracy_drop_high"] = paired_drop(ref_right, right)
     return fields
 
 

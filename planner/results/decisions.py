@@ -122,6 +122,9 @@ class CheckStatus(StrEnum):
     # Something was measured, but not what the requirement names (a p95 from too few samples for one):
     # no verdict either way.
     NOT_JUDGED = "not-judged"
+    # Measured, but the samples cannot support a verdict: the measurement's 95% interval straddles the target
+    # (an accuracy drop on too few labelled samples). Never met, never missed.
+    NOT_ESTABLISHED = "not-established"
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,12 @@ class Fidelity:
     samples: int
     accuracy: float | None = None  # with --val-data labels
     reference_accuracy: float | None = None
+    # The 95% interval of reference_accuracy - accuracy on the same labelled samples (a paired difference), and
+    # about how many labelled samples would settle the accuracy budget where the interval straddles it.
+    accuracy_drop_low: float | None = None
+    accuracy_drop_high: float | None = None
+    settle_samples: int | None = None
+    exact: bool = False  # the same arithmetic, reproducing the original to rounding: what holds here holds anywhere
     reference: bool = False  # the baseline compared with itself
     # top1_agreement counts only samples whose reference margin (top logit minus runner-up) exceeds
     # the candidate's noise; these say over how many samples, and the agreement over all of them.

@@ -323,8 +323,12 @@ def check_on_your_data(lead: CandidateResult, *, code: str = "") -> str:
     """'Up to 3.9x (INT8 NNCF) if it holds on your data: re-run with --val-data DIR'; `code` wraps the flag
     (a backtick in Markdown). Where the check could not judge it, the model's trained weights settle it too."""
     label = lead.label or lead.plugin or "a candidate"
-    cannot = lead.fidelity.cannot_judge if lead.fidelity is not None else ""
-    weights = " or with the model's trained weights" if cannot else ""
+    fid = lead.fidelity
+    if fid is not None and fid.settle_samples:
+        # Labelled data too small to tell: more of it settles it.
+        return (f"Up to {units.speedup(lead.speedup)} ({label}) if it holds on more of your data: re-run with "
+                f"{code}--val-data DIR{code} holding about {fid.settle_samples:,} labelled samples")
+    weights = " or with the model's trained weights" if fid is not None and fid.cannot_judge else ""
     return (f"Up to {units.speedup(lead.speedup)} ({label}) if it holds on your data: "
             f"re-run with {code}--val-data DIR{code}{weights}")
 

@@ -108,9 +108,11 @@ def gate_lines(cands: list[CandidateResult]) -> list[str]:
 def generated_inputs_lines(cands: list[CandidateResult]) -> list[str]:
     """What a fidelity check on generated inputs can say, when this run's checks ran on them ([] otherwise)."""
     generated = any("generated inputs" in _decided_by(c) for c in cands)
-    unjudged = [c for c in cands if c.status == Status.UNCONFIRMED and _cannot_judge(c)]
+    unsettled = [c for c in cands if c.status == Status.UNCONFIRMED and c.fidelity is not None
+                 and c.fidelity.settle_samples is not None and _cannot_judge(c)]
+    unjudged = [c for c in cands if c.status == Status.UNCONFIRMED and _cannot_judge(c) and c not in unsettled]
     unconfirmed = [label(c) for c in cands if c.status == Status.UNCONFIRMED and not _cannot_judge(c)]
-    if not generated and not unconfirmed and not unjudged:
+    if not generated and not unconfirmed and not unjudged and not unsettled:
         return []
     lines = [""] + (["The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
                      "outputs agree with the original's on those inputs, not that accuracy holds on real data."]
@@ -123,6 +125,10 @@ def generated_inputs_lines(cands: list[CandidateResult]) -> list[str]:
                      f"The check compares each candidate with the original on the part of the outputs that depends "
                      f"on the input, and here {why}. Nothing on these inputs could fail a candidate that changes the "
                      f"arithmetic, so none is called passed; what would settle it: {settle}.")
+    for c in unsettled:
+        # Real, labelled data, too little of it to tell the drop from the budget: more of it settles it.
+        lines.append(f"*Not established* ({label(c)}): {_cannot_judge(c)}. The drop is judged on its 95% interval, "
+                     "so a candidate is only called within the budget when the whole interval is.")
     if unconfirmed:
         lines.append(f"*Unconfirmed* ({fmt.series(unconfirmed)}): not established on real data. The outputs "
                      "drifted from the original's on generated inputs, which cannot tell whether that matters on "

@@ -22,7 +22,7 @@ def _asked(reqs: Requirements) -> tuple[tuple[str, str, Any], ...]:
 
 _VERDICTS = {CheckStatus.MET: "met", CheckStatus.MET_AT_P50: "met at p50 only", CheckStatus.MISSED: "missed",
              CheckStatus.IMPOSSIBLE: "cannot be met", CheckStatus.NOT_MEASURED: "not measured",
-             CheckStatus.NOT_JUDGED: "not judged"}
+             CheckStatus.NOT_JUDGED: "not judged", CheckStatus.NOT_ESTABLISHED: "not established"}
 
 
 def value_text(name: str, value: Any) -> str:

@@ -158,12 +158,14 @@ def _requirements_sentence(data: ReportData) -> str:
         name = requirements.name_of(c)
         return name + f" {requirements.value_text(name, c.target)}"
 
-    groups: dict[str, list[str]] = {"missed": [], "met": [], "other": []}
+    groups: dict[str, list[str]] = {"missed": [], "met": [], "other": [], "unsettled": []}
     for c in found:
         # An impossible requirement is missed too; its margin says why it cannot be met. One met only on the
         # median is not judged at its percentile: it goes with the others, its margin saying what was judged.
+        # One whose interval straddles its target is not established, with how many samples would settle it.
         key = ("missed" if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)
-               else "met" if requirements.fully_met(c) else "other")
+               else "met" if requirements.fully_met(c)
+               else "unsettled" if c.status == CheckStatus.NOT_ESTABLISHED else "other")
         groups[key].append(f"{_named(c)} ({requirements.margin(c)})" if key != "met" else _named(c))
     parts = []
     if groups["missed"]:
@@ -172,9 +174,11 @@ def _requirements_sentence(data: ReportData) -> str:
         parts.append("it meets " + " and ".join(groups["met"]))
     if groups["other"]:
         parts.append("not judged: " + " and ".join(groups["other"]))
+    if groups["unsettled"]:
+        parts.append("not established: " + " and ".join(groups["unsettled"]))
     on = " (checked on the baseline)" if subject else ""
-    verdict = ("not met" if groups["missed"] else "none missed, but not all judged" if groups["other"]
-               else "all met")
+    verdict = ("not met" if groups["missed"] else "none missed, but not all judged"
+               if groups["other"] or groups["unsettled"] else "all met")
     return f"**Requirements**{on}: {verdict} — " + "; ".join(parts) + "."
 
 
