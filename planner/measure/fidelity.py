@@ -405,8 +405,14 @@ def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
         # The same arithmetic at the same precision, reproducing even the tiny part that depends on the
         # input: exact on these inputs, to rounding. A candidate that ignored or mangled its input could not.
         part = CENTERED_WORDS.format(n=fid.samples)
-        decided_by = (f"exact to rounding: its error is {fid.centered_error:.2g} of {part} (at most {EXACT_SHARE:g}), "
-                      f"though {fid.cannot_judge}")
+        exact = f"exact to rounding: its error is {fid.centered_error:.2g} of {part} (at most {EXACT_SHARE:g})"
+        if fid.accuracy is not None and fid.reference_accuracy is not None:
+            # Too few labels to bound the drop by sampling, but the same arithmetic answers as the original does.
+            decided_by = (f"accuracy on {fid.samples} labelled samples: drop "
+                          f"{fid.reference_accuracy - fid.accuracy:.2%}, and {exact}, so the original's accuracy "
+                          "holds on any input")
+        else:
+            decided_by = f"{exact}, though {fid.cannot_judge}"
         fid = replace(fid, cannot_judge="", settle_samples=None, exact=True)
     return why, decided_by, fid
 
