@@ -42,6 +42,8 @@ def format_baseline(b: Baseline) -> str:
     lines.append(f"Latency      p50 {units.ms(lat.p50_ms)}" + (", " + ", ".join(shown) if shown else "")
                  + f"; mean {units.ms(lat.mean_ms)} ± {units.ms(lat.std_ms)}; {lat.samples} samples"
                  + (f" ({', '.join(missing)} need more samples)" if missing else ""))
+    if b.invalid:
+        lines.append(f"             INVALID: {b.invalid}")
     if lat.unstable:
         lines.append(f"             UNSTABLE: IQR/median {units.pct(lat.iqr_over_median)} > 10%; "
                      "close other programs and re-run")

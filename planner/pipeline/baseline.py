@@ -13,7 +13,7 @@ from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, measurement_note
 from planner.plugins import CandidateSpec, ModelRef, cuda_usable
-from planner.results import Baseline, Status, from_data, to_data
+from planner.results import Baseline, CandidateResult, Status, from_data, to_data
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,10 +76,21 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
                      streams=False,  # the Baseline records no streams; its sweep is its throughput
                      energy=energy)
     result, outputs = measure(job, timeout_s=timeout_s)
+    batch = model.inputs.first.shape[0] if model.inputs.first.shape else 1
+    invalid = sweep_disagreement(result, batch)
+    if invalid:
+        # Once more: a busy spell that fell on one of the two timings passes; one that persists is named.
+        on_event(Event("warning", f"the baseline's timing disagrees with itself ({invalid}); timing it again"))
+        result, outputs = measure(job, timeout_s=timeout_s)
+        invalid = sweep_disagreement(result, batch)
     lat = result.latency_ms
     if result.status is not Status.OK or lat is None:
         raise PlannerError(f"the baseline could not be measured: {result.reason}",
                            "check that the model runs at this input shape (planner inspect)")
+    if invalid:
+        invalid = f"{invalid}, twice; {load_cause(result)}"
+        on_event(Event("warning", f"the baseline's timing is invalid: {invalid}; no speedup is worked out against "
+                                  "it"))
     on_event(Event("stage_done", f"baseline p50 {units.ms(lat.p50_ms)} over {lat.samples} samples",
                    stage="baseline"))
     on_event(Event("stage", "analysing layers, roofline and architecture", stage="analysis",
@@ -113,10 +124,45 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         "audit": to_data(result.audit),
         "energy_source": to_data(energy),
         "energy": to_data(result.energy),
+        "invalid": invalid,
         **analysis,
     }, Baseline)
     on_event(Event("stage_done", f"{len(baseline.findings)} architecture findings", stage="analysis"))
     return baseline, outputs
+
+
+DISAGREEMENT = 2.0
+"""How far a baseline's median may sit from its own batch sweep's median at the same batch before it is timed again."""
+
+
+def sweep_disagreement(result: CandidateResult, batch: int) -> str:
+    """'' when the median agrees with the batch sweep's at `batch`, the batch the main timing ran (within
+    DISAGREEMENT x), else the two figures in words: the same configuration timed twice in one profile cannot differ
+    that much unless other work or the thread count got in the way of one of them."""
+    lat = result.latency_ms
+    point = next((p for p in result.throughput if p.batch == batch and p.latency_p50_ms > 0), None)
+    if lat is None or point is None or lat.p50_ms <= 0:
+        return ""
+    ratio = max(lat.p50_ms, point.latency_p50_ms) / min(lat.p50_ms, point.latency_p50_ms)
+    if ratio <= DISAGREEMENT:
+        return ""
+    return (f"p50 {units.ms(lat.p50_ms)} over {lat.samples} samples against {units.ms(point.latency_p50_ms)} in the "
+            f"batch sweep at batch {point.batch}, {ratio:.0f}x apart")
+
+
+def load_cause(result: CandidateResult) -> str:
+    """The likeliest cause of a timing that disagrees with itself, from what the audit saw."""
+    audit = result.audit
+    threads = audit.threads_used if audit is not None else None
+    busy = audit.other_load_mean_cores if audit is not None else None
+    cores = audit.usable_cores if audit is not None else None
+    if threads and busy is not None and cores and threads > cores - busy:
+        return (f"it ran {threads} threads while other work held {busy:.1f} of the {cores} usable cores: threads that "
+                "outnumber the free cores wait on each other at every operation. Re-run on an idle machine, or "
+                "stop the other work")
+    if busy:
+        return f"other work used {busy:.1f} cores while it was timed. Re-run on an idle machine"
+    return "nothing else was seen running: re-run it, and report it if it stays"
 
 
 def analyse(model: "LoadedModel", latency_s: float, ceilings: "Ceilings", *, quick: bool,

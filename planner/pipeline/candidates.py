@@ -274,7 +274,6 @@ class CandidateRun:
                                     expected_ms=[candidates[i].p50 for i in leaders])  # sizes the first turns
         self._confirm_spent_s += max((o.rounds_s for o in outcomes), default=0.0)
         confirmed: dict[int, CandidateResult] = {}
-        base_p50 = self.baseline.latency_ms.p50_ms
         for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
             old = candidates[i]
             if not outcome.ok or outcome.stats is None or not old.p50:
@@ -284,7 +283,7 @@ class CandidateRun:
                 continue
             # Its figure is now the full method's: a screen that stopped early no longer describes it.
             new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by), dropped="",
-                                      speedup=base_p50 / outcome.stats.p50_ms if outcome.stats.p50_ms else None,
+                                      speedup=self.baseline.speedup_of(outcome.stats.p50_ms),
                                       roof_share=candidate_roof_share(
                                           self.baseline, old.precision, outcome.stats.p50_ms,
                                           same_work=old.roof_share is not None),
@@ -532,11 +531,10 @@ class CandidateRun:
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
         elif status in (Status.REJECTED, Status.UNCONFIRMED) and plugin is not None:
             reason = plugin.explain_gate(spec, str(status), reason)
-        base_p50 = self.baseline.latency_ms.p50_ms
         # Only a candidate that keeps the model's multiply-adds is measured against the baseline's FLOPs.
         same_work = arithmetic in (Arithmetic.NONE, Arithmetic.REDUCED_PRECISION)
         return dataclasses.replace(result, status=status, reason=reason or result.reason, fidelity=fidelity,
-                                   speedup=base_p50 / result.p50 if result.p50 else None,
+                                   speedup=self.baseline.speedup_of(result.p50),
                                    roof_share=candidate_roof_share(self.baseline, result.precision, result.p50,
                                                                    same_work=same_work))
 

@@ -295,6 +295,8 @@ class PlanSession:
         self.baseline, self.reference = baseline, reference
         self.done(Step.PROFILE)  # earlier candidates are discarded: their speedups are over the old baseline
         self.update(baseline=baseline, candidates=(baseline.as_candidate(),), ranking=None)
+        if baseline.invalid:
+            self.warn(f"the baseline's timing is invalid ({baseline.invalid}): no speedup is worked out against it")
         if baseline.ceilings and baseline.ceilings != to_data(self.results.ceilings):  # the baseline's are JSON
             # The baseline beat a ceiling measured while busy: the raised ceilings are the machine's now.
             from planner.hardware.ceiling_values import Ceilings

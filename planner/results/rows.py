@@ -31,7 +31,10 @@ def baseline_p50(results: PlanResults) -> float | None:
 
 
 def speedup_of(results: PlanResults, cand: CandidateResult) -> float | None:
-    """The candidate's recorded speedup, else the baseline's p50 over its p50 (files that recorded none)."""
+    """The candidate's recorded speedup, else the baseline's p50 over its p50 (files that recorded none); None
+    against a baseline whose own timing is invalid."""
+    if results.baseline is not None and results.baseline.invalid:
+        return None
     if cand.speedup is not None:
         return cand.speedup
     base, mine = baseline_p50(results), cand.p50

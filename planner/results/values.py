@@ -338,6 +338,13 @@ class Baseline:
     pipeline: PipelineSplit | None = None  # requests end to end with the user's --pipeline (None: not given)
     energy_source: EnergySource | None = None  # the counter and idle power (None in files written before them)
     energy: InferenceEnergy | None = None  # the baseline's own joules per inference
+    # Why its timing cannot be trusted ('' when it can): its median disagreed with its own batch sweep at the
+    # same batch, twice. No speedup is worked out against such a baseline.
+    invalid: str = ""
+
+    def speedup_of(self, p50_ms: float | None) -> float | None:
+        """Its p50 over a candidate's; None without a candidate figure, or when its own timing is invalid."""
+        return self.latency_ms.p50_ms / p50_ms if p50_ms and not self.invalid else None
 
     def as_candidate(self) -> CandidateResult:
         """The baseline as the first row of the candidate table: the reference, speedup 1."""

@@ -56,7 +56,8 @@ def _baseline_sentence(data: ReportData) -> str:
     sentence = f"Out of the box ({runtime}) it takes {fmt.ms(lat.p50_ms)} at p50"
     sentence += (" (" + ", ".join(tail) + ")") if tail else ""
     bound = b.bottleneck.bound if b.bottleneck is not None else None
-    return sentence + (f" and is {bound}-bound on this machine." if bound else ".")
+    sentence += f" and is {bound}-bound on this machine." if bound else "."
+    return sentence + (f" That timing is invalid: {b.invalid}." if b.invalid else "")
 
 
 def _decision(data: ReportData) -> list[str]:
@@ -80,9 +81,12 @@ def _decision(data: ReportData) -> list[str]:
     ranked_by = data.run.ranking.by if data.run.ranking is not None else ""
     ranked = f" (ranked by {ranked_by})" if ranked_by else ""
     which = "the best confirmed candidate" if lead is not None else "the best deployment found"
-    lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}",
-             f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
-             f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}"]
+    invalid = data.run.baseline.invalid if data.run.baseline is not None else ""
+    gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)}; no speedup is worked out, because the baseline's own "
+            f"timing is invalid: {invalid}." if invalid else
+            f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
+            f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}")
+    lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}", gain]
     if data.run.energy_source is not None:  # a plan that looked for an energy counter (older files did not)
         lines.append(f"**Energy**: {_energy(data, best)}")
     return lines + [f"**Accuracy risk**: {_risk(best)}"]
