@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from planner import units
-from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view
+from planner.results import Baseline, CandidateResult, PlanResults, Status, energy_view, fidelity_view, results_data
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.rows import candidate_rows
 from planner.results.view import (
@@ -259,10 +260,6 @@ def print_outcome(outcome: PlanOutcome, *, json_out: bool = False) -> int:
     """How a plan ended, wherever it ran, printed one way: the ranking (results.json's object with --json), the
     requests' split, what went wrong and what was not brought here (on stderr), where the folder and the report
     are. Returns the exit status: 0 when it gave results that did not fail."""
-    import sys
-
-    from planner.results import results_data
-
     results = outcome.results
     if json_out and results is not None:
         print_json(results_data(results))  # the object results.json holds

@@ -186,7 +186,7 @@ class FidelityGate:
     def _judge_accuracy(self, fid: Fidelity) -> tuple[str, str]:
         """The drop in accuracy against the budget, judged on its 95% interval: rejected only when the whole
         interval lies beyond the budget; passed only when it lies within; otherwise the test says so and
-        `accuracy_verdict` leaves the candidate not established (files from before intervals: the estimate)."""
+        `_accuracy_unsettled` leaves the candidate not established (files from before intervals: the estimate)."""
         assert fid.accuracy is not None and fid.reference_accuracy is not None
         drop, budget = fid.reference_accuracy - fid.accuracy, self.max_accuracy_drop
         low = fid.accuracy_drop_low if fid.accuracy_drop_low is not None else drop

@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import binomtest
 
 CONFIDENCE = 0.95
 
 
 def wilson(successes: int, n: int) -> tuple[float, float]:
     """The 95% Wilson score interval of a share `successes / n` (n > 0)."""
+    from scipy.stats import binomtest  # a second to import: only where labels are judged, not in every worker
+
     ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
     return float(ci.low), float(ci.high)
 

@@ -6,8 +6,8 @@ relative error for anything else. Top-1 is never shown for an output that has no
 are lenient (see `planner.results.view`): a missing or malformed field reads as absent, and a file
 written before kinds were told apart reads as class scores, as it was judged.
 
-Every reader takes the typed `Fidelity` (None where nothing was compared); a results.json object is
-still accepted while the report's sections move to typed reads, and decoded here.
+Every reader takes the typed `Fidelity` (None where nothing was compared); the advice, which reads a
+profile's facts as JSON, hands over the fidelity's results.json object, decoded here.
 """
 
 from __future__ import annotations
