@@ -145,6 +145,8 @@ def _fidelity_check(manifest: dict, reference: list, outputs: list) -> tuple[Che
     precision = str((manifest.get("candidate") or {}).get("precision", "fp32"))
     recorded = manifest.get("fidelity") or {}
     kind = recorded.get("output_kind") or None
+    if kind == "ctc" and recorded.get("ctc_blank") is not None:
+        kind = f"ctc:{int(recorded['ctc_blank'])}"  # the blank the plan decoded with
     why, decided_by, fid = judge_outputs(reference, outputs, precision=precision, kind=kind,
                                          kind_basis=str(recorded.get("kind_basis", "")))
     count = f"on the {len(outputs)} sample inputs, against the original model's outputs"

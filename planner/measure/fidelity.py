@@ -7,10 +7,19 @@ What "closely" means depends on what the output is, so each output is first give
 - dense: a map per pixel (batch, C, H, W) with H, W > 1 (segmentation, a detector's heat map): the
   thresholded map's foreground IoU (C == 1) or the per-pixel class agreement (C > 1), plus the mean
   error over the output's scale; never cosine, which a map that is near zero everywhere makes noise;
-- sequence: class scores per position (batch, positions, classes): per-position class agreement;
+- sequence: class scores per position (batch, positions, classes): per-position class agreement, and whole
+  sequences (each position's class) unchanged, with the edits between them;
+- ctc: the same scores decoded as CTC (each position's class, repeats collapsed, the blank dropped): the share of
+  decoded sequences (a text line, say) unchanged and the character error rate against the original's; only
+  with `--output-kind NAME=ctc[:BLANK]`, since the shape cannot tell it from a plain sequence;
+- embedding: vectors (batch, dims) whose rows have length 1: each sample's cosine, and whether each sample's
+  nearest neighbours among the others stay the same (what a search over these vectors would return);
 - regression: anything else: the error relative to the output's size.
 
-The kind is read from the shape unless `--output-kind NAME=KIND` gives it.
+The kind is read from the shape (and a normalised vector from its values) unless `--output-kind NAME=KIND` gives it.
+A share (top-1 agreement, sequences unchanged, neighbours kept) carries its 95% interval over the samples it
+counts; for a candidate that changes the arithmetic, the gate's level applies to that interval: below it wholly,
+rejected; above it wholly, passed; across it, not established.
 
 Class scores and regression outputs are also compared on the part that depends on the input: each
 output minus the original's mean output over the compared samples. With random weights a deep
@@ -28,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from planner.errors import PlannerError
-from planner.measure.intervals import paired_drop, samples_to_settle
+from planner.measure.intervals import paired_drop, samples_to_settle, wilson
 from planner.plugins import Precision
 from planner.results.values import Fidelity, OutputKind
 
@@ -41,8 +50,33 @@ KIND_WORDS: dict[str, str] = {
     OutputKind.CLASSES: "class scores",
     OutputKind.DENSE: "a dense map (a value per pixel)",
     OutputKind.SEQUENCE: "class scores per position (a sequence)",
+    OutputKind.CTC: "class scores per position decoded as CTC text (repeats collapsed, blanks dropped)",
+    OutputKind.EMBEDDING: "an embedding (a vector of length 1 per sample, compared by direction and neighbours)",
     OutputKind.REGRESSION: "values compared as numbers (regression)",
 }
+
+
+def parse_kind(value: OutputKind | str) -> tuple[OutputKind, int | None]:
+    """(kind, CTC blank index) from a kind's text: 'dense', 'ctc' (blank 0), 'ctc:5'. Raises ValueError if unknown."""
+    name, sep, blank = str(value).partition(":")
+    kind = OutputKind(name.strip().lower())
+    if kind is not OutputKind.CTC:
+        if sep:
+            raise ValueError(f"only ctc takes an index after ':' (the blank class), not {kind.value}")
+        return kind, None
+    if not sep:
+        return kind, 0
+    if not blank.strip().isdigit():
+        raise ValueError(f"the blank class after 'ctc:' is a class index (0, 1, ...), not {blank.strip()!r}")
+    return kind, int(blank)
+
+
+def is_normalised(ref: np.ndarray) -> bool:
+    """Whether (samples, dims) rows are unit vectors with signs: an embedding, not probabilities (which are >= 0)."""
+    if ref.ndim != 2 or ref.shape[1] < 2 or not len(ref) or float(ref.min()) >= 0.0:
+        return False
+    norms = np.linalg.norm(ref, axis=1)
+    return bool(np.all(np.abs(norms - 1.0) < 1e-3))
 
 
 def infer_kind(shape: Sequence[int]) -> OutputKind:
@@ -83,25 +117,31 @@ def output_names(model: "LoadedModel") -> list[str]:
     return ["output"]
 
 
-def resolve_output_kind(specs: Sequence[str], names: Sequence[str]) -> tuple[OutputKind, str] | None:
-    """(kind, how it was given) for the compared output from `--output-kind NAME=KIND` specs; None if none name it.
+def resolve_output_kind(specs: Sequence[str], names: Sequence[str]) -> tuple[str, str] | None:
+    """(kind's text, how it was given) for the compared output from `--output-kind NAME=KIND` specs; None if none
+    name it.
 
-    NAME is the output's name or `0` (the first output, the one compared). A malformed spec, an
+    NAME is the output's name or `0` (the first output, the one compared); KIND is a kind's name, and `ctc` may
+    name its blank class (`ctc:5`; 0 by default): the text is what `parse_kind` reads. A malformed spec, an
     unknown kind or name, or a name of an output that is not compared is an error that lists the names.
     """
     if not specs:
         return None
     kinds = ", ".join(k.value for k in OutputKind)
     listing = ", ".join(f"{n} (compared)" if i == 0 else n for i, n in enumerate(names))
-    chosen: tuple[OutputKind, str] | None = None
+    chosen: tuple[str, str] | None = None
     for spec in specs:
         name, sep, kind = str(spec).partition("=")
         name, kind = name.strip(), kind.strip().lower()
         if not sep or not name or not kind:
             raise PlannerError(f"--output-kind {spec!r} is not NAME=KIND",
                                f"write it as NAME=KIND, e.g. {names[0]}=dense; KIND is one of {kinds}")
-        if kind not in {k.value for k in OutputKind}:
-            raise PlannerError(f"--output-kind {spec!r}: unknown kind {kind!r}", f"use one of {kinds}")
+        try:
+            parsed, blank = parse_kind(kind)
+        except ValueError as exc:
+            known = kind.partition(":")[0] in {k.value for k in OutputKind}
+            raise PlannerError(f"--output-kind {spec!r}: {exc if known else f'unknown kind {kind!r}'}",
+                               f"use one of {kinds} (ctc:BLANK names the blank class, 0 by default)") from None
         if name not in names and name != "0":
             raise PlannerError(f"--output-kind {spec!r}: the model has no output named {name!r}",
                                f"its outputs are: {listing}; name one of them, or 0 for the first")
@@ -109,7 +149,8 @@ def resolve_output_kind(specs: Sequence[str], names: Sequence[str]) -> tuple[Out
             raise PlannerError(f"--output-kind {spec!r}: only the first output, {names[0]!r}, is compared "
                                "with the original, so a kind for another output would not be used",
                                f"name {names[0]} (or 0) instead; the outputs are: {listing}")
-        chosen = (OutputKind(kind), f"given with --output-kind {name}={kind}")
+        text = parsed.value if blank is None else f"{parsed.value}:{blank}"
+        chosen = (text, f"given with --output-kind {name}={kind}")
     return chosen
 
 
@@ -119,8 +160,15 @@ class FidelityGate:
 
     Class scores: cosine similarity, then top-1 agreement (or accuracy with labels). A dense map:
     the thresholded map's agreement (`min_map`) and the mean error over the output's scale
-    (`max_spread_error`). A sequence: per-position class agreement (`min_positions`). Anything
-    else: the error relative to the output's size (`max_relative_error`).
+    (`max_spread_error`). A sequence: per-position class agreement and whole sequences unchanged
+    (`min_positions`); decoded CTC text: lines unchanged (`min_positions`). An embedding: each sample's
+    cosine (`min_cosine`) and nearest neighbours kept (`min_top1`). Anything else: the error relative to
+    the output's size (`max_relative_error`).
+
+    With `interval_decides` (every precision but fp32, whose rewrites keep the arithmetic and are judged by
+    how closely they reproduce it), a share's level applies to its 95% interval: a candidate is rejected only
+    when the interval lies wholly below it, and where the interval straddles it `unsettled` says why the
+    candidate is not established. fp32 is rejected when the estimate is below.
     """
 
     min_cosine: float
@@ -130,6 +178,7 @@ class FidelityGate:
     max_spread_error: float = 0.05
     min_positions: float = 0.95
     max_relative_error: float = 0.05
+    interval_decides: bool = True
 
     def check(self, fid: Fidelity) -> str:
         """'' if the candidate passes, else the reason it is rejected."""
@@ -147,8 +196,10 @@ class FidelityGate:
         kind = fid.output_kind or OutputKind.CLASSES
         if kind == OutputKind.DENSE:
             return self._judge_dense(fid)
-        if kind == OutputKind.SEQUENCE:
+        if kind in (OutputKind.SEQUENCE, OutputKind.CTC):
             return self._judge_sequence(fid)
+        if kind == OutputKind.EMBEDDING:
+            return self._judge_embedding(fid)
         if kind == OutputKind.REGRESSION:
             return self._judge_regression(fid)
         return self._judge_classes(fid)
@@ -167,10 +218,10 @@ class FidelityGate:
         if fid.top1_agreement is not None:
             counted = fid.top1_samples if fid.top1_samples is not None else fid.samples
             top1_test = f"top-1 agreement on {counted} of {fid.samples} samples (gate {self.min_top1:.0%})"
-            if fid.top1_agreement < self.min_top1:
-                return (f"top-1 agreement {fid.top1_agreement:.1%} < gate {self.min_top1:.0%} "
-                        f"(over the {counted} of {fid.samples} samples whose top-1 margin exceeds "
-                        "the candidate's error)"), top1_test
+            if self._below(fid.top1_agreement, fid.top1_high, self.min_top1):
+                return (f"top-1 agreement {fid.top1_agreement:.1%}{interval_words(fid.top1_low, fid.top1_high)} "
+                        f"< gate {self.min_top1:.0%} (over the {counted} of {fid.samples} samples whose top-1 margin "
+                        "exceeds the candidate's error)"), top1_test
         elif fid.top1_samples == 0:
             # Every reference margin is within the candidate's own error: which class wins there is
             # numerical noise (typical of random weights), so top-1 cannot tell a good candidate from a bad one.
@@ -202,6 +253,41 @@ class FidelityGate:
             return "", (f"{test}: the interval reaches past the budget, so the samples cannot tell"
                         + (f"; about {settle:,} labelled samples would settle it" if settle else ""))
         return "", test
+
+    def _below(self, value: float, high: float | None, minimum: float) -> bool:
+        """Whether a share fails its level: its interval's top (the estimate where intervals do not decide)."""
+        return (high if self.interval_decides and high is not None else value) < minimum
+
+    def shares(self, fid: Fidelity) -> list[tuple[str, float, float, float, int, float]]:
+        """(what, estimate, low, high, count, level needed) for each share this kind's test judges by its interval."""
+        kind = fid.output_kind or OutputKind.CLASSES
+        found: list[tuple[str, float, float, float, int, float]] = []
+        if kind == OutputKind.CLASSES and fid.accuracy is None and fid.top1_agreement is not None \
+                and fid.top1_low is not None and fid.top1_high is not None:
+            found.append(("top-1 agreement", fid.top1_agreement, fid.top1_low, fid.top1_high,
+                          fid.top1_samples or fid.samples, self.min_top1))
+        if kind in (OutputKind.SEQUENCE, OutputKind.CTC) and fid.sequences_unchanged is not None \
+                and fid.sequences_low is not None and fid.sequences_high is not None:
+            found.append((sequences_name(fid), fid.sequences_unchanged, fid.sequences_low, fid.sequences_high,
+                          fid.sequences or 0, self.min_positions))
+        if kind == OutputKind.EMBEDDING and fid.neighbour_kept is not None \
+                and fid.neighbour_low is not None and fid.neighbour_high is not None:
+            found.append(("nearest neighbour kept", fid.neighbour_kept, fid.neighbour_low, fid.neighbour_high,
+                          fid.samples, self.min_top1))
+        return found
+
+    def unsettled(self, fid: Fidelity) -> str:
+        """Why a candidate that passed is not established: a share whose interval reaches below its level ('' if
+        none)."""
+        if not self.interval_decides:
+            return ""
+        for what, value, low, high, n, minimum in self.shares(fid):
+            if low < minimum <= high:
+                settle = samples_to_settle(value, low, high, minimum, n)
+                return (f"{what} is {value:.1%} over {n} samples, and its 95% interval ({low:.1%} to {high:.1%}) "
+                        f"reaches below the {minimum:.0%} needed"
+                        + (f": about {settle:,} samples would settle it" if settle else ""))
+        return ""
 
     def _centered_cosine(self, fid: Fidelity) -> tuple[str, str]:
         """(reason or '', words) for the cosine of the part that depends on the input; ('', '') where not measured."""
@@ -249,7 +335,20 @@ class FidelityGate:
         return spread_why, f"{test}; {spread_words}"
 
     def _judge_sequence(self, fid: Fidelity) -> tuple[str, str]:
-        """Per-position class agreement where positions' margins exceed the error; else the mean error."""
+        """Whole sequences unchanged (decoded text for ctc) on their interval, then per-position class agreement
+        where positions' margins exceed the error; else the mean error."""
+        whole = ""
+        if fid.sequences_unchanged is not None:
+            name = sequences_name(fid)
+            interval = interval_words(fid.sequences_low, fid.sequences_high)
+            edits = (f", {fid.edit_rate:.2%} of {'characters' if fid.output_kind == OutputKind.CTC else 'positions'} "
+                     "edited" if fid.edit_rate is not None else "")
+            whole = (f"{name} {fid.sequences_unchanged:.1%}{interval} over {fid.sequences} sequences{edits} "
+                     f"(needed {self.min_positions:.0%})")
+            if self._below(fid.sequences_unchanged, fid.sequences_high, self.min_positions):
+                return f"{name} {fid.sequences_unchanged:.1%}{interval} < gate {self.min_positions:.0%}{edits}", whole
+            if fid.output_kind == OutputKind.CTC:
+                return ("", cannot_judge_words(fid, whole)) if fid.cannot_judge else ("", whole)
         if fid.position_agreement is not None:
             counted, total = fid.agreement_counted, fid.agreement_total
             test = (f"per-position class agreement {fid.position_agreement:.1%} on {counted} of {total} positions "
@@ -258,6 +357,7 @@ class FidelityGate:
                 return (f"per-position class agreement {fid.position_agreement:.1%} < gate "
                         f"{self.min_positions:.0%} (over the {counted} of {total} positions whose margin exceeds "
                         "the candidate's error)"), test
+            test = f"{whole}; {test}" if whole else test
             if fid.cannot_judge:
                 return "", cannot_judge_words(fid, test)
             return "", test
@@ -267,6 +367,27 @@ class FidelityGate:
         if not why and fid.cannot_judge:
             return "", cannot_judge_words(fid, words)
         return why, f"per-position agreement is no test here (no position's margin exceeds the error); {words}"
+
+    def _judge_embedding(self, fid: Fidelity) -> tuple[str, str]:
+        """Each sample's cosine with the original's vector, then the nearest neighbour kept on its interval."""
+        value = fid.sample_cosine if fid.sample_cosine is not None else fid.cosine
+        lowest = f" (lowest {fid.sample_cosine_min:.4f})" if fid.sample_cosine_min is not None else ""
+        cosine = f"cosine per sample {value:.4f}{lowest} over {fid.samples} samples (gate {self.min_cosine})"
+        # What a search over the vectors would return is said whichever test decides: it is the trade-off to weigh.
+        kept = ""
+        if fid.neighbour_kept is not None:
+            top5 = f", top-5 neighbours kept {fid.top5_kept:.1%}" if fid.top5_kept is not None else ""
+            kept = (f"nearest neighbour kept for {fid.neighbour_kept:.1%}"
+                    f"{interval_words(fid.neighbour_low, fid.neighbour_high)} of {fid.samples} samples{top5}")
+        if value < self.min_cosine:
+            return f"cosine per sample {value:.4f}{lowest} < gate {self.min_cosine}" + (f"; {kept}" if kept else ""), \
+                cosine
+        if not kept:
+            return ("", cannot_judge_words(fid, cosine)) if fid.cannot_judge else ("", cosine)
+        test = f"{cosine}; {kept} (needed {self.min_top1:.0%})"
+        if self._below(fid.neighbour_kept or 0.0, fid.neighbour_high, self.min_top1):
+            return f"{kept} < gate {self.min_top1:.0%}", test
+        return ("", cannot_judge_words(fid, test)) if fid.cannot_judge else ("", test)
 
     def _judge_regression(self, fid: Fidelity) -> tuple[str, str]:
         """The error relative to the output's size."""
@@ -285,6 +406,16 @@ class FidelityGate:
         if not fid.centered_error <= self.max_relative_error:
             return f"{centered} > gate {self.max_relative_error:g}", centered_test
         return "", f"{test}; {centered_test}"
+
+
+def interval_words(low: float | None, high: float | None) -> str:
+    """' (95% interval 88.0% to 97.1%)' for a share's interval; '' where none was worked out."""
+    return f" (95% interval {low:.1%} to {high:.1%})" if low is not None and high is not None else ""
+
+
+def sequences_name(fid: Fidelity) -> str:
+    """What a whole-sequence share counts, in the task's words: decoded lines for ctc, sequences otherwise."""
+    return "decoded sequences unchanged" if fid.output_kind == OutputKind.CTC else "whole sequences unchanged"
 
 
 CENTERED_WORDS = "the part that depends on the input (outputs minus the original's mean output over the {n} samples)"
@@ -345,7 +476,7 @@ def relative_error(fid: Fidelity) -> float:
 # also compounded), ternary 40%. The relative error of a regression output follows the same ladder.
 DEFAULT_GATES: dict[Precision, FidelityGate] = {
     Precision.FP32: FidelityGate(min_cosine=0.9999, min_top1=0.99, min_map=0.99, max_spread_error=0.01,
-                                 min_positions=0.99, max_relative_error=0.01),
+                                 min_positions=0.99, max_relative_error=0.01, interval_decides=False),
     Precision.FP16: FidelityGate(min_cosine=0.999, min_top1=0.95, min_map=0.97, max_spread_error=0.02,
                                  min_positions=0.97, max_relative_error=0.02),
     Precision.BF16: FidelityGate(min_cosine=0.995, min_top1=0.90, min_map=0.95, max_spread_error=0.05,
@@ -398,8 +529,14 @@ def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
         gate = replace(gate, max_accuracy_drop=accuracy_budget)
     if changes_function and fid.accuracy is not None and fid.reference_accuracy is not None:
         gate = replace(gate, min_cosine=-1.0)
+    if changes_function:
+        gate = replace(gate, interval_decides=True)
     why, decided_by = gate.judge(fid)
     fid = _accuracy_unsettled(fid, gate, why)
+    unsettled = gate.unsettled(fid) if not why and not fid.cannot_judge else ""
+    if unsettled:
+        fid = replace(fid, cannot_judge=unsettled)
+        decided_by = f"{decided_by}: the samples cannot tell ({unsettled})"
     if (fid.cannot_judge and not why and Precision(precision) == Precision.FP32 and not changes_function
             and fid.centered_error is not None and fid.centered_error <= EXACT_SHARE):
         # The same arithmetic at the same precision, reproducing even the tiny part that depends on the
@@ -422,7 +559,8 @@ def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
             kind_basis: str = "") -> Fidelity:
     """Compare outputs batch by batch with the reference ones (and with labels, if given).
 
-    `kind` says what the output is (read from its shape when None); labels count only for class scores.
+    `kind` says what the output is (read from its shape when None, and a normalised vector from its values);
+    labels count only for class scores.
     """
     if len(reference) != len(outputs):
         raise ValueError(f"{len(outputs)} output batches for {len(reference)} reference batches")
@@ -430,11 +568,16 @@ def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
     out_full = np.concatenate([np.asarray(o, dtype=np.float64) for o in outputs]) if outputs else np.zeros((0, 1))
     if ref_full.shape != out_full.shape:
         raise ValueError(f"output shape {out_full.shape} differs from the reference's {ref_full.shape}")
+    blank: int | None = None
     if kind is None:
         output_kind = infer_kind(ref_full.shape)
         basis = kind_basis or f"read from the output's shape {_shape_words(ref_full.shape)}"
+        if output_kind is OutputKind.CLASSES and is_normalised(ref_full.reshape(len(ref_full), -1)):
+            output_kind = OutputKind.EMBEDDING
+            basis = (f"read from the output: every sample's vector {_shape_words(ref_full.shape)} has length 1 "
+                     "(--output-kind NAME=classes if these are class scores)")
     else:
-        output_kind = OutputKind(kind)
+        output_kind, blank = parse_kind(kind)
         basis = kind_basis or "given"
     ref = ref_full.reshape(len(ref_full), -1)
     out = out_full.reshape(len(out_full), -1)
@@ -453,7 +596,11 @@ def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
         fields = _dense(ref_full, out_full, mean_error, typical_error(diff))
     elif output_kind is OutputKind.SEQUENCE:
         fields = _sequence(ref_full, out_full, mean_error, typical_error(diff))
-    if output_kind is not OutputKind.CLASSES and "spread_error" not in fields:
+    elif output_kind is OutputKind.CTC:
+        fields = _ctc(ref_full, out_full, mean_error, blank or 0)
+    elif output_kind is OutputKind.EMBEDDING:
+        fields = _embedding(ref, out)
+    if output_kind not in (OutputKind.CLASSES, OutputKind.EMBEDDING) and "spread_error" not in fields:
         fields.update(_spread_error(a, mean_error, probability=False))
     fields.update(_centered(ref, out))
     if "accuracy" not in fields:  # with labels, accuracy on them decides whatever the outputs' spread
@@ -506,6 +653,8 @@ def _classes(ref: np.ndarray, out: np.ndarray, mean_error: float,
         counted = int(decisive.sum())
         fields["top1_samples"] = counted
         fields["top1_agreement"] = float(np.mean(agree[decisive])) if counted else None
+        if counted:
+            fields["top1_low"], fields["top1_high"] = wilson(int(agree[decisive].sum()), counted)
     if ref.shape[1] > 5:
         top5 = np.argsort(out, axis=1)[:, -5:]
         fields["top5_agreement"] = float(np.mean((top5 == ref.argmax(axis=1)[:, None]).any(axis=1)))
@@ -589,6 +738,82 @@ def _sequence(ref: np.ndarray, out: np.ndarray, mean_error: float, noise: float)
     fields = _spread_error(ref.ravel(), mean_error, probability=False)
     fields.update(agreement_counted=counted, agreement_total=int(len(scores_ref)),
                   position_agreement=float(np.mean(agree[decisive])) if counted else None)
+    # Whole sequences, over those whose every position is clear of the error (a near tie anywhere would make
+    # the sequence's fate rounding, as it does a position's).
+    clear = decisive.reshape(ref.shape[0], ref.shape[1]).all(axis=1)
+    fields.update(_whole_sequences(ref.argmax(axis=2)[clear], out.argmax(axis=2)[clear], collapse=False))
+    return fields
+
+
+def _ctc(ref: np.ndarray, out: np.ndarray, mean_error: float, blank: int) -> dict[str, Any]:
+    """Decoded CTC sequences of (batch, positions, classes) scores: each sample's text unchanged, and the character
+    error rate. Every sample counts, as a user checking lines of text would count them."""
+    if ref.ndim != 3:
+        raise ValueError(f"a CTC output is (batch, positions, classes); this output is {ref.shape}")
+    if not 0 <= blank < ref.shape[2]:
+        raise ValueError(f"the CTC blank class {blank} is not among the output's {ref.shape[2]} classes")
+    fields = _spread_error(ref.ravel(), mean_error, probability=False)
+    fields.update(_whole_sequences(ref.argmax(axis=2), out.argmax(axis=2), collapse=True, blank=blank))
+    fields["ctc_blank"] = blank
+    return fields
+
+
+def ctc_decode(classes: np.ndarray, blank: int = 0) -> list[int]:
+    """Greedy CTC decoding of one sequence of per-position classes: repeats collapsed, then the blank dropped."""
+    seq = np.asarray(classes).reshape(-1)
+    if not seq.size:
+        return []
+    keep = np.concatenate([[True], seq[1:] != seq[:-1]]) & (seq != blank)
+    return [int(c) for c in seq[keep]]
+
+
+def _whole_sequences(ref_classes: np.ndarray, out_classes: np.ndarray, *, collapse: bool,
+                     blank: int = 0) -> dict[str, Any]:
+    """Sequences unchanged (share and 95% interval) and edits per reference symbol, over (samples, positions)
+    classes."""
+    from rapidfuzz.distance import Levenshtein
+
+    if not len(ref_classes):
+        return {}
+    if collapse:
+        refs = [ctc_decode(r, blank) for r in ref_classes]
+        outs = [ctc_decode(o, blank) for o in out_classes]
+    else:
+        refs = [[int(c) for c in r] for r in ref_classes]
+        outs = [[int(c) for c in o] for o in out_classes]
+    same = sum(r == o for r, o in zip(refs, outs))
+    length = sum(len(r) for r in refs)
+    edits = sum(Levenshtein.distance(r, o) for r, o in zip(refs, outs))
+    low, high = wilson(same, len(refs))
+    return {"sequences": len(refs), "sequences_unchanged": same / len(refs), "sequences_low": low,
+            "sequences_high": high, "edit_rate": edits / length if length else (0.0 if not edits else None)}
+
+
+def _embedding(ref: np.ndarray, out: np.ndarray) -> dict[str, Any]:
+    """(samples, dims) vectors: each sample's cosine, and its nearest neighbours among the other samples kept.
+
+    The neighbours are what a search over these vectors returns, so they are judged as a search would see them:
+    the original's nearest (and five nearest) of each sample, against the candidate's among its own vectors.
+    """
+    def unit(x: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return x / np.where(norms > 0, norms, 1.0)
+
+    a, b = unit(ref), unit(out)
+    per_sample = np.sum(a * b, axis=1)
+    fields: dict[str, Any] = {"sample_cosine": float(per_sample.mean()), "sample_cosine_min": float(per_sample.min())}
+    n = len(a)
+    if n < 3:  # with two samples each is the other's nearest whatever the candidate does
+        return fields
+    sim_ref, sim_out = a @ a.T, b @ b.T
+    np.fill_diagonal(sim_ref, -np.inf)
+    np.fill_diagonal(sim_out, -np.inf)
+    kept = sim_ref.argmax(axis=1) == sim_out.argmax(axis=1)
+    low, high = wilson(int(kept.sum()), n)
+    fields.update(neighbour_kept=float(kept.mean()), neighbour_low=low, neighbour_high=high)
+    if n > 6:
+        top_ref, top_out = np.argsort(-sim_ref, axis=1)[:, :5], np.argsort(-sim_out, axis=1)[:, :5]
+        fields["top5_kept"] = float(np.mean([len(set(r) & set(o)) / 5 for r, o in zip(top_ref, top_out)]))
     return fields
 
 
@@ -608,22 +833,31 @@ def top1_decisive(ref: np.ndarray, mean_abs_error: float) -> np.ndarray:
 
 # The rank a kind's test needs: a dense map's channels and pixels, a sequence's positions and classes.
 _RANKS = {OutputKind.DENSE: (4, "(batch, channels, height, width)"),
-          OutputKind.SEQUENCE: (3, "(batch, positions, classes)")}
+          OutputKind.SEQUENCE: (3, "(batch, positions, classes)"),
+          OutputKind.CTC: (3, "(batch, positions, classes)")}
 
 
-def kind_of_model(specs: Sequence[str], model: "LoadedModel") -> tuple[OutputKind, str] | None:
-    """The compared output's kind from `--output-kind` specs checked against the model's outputs; None if none.
+def kind_of_model(specs: Sequence[str], model: "LoadedModel") -> tuple[str, str] | None:
+    """The compared output's kind (its text, as `parse_kind` reads it) from `--output-kind` specs checked against
+    the model's outputs, and how it was given; None if none.
 
-    A kind whose test needs a rank the output lacks (dense on a 2-D output) is an error now, not a
-    rejection of every candidate later.
+    A kind whose test needs a rank the output lacks (dense on a 2-D output, ctc on anything but per-position
+    scores), or a CTC blank beyond the output's classes, is an error now, not a rejection of every candidate later.
     """
     resolved = resolve_output_kind(specs, output_names(model)) if specs else None
     shape = tuple(getattr(model, "output_shape", ()) or ())
-    if resolved is not None and resolved[0] in _RANKS and shape and len(shape) != _RANKS[resolved[0]][0]:
-        layout = _RANKS[resolved[0]][1]
-        given = resolved[1].removeprefix("given with ")
-        raise PlannerError(f"{given}: a {resolved[0].value} output is {layout}, and this one is {_shape_words(shape)}",
+    if resolved is None or not shape:
+        return resolved
+    kind, blank = parse_kind(resolved[0])
+    given = resolved[1].removeprefix("given with ")
+    if kind in _RANKS and len(shape) != _RANKS[kind][0]:
+        raise PlannerError(f"{given}: a {kind.value} output is {_RANKS[kind][1]}, and this one is "
+                           f"{_shape_words(shape)}",
                            f"use classes or regression, or leave the kind to the shape "
                            f"(it reads {infer_kind(shape).value})")
+    if blank is not None and int(shape[-1]) > 0 and blank >= int(shape[-1]):
+        raise PlannerError(f"{given}: the blank class {blank} is not among the output's {int(shape[-1])} classes "
+                           f"{_shape_words(shape)}",
+                           f"name the class the model's CTC training used as blank, 0 to {int(shape[-1]) - 1} "
+                           "(often 0, or the last)")
     return resolved
-

@@ -13,7 +13,6 @@ from planner.pipeline.session import PlanSession
 from planner.plugins.options import PluginOptions
 
 if TYPE_CHECKING:
-    from planner.measure.fidelity import OutputKind
     from planner.models.loaded import LoadedModel
     from planner.models.samples import SampleOptions
 
@@ -53,7 +52,7 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
                         val_data=options.val_data, samples=_sample_options(options))
         session.decide()
         plugin_options = PluginOptions(
-            device=options.device or None, output_kind=kind[0].value if kind is not None else None,
+            device=options.device or None, output_kind=kind[0] if kind is not None else None,
             output_kind_basis=kind[1] if kind is not None else "",
             finetune_steps=_finetune_steps(options.finetune_steps, session.val_data)
             if options.finetune_steps is not None else None)
@@ -80,7 +79,7 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
     return session.finish(write_report=options.write_report)
 
 
-def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[OutputKind, str] | None":
+def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[str, str] | None":
     """(kind, how it was given) of the compared output from `--output-kind`; None to read it from the shape."""
     if not specs or model is None:
         return None

@@ -68,12 +68,46 @@ def error_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     return f"mean error {spread_pct(fid.spread_error)} of the output's spread"
 
 
+def interval(low: float | None, high: float | None, count: int | None, what: str = "samples") -> str:
+    """' (95% interval 88–97%, 120 samples)' for a share; ' (120 samples)' without an interval; '' without either."""
+    parts = ([f"95% interval {units.pct(low)}–{units.pct(high)}"] if low is not None and high is not None else []) + (
+        [f"{count:,} {what}"] if count else [])
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def text_changes(fid: Fidelity) -> str:
+    """A CTC output's verdict in the task's words: 'the decoded text changes in 31% of 200 sequences (95% interval
+    25–38%) and 1.1% of characters'; '' before it was measured."""
+    if fid.sequences_unchanged is None:
+        return ""
+    changed = 1.0 - fid.sequences_unchanged
+    span = (interval(1.0 - fid.sequences_high, 1.0 - fid.sequences_low, None)
+            if fid.sequences_low is not None and fid.sequences_high is not None else "")
+    characters = f" and {units.pct(fid.edit_rate)} of characters" if fid.edit_rate is not None else ""
+    return f"the decoded text changes in {units.pct(changed)} of {fid.sequences:,} sequences{span}{characters}"
+
+
+def neighbours(fid: Fidelity) -> str:
+    """An embedding's verdict in a search's words: 'nearest neighbour kept for 86% of 64 samples (95% interval
+    …), top-5 kept 92%, cosine 0.991'."""
+    cosine = f"cosine {fid.sample_cosine:.3f} per sample" if fid.sample_cosine is not None else ""
+    if fid.neighbour_kept is None:
+        return cosine
+    top5 = f", top-5 kept {units.pct(fid.top5_kept)}" if fid.top5_kept is not None else ""
+    return (f"nearest neighbour kept for {units.pct(fid.neighbour_kept)} of {fid.samples:,} samples"
+            f"{interval(fid.neighbour_low, fid.neighbour_high, None)}{top5}" + (f", {cosine}" if cosine else ""))
+
+
 def agreement_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     """The kind's own agreement in words: 'map IoU 0.98 (thresholded at 0.5)', 'per-position agreement 99.6%'..."""
     fid = typed(fidelity)
     if fid is None:
         return ""
     k = kind(fid)
+    if k == OutputKind.CTC:
+        return text_changes(fid) or "no sequence was decoded"
+    if k == OutputKind.EMBEDDING:
+        return neighbours(fid)
     if k == OutputKind.DENSE:
         if fid.map_iou is not None:
             return f"map IoU {fid.map_iou:.2f} (thresholded at {units.sig(fid.map_threshold)})"
@@ -83,13 +117,17 @@ def agreement_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
             return "no foreground on these inputs (the map's agreement is no test here)"
         return "no pixel's class stands clear of the error (the map's agreement is no test here)"
     if k == OutputKind.SEQUENCE:
+        whole = (f"whole sequences unchanged {units.pct(fid.sequences_unchanged)}"
+                 f"{interval(fid.sequences_low, fid.sequences_high, fid.sequences, 'sequences')}, "
+                 if fid.sequences_unchanged is not None else "")
         if fid.position_agreement is not None:
-            return f"per-position agreement {units.pct(fid.position_agreement)}"
-        return "no position's class stands clear of the error (per-position agreement is no test here)"
+            return f"{whole}per-position agreement {units.pct(fid.position_agreement)}"
+        return f"{whole}no position's class stands clear of the error (per-position agreement is no test here)"
     if k == OutputKind.REGRESSION:
         return f"relative error {small(fid.relative_error)}"
     if fid.top1_agreement is not None:
-        return f"top-1 agreement {units.pct(fid.top1_agreement)}"
+        return (f"top-1 agreement {units.pct(fid.top1_agreement)}"
+                f"{interval(fid.top1_low, fid.top1_high, fid.top1_samples)}")
     return ""
 
 
@@ -117,7 +155,18 @@ def agreement_cell(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
         if fid.map_threshold is not None:
             return "no foreground here"
         return "no test (margins within error)"
+    if k == OutputKind.CTC:
+        if fid.sequences_unchanged is None:
+            return "no sequences"
+        characters = f", {units.pct(fid.edit_rate)} chars" if fid.edit_rate is not None else ""
+        return f"text same {units.pct(fid.sequences_unchanged)}{characters}"
+    if k == OutputKind.EMBEDDING:
+        if fid.neighbour_kept is not None:
+            return f"neighbour kept {units.pct(fid.neighbour_kept)}"
+        return f"cosine {units.cosine(fid.sample_cosine)}"
     if k == OutputKind.SEQUENCE:
+        if fid.sequences_unchanged is not None:
+            return f"sequences {units.pct(fid.sequences_unchanged)}"
         if fid.position_agreement is not None:
             return f"positions {units.pct(fid.position_agreement)}"
         return "no test (margins within error)"
@@ -133,6 +182,8 @@ def error_cell(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     fid = typed(fidelity)
     if fid is None or kind(fid) == OutputKind.CLASSES:
         return f"cosine {units.cosine(fid.cosine if fid is not None else None)}"
+    if kind(fid) == OutputKind.EMBEDDING:
+        return f"cosine {units.cosine(fid.sample_cosine if fid.sample_cosine is not None else fid.cosine)}"
     if fid.spread_error is None:
         return units.MISSING
     if fid.spread_basis == "probability":
@@ -144,12 +195,15 @@ _NEEDED = re.compile(r"needed ([0-9.]+%?)")
 _AT_MOST = re.compile(r"at most ([0-9.e-]+)")
 _WORDS = {OutputKind.DENSE: "a dense map, a value per pixel",
           OutputKind.SEQUENCE: "a sequence of class scores, one set per position",
+          OutputKind.CTC: "a sequence of class scores decoded as CTC (each position's class, repeats collapsed, the "
+                          "blank dropped), that is, text",
+          OutputKind.EMBEDDING: "an embedding, a vector per sample",
           OutputKind.REGRESSION: "a set of values compared as numbers (regression)"}
 
 
 def rule(candidates: Iterable[CandidateResult]) -> str:
-    """The fidelity check in plain words for a dense map, sequence or regression output, with the levels
-    this run's candidates recorded per precision; '' when every output is class scores."""
+    """The fidelity check in plain words for a dense map, sequence, text, embedding or regression output, with the
+    levels this run's candidates recorded per precision; '' when every output is class scores."""
     judged = [(c, c.fidelity) for c in candidates if c.fidelity is not None]
     found = next((k for _, f in judged if (k := kind(f)) != OutputKind.CLASSES), None)
     if found is None:
@@ -172,11 +226,22 @@ def rule(candidates: Iterable[CandidateResult]) -> str:
                  "used: on a map that is near zero everywhere it measures noise far below the threshold")
         name = "pixel agreement" if several else "IoU"
     elif found == OutputKind.SEQUENCE:
-        words = (f"{start}a candidate passes when each position's class (its highest score) agrees with the "
-                 "original's on the share of positions needed for its precision, not counting positions whose top "
-                 "two scores are within the candidate's typical error of each other (where no position is clear of "
-                 "it, the mean error relative to the output's standard deviation decides)")
+        words = (f"{start}a candidate passes when the whole sequences (each position's class, its highest score) "
+                 "stay unchanged, and each position's class agrees with the original's, on the share needed for its "
+                 "precision, not counting positions whose top two scores are within the candidate's typical error "
+                 "of each other (where no position is clear of it, the mean error relative to the output's standard "
+                 "deviation decides). If this output is CTC text (a recogniser's), plan with --output-kind "
+                 "NAME=ctc to judge the decoded text: the lines unchanged and the character error rate")
         name = "agreement"
+    elif found == OutputKind.CTC:
+        words = (f"{start}a candidate passes when its decoded text is unchanged on the share of sequences needed for "
+                 "its precision; the character error rate (edits over the original's characters) is given beside it")
+        name = "sequences unchanged"
+    elif found == OutputKind.EMBEDDING:
+        words = (f"{start}a candidate passes when each sample's vector keeps its direction (cosine) and each "
+                 "sample's nearest neighbour among the others stays the same one (what a search over these vectors "
+                 "would return), on the share needed for its precision; the five nearest kept is given beside it")
+        name = "nearest neighbour kept"
     else:
         words = (f"{start}a candidate passes when its relative error, the size of its difference from the original's "
                  "outputs over the size of those outputs, stays within the level for its precision")

@@ -108,6 +108,9 @@ class Fidelity:
     # the candidate's noise; these say over how many samples, and the agreement over all of them.
     top1_samples: int | None = None
     top1_agreement_all: float | None = None
+    # The 95% Wilson interval of top1_agreement over its top1_samples.
+    top1_low: float | None = None
+    top1_high: float | None = None
     decided_by: str = ""  # which test passed or rejected the candidate (accuracy, top-1, map agreement...)
     # What the output is decides the test (see planner.measure.fidelity): classes, dense (a map per
     # pixel), sequence (class scores per position) or regression; '' in files written before kinds.
@@ -121,6 +124,25 @@ class Fidelity:
     # Pixels or positions counted (those whose reference margin exceeds the candidate's error), of how many.
     agreement_counted: int | None = None
     agreement_total: int | None = None
+    # sequence and ctc: whole sequences. The sequence read from the output (each position's class; for ctc, decoded:
+    # repeats collapsed, blanks dropped) is unchanged in this share of `sequences` samples (95% Wilson interval
+    # low..high), and edit_rate is the edits (Levenshtein) it takes to turn the original's sequences into the
+    # candidate's over the original's length: for ctc, the character error rate.
+    sequences: int | None = None
+    sequences_unchanged: float | None = None
+    sequences_low: float | None = None
+    sequences_high: float | None = None
+    edit_rate: float | None = None
+    ctc_blank: int | None = None  # ctc: the blank class dropped when decoding
+    # embedding: each sample's vector against the original's (cosine: mean and lowest), and whether its nearest
+    # neighbour among the other samples stays the same one (share, with its 95% Wilson interval over `samples`),
+    # and the share of its five nearest that stay among the five.
+    sample_cosine: float | None = None
+    sample_cosine_min: float | None = None
+    neighbour_kept: float | None = None
+    neighbour_low: float | None = None
+    neighbour_high: float | None = None
+    top5_kept: float | None = None
     relative_error: float | None = None  # ||a - b|| / ||a|| over all outputs
     spread_error: float | None = None  # mean |a - b| over the output's scale (see spread_basis)
     spread_basis: str = ""  # "probability" (a map within [0, 1]: the scale is 1) or "spread" (the reference's std)
@@ -141,6 +163,8 @@ class OutputKind(StrEnum):
     CLASSES = "classes"  # (batch, classes) scores
     DENSE = "dense"  # (batch, C, H, W) a map per pixel
     SEQUENCE = "sequence"  # (batch, positions, classes) scores per position
+    CTC = "ctc"  # (batch, positions, classes) scores decoded as CTC (argmax, repeats collapsed, blanks dropped): text
+    EMBEDDING = "embedding"  # (batch, dims) vectors compared by direction and by which samples lie nearest
     REGRESSION = "regression"  # anything else: values compared as numbers
 
 

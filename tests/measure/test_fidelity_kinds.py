@@ -138,10 +138,28 @@ def test_a_sequence_with_flipped_positions_fails():
     fid = compare([ref], [out])
     assert fid.output_kind == "sequence" and fid.top1_agreement is None
     assert fid.position_agreement == pytest.approx(37 / 40) and fid.agreement_counted == 40
+    # Three of the four sequences read differently somewhere: the whole sequences fail first, in those words.
+    assert fid.sequences == 4 and fid.sequences_unchanged == pytest.approx(0.25)
+    assert fid.edit_rate == pytest.approx(3 / 40)
     why, decided_by = BF16.judge(fid)
-    assert why.startswith("per-position class agreement 92.5% < gate 95% (over the 40 of 40 positions")
-    assert decided_by.startswith("per-position class agreement 92.5% on 40 of 40 positions over 4 samples")
+    assert why.startswith("whole sequences unchanged 25.0% (95% interval 4.6% to 69.9%) < gate 95%")
+    assert "7.50% of positions edited" in why
+    assert decided_by.startswith("whole sequences unchanged 25.0%") and "over 4 sequences" in decided_by
     assert BF16.judge(compare([ref], [ref + 1e-4]))[0] == ""
+
+
+def test_positions_decide_when_every_sequence_has_a_near_tie():
+    rng = np.random.default_rng(6)
+    ref = _sequence(rng)
+    ref[:, 0, :2] = 7.0  # a tie at each sequence's first position: no whole sequence is a test
+    out = ref.copy()
+    for b, t in ((0, 1), (1, 5), (3, 9)):
+        out[b, t, ref[b, t].argmax()] = -6.0
+    fid = compare([ref], [out])
+    assert fid.sequences is None and fid.sequences_unchanged is None
+    why, decided_by = BF16.judge(fid)
+    assert why.startswith("per-position class agreement 91.7% < gate 95% (over the 36 of 40 positions")
+    assert decided_by.startswith("per-position class agreement 91.7% on 36 of 40 positions over 4 samples")
 
 
 def test_classes_keep_top1_and_add_top5():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.measure.fidelity import DEFAULT_GATES, compare
+from planner.measure.fidelity import DEFAULT_GATES, compare, judge_outputs
 from planner.plugins import Precision
 
 INT8 = DEFAULT_GATES[Precision.INT8]
@@ -39,22 +39,38 @@ def test_logits_nearly_the_same_for_every_input_cannot_be_judged():
     assert decided_by.startswith("cannot judge: the model's outputs barely depend on its inputs (random weights?)")
 
 
-def test_a_flip_with_a_large_margin_is_still_rejected():
-    rng = np.random.default_rng(1)
-    ref = rng.normal(0, 3, size=(32, 100))
+def _swap_top_two(ref: np.ndarray, count: int) -> np.ndarray:
     out = ref.copy()
-    # The candidate swaps the winner and the runner-up on 4 of 32 samples: a real error that the
-    # overall cosine barely sees, and the margins are far above the candidate's typical error.
-    for i in range(4):
+    for i in range(count):
         top, second = np.argsort(ref[i])[-1], np.argsort(ref[i])[-2]
         out[i, [top, second]] = out[i, [second, top]]
-    fid = compare([ref], [out])
+    return out
+
+
+def test_a_flip_with_a_large_margin_is_still_rejected():
+    rng = np.random.default_rng(1)
+    ref = rng.normal(0, 3, size=(320, 100))
+    # The candidate swaps the winner and the runner-up on 64 of 320 samples: a real error that the
+    # overall cosine barely sees, and the margins are far above the candidate's typical error.
+    fid = compare([ref], [_swap_top_two(ref, 64)])
     assert fid.cosine > INT8.min_cosine
-    assert fid.top1_samples is not None and fid.top1_samples >= 28
-    assert fid.top1_agreement is not None and fid.top1_agreement < INT8.min_top1
+    assert fid.top1_samples is not None and fid.top1_samples >= 280
+    assert fid.top1_high is not None and fid.top1_high < INT8.min_top1  # the whole interval is below 90%
     why, decided_by = INT8.judge(fid)
-    assert why.startswith("top-1 agreement") and "whose top-1 margin exceeds" in why
-    assert decided_by.startswith(f"top-1 agreement on {fid.top1_samples} of 32 samples")
+    assert why.startswith("top-1 agreement") and "95% interval" in why and "whose top-1 margin exceeds" in why
+    assert decided_by.startswith(f"top-1 agreement on {fid.top1_samples} of 320 samples")
+
+
+def test_a_few_flips_on_few_samples_are_not_established():
+    rng = np.random.default_rng(1)
+    ref = rng.normal(0, 3, size=(32, 100))
+    # 4 of 32 flipped: 87.5%, below the 90% level, but 32 samples cannot tell it from 95%.
+    why, decided_by, fid = judge_outputs([ref], [_swap_top_two(ref, 4)], precision="int8")
+    assert why == "" and fid is not None
+    assert fid.top1_low is not None and fid.top1_low < INT8.min_top1 <= (fid.top1_high or 0)
+    assert fid.cannot_judge.startswith("top-1 agreement is 87.5% over 32 samples, and its 95% interval")
+    assert "samples would settle it" in fid.cannot_judge
+    assert "the samples cannot tell" in decided_by
 
 
 def test_top1_decides_only_over_decisive_samples():
