@@ -25,6 +25,11 @@ shrinks to its share of what is left, and a round is not started without room fo
 How long a 2% interval takes grows with the model's latency and the machine's noise; an allowance
 does not.
 A lone candidate has nothing to be told apart from: it stops at ``target_rel_ci`` or the allowance.
+
+A ``reference`` job (the baseline the leaders' speedups are worked out against) takes its turns like the
+others, so its median is timed under the same load, but it is not a leader: telling the leaders apart
+leaves it out, and a lone leader beside it stops as a lone candidate does (it and the reference at
+``target_rel_ci``, or the allowance).
 """
 
 from __future__ import annotations
@@ -289,6 +294,7 @@ def time_interleaved(
     allowance_s: float | None = None,
     warmup_cap_s: float | None = None,
     expected_ms: Sequence[float | None] = (),
+    reference: int | None = None,
 ) -> list[InterleavedOutcome]:
     """Time the jobs' candidates in alternating turns; one outcome per job, in the jobs' order.
 
@@ -302,6 +308,8 @@ def time_interleaved(
     ``expected_ms`` (one per job, or none) is each call's expected time, a screen's median say: a slow
     candidate's first block holds ``BLOCK_CALLS`` calls as its later ones do, so rounds are alike from
     the first and the allowance can tell how many fit.
+    ``reference`` (an index into ``jobs``, default none) is timed in the turns but left out of telling the
+    candidates apart (see the module docstring).
     ``timeout_s`` bounds each worker's start-up (spawn, open, warm-up), counted from its start;
     ``turn_timeout_s`` (default ``timeout_s``) bounds each turn. A worker that fails, crashes or
     times out ends alone; the others go on. ``cancel`` is checked between turns and while waiting:
@@ -321,6 +329,8 @@ def time_interleaved(
     turn_timeout = turn_timeout_s or timeout_s
     if expected_ms and len(expected_ms) != len(jobs):
         raise ValueError("expected_ms needs one entry per job")
+    if reference is not None and not 0 <= reference < len(jobs):
+        raise ValueError("reference must be the index of one of the jobs")
     states = [_State(job.spec.label or job.spec.plugin, expected_ms=expected_ms[i] if expected_ms else None)
               for i, job in enumerate(jobs)]
     started = _now()
@@ -386,9 +396,10 @@ def time_interleaved(
             if cancelled or not live:
                 break
             timed = [states[i] for i in live]
-            if allowance_s is not None and len(timed) > 1:
+            ranked = [states[i] for i in live if i != reference]  # the reference is timed, not told apart
+            if allowance_s is not None and len(ranked) > 1:
                 # Leaders: only telling them apart ends the rounds early; intervals at the target do not.
-                if all(s.judged(settings) for s in timed) and told_apart([s.samples for s in timed]):
+                if all(s.judged(settings) for s in ranked) and told_apart([s.samples for s in ranked]):
                     cut_by = InterleaveStop.APART
                     break
                 unsettled = [s for s in timed if len(s.samples) < settings.max_samples]

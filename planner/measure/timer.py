@@ -15,8 +15,8 @@ Method (see the design doc; trtexec warms up 200 ms then runs >= 3 s and >= 10 i
    ``min_samples`` (or has run ``HARD_CAP_FACTOR`` times the cap: a model too slow for the budget
    is reported with the samples it gave).
 5. With ``drop_above_ms`` set (the budgeted search's bound: the best candidate's median interval top),
-   stop as soon as this call's own median interval lies wholly above it: the candidate is clearly
-   slower, and more samples would only measure by how much.
+   stop as soon as this call's own median interval lies wholly above it, once the samples span
+   ``DROP_MIN_S``: the candidate is clearly slower, and more samples would only measure by how much.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ HARD_CAP_FACTOR = 3
 
 _DROP_MIN_SAMPLES = 6
 """Fewer samples give no 95% interval of the median (see planner.measure.stats), so none can be dropped."""
+
+DROP_MIN_S = 0.2
+"""How long a candidate is timed, at the least, before it may be dropped (besides _DROP_MIN_SAMPLES).
+
+Six samples' interval describes the span they were taken in, not the candidate: six calls of a 0.6 ms model
+last under 4 ms, and a burst of other work that long can lift all six. A small image classifier's OpenVINO f32
+candidate read 1.02 ms over its six screened samples on a busy 2-core AMD EPYC and was dropped, where timed
+undisturbed it ran 0.67 ms, the fastest of the plan. A fifth of a second takes hundreds of samples of such a
+model, so a burst must last that long to decide, and costs a tenth of the 2-second screen; a model slower
+than 33 ms a call reaches it within its six samples, so its drop comes no later than before."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,7 @@ def time_callable(
 
     samples: list[float] = []
     min_time_ns = int(settings.min_time_s * 1e9)
+    drop_min_ns = int(DROP_MIN_S * 1e9)
     measure_start = read_clock()
     next_check = settings.min_samples
     stopped_by: StopReason | None = None
@@ -170,7 +181,7 @@ def time_callable(
                 stopped_by = StopReason.CI
         # Checked on every sample while few (a slow candidate is the one worth stopping early), then sparsely.
         if (stopped_by is None and settings.drop_above_ms is not None and n >= _DROP_MIN_SAMPLES
-                and (n < 64 or n % 16 == 0)):
+                and elapsed >= drop_min_ns and (n < 64 or n % 16 == 0)):
             bounds = median_ci95(np.sort(np.asarray(samples)))
             if bounds is not None and bounds[0] > settings.drop_above_ms:
                 stopped_by = StopReason.DROPPED

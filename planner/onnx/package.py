@@ -14,7 +14,7 @@ from planner.plugins.packaging import PackageFiles, PackagingError, copy_into, r
 
 RUNNER = Path(__file__).parent / "runners" / "run_ort.py"
 SESSION_KEYS = ("defaults", "graph_optimization_level", "execution_mode", "intra_op_threads", "inter_op_threads",
-                "allow_spinning")
+                "allow_spinning", "free_dimensions")
 """The OrtSession options run.py applies (planner.onnx.session reads the same keys)."""
 
 
@@ -28,6 +28,8 @@ def ort_settings(config: dict) -> dict:
     for key in ("intra_op_threads", "inter_op_threads"):
         if config.get(key):
             settings[key] = int(config[key])
+    if config.get("free_dimensions"):
+        settings["free_dimensions"] = {str(k): int(v) for k, v in config["free_dimensions"].items()}
     return settings
 
 

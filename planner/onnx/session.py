@@ -34,6 +34,8 @@ class OrtSession:
         spinning = "1" if config.get("allow_spinning", True) else "0"
         opts.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        for name, size in (config.get("free_dimensions") or {}).items():
+            opts.add_free_dimension_override_by_name(name, int(size))
         self._finish(ort, path, opts)
 
     def _finish(self, ort, path: str, opts) -> None:
@@ -87,6 +89,9 @@ class OrtSession:
             "inter_op_threads": opts.inter_op_num_threads,
             "allow_spinning": _config_entry(opts, "session.intra_op.allow_spinning"),
             "inputs": ", ".join(self._input_types),
+            # Read back from the session: the shapes it was built for, once a free dimension was fixed.
+            **({"fixed_shapes": "; ".join(f"{i.name} {list(i.shape)}" for i in self._session.get_inputs())}
+               if self._config.get("free_dimensions") else {}),
         }
 
 

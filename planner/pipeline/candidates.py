@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Protocol
 from planner import units
 from planner.events import CancelToken, Event, EventSink
 from planner.pipeline.budget import Budget
-from planner.pipeline.search import TYPICAL_SCREEN_S, Search, can_rank, screen_order
+from planner.pipeline.search import (
+    DROPPED_REACH,
+    TYPICAL_SCREEN_S,
+    Search,
+    can_rank,
+    dropped_within_reach,
+    screen_order,
+)
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.plugins.options import PluginOptions
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from planner.hardware.profile import HardwareProfile
+    from planner.measure.interleave import InterleavedOutcome
     from planner.models.loaded import LoadedModel
     from planner.plugins import CandidateSpec, PlanContext, Plugin
     from planner.plugins.registry import PluginIssue
@@ -245,6 +253,18 @@ class CandidateRun:
         earlier rounds left, and confirms none once too little is left. Each keeps the screen's figure
         beside the full one and says whether they agreed within 10%; its fidelity is the screen's (the
         outputs do not depend on timing).
+
+        Besides the top few, a candidate the screen dropped as clearly slower whose screened median lies within
+        DROPPED_REACH of the best is timed again with them (planner.pipeline.search.dropped_within_reach): a burst
+        of load during its screen must not decide its place. Its confirmation says it was revisited.
+
+        The baseline takes its turns with the leaders, where the allowance has room for it and its worker fits in
+        memory beside theirs (`_baseline_joins`), so each confirmed leader's speedup is the ratio of two medians
+        timed side by side under one load, recorded in its confirmation (`baseline_p50_ms`). The baseline's own
+        record stays the profile's: its figure, sweep and analysis are one measurement, which the report's
+        Baseline section reads; the table's other rows keep their speedups over it. An invalid baseline (its
+        profile disagreed with itself) gets no speedups worked out over that figure, but its re-time in the
+        turns is a measurement of its own: the leaders' side-by-side speedups stand, and their note says so.
         """
         from planner.codec import from_data
         from planner.measure import MeasureSettings
@@ -253,7 +273,8 @@ class CandidateRun:
         from planner.plugins import CandidateSpec, ModelRef
 
         top = [i for i in order if not candidates[i].is_reference and candidates[i].spec][:self.confirm_top]
-        leaders = [i for i in top if candidates[i].confirmation is None and i not in self._confirm_tried]
+        revisit = [i for i in dropped_within_reach(candidates, order) if i not in top]
+        leaders = [i for i in top + revisit if candidates[i].confirmation is None and i not in self._confirm_tried]
         allowance, by_budget = self._confirm_allowance()
         leaders = self._affordable_leaders(candidates, leaders, allowance, by_budget=by_budget)
         leaders = self._leaders_that_fit(candidates, leaders)
@@ -262,17 +283,25 @@ class CandidateRun:
             return {}
         names = ", ".join(candidates[i].label for i in leaders)
         until = "they are told apart" if len(leaders) > 1 else "its median is known to 2%"
-        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns until {until} "
-                                         f"(at most {allowance:.0f} s of turns)", stage="confirm",
-                            index=0, total=len(leaders)))
         ref = ModelRef.of(self.model)
         jobs = [MeasureJob(model=ref, spec=from_data(candidates[i].spec, CandidateSpec), quick=False,
                            env=dict((candidates[i].config or {}).get("env", {}))) for i in leaders]
+        expected: list[float | None] = [candidates[i].p50 for i in leaders]  # sizes the first turns
+        beside = ""
+        if self._baseline_joins(candidates, leaders, allowance):
+            jobs.append(MeasureJob(model=ref, spec=from_data(self.baseline.spec, CandidateSpec), quick=False,
+                                   env=dict((self.baseline.spec.get("config") or {}).get("env", {}))))
+            expected.append(self.baseline.latency_ms.p50_ms)
+            beside = ", beside the baseline so their speedups are measured side by side"
+        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns until {until}{beside} "
+                                         f"(at most {allowance:.0f} s of turns)", stage="confirm",
+                            index=0, total=len(leaders)))
         outcomes = time_interleaved(jobs, settings=MeasureSettings.default(), timeout_s=timeout_s,
                                     cancel=lambda: self.cancel.cancelled, allowance_s=allowance,
-                                    warmup_cap_s=CONFIRM_WARMUP_CAP_S,
-                                    expected_ms=[candidates[i].p50 for i in leaders])  # sizes the first turns
+                                    warmup_cap_s=CONFIRM_WARMUP_CAP_S, expected_ms=expected,
+                                    reference=len(leaders) if beside else None)
         self._confirm_spent_s += max((o.rounds_s for o in outcomes), default=0.0)
+        base_p50 = self._baseline_in_turns(outcomes[len(leaders)] if beside else None)
         confirmed: dict[int, CandidateResult] = {}
         for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
             old = candidates[i]
@@ -282,20 +311,57 @@ class CandidateRun:
                                                "figure stays"))
                 continue
             # Its figure is now the full method's: a screen that stopped early no longer describes it.
+            side_by_side = base_p50 / outcome.stats.p50_ms if base_p50 and outcome.stats.p50_ms else None
             new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by), dropped="",
-                                      speedup=self.baseline.speedup_of(outcome.stats.p50_ms),
+                                      speedup=side_by_side or self.baseline.speedup_of(outcome.stats.p50_ms),
                                       roof_share=candidate_roof_share(
                                           self.baseline, old.precision, outcome.stats.p50_ms,
                                           same_work=old.roof_share is not None),
                                       wall_s=(old.wall_s or 0.0) + outcome.wall_s)
             untold = outcome.stopped_by is InterleaveStop.ALLOWANCE
             confirmed[i] = dataclasses.replace(new, confirmation=confirmation(
-                old.p50, new, interleaved=len(jobs), allowance_s=allowance if untold else None))
+                old.p50, new, interleaved=len(leaders), allowance_s=allowance if untold else None,
+                baseline=self.baseline if side_by_side else None, baseline_p50_ms=base_p50 if side_by_side else None,
+                revisited=i in revisit))
             self.on_event(Event("candidate_done", confirm_line(confirmed[i]), stage="confirm", index=n + 1,
                                 total=len(leaders), data=to_data(confirmed[i])))
         if self.cancel.cancelled:
             self.sink.warn(f"cancelled: {len(leaders) - len(confirmed)} leaders not confirmed with the full method")
         return confirmed
+
+    def _baseline_joins(self, candidates: Sequence[CandidateResult], leaders: list[int], allowance: float) -> bool:
+        """Whether the baseline takes turns with these leaders: it has a spec a worker can open, the allowance has a
+        leader's least worthwhile share left for it (CONFIRM_LEADER_MIN_S) beyond theirs, and its worker fits in
+        memory beside theirs. Where it does not, the leaders are confirmed alone and their speedups stay over the
+        profile's figure: confirming the leaders is the question; the side-by-side ratio comes with it where it can.
+        """
+        from planner.hardware.memory_limits import current_limits, max_concurrent_workers
+
+        if not leaders or not self.baseline.spec.get("plugin") or not self.baseline.latency_ms.p50_ms:
+            return False
+        if int(allowance // CONFIRM_LEADER_MIN_S) <= len(leaders):
+            self.on_event(Event("log", "the baseline is not timed again beside the leaders: the confirmation's "
+                                       f"{allowance:.1f} s of turns has no room for it; their speedups are over its "
+                                       "profile's figure"))
+            return False
+        peaks = [candidates[i].tree_peak_bytes or candidates[i].peak_memory_bytes or 0 for i in leaders]
+        peaks.append(self.baseline.peak_memory_bytes or 0)
+        if max(peaks) and max_concurrent_workers(current_limits(), max(peaks)) <= len(leaders):
+            self.on_event(Event("log", "the baseline is not timed again beside the leaders: its worker does not fit "
+                                       "in memory beside theirs; their speedups are over its profile's figure"))
+            return False
+        return True
+
+    def _baseline_in_turns(self, outcome: "InterleavedOutcome | None") -> float | None:
+        """The baseline's median from the turns it took beside the leaders; None (with a warning) when it failed."""
+        if outcome is None:
+            return None
+        if not outcome.ok or outcome.stats is None:
+            self.on_event(Event("warning", f"the baseline, timed again beside the leaders, gave {outcome.status}"
+                                           f"{': ' + outcome.reason if outcome.reason else ''}; their speedups "
+                                           "stay over its profile's figure"))
+            return None
+        return outcome.stats.p50_ms
 
     def _confirm_allowance(self) -> tuple[float, bool]:
         """(seconds of turns the next confirm round may take, whether the budget is what limits them): what the
@@ -616,11 +682,15 @@ def candidate_line(r: CandidateResult) -> str:
 
 
 def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int = 1,
-                 allowance_s: float | None = None) -> Confirmation:
+                 allowance_s: float | None = None, baseline: Baseline | None = None,
+                 baseline_p50_ms: float | None = None, revisited: bool = False) -> Confirmation:
     """How a full re-measure compares with the screen's figure, and what a disagreement means.
 
     `interleaved`: how many leaders were timed in turns with this one (1: alone). `allowance_s`: the turns
     ended at this allowance, before the leaders were told apart (None: they were told apart, or it settled).
+    `baseline_p50_ms`: the baseline's median in the same turns, the one `full.speedup` was worked out from
+    (`baseline`: its profile, whose figure and validity the note sets beside it). `revisited`: the screen had
+    dropped it, and it was timed again for being within reach of the best.
     """
     assert full.p50 is not None
     change = (full.p50 - screen_p50) / screen_p50
@@ -637,8 +707,22 @@ def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int =
                   "times each to a 2% interval)" if interleaved > 1 else
                   f"its median was not known to 2% within the quick plan's {allowance_s:.0f} s of turns")
         note = f"{note}; {untold}" if note else untold
+    if revisited:
+        again = (f"its screen stopped early as clearly slower at {units.ms(screen_p50)}, but within "
+                 f"{DROPPED_REACH:g}x of the best, so it was timed again beside the leaders, where a burst of load "
+                 "falls on all of them alike")
+        note = f"{again}; {note}" if note else again
+    if baseline is not None and baseline_p50_ms:
+        side = (f"speedup measured side by side: the baseline, timed in the same turns, read "
+                f"{units.ms(baseline_p50_ms)} (its profile {units.ms(baseline.latency_ms.p50_ms)})")
+        if baseline.invalid:
+            side += (f"; the profile's own timing is invalid ({baseline.invalid}), but this re-time beside the "
+                     "leaders is valid for the ratio, so this speedup is worked out over it")
+        note = f"{note}; {side}" if note else side
     return Confirmation(screen_p50_ms=screen_p50, rel_change=change, reproduced=reproduced, note=note,
-                        interleaved=interleaved if interleaved > 1 else 0)
+                        interleaved=interleaved if interleaved > 1 else 0,
+                        baseline_p50_ms=baseline_p50_ms if baseline is not None else None,
+                        revisited=revisited)
 
 
 def confirm_line(r: CandidateResult) -> str:

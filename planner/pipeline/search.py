@@ -3,7 +3,9 @@ screen costs, so the candidates step can drop, skip or cut with a reason.
 
 The method is successive halving over the candidates the plugins offer: every candidate is screened
 briefly, most promising first; one that is clearly slower than the best so far stops early (its
-median's 95% interval lies wholly above the best's); and the few that stay close are confirmed with
+median's 95% interval lies wholly above the best's, once its samples span planner.measure.timer.DROP_MIN_S,
+and one dropped within DROPPED_REACH of the best is timed again with the leaders); and the few that stay
+close are confirmed with
 the full method's settings before ranking, timed in turns until they are told apart or a fixed allowance
 is spent (planner.pipeline.candidates.CandidateRun.confirm).
 """
@@ -135,6 +137,32 @@ class Search:
     def typical_s(self) -> float:
         """What the next screen is expected to take: the median of those measured so far."""
         return typical_wall_s(self.screened)
+
+
+DROPPED_REACH = VARIANT_REACH
+"""How far above the best ranked median a dropped candidate's screened median may lie and still be timed again
+among a quick plan's leaders (`dropped_within_reach`).
+
+A screen drops a candidate once its median's interval lies wholly above the best's, but that interval only
+describes the spell its samples were taken in: a burst of load over it lifts the whole interval. On a small
+classifier (a busy 2-core AMD EPYC) OpenVINO f32 with a dynamic shape read 1.02 ms in its dropped screen against
+the 0.82 ms it was compared with, 1.24x; no burst makes a candidate read much more than half again its own time
+without the timing audit calling the spell disturbed, and no setting of one runtime and precision moves it by
+more than VARIANT_REACH either. So a drop that close is checked, in turns with the leaders (where a burst falls
+on all of them alike), and one further off keeps its drop."""
+
+
+def dropped_within_reach(candidates: Sequence[CandidateResult], order: Sequence[int]) -> list[int]:
+    """The ranked candidates a screen dropped whose screened median lies within DROPPED_REACH of the best ranked
+    median, in rank order: a quick plan's confirmation times them again beside its leaders
+    (planner.pipeline.candidates.CandidateRun.confirm) instead of ranking them on a drop a burst of load could
+    have decided. The baseline, and a candidate with no spec to open again, are never among them."""
+    best = next((candidates[i].p50 for i in order if candidates[i].p50), None)
+    if best is None:
+        return []
+    reach = DROPPED_REACH * best
+    return [i for i in order if candidates[i].dropped and not candidates[i].is_reference and candidates[i].spec
+            and (candidates[i].p50 or math.inf) <= reach]
 
 
 def can_rank(declared: "Declared | None", *, outputs_judgeable: bool) -> bool:

@@ -32,8 +32,10 @@ def baseline_p50(results: PlanResults) -> float | None:
 
 def speedup_of(results: PlanResults, cand: CandidateResult) -> float | None:
     """The candidate's recorded speedup, else the baseline's p50 over its p50 (files that recorded none); None
-    against a baseline whose own timing is invalid."""
-    if results.baseline is not None and results.baseline.invalid:
+    against a baseline whose own timing is invalid, unless the baseline was timed again beside this candidate (a
+    confirmed leader's side-by-side ratio does not read the profile's figure)."""
+    side_by_side = cand.confirmation is not None and cand.confirmation.baseline_p50_ms is not None
+    if results.baseline is not None and results.baseline.invalid and not side_by_side:
         return None
     if cand.speedup is not None:
         return cand.speedup

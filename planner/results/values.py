@@ -229,6 +229,10 @@ class Confirmation:
     reproduced: bool  # within REPRODUCE_TOLERANCE of the screen
     note: str = ""
     interleaved: int = 0  # how many leaders were timed in turns, this one included (0: alone, as older files were)
+    # The baseline's median timed in the same turns, which the speedup is worked out from: a ratio measured side by
+    # side, under one load (None: the baseline was not in the turns, and the speedup is over its profile's figure).
+    baseline_p50_ms: float | None = None
+    revisited: bool = False  # its screen dropped it as clearly slower, within reach of the best: timed again here
 
 
 REPRODUCE_TOLERANCE = 0.10

@@ -23,6 +23,19 @@ def _openvino(onnx: str) -> CandidateSpec:
                          artifacts={"onnx": onnx}, threads=1, dynamic_batch=False)
 
 
+def _ort_static(onnx: str) -> CandidateSpec:
+    """ONNX Runtime with its free dimensions fixed: the package's session must be built for the same shape."""
+    from planner.models import load_model
+    from targets.cpu.onnxruntime import fixed_dimensions
+
+    return CandidateSpec(plugin="cpu.onnxruntime", label="onnxruntime all seq 1t static shape",
+                         precision=Precision.FP32,
+                         config={"graph_optimization_level": "ORT_ENABLE_ALL", "execution_mode": "ORT_SEQUENTIAL",
+                                 "intra_op_threads": 1, "inter_op_threads": 1, "allow_spinning": True,
+                                 "free_dimensions": fixed_dimensions(onnx, load_model("demo:tiny").inputs)},
+                         artifacts={"onnx": onnx}, threads=1, dynamic_batch=False)
+
+
 def _torch_cpu(onnx: str) -> CandidateSpec:
     return CandidateSpec(plugin="cpu.torch", label="torch cpu fp32 1t channels_last",
                          config={"device": "cpu", "threads": 1, "interop_threads": 1, "channels_last": True,
@@ -41,8 +54,9 @@ def _eager(onnx: str) -> CandidateSpec:
 
 @pytest.mark.worker
 @pytest.mark.parametrize(("make", "runtime", "artifact"), [
-    (_openvino, "openvino", "tiny.onnx"), (_torch_cpu, "torch", "model.pt2"), (_fold, "torch", "model.pt2"),
-    (_eager, "torch", "model.pt2")], ids=["openvino", "torch-settings", "architecture-fold", "torch-eager"])
+    (_openvino, "openvino", "tiny.onnx"), (_ort_static, "onnxruntime", "tiny.onnx"),
+    (_torch_cpu, "torch", "model.pt2"), (_fold, "torch", "model.pt2"), (_eager, "torch", "model.pt2")],
+    ids=["openvino", "onnxruntime-static-shape", "torch-settings", "architecture-fold", "torch-eager"])
 def test_a_family_package_runs_its_samples_as_the_original_does(tmp_path, tiny, tiny_onnx, samples, make, runtime,
                                                                    artifact):
     spec = make(str(tiny_onnx))
@@ -55,6 +69,10 @@ def test_a_family_package_runs_its_samples_as_the_original_does(tmp_path, tiny, 
     [verdict] = verify_path(package)
     assert [c.name for c in verdict.checks] == [FILES, RUNTIME, FIDELITY, LATENCY]
     assert all(c.passed for c in verdict.checks[:3]), verdict.checks
+    if spec.config.get("free_dimensions"):
+        # The session run.py builds is fixed at the shape measured, as the planner's was.
+        assert manifest["settings"]["free_dimensions"] == spec.config["free_dimensions"]
+        assert "add_free_dimension_override_by_name" in (package / "run.py").read_text()
 
 
 def test_torch_settings_are_written_into_run_py(tmp_path, tiny, tiny_onnx, samples):

@@ -156,3 +156,29 @@ def test_an_allowance_must_be_positive() -> None:
     """An allowance of nothing is a caller's mistake, not a run with no turns."""
     with pytest.raises(ValueError):
         time_interleaved(_jobs("a"), timeout_s=60, allowance_s=0.0)
+
+
+def test_a_reference_takes_its_turns_but_does_not_keep_the_leaders_from_being_told_apart(monkeypatch) -> None:
+    """A baseline timed beside 20 and 30 ms leaders at the fastest leader's own median (an ONNX model's runtime
+    defaults can be as fast as the best setting): every round times it, under the load the leaders saw, yet the
+    leaders stop as told apart, where counting it as a leader would have tied them to the allowance."""
+    script = install(monkeypatch, {"a": 20.0, "b": 30.0, "base": 20.0})
+    outcomes = time_interleaved(_jobs("a", "b", "base"), settings=FULL, timeout_s=60, allowance_s=ALLOWANCE_S,
+                                reference=2)
+    assert [o.stopped_by for o in outcomes] == [InterleaveStop.APART] * 3
+    assert {o.rounds for o in outcomes} == {outcomes[0].rounds} and script.turns.count("base") == outcomes[0].rounds
+    assert outcomes[2].stats is not None and outcomes[2].stats.p50_ms == pytest.approx(20.0, rel=0.05)
+    install(monkeypatch, {"a": 20.0, "b": 30.0, "base": 20.0})
+    tied = time_interleaved(_jobs("a", "b", "base"), settings=FULL, timeout_s=60, allowance_s=ALLOWANCE_S)
+    assert [o.stopped_by for o in tied] == [InterleaveStop.ALLOWANCE] * 3
+
+
+def test_a_lone_leader_beside_a_reference_stops_when_both_medians_are_known(monkeypatch) -> None:
+    """One leader and the baseline: nothing to tell apart, so both are timed to their 2% intervals (the speedup is
+    the ratio of the two medians), within the allowance."""
+    install(monkeypatch, {"a": 20.0, "base": 60.0})
+    outcomes = time_interleaved(_jobs("a", "base"), settings=FULL, timeout_s=60, allowance_s=ALLOWANCE_S,
+                                reference=1)
+    assert [o.stopped_by for o in outcomes] == [InterleaveStop.CI] * 2
+    with pytest.raises(ValueError):
+        time_interleaved(_jobs("a"), timeout_s=60, reference=1)

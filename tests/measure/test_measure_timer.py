@@ -204,11 +204,36 @@ def noisy_work(clock: FakeClock, ms: float, spread: float) -> Callable[[Any], No
 
 
 def test_clearly_slower_work_is_dropped_after_six_samples(clock: FakeClock) -> None:
-    """A call whose whole median interval lies above the search's bound stops as soon as an interval exists."""
-    timing = time_callable(noisy_work(clock, 10.0, 0.3), [0],
-                           settings=small_settings(max_time_s=5.0, drop_above_ms=5.0))
+    """A slow call whose whole median interval lies above the search's bound stops as soon as an interval exists:
+    six calls of 50 ms already span the least time a drop needs."""
+    timing = time_callable(noisy_work(clock, 50.0, 0.3), [0],
+                           settings=small_settings(max_time_s=5.0, drop_above_ms=25.0))
     assert timing.stopped_by == StopReason.DROPPED
     assert timing.stats.samples == 6  # the fewest samples that give the median a 95% interval
+
+
+def test_a_fast_call_is_dropped_only_once_its_samples_span_the_least_drop_time(clock: FakeClock) -> None:
+    """Clearly slower but 1 ms a call: six samples would span 6 ms, so the drop waits for DROP_MIN_S of them."""
+    timing = time_callable(noisy_work(clock, 1.0, 0.3), [0],
+                           settings=small_settings(max_time_s=5.0, max_samples=20_000, drop_above_ms=0.5))
+    assert timing.stopped_by == StopReason.DROPPED
+    assert sum(timing.samples_ms) >= timer_module.DROP_MIN_S * 1e3 > 6 * max(timing.samples_ms)
+
+
+def test_a_short_burst_of_load_does_not_drop_a_fast_candidate(clock: FakeClock) -> None:
+    """A 0.6 ms call whose first dozen calls a burst of other work lifts to 1.5 ms: its first six samples' interval
+    lies wholly above a 0.8 ms bound, but by the time they span DROP_MIN_S the burst is a few samples of hundreds,
+    and the candidate is timed to the end with its true median."""
+    calls = {"n": 0}
+
+    def burst_then_steady(_: Any) -> None:
+        calls["n"] += 1
+        clock.advance_ms(1.5 if calls["n"] <= 3 + 12 else 0.6 * (1 + 0.02 * (-1) ** calls["n"]))  # 3 warm-up calls
+
+    timing = time_callable(burst_then_steady, [0], settings=small_settings(
+        warmup_s=0.0, max_time_s=0.5, max_samples=20_000, drop_above_ms=0.8))
+    assert timing.stopped_by != StopReason.DROPPED
+    assert timing.stats.p50_ms == pytest.approx(0.6, rel=0.05)
 
 
 def test_work_near_the_bound_is_not_dropped(clock: FakeClock) -> None:

@@ -248,6 +248,39 @@ def test_a_confirmed_leader_shows_the_figure_the_ranking_used(example) -> None:
     assert "58.5 ms" not in table  # the screen's own figure is not a second number for the same fact
 
 
+def _side_by_side(example: PlanResults, *, invalid: str = "") -> PlanResults:
+    """The example with its best leader confirmed beside the baseline, which read 150 ms in those turns (214 ms in its
+    profile): its speedup is the side-by-side ratio."""
+    best = example.best
+    beside = 150.0
+    conf = Confirmation(best.latency_ms.p50_ms, 0.0, True, "speedup measured side by side", interleaved=3,
+                        baseline_p50_ms=beside)
+    confirmed = dataclasses.replace(best, confirmation=conf, speedup=beside / best.latency_ms.p50_ms)
+    baseline = dataclasses.replace(example.baseline, invalid=invalid)
+    return dataclasses.replace(example, baseline=baseline,
+                               candidates=tuple(confirmed if c is best else c for c in example.candidates))
+
+
+def test_a_speedup_measured_side_by_side_names_the_baseline_figure_it_divides(example) -> None:
+    """The Summary's gain is over the 150 ms the baseline read in the same turns, said so, with the profile's figure
+    named beside it; the candidates' note says which rows are side by side."""
+    md = render_markdown(_side_by_side(example), figures=FIGURE_LINKS)
+    gain = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Measured gain**"))
+    assert gain == ("- **Measured gain**: p50 73.2 ms against 150 ms for the baseline timed in the same turns; its "
+                    "profile read 214 ms: 2.05x the baseline's speed, measured side by side.")
+    assert "their speedups are ratios measured side by side" in section(md, "All candidates")
+
+
+def test_an_invalid_baseline_timed_beside_the_winner_still_gives_its_gain(example) -> None:
+    """The profile's timing is invalid, so no speedup is worked out over it; the side-by-side re-time is a figure of
+    its own, and the gain is given over it, with the invalid profile named."""
+    md = render_markdown(_side_by_side(example, invalid="p50 214 ms against 20 ms in the batch sweep, 11x apart"),
+                         figures=FIGURE_LINKS)
+    gain = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Measured gain**"))
+    assert "against 150 ms for the baseline timed in the same turns; its profile's timing is invalid" in gain
+    assert "2.05x the baseline's speed, measured side by side" in gain
+
+
 def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never_called_not_projected(example):
     results = _with_redesign(example, alone=20.9, retimed_alone=13.8, together=70.9)
     md = render_markdown(results, figures=FIGURE_LINKS)

@@ -31,7 +31,8 @@ def test_candidates_round_trip_and_cover_the_grid(onnxruntime_specs) -> None:
     for spec in onnxruntime_specs:
         assert from_data(to_data(spec), CandidateSpec) == spec
         assert spec.precision is Precision.FP32
-        assert spec.dynamic_batch
+        # Only the static-shape variant gives up the batch sweep: its session runs the measured shape alone.
+        assert spec.dynamic_batch is not bool(spec.config.get("free_dimensions"))
         assert spec.artifacts["onnx"].endswith(".onnx")
     assert [s.label for s in onnxruntime_specs].count("onnxruntime defaults") == 1
     configs = [s.config for s in onnxruntime_specs if not s.config.get("defaults")]
@@ -41,10 +42,39 @@ def test_candidates_round_trip_and_cover_the_grid(onnxruntime_specs) -> None:
     assert {c["intra_op_threads"] for c in configs} == {1, 2}
 
 
-def test_quick_mode_keeps_three(shared_ctx) -> None:
+def test_quick_mode_keeps_four_with_the_plain_static_shape(shared_ctx) -> None:
+    """A quick plan keeps the plain configuration's static-shape variant: on a sub-millisecond model the plain
+    precision with a fixed shape can be the fastest, and a search that never generates it cannot find it."""
     quick = list(OnnxRuntimePlugin().candidates(dataclasses.replace(shared_ctx, quick=True)))
-    assert [s.label for s in quick] == ["onnxruntime all seq 2t", "onnxruntime defaults",
-                                        "onnxruntime all seq 1t"]
+    assert [s.label for s in quick] == ["onnxruntime all seq 2t", "onnxruntime all seq 2t static shape",
+                                        "onnxruntime defaults", "onnxruntime all seq 1t"]
+
+
+def test_the_static_shape_variant_fixes_the_batch_and_runs_only_that_shape(tiny, onnxruntime_specs) -> None:
+    """The batch axis is fixed at the measured batch (1 for demo:tiny): the session computes the torch function at
+    it, says so in its notes and its settings read back, and refuses another batch instead of running it slowly."""
+    [static] = [s for s in onnxruntime_specs if s.config.get("free_dimensions")]
+    plain = next(s for s in onnxruntime_specs if s.label == "onnxruntime all seq 2t")
+    assert static.label == "onnxruntime all seq 2t static shape" and not static.dynamic_batch
+    assert {k: v for k, v in static.config.items() if k != "free_dimensions"} == plain.config
+    assert list(static.config["free_dimensions"].values()) == [tiny.inputs.batch]
+    assert any("input shape fixed" in n for n in static.notes)
+    session = OnnxRuntimePlugin().open(static, ModelRef.of(tiny))
+    feed = tiny.make_feeds(seed=8)[0]
+    np.testing.assert_allclose(session.to_numpy(session.run(session.prepare(feed))), torch_output(tiny, feed),
+                               rtol=1e-4, atol=1e-5)
+    assert session.info()["fixed_shapes"] == f"x {[tiny.inputs.batch, 3, 32, 32]}"
+    with pytest.raises(Exception, match="invalid dimensions"):
+        session.run(session.prepare(tiny.make_feeds(batch=tiny.inputs.batch + 3, seed=8)[0]))
+
+
+def test_a_graph_without_a_free_batch_gets_no_static_variant(tiny, tmp_path, shared_ctx, monkeypatch) -> None:
+    """Where the export already fixed the batch there is nothing to fix: no duplicate under another name."""
+    from targets.cpu import onnxruntime as plugin_module
+
+    monkeypatch.setattr(plugin_module, "fixed_dimensions", lambda path, inputs: {})
+    specs = list(OnnxRuntimePlugin().candidates(shared_ctx))
+    assert specs and not any("static" in s.label for s in specs)
 
 
 def test_plugins_share_one_export(shared_ctx, onnxruntime_specs) -> None:
@@ -57,7 +87,7 @@ def test_sessions_match_torch_and_report_their_options(tiny, onnxruntime_specs) 
     plugin = OnnxRuntimePlugin()
     for spec in onnxruntime_specs:
         session = plugin.open(spec, ModelRef.of(tiny))
-        for batch in (1, 4):
+        for batch in ((1, 4) if spec.dynamic_batch else (tiny.inputs.batch,)):
             feed = tiny.make_feeds(batch=batch, seed=8)[0]
             got = session.to_numpy(session.run(session.prepare(feed)))
             np.testing.assert_allclose(got, torch_output(tiny, feed), rtol=1e-4, atol=1e-5)
@@ -122,11 +152,11 @@ def test_text_model_sessions_take_both_int64_inputs(text, text_ctx) -> None:
     plugin = OnnxRuntimePlugin()
     assert plugin.check(text_ctx.hw, text) == []
     specs = list(plugin.candidates(text_ctx))
-    assert specs and all(s.dynamic_batch for s in specs)
+    assert specs and all(s.dynamic_batch for s in specs if not s.config.get("free_dimensions"))
     for spec in specs:
         session = plugin.open(spec, ModelRef.of(text))
         assert session.info()["inputs"] == "input_ids, attention_mask"
-        for batch in (1, 3):
+        for batch in ((1, 3) if spec.dynamic_batch else (text.inputs.batch,)):
             feed = text.make_feeds(batch=batch, seed=21)[0]
             prepared = session.prepare(feed)
             assert list(prepared) == ["input_ids", "attention_mask"]

@@ -3,8 +3,8 @@
 The run.py of a hand-over package the planner wrote, from its template planner/onnx/runners/run_ort.py
 (see planner.plugins.packaging) with SETTINGS filled in; it imports only onnxruntime and numpy.
 SETTINGS: "model" (the file, beside run.py), and either "defaults" (ONNX Runtime exactly as it comes)
-or the graph optimization level, execution mode, intra- and inter-op thread counts and whether idle
-threads spin.
+or the graph optimization level, execution mode, intra- and inter-op thread counts, whether idle
+threads spin and, for a session built for one input shape, the size each free dimension is fixed at.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def load(folder: str | Path | None = None) -> Any:
         spinning = "1" if SETTINGS.get("allow_spinning", True) else "0"
         opts.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spinning)
+        for name, size in SETTINGS.get("free_dimensions", {}).items():
+            opts.add_free_dimension_override_by_name(name, int(size))
     path = Path(folder) if folder is not None else HERE
     return ort.InferenceSession(str(path / SETTINGS["model"]), opts, providers=["CPUExecutionProvider"])
 

@@ -225,6 +225,14 @@ def confirmation_lines(cands: list[CandidateResult]) -> list[str]:
              "measured again with the full method before ranking" + (", in turns" if turns else "")
              + ". The table, the ranking and the Roadmap use those full figures, not the screen's; "
              f"{held} of {len(confirmed)} agreed with the screen within 10%."]
+    beside = next((conf.baseline_p50_ms for _, conf in confirmed if conf.baseline_p50_ms is not None), None)
+    if beside is not None:
+        lines[-1] += (f" The baseline took its turns beside them ({fmt.ms(beside)} there): their speedups are ratios "
+                      "measured side by side, under one load; the other rows' are over the baseline's profile.")
+    revisited = [label(c) for c, conf in confirmed if conf.revisited]
+    if revisited:
+        lines[-1] += (f" {fmt.series(revisited)} had been stopped early by {'its' if len(revisited) == 1 else 'their'} "
+                      "screen as clearly slower, but close enough to the best to be timed again with the leaders.")
     for c, conf in confirmed:
         if conf.reproduced:
             continue

@@ -82,10 +82,20 @@ def _decision(data: ReportData) -> list[str]:
     ranked = f" (ranked by {ranked_by})" if ranked_by else ""
     which = "the best confirmed candidate" if lead is not None else "the best deployment found"
     invalid = data.run.baseline.invalid if data.run.baseline is not None else ""
-    gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)}; no speedup is worked out, because the baseline's own "
-            f"timing is invalid: {invalid}." if invalid else
-            f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
-            f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}")
+    beside = best.confirmation.baseline_p50_ms if best.confirmation is not None else None
+    if beside is not None:
+        # The ratio of two medians timed in the same turns: the profile's figure is named, not divided by.
+        profile = f"; its profile's timing is invalid: {invalid}" if invalid else (
+            f"; its profile read {fmt.ms(data.base_ms)}" if data.base_ms is not None else "")
+        gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(beside)} for the baseline timed in the "
+                f"same turns{profile}: {fmt.speedup(data.speedup_of(best))} the baseline's speed, measured side by "
+                "side.")
+    elif invalid:
+        gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)}; no speedup is worked out, because the baseline's own "
+                f"timing is invalid: {invalid}.")
+    else:
+        gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
+                f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}")
     lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}", gain]
     if data.run.energy_source is not None:  # a plan that looked for an energy counter (older files did not)
         lines.append(f"**Energy**: {_energy(data, best)}")
