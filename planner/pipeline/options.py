@@ -140,8 +140,10 @@ class PlanOptions:
     output_kinds: tuple[str, ...] = option(
         (), names=("--output-kind",), repeat=True, convert=tuple, metavar="NAME=KIND",
         help="what the compared (first) output is, which decides how candidates are judged: classes, dense (a map per "
-             "pixel), sequence (class scores per position) or regression; NAME is the output's name or 0 (default: "
-             "read from the output's shape)")
+             "pixel), sequence (class scores per position), ctc[:BLANK] (those scores decoded as CTC text, judged by "
+             "lines unchanged and character error rate; the blank class is 0 unless given), embedding (vectors, "
+             "judged by cosine and nearest neighbours kept) or regression; NAME is the output's name or 0 (default: "
+             "read from the output's shape, and a vector of length 1 is an embedding)")
     budget_s: float | None = option(
         None, names=("--budget",), parse=duration_s, metavar="TIME",
         help="cap the whole plan's time, e.g. 90s, 5m or 120 (seconds; a quick plan's default is 80s): what can end "

@@ -17,8 +17,8 @@ from planner.results import CandidateResult, Status, fidelity_view
 from planner.results.values import Fidelity
 
 
-def _judged(precision: str, ref: np.ndarray, out: np.ndarray) -> dict:
-    fid = compare([ref], [out])
+def _judged(precision: str, ref: np.ndarray, out: np.ndarray, kind: str | None = None) -> dict:
+    fid = compare([ref], [out], kind=kind)
     _, decided_by = DEFAULT_GATES[Precision(precision)].judge(fid)
     data = to_data(fid)
     data["decided_by"] = decided_by
@@ -75,8 +75,27 @@ def test_a_sequence_report_shows_per_position_agreement(results):
     out[0, 3, 0] = -5.0  # one of 20 positions reads another class
     text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
     table = _candidates_table(text)
-    assert any("positions 95%" in row for row in table) and not any("top-1" in row for row in table)
-    assert "per-position class agreement 95.0% on 20 of 20 positions" in text
+    # One of the two sequences reads differently: the table gives the whole sequences, the words both tests.
+    assert any("sequences 50%" in row for row in table) and not any("top-1" in row for row in table)
+    assert "whole sequences unchanged 50.0% (95% interval" in text
+    # A sequence might be CTC text: the report says how to judge the decoded text instead.
+    assert "--output-kind NAME=ctc" in text
+
+
+def test_a_ctc_report_says_how_much_text_changes(results):
+    rng = np.random.default_rng(2)
+    ref = rng.normal(0, 0.3, size=(40, 12, 6))
+    ref[:, :, 0] += 4.0  # mostly blanks
+    ref[:, 2, 3] += 9.0  # every line reads a '3' ...
+    ref[:10, 7, 5] += 9.0  # ... and a quarter of them a '5' after it
+    out = ref.copy()
+    out[:10, 7, 5] -= 9.0  # the candidate loses the '5': 10 of 40 lines change, 10 of 50 characters
+    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out, kind="ctc")), figures=FIGURE_LINKS)
+    table = _candidates_table(text)
+    assert any("text same 75%, 20% chars" in row for row in table)
+    risk = next(line for line in section(text, "Summary").splitlines() if line.startswith("- **Accuracy risk**"))
+    assert "the decoded text changes in 25% of 40 sequences (95% interval" in risk and "20% of characters" in risk
+    assert "decoded as CTC" in text and "character error rate" in text
 
 
 def test_class_scores_keep_the_cosine_and_top1_columns(fixture_results):
