@@ -118,6 +118,34 @@ def labels_of(folder: Path | None, *, inputs: ModelInputs | None = None,
     return labels if len(labels) == len(pairs) else None
 
 
+def check_labels(folder: Path, labels: list[np.ndarray] | None, output_shape: tuple[int, ...]) -> str:
+    """Labels the model's class scores could never match are an error now, before anything is measured; a folder
+    whose labels are all one class returns a warning (accuracy on it cannot tell a model from one that always
+    answers that class). Outputs that are not class scores (batch, classes) are not checked: labels do not count there.
+    """
+    if not labels:
+        return ""
+    values = np.concatenate([np.asarray(lab).reshape(-1) for lab in labels])
+    if not values.size:
+        return ""
+    rest = [int(d) for d in output_shape[1:] if int(d) != 1]
+    classes = rest[0] if len(rest) == 1 and rest[0] > 1 else None
+    low, high = int(values.min()), int(values.max())
+    if classes is not None and (low < 0 or high >= classes):
+        outside = sorted({int(v) for v in values if v < 0 or v >= classes})
+        shown = ", ".join(str(v) for v in outside[:5]) + (", ..." if len(outside) > 5 else "")
+        raise PlannerError(f"--val-data {folder}: labels {shown} are outside the model's {classes} classes "
+                           f"(0 to {classes - 1})",
+                           "label each sample with the index of its class in the model's output; a folder of class "
+                           "sub-folders is labelled in sorted order of the sub-folder names, so name them so they "
+                           "sort as the model's classes do (e.g. 0_cat, 1_dog)")
+    if low == high:
+        return (f"every one of the {values.size} labelled samples is class {low}: accuracy on them cannot tell the "
+                "model from one that always answers that class, so accuracy drops judged on them are weak; add "
+                "samples of the other classes")
+    return ""
+
+
 @dataclass(frozen=True)
 class PreparedValData:
     """Validation data ready for every reader: the batch folder, and what it was made from."""

@@ -337,12 +337,17 @@ class PlanSession:
         """The validation data checked, images or clips converted once into the artifacts folder."""
         import tempfile
 
-        from planner.models.valdata import prepare_val_data
+        from planner.models.valdata import check_labels, labels_of, prepare_val_data
 
         # Converted batches live beside the candidates' artifacts; a session with no output folder yet
         # (the TUI before saving) keeps them in a temporary folder instead of choosing one for the user.
         root = self.out_dir if self.out_dir is not None else Path(tempfile.mkdtemp(prefix="planner-val-"))
         prepared = prepare_val_data(folder, inputs=model.inputs, options=samples, workdir=root / "artifacts")
+        one_class = check_labels(prepared.source, labels_of(prepared.folder, inputs=model.inputs),
+                                 tuple(getattr(model, "output_shape", ()) or ()))
+        if one_class:
+            self.on_event(Event("warning", f"--val-data: {one_class}"))
+            self.warn(f"--val-data {prepared.source}: {one_class}")
         self.on_event(Event("log", f"validation data: {prepared.description}"))
         if prepared.skipped:
             self.on_event(Event("warning", f"--val-data: {prepared.skipped}"))

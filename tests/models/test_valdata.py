@@ -9,7 +9,7 @@ import pytest
 
 from planner.errors import PlannerError
 from planner.models.spec import ModelInputs, parse_input
-from planner.models.valdata import labels_of, load_val_data
+from planner.models.valdata import check_labels, labels_of, load_val_data
 
 TEXT = ModelInputs((parse_input("input_ids:1x8:int64"), parse_input("attention_mask:1x8:int64")))
 
@@ -41,3 +41,19 @@ def test_wrong_shape_names_the_input(tmp_path: Path) -> None:
     np.savez(tmp_path / "b0.npz", input_ids=np.zeros((2, 9), np.int64), attention_mask=np.ones((2, 8), np.int64))
     with pytest.raises(PlannerError, match="input input_ids has shape 2x9, but the model takes Bx8"):
         load_val_data(tmp_path, inputs=TEXT)
+
+
+def test_labels_outside_the_models_classes_are_refused_before_measuring(tmp_path: Path) -> None:
+    labels = [np.array([0, 3, 9]), np.array([12, -1])]
+    with pytest.raises(PlannerError) as err:
+        check_labels(tmp_path, labels, (1, 10))
+    assert "labels -1, 12 are outside the model's 10 classes (0 to 9)" in str(err.value)
+    assert "sub-folder names" in err.value.fix
+
+
+def test_a_folder_of_one_class_is_said_and_other_outputs_are_not_checked(tmp_path: Path) -> None:
+    warning = check_labels(tmp_path, [np.array([4, 4]), np.array([4])], (1, 10))
+    assert warning.startswith("every one of the 3 labelled samples is class 4")
+    assert check_labels(tmp_path, [np.array([0, 4])], (1, 10)) == ""
+    assert check_labels(tmp_path, None, (1, 10)) == ""
+    assert check_labels(tmp_path, [np.array([0, 40])], (1, 3, 16, 16)) == ""  # a map: labels do not count there
