@@ -47,24 +47,25 @@ def needs_reduced_range(hw: Any) -> bool:
 
 
 def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
-    """The calibration batches and a note saying what they were: the validation data when there is some, else random.
+    """The calibration batches and a note saying what they were: the validation data's calibration part when
+    there is some (`planner.models.valdata.split_val_data`: the judgement sees the other part), else random.
 
     The validation data is the user's --val-data, or a demo's built-in held-out set (`ctx.val_data_basis` says which).
     """
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
-        from planner.models.valdata import load_val_data, samples_note
+        from planner.models.valdata import samples_note, split_val_data
 
-        feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
+        split = split_val_data(Path(val_data), inputs=ctx.model.inputs)
+        feeds = [feed for feed, _ in split.calibration][:count]
         if feeds:
             basis = getattr(ctx, "val_data_basis", "--val-data") or "--val-data"
             made_from = samples_note(Path(val_data))  # images or clips the batches were converted from
             if made_from:
                 basis += f" ({made_from.get('kind', 'samples')} from {made_from.get('source', 'the folder')})"
-            samples = sum(len(next(iter(f.values()))) for f in feeds)
-            batches = f"{len(feeds)} batch" + ("es" if len(feeds) != 1 else "")
-            return feeds, f"calibrated on {batches} ({samples} samples) of {basis}"
+            used = sum(len(next(iter(f.values()))) for f in feeds)
+            return feeds, split.calibration_note(basis, used=used, batches=len(feeds))
     feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
     return feeds, (f"calibrated on {count} batches of generated random inputs (no --val-data): its accuracy on "
                    "real data is not established; pass --val-data (images, .wav clips or arrays) to calibrate "

@@ -268,7 +268,7 @@ class _Metric:
 def control_metric(ctx: PlanContext, labels: Sequence[Any] | None) -> _Metric:
     """Accuracy on labelled validation data under the user's budget; else cosine to the float model."""
     if labels is not None and ctx.accuracy_budget is not None:
-        return _Metric("accuracy", f"the labelled {ctx.val_data_basis}", float(ctx.accuracy_budget))
+        return _Metric("accuracy", f"the calibration part of the labelled {ctx.val_data_basis}", float(ctx.accuracy_budget))
     return _Metric("cosine", "the calibration inputs", 1.0 - COSINE_TARGET)
 
 
@@ -284,11 +284,12 @@ def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Pa
     import numpy as np
     import openvino as ov
 
-    from planner.models.valdata import load_val_data
+    from planner.models.valdata import split_val_data
 
     labels = None
     if ctx.val_data:
-        pairs = load_val_data(Path(ctx.val_data), inputs=ctx.model.inputs)[:len(feeds)]
+        # The calibration part, which `feeds` were taken from: the judged part stays unseen until the plan judges.
+        pairs = list(split_val_data(Path(ctx.val_data), inputs=ctx.model.inputs).calibration[:len(feeds)])
         if pairs and all(lab is not None for _, lab in pairs):
             labels = [lab for _, lab in pairs]
     metric = control_metric(ctx, labels)
