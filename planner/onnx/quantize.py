@@ -168,14 +168,14 @@ def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
     `attention` (read from `src` when None, `planner.onnx.attention.has_attention`): quantize only the matrix
     products (`TRANSFORMER_OPS`), leaving LayerNorm, Softmax and the residual Adds in float.
     """
-    from planner.onnx.attention import has_attention
-
     from onnxruntime.quantization import (
         CalibrationMethod,
         QuantFormat,
         QuantType,
         quantize_static,
     )
+
+    from planner.onnx.attention import has_attention
 
     if not feeds:
         raise QuantizationError("static quantization needs at least one calibration input")

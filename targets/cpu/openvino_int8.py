@@ -274,7 +274,8 @@ class _Metric:
 def control_metric(ctx: PlanContext, labels: Sequence[Any] | None) -> _Metric:
     """Accuracy on labelled validation data under the user's budget; else cosine to the float model."""
     if labels is not None and ctx.accuracy_budget is not None:
-        return _Metric("accuracy", f"the calibration part of the labelled {ctx.val_data_basis}", float(ctx.accuracy_budget))
+        return _Metric("accuracy", f"the calibration part of the labelled {ctx.val_data_basis}",
+                       float(ctx.accuracy_budget))
     return _Metric("cosine", "the calibration inputs", 1.0 - COSINE_TARGET)
 
 

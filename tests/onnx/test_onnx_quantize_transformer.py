@@ -75,7 +75,8 @@ def test_static_int8_of_an_encoder_keeps_it_and_quantizes_only_its_products(enco
     for i in range(4):
         np.save(val / f"b{i}.npy", rng.integers(0, VOCAB, (16, SEQ)).astype(np.int64))
     model = load_model(str(encoder_onnx))
-    ctx = PlanContext(hw=fixture_profile("epyc_container_cgroup_v2"), model=model, workdir=tmp_path / "work", quick=True, val_data=val)
+    ctx = PlanContext(hw=fixture_profile("epyc_container_cgroup_v2"), model=model, workdir=tmp_path / "work",
+                      quick=True, val_data=val)
     static = next(s for s in Int8Plugin().candidates(ctx) if s.config["mode"] == "static")
     assert TRANSFORMER_RECIPE_NOTE in static.notes
     assert any("judged on the other 42" in n for n in static.notes)  # 22 of 64 samples calibrate
