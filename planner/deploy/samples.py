@@ -22,12 +22,12 @@ SAMPLE_LIMIT = 8
 
 
 def compared_feeds(inputs: "ModelInputs", *, val_data: Path | None, quick: bool) -> list["Feed"]:
-    """The inputs the plan compared every candidate on (its validation data, else the generated fidelity inputs),
-    in the order of the baseline's reference outputs."""
+    """The inputs the plan compared every candidate on (its validation data's judged part, else the generated
+    fidelity inputs), in the order of the baseline's reference outputs."""
     if val_data is not None:
-        from planner.models.valdata import load_val_data
+        from planner.models.valdata import split_val_data
 
-        return [feed for feed, _ in load_val_data(Path(val_data), inputs=inputs)]
+        return [feed for feed, _ in split_val_data(Path(val_data), inputs=inputs).judged]
     from planner.measure.evaluate import fidelity_batch_count, fidelity_inputs
 
     return fidelity_inputs(inputs, count=fidelity_batch_count(quick))

@@ -285,9 +285,10 @@ def _run_in_chunks(session: Any, feed: Feed, batch: int | None) -> np.ndarray:
 
 def _val_or_fidelity_inputs(job: MeasureJob, inputs: ModelInputs) -> list[Feed]:
     if job.val_data:
-        from planner.models.valdata import load_val_data
+        from planner.models.valdata import split_val_data
 
-        return [feed for feed, _ in load_val_data(Path(job.val_data), inputs=inputs)]
+        # The judged part only: INT8 calibration saw the other one (the baseline's reference is on these too).
+        return [feed for feed, _ in split_val_data(Path(job.val_data), inputs=inputs).judged]
     return fidelity_inputs(inputs, count=job.fidelity_batches)
 
 

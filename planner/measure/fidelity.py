@@ -504,6 +504,31 @@ def _accuracy_unsettled(fid: Fidelity, gate: FidelityGate, why: str) -> Fidelity
         + (f": about {settle:,} labelled samples would settle it" if settle else "")))
 
 
+BROKEN_COSINE = 0.5
+"""Below this raw cosine (all outputs against the original's, on the plan's own samples), INT8 quantization broke
+the model rather than cost it accuracy: a quantized model that merely misses the INT8 gate (0.99) still points
+its outputs the same way, while one at 0.5 or below has lost most of what the original computes."""
+
+
+def broken_quantization(fid: Fidelity | None) -> str:
+    """Why a model that INT8 quantization built is a failed build, not a candidate that missed the fidelity gate:
+    its raw cosine to the original is below `BROKEN_COSINE` ('' when it is not, or was not measured).
+
+    The pipeline asks this of int8 candidates that only reduce precision (built by quantization), not of a
+    change to the function that happens to run in int8.
+    """
+    if fid is None or not np.isfinite(fid.cosine) or fid.cosine >= BROKEN_COSINE:
+        return ""
+    return (f"the quantized model's outputs no longer resemble the original's (cosine {fid.cosine:.2f} over "
+            f"{fid.samples} samples, below {BROKEN_COSINE:g}): INT8 quantization broke this model rather than "
+            "costing it some accuracy. The likely cause is activations whose range one INT8 scale per tensor cannot "
+            "hold: a few outlier channels, as in a transformer's LayerNorm inputs and residual sums, or softmax "
+            "scores. A "
+            "transformer-aware recipe (only the matrix products in INT8; LayerNorm, Softmax and the residual Adds in "
+            "float, as the plan quantizes a graph where it finds attention), dynamic INT8 or quantization-aware "
+            "training may keep it")
+
+
 def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
                   labels: Sequence[np.ndarray] | None = None, precision: Precision | str = Precision.FP32,
                   accuracy_budget: float | None = None, changes_function: bool = False,

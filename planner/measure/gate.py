@@ -2,9 +2,9 @@
 
 A plugin that picks a setting before measuring (the approximate architecture plugins) is judged by
 `judge_outputs`, the rule the pipeline applies to every measured candidate, on the inputs the
-measuring worker compares on: the plan's validation data with its labels, else the generated
-fidelity inputs. Only what differs by design stays out: the plugin runs the original itself, the
-same way it runs its change, so the two differ by the change alone.
+measuring worker compares on: the plan's validation data (its judged part, `split_val_data`) with its
+labels, else the generated fidelity inputs. Only what differs by design stays out: the plugin runs the
+original itself, the same way it runs its change, so the two differ by the change alone.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from planner.measure.evaluate import fidelity_batch_count, fidelity_inputs
 from planner.measure.fidelity import judge_outputs, settle_words
-from planner.models.valdata import load_val_data
+from planner.models.valdata import split_val_data
 from planner.plugins.contract import Precision
 from planner.plugins.gate import Verdict
 
@@ -64,7 +64,7 @@ class PlanGate:
         # The same inputs, in the same order, as the measuring worker compares on (evaluate.run_job).
         if self._loaded is None:
             if self.val_data is not None:
-                pairs = load_val_data(Path(self.val_data), inputs=self.model_inputs)
+                pairs = split_val_data(Path(self.val_data), inputs=self.model_inputs).judged
                 labels = [lab for _, lab in pairs if lab is not None]
                 self._loaded = ([feed for feed, _ in pairs], labels if len(labels) == len(pairs) else None)
             else:

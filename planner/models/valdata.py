@@ -107,13 +107,14 @@ def _read_feed(path: Path, inputs: ModelInputs | None) -> Feed:
 
 def labels_of(folder: Path | None, *, inputs: ModelInputs | None = None,
               options: "SampleOptions | None" = None) -> list[np.ndarray] | None:
-    """The label arrays in batch order, or None when any batch has no labels (or no folder).
+    """The judged part's label arrays in batch order (`split_val_data`), or None when any batch has no labels
+    (or no folder): the labels every candidate and the original are judged on.
 
     A folder of images or clips needs the model's `inputs`: which files convert decides the batches.
     """
     if folder is None:
         return None
-    pairs = load_val_data(folder, inputs=inputs, options=options)
+    pairs = split_val_data(folder, inputs=inputs, options=options).judged
     labels = [lab for _, lab in pairs if lab is not None]
     return labels if len(labels) == len(pairs) else None
 
@@ -144,6 +145,104 @@ def check_labels(folder: Path, labels: list[np.ndarray] | None, output_shape: tu
                 "model from one that always answers that class, so accuracy drops judged on them are weak; add "
                 "samples of the other classes")
     return ""
+
+
+CALIBRATION_EVERY = 3
+"""One validation sample in this many calibrates INT8 (the first of each three); the others judge the candidates.
+
+A third leaves two thirds for the judgement, whose accuracy interval narrows with its sample count, while
+MinMax calibration needs only the activations' ranges: 120 of demo:digits' 359 held-out digits set them."""
+
+MIN_SPLIT_SAMPLES = 20
+"""Below this many samples the folder is not split: a few samples set aside would leave the judgement fewer
+still, so calibration and judgement share them, and the notes say so."""
+
+Pair = tuple[Feed, "np.ndarray | None"]
+
+
+@dataclass(frozen=True)
+class ValSplit:
+    """The validation data split once for every reader: what INT8 calibration sees and what the judgement sees.
+
+    Deterministic (every `CALIBRATION_EVERY`-th sample, or batch, calibrates), so each worker process that
+    reads the folder judges on the same rows as the plan, and the baseline's accuracy is worked out on the
+    same rows as every candidate's (a paired comparison). `shared`: the folder was too small to split, and
+    both parts are the whole folder.
+    """
+
+    calibration: tuple[Pair, ...]
+    judged: tuple[Pair, ...]
+    samples: int  # in the whole folder
+    unit: str = "sample"  # what was dealt out: "sample" (rows within each batch) or "batch" (a fixed-batch model)
+    shared: bool = False
+
+    @property
+    def calibration_samples(self) -> int:
+        """Samples set aside for calibration (all of them where the folder is shared)."""
+        return sum(_rows(feed) for feed, _ in self.calibration)
+
+    @property
+    def judged_samples(self) -> int:
+        """Samples the candidates and the original are judged on."""
+        return sum(_rows(feed) for feed, _ in self.judged)
+
+    def calibration_note(self, basis: str, *, used: int, batches: int) -> str:
+        """What INT8 calibration saw, against what the judgement sees, in words: `used` samples in `batches`
+        batches (calibration may take only the first batches of its part) of `basis` (the data, in words)."""
+        counted = f"{batches} batch{'es' if batches != 1 else ''}"
+        if self.shared:
+            return (f"calibrated on {used} samples ({counted}) of {basis}: calibration and judgement share these "
+                    f"samples, too few to set some aside (fewer than {MIN_SPLIT_SAMPLES} samples, or one batch), "
+                    "so INT8 candidates are judged on samples calibration saw")
+        ordinal = "third" if CALIBRATION_EVERY == 3 else f"{CALIBRATION_EVERY}th"
+        aside = self.calibration_samples
+        if used < aside:  # calibration took only its first batches
+            counted += f", the first of the {aside} set aside"
+        return (f"calibrated on {used} samples ({counted}) of the {self.samples} samples of {basis}, every "
+                f"{ordinal} {self.unit} set aside for calibration; judged on the other {self.judged_samples}")
+
+
+def split_val_data(folder: Path, *, inputs: ModelInputs | None = None,
+                   options: "SampleOptions | None" = None) -> ValSplit:
+    """The folder's (feed, labels) pairs split into a calibration part and a judged part (see `ValSplit`).
+
+    Where every input may take any batch size, each batch is split by rows: a row calibrates when its place
+    in the whole folder is a multiple of `CALIBRATION_EVERY`, so every batch (and, in a folder sorted by
+    class, every class) gives some. A model compiled for one batch size keeps its batches whole, and every
+    `CALIBRATION_EVERY`-th batch calibrates.
+    """
+    pairs = load_val_data(folder, inputs=inputs, options=options)
+    return split_pairs(pairs, inputs=inputs)
+
+
+def split_pairs(pairs: list[Pair], *, inputs: ModelInputs | None = None) -> ValSplit:
+    """`split_val_data` on pairs already read."""
+    samples = sum(_rows(feed) for feed, _ in pairs)
+    by_rows = inputs is None or inputs.dynamic_batch
+    if samples < MIN_SPLIT_SAMPLES or (not by_rows and len(pairs) < 2):
+        return ValSplit(calibration=tuple(pairs), judged=tuple(pairs), samples=samples,
+                        unit="sample" if by_rows else "batch", shared=True)
+    if not by_rows:
+        calibration = tuple(p for i, p in enumerate(pairs) if i % CALIBRATION_EVERY == 0)
+        judged = tuple(p for i, p in enumerate(pairs) if i % CALIBRATION_EVERY != 0)
+        return ValSplit(calibration=calibration, judged=judged, samples=samples, unit="batch")
+    calibration_rows: list[Pair] = []
+    judged_rows: list[Pair] = []
+    start = 0
+    for feed, labels in pairs:
+        rows = _rows(feed)
+        aside = (start + np.arange(rows)) % CALIBRATION_EVERY == 0
+        start += rows
+        for part, mask in ((calibration_rows, aside), (judged_rows, ~aside)):
+            if mask.any():
+                part.append(({name: a[mask] if np.ndim(a) else a for name, a in feed.items()},
+                             labels[mask] if labels is not None else None))
+    return ValSplit(calibration=tuple(calibration_rows), judged=tuple(judged_rows), samples=samples)
+
+
+def _rows(feed: Feed) -> int:
+    """A batch's samples: dimension 0 of its first input that has one (a scalar input has no rows)."""
+    return next((len(a) for a in feed.values() if np.ndim(a)), 1)
 
 
 @dataclass(frozen=True)

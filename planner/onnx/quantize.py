@@ -47,24 +47,25 @@ def needs_reduced_range(hw: Any) -> bool:
 
 
 def calibration_inputs(ctx: "PlanContext") -> tuple[list["Feed"], str]:
-    """The calibration batches and a note saying what they were: the validation data when there is some, else random.
+    """The calibration batches and a note saying what they were: the validation data's calibration part when
+    there is some (`planner.models.valdata.split_val_data`: the judgement sees the other part), else random.
 
     The validation data is the user's --val-data, or a demo's built-in held-out set (`ctx.val_data_basis` says which).
     """
     count = CALIBRATION_BATCHES_QUICK if ctx.quick else CALIBRATION_BATCHES
     val_data = getattr(ctx, "val_data", None)
     if val_data:
-        from planner.models.valdata import load_val_data, samples_note
+        from planner.models.valdata import samples_note, split_val_data
 
-        feeds = [feed for feed, _ in load_val_data(Path(val_data), inputs=ctx.model.inputs)][:count]
+        split = split_val_data(Path(val_data), inputs=ctx.model.inputs)
+        feeds = [feed for feed, _ in split.calibration][:count]
         if feeds:
             basis = getattr(ctx, "val_data_basis", "--val-data") or "--val-data"
             made_from = samples_note(Path(val_data))  # images or clips the batches were converted from
             if made_from:
                 basis += f" ({made_from.get('kind', 'samples')} from {made_from.get('source', 'the folder')})"
-            samples = sum(len(next(iter(f.values()))) for f in feeds)
-            batches = f"{len(feeds)} batch" + ("es" if len(feeds) != 1 else "")
-            return feeds, f"calibrated on {batches} ({samples} samples) of {basis}"
+            used = sum(len(next(iter(f.values()))) for f in feeds)
+            return feeds, split.calibration_note(basis, used=used, batches=len(feeds))
     feeds = ctx.model.make_feeds(count=count, seed=CALIBRATION_SEED)
     return feeds, (f"calibrated on {count} batches of generated random inputs (no --val-data): its accuracy on "
                    "real data is not established; pass --val-data (images, .wav clips or arrays) to calibrate "
@@ -144,12 +145,28 @@ def quiet_library_output() -> Iterator[io.StringIO]:
             logger.setLevel(level)
 
 
+TRANSFORMER_OPS = ("MatMul", "Gemm", "Conv")
+"""What static QDQ quantizes in a graph with attention: the matrix products, which carry the arithmetic."""
+
+TRANSFORMER_RECIPE_NOTE = (
+    "the graph has attention (a matrix product into Softmax, or LayerNorm): static INT8 quantizes only its matrix "
+    "products (MatMul, Gemm, Conv) and keeps LayerNorm, Softmax and the residual Adds in float, as one INT8 scale "
+    "per tensor holds their outlier channels and probabilities badly")
+
+
+def qdq_recipe_notes(attention: bool) -> tuple[str, ...]:
+    """What static QDQ quantized, for a candidate's notes: the transformer recipe's words where it applied."""
+    return (TRANSFORMER_RECIPE_NOTE,) if attention else ()
+
+
 def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
-                 reduce_range: bool = False, for_tensorrt: bool = False) -> Path:
+                 reduce_range: bool = False, for_tensorrt: bool = False, attention: bool | None = None) -> Path:
     """Static INT8 in QDQ form, per-channel weights, MinMax-calibrated on `feeds` (arrays by input name); returns `dst`.
 
     `for_tensorrt` makes the form TensorRT's explicit quantization accepts: symmetric activations
     (zero point 0), fp32 weights behind a Q/DQ pair TensorRT folds, and float biases.
+    `attention` (read from `src` when None, `planner.onnx.attention.has_attention`): quantize only the matrix
+    products (`TRANSFORMER_OPS`), leaving LayerNorm, Softmax and the residual Adds in float.
     """
     from onnxruntime.quantization import (
         CalibrationMethod,
@@ -158,22 +175,61 @@ def quantize_qdq(src: Path, dst: Path, feeds: Sequence["Feed"], *,
         quantize_static,
     )
 
+    from planner.onnx.attention import has_attention
+
     if not feeds:
         raise QuantizationError("static quantization needs at least one calibration input")
     extra: dict = {}
     if for_tensorrt:
         extra = {"ActivationSymmetric": True, "WeightSymmetric": True, "AddQDQPairToWeight": True,
                  "QuantizeBias": False, "DedicatedQDQPair": True}
+    if attention is None:
+        attention = has_attention(Path(src))
+    if attention:
+        # Only the products' inputs pass through INT8: their outputs are not quantized (the bias Add and the
+        # scores' Softmax read them in float).
+        extra["OpTypesToExcludeOutputQuantization"] = list(TRANSFORMER_OPS)
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     with quiet_library_output():
         quantize_static(str(src), str(dst), _calibration_reader(src, feeds),
                         quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=reduce_range,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         calibrate_method=CalibrationMethod.MinMax,
+                        op_types_to_quantize=list(TRANSFORMER_OPS) if attention else None,
                         use_external_data_format=model_bytes(Path(src)) > EXTERNAL_DATA_BYTES,
                         extra_options=extra)
+    if attention:
+        _float_for_the_rest(Path(dst))
     _require_int8_ops(Path(dst), "static QDQ quantization")
     return Path(dst)
+
+
+def _float_for_the_rest(path: Path) -> None:
+    """Give every op the recipe keeps in float the float tensor back where ONNX Runtime handed it the INT8 copy.
+
+    The quantizer puts one Q/DQ pair on a tensor and rewires all of its readers to the pair's output, so a
+    LayerNorm's output that feeds the next matrix product also reaches the residual sum rounded to INT8, at a
+    scale that an outlier channel sets. Only the products read the rounded copy after this; the file's weights
+    (kept in a data file beside a large model) are not loaded or rewritten.
+    """
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+    weights = {i.name for i in graph.initializer}
+    changed = False
+    for node in graph.node:
+        if node.op_type in TRANSFORMER_OPS or node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        for k, name in enumerate(node.input):
+            dq = producer.get(name)
+            q = producer.get(dq.input[0]) if dq is not None and dq.op_type == "DequantizeLinear" else None
+            if q is not None and q.op_type == "QuantizeLinear" and q.input[0] not in weights:
+                node.input[k] = q.input[0]
+                changed = True
+    if changed:
+        onnx.save(model, str(path))
 
 
 def quantize_weights_dynamic(src: Path, dst: Path, *, reduce_range: bool = False) -> Path:

@@ -592,7 +592,10 @@ class CandidateRun:
                                               changes_function=arithmetic == Arithmetic.APPROXIMATE,
                                               generated_inputs=self.val_data is None)
         plugin = self._plugins.get(spec.plugin)
-        if arithmetic == Arithmetic.STRUCTURAL:
+        broken = self._broken_quantization(result.precision, arithmetic, fidelity)
+        if broken:
+            status, reason = Status.FAILED, broken
+        elif arithmetic == Arithmetic.STRUCTURAL:
             # A new architecture has new (random) weights: its outputs cannot match until it is trained.
             status, reason = Status.REJECTED, "needs retraining: speed measured, accuracy not"
         elif status in (Status.REJECTED, Status.UNCONFIRMED) and plugin is not None:
@@ -603,6 +606,21 @@ class CandidateRun:
                                    speedup=self.baseline.speedup_of(result.p50),
                                    roof_share=candidate_roof_share(self.baseline, result.precision, result.p50,
                                                                    same_work=same_work))
+
+    def _broken_quantization(self, precision: str, arithmetic: str, fidelity: Fidelity | None) -> str:
+        """Why an int8 candidate built by quantization failed as a build (`broken_quantization`), or ''.
+
+        Not where the original answers the same input differently from call to call: then no output can be
+        compared with it.
+        """
+        from planner.measure.fidelity import broken_quantization
+        from planner.plugins import Precision
+
+        if str(precision) != str(Precision.INT8) or arithmetic != Arithmetic.REDUCED_PRECISION:
+            return ""
+        if self._baseline_drift():
+            return ""
+        return broken_quantization(fidelity)
 
     def _gate(self, precision: str, outputs: list[np.ndarray], labels: list[np.ndarray] | None, *,
               changes_function: bool = False,

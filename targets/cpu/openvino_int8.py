@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from planner.errors import runtime_error_line
+from planner.onnx.attention import has_attention
 from planner.onnx.feeds import feed_for, graph_name
 from planner.onnx.opset import PreparationError, qdq_ready, step_problem
 from planner.onnx.quantize import (
@@ -23,6 +24,7 @@ from planner.onnx.quantize import (
     int8_cpu_notes,
     needs_reduced_range,
     preprocess,
+    qdq_recipe_notes,
     quantize_qdq,
     quiet_library_output,
 )
@@ -95,6 +97,7 @@ class OpenVinoInt8Plugin(Plugin):
         threads = compute_threads(ctx.hw)
         precisions = [Precision.FP32] + ([Precision.BF16] if native_bf16(ctx.hw) else [])
         feeds, calib_note = calibration_inputs(ctx)
+        attention = has_attention(export.path)  # NNCF's transformer model type; QDQ's transformer recipe
         common = (calib_note, *export.notes(), *int8_cpu_notes(ctx.hw))
         if ctx.model.inputs.sequence is not None:
             common += (f"sequence length fixed at {ctx.model.inputs.sequence} when compiled: OpenVINO plans "
@@ -111,21 +114,22 @@ class OpenVinoInt8Plugin(Plugin):
                 # Converted once: accuracy control below starts from the same float model.
                 original = ov.convert_model(str(export.path))
                 ir_path = quantize_nncf(original.clone(), out_dir / f"{export.path.stem}.nncf-int8.xml", feeds,
-                                        inputs=ctx.model.inputs)
+                                        inputs=ctx.model.inputs, transformer=attention)
             except Exception as exc:  # noqa: BLE001 - NNCF and OpenVINO raise many unrelated types
                 failures.append(f"NNCF: {runtime_error_line(exc)}")
                 ctx.log(f"cpu.openvino_int8: NNCF quantization failed: {runtime_error_line(exc)}\n"
                         f"details: {str(exc)[:4000]}")
             else:
-                preset = "mixed" if ctx.model.inputs.sequence is not None else "performance"
+                preset = "mixed" if attention else "performance"
                 notes = (f"NNCF post-training quantization ({preset} preset"
-                         + (", transformer model type" if preset == "mixed" else "")
+                         + (", transformer model type: the graph has attention" if attention else "")
                          + f", {len(feeds)} calibration batches), saved as OpenVINO IR", *common)
                 yield from self._specs(NNCF, ir_path, precisions, threads, export.dynamic_batch, notes,
                                        calibration_batches=len(feeds))
                 try:
                     controlled = quantize_controlled(ctx, original, ir_path,
-                                                     out_dir / f"{export.path.stem}.nncf-ac-int8.xml", feeds)
+                                                     out_dir / f"{export.path.stem}.nncf-ac-int8.xml", feeds,
+                                                     transformer=attention)
                 except Exception as exc:  # noqa: BLE001 - as above: NNCF raises many unrelated types
                     failures.append(f"NNCF accuracy control: {runtime_error_line(exc)}")
                     ctx.log(f"cpu.openvino_int8: NNCF accuracy control failed: {runtime_error_line(exc)}")
@@ -145,13 +149,14 @@ class OpenVinoInt8Plugin(Plugin):
         else:
             source, pre_notes = preprocess(ready.path, out_dir / f"{stem}.pre.onnx")
             problem = step_problem(
-                ctx, ("quantizing", lambda: quantize_qdq(source, qdq_path, feeds, reduce_range=reduce_range)),
+                ctx, ("quantizing", lambda: quantize_qdq(source, qdq_path, feeds, reduce_range=reduce_range,
+                                                         attention=attention)),
                 ("reading the quantized file in OpenVINO", lambda: _check_ov_reads(qdq_path)))
             if problem:
                 failures.append(f"ORT QDQ: {problem}")
             else:
                 notes = ("ONNX Runtime's static QDQ file (per-channel weights) read directly by OpenVINO",
-                         *ready.notes, *pre_notes, *common)
+                         *qdq_recipe_notes(attention), *ready.notes, *pre_notes, *common)
                 if reduce_range:
                     notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
                 yield from self._specs(QDQ, qdq_path, precisions, threads, export.dynamic_batch, notes,
@@ -212,10 +217,12 @@ def _check_ov_reads(path: Path) -> None:
     ov.Core().read_model(str(path))
 
 
-def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs") -> Path:
+def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "ModelInputs",
+                  transformer: bool = False) -> Path:
     """NNCF post-training INT8 of an OpenVINO model (the ONNX export converted), saved as IR at `dst` (.xml).
 
-    Attention models (inputs with a sequence axis) use NNCF's transformer model type and mixed preset
+    A `transformer` (a graph with attention, `planner.onnx.attention.has_attention`) uses NNCF's transformer
+    model type, which keeps LayerNorm, Softmax and the residual Adds out of INT8, and the mixed preset
     (asymmetric activations, which suit the skewed outputs of GELU and softmax); others the performance preset.
     """
     import nncf
@@ -229,7 +236,6 @@ def quantize_nncf(model: Any, dst: Path, feeds: Sequence["Feed"], *, inputs: "Mo
         # Keyed by index like the session: a graph input's names need not include the model's own.
         return dict(enumerate(feed_for(names, feed).values()))
 
-    transformer = inputs.sequence is not None
     with quiet_library_output():
         try:
             quantized = nncf.quantize(
@@ -268,12 +274,13 @@ class _Metric:
 def control_metric(ctx: PlanContext, labels: Sequence[Any] | None) -> _Metric:
     """Accuracy on labelled validation data under the user's budget; else cosine to the float model."""
     if labels is not None and ctx.accuracy_budget is not None:
-        return _Metric("accuracy", f"the labelled {ctx.val_data_basis}", float(ctx.accuracy_budget))
+        return _Metric("accuracy", f"the calibration part of the labelled {ctx.val_data_basis}",
+                       float(ctx.accuracy_budget))
     return _Metric("cosine", "the calibration inputs", 1.0 - COSINE_TARGET)
 
 
 def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Path,
-                        feeds: Sequence["Feed"]) -> tuple[Path, str] | None:
+                        feeds: Sequence["Feed"], *, transformer: bool = False) -> tuple[Path, str] | None:
     """NNCF INT8 with accuracy control where plain INT8 loses too much: (IR path, why), or None.
 
     The plain NNCF model is judged first on the same metric; only when it loses more than the
@@ -284,11 +291,12 @@ def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Pa
     import numpy as np
     import openvino as ov
 
-    from planner.models.valdata import load_val_data
+    from planner.models.valdata import split_val_data
 
     labels = None
     if ctx.val_data:
-        pairs = load_val_data(Path(ctx.val_data), inputs=ctx.model.inputs)[:len(feeds)]
+        # The calibration part, which `feeds` were taken from: the judged part stays unseen until the plan judges.
+        pairs = list(split_val_data(Path(ctx.val_data), inputs=ctx.model.inputs).calibration[:len(feeds)])
         if pairs and all(lab is not None for _, lab in pairs):
             labels = [lab for _, lab in pairs]
     metric = control_metric(ctx, labels)
@@ -326,7 +334,6 @@ def quantize_controlled(ctx: PlanContext, original: Any, plain_ir: Path, dst: Pa
     import nncf
     from nncf.quantization.advanced_parameters import AdvancedAccuracyRestorerParameters
 
-    transformer = ctx.model.inputs.sequence is not None
     dataset = nncf.Dataset(items, lambda item: item["inputs"])
     with quiet_library_output():
         quantized = nncf.quantize_with_accuracy_control(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from planner.onnx.attention import has_attention
 from planner.onnx.files import model_bytes
 from planner.onnx.opset import PreparationError, QdqReady, qdq_ready, step_problem
 from planner.onnx.package import ort_package
@@ -20,6 +21,7 @@ from planner.onnx.quantize import (
     int8_cpu_notes,
     needs_reduced_range,
     preprocess,
+    qdq_recipe_notes,
     quantize_qdq,
     quantize_weights_dynamic,
 )
@@ -96,15 +98,17 @@ class Int8Plugin(Plugin):
         feeds, calib_note = calibration_inputs(ctx)
         static_path = out_dir / f"{stem}.int8-static.onnx"
         if ready is not None:
+            attention = has_attention(source)
             problem = step_problem(
-                ctx, ("quantizing", lambda: quantize_qdq(source, static_path, feeds, reduce_range=reduce_range)),
+                ctx, ("quantizing", lambda: quantize_qdq(source, static_path, feeds, reduce_range=reduce_range,
+                                                         attention=attention)),
                 (_LOADING, lambda: check_ort_loads(static_path)))
             if problem:
                 failures.append(f"static QDQ: {problem}")
             else:
                 yield self._spec("static", static_path, threads, reduce_range, export.dynamic_batch,
                                  (calib_note, "static QDQ: activation scales fixed at calibration, "
-                                  "weights per output channel", *common),
+                                  "weights per output channel", *qdq_recipe_notes(attention), *common),
                                  calibration_batches=len(feeds))
 
         dynamic_path = out_dir / f"{stem}.int8-dynamic.onnx"

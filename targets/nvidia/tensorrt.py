@@ -241,14 +241,16 @@ def _int8_onnx(ctx: PlanContext, export: Any, dst: Path) -> tuple[Path, tuple[st
 
     A file older than opset 13 is converted first: per-channel Q/DQ needs it, in TensorRT as in ONNX Runtime.
     """
+    from planner.onnx.attention import has_attention
     from planner.onnx.opset import qdq_ready
-    from planner.onnx.quantize import calibration_inputs, preprocess, quantize_qdq
+    from planner.onnx.quantize import calibration_inputs, preprocess, qdq_recipe_notes, quantize_qdq
 
     ready = qdq_ready(ctx, export)
     source, _ = preprocess(ready.path, dst.with_name(dst.stem + ".pre.onnx"))
     feeds, note = calibration_inputs(ctx)
-    quantize_qdq(source, dst, feeds, for_tensorrt=True)
-    return dst, (note, *ready.notes)
+    attention = has_attention(source)
+    quantize_qdq(source, dst, feeds, for_tensorrt=True, attention=attention)
+    return dst, (note, *qdq_recipe_notes(attention), *ready.notes)
 
 
 def _sequence_note(inputs: ModelInputs) -> tuple[str, ...]:
