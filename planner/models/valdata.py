@@ -19,6 +19,7 @@ measuring worker, the INT8 calibration and the plugins that fine-tune.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,10 +149,18 @@ def check_labels(folder: Path, labels: list[np.ndarray] | None, output_shape: tu
 
 
 CALIBRATION_EVERY = 3
-"""One validation sample in this many calibrates INT8 (the first of each three); the others judge the candidates.
+"""At most one validation sample in this many calibrates INT8 (the first of each); the others judge the candidates."""
 
-A third leaves two thirds for the judgement, whose accuracy interval narrows with its sample count, while
-MinMax calibration needs only the activations' ranges: 120 of demo:digits' 359 held-out digits set them."""
+CALIBRATION_SAMPLES = 64
+"""About how many samples calibration needs: MinMax calibration reads only the activations' ranges, which a few
+dozen samples set, while the judgement's accuracy interval narrows with every sample it keeps. A folder large
+enough sets aside every k-th sample, k chosen so that about this many calibrate (every third at least): 60 of
+demo:digits' 359 held-out digits (every sixth), leaving 299 to judge on rather than 239."""
+
+
+def calibration_every(samples: int) -> int:
+    """Every how many samples (or batches) one calibrates: at least every third, fewer where the folder is large."""
+    return max(CALIBRATION_EVERY, math.ceil(samples / CALIBRATION_SAMPLES))
 
 MIN_SPLIT_SAMPLES = 20
 """Below this many samples the folder is not split: a few samples set aside would leave the judgement fewer
@@ -175,6 +184,7 @@ class ValSplit:
     samples: int  # in the whole folder
     unit: str = "sample"  # what was dealt out: "sample" (rows within each batch) or "batch" (a fixed-batch model)
     shared: bool = False
+    every: int = CALIBRATION_EVERY  # one sample (or batch) in this many calibrates
 
     @property
     def calibration_samples(self) -> int:
@@ -194,7 +204,7 @@ class ValSplit:
             return (f"calibrated on {used} samples ({counted}) of {basis}: calibration and judgement share these "
                     f"samples, too few to set some aside (fewer than {MIN_SPLIT_SAMPLES} samples, or one batch), "
                     "so INT8 candidates are judged on samples calibration saw")
-        ordinal = "third" if CALIBRATION_EVERY == 3 else f"{CALIBRATION_EVERY}th"
+        ordinal = {2: "second", 3: "third"}.get(self.every, f"{self.every}th")
         aside = self.calibration_samples
         if used < aside:  # calibration took only its first batches
             counted += f", the first of the {aside} set aside"
@@ -223,21 +233,23 @@ def split_pairs(pairs: list[Pair], *, inputs: ModelInputs | None = None) -> ValS
         return ValSplit(calibration=tuple(pairs), judged=tuple(pairs), samples=samples,
                         unit="sample" if by_rows else "batch", shared=True)
     if not by_rows:
-        calibration = tuple(p for i, p in enumerate(pairs) if i % CALIBRATION_EVERY == 0)
-        judged = tuple(p for i, p in enumerate(pairs) if i % CALIBRATION_EVERY != 0)
-        return ValSplit(calibration=calibration, judged=judged, samples=samples, unit="batch")
+        every = calibration_every(len(pairs))
+        calibration = tuple(p for i, p in enumerate(pairs) if i % every == 0)
+        judged = tuple(p for i, p in enumerate(pairs) if i % every != 0)
+        return ValSplit(calibration=calibration, judged=judged, samples=samples, unit="batch", every=every)
+    every = calibration_every(samples)
     calibration_rows: list[Pair] = []
     judged_rows: list[Pair] = []
     start = 0
     for feed, labels in pairs:
         rows = _rows(feed)
-        aside = (start + np.arange(rows)) % CALIBRATION_EVERY == 0
+        aside = (start + np.arange(rows)) % every == 0
         start += rows
         for part, mask in ((calibration_rows, aside), (judged_rows, ~aside)):
             if mask.any():
                 part.append(({name: a[mask] if np.ndim(a) else a for name, a in feed.items()},
                              labels[mask] if labels is not None else None))
-    return ValSplit(calibration=tuple(calibration_rows), judged=tuple(judged_rows), samples=samples)
+    return ValSplit(calibration=tuple(calibration_rows), judged=tuple(judged_rows), samples=samples, every=every)
 
 
 def _rows(feed: Feed) -> int:

@@ -84,7 +84,7 @@ def test_calibration_and_judgement_get_disjoint_rows_of_every_batch(tmp_path: Pa
     split = split_val_data(tmp_path, inputs=IMAGE)
     calibrated, judged = _places(split.calibration), _places(split.judged)
     assert not set(calibrated) & set(judged) and sorted(calibrated + judged) == every.tolist()
-    assert (split.calibration_samples, split.judged_samples, split.samples) == (120, 239, 359)
+    assert (split.calibration_samples, split.judged_samples, split.samples) == (60, 299, 359)
     assert len(split.calibration) == len(split.judged) == 6  # every batch gives some to each part
     # Labels travel with their rows, and labels_of gives the judged part's.
     assert all((lab == feed["x"][:, 0, 0, 0]).all() for feed, lab in (*split.calibration, *split.judged))
@@ -121,8 +121,8 @@ def test_int8_calibration_reads_the_calibration_part_and_its_note_gives_the_coun
     feeds, note = calibration_inputs(ctx)
     split = split_val_data(tmp_path, inputs=IMAGE)
     assert _places([(f, None) for f in feeds]) == _places(split.calibration)
-    assert note == ("calibrated on 120 samples (6 batches) of the 359 samples of the digits demo's held-out set, "
-                    "every third sample set aside for calibration; judged on the other 239")
+    assert note == ("calibrated on 60 samples (6 batches) of the 359 samples of the digits demo's held-out set, "
+                    "every 6th sample set aside for calibration; judged on the other 299")
     # The measuring worker compares the original and every candidate on the judged part only.
     job = SimpleNamespace(val_data=str(tmp_path), fidelity_batches=8)
     judged = _val_or_fidelity_inputs(job, IMAGE)  # type: ignore[arg-type]
@@ -138,5 +138,5 @@ def test_calibration_that_takes_its_first_batches_says_how_many_were_set_aside(t
     ctx = SimpleNamespace(quick=True, val_data=tmp_path, val_data_basis="--val-data",
                           model=SimpleNamespace(inputs=IMAGE))
     feeds, note = calibration_inputs(ctx)
-    assert len(feeds) == 8 and note.startswith("calibrated on 80 samples (8 batches, the first of the 100 set aside) "
+    assert len(feeds) == 8 and note.startswith("calibrated on 48 samples (8 batches, the first of the 60 set aside) "
                                                "of the 300 samples of --val-data")
