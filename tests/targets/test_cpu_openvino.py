@@ -141,7 +141,7 @@ def test_text_model_compiles_every_input_at_its_shape(text, text_ctx) -> None:
         for batch in (1, 3) if spec.dynamic_batch else (1,):
             feed = text.make_feeds(batch=batch, seed=23)[0]
             prepared = session.prepare(feed)
-            assert [(k, a.dtype, a.shape) for k, a in prepared.items()] == [
+            assert [(k, a.data.dtype, tuple(a.shape)) for k, a in prepared.items()] == [
                 (0, np.int64, (batch, 64)), (1, np.int64, (batch, 64))]
             got = session.to_numpy(session.run(prepared))
             assert got.shape == (batch, 4)

@@ -93,7 +93,7 @@ def test_text_model_nncf_uses_the_transformer_type(text, text_ctx) -> None:
     session = OpenVinoInt8Plugin().open(nncf_spec, ModelRef.of(text))
     feed = text.make_feeds(batch=2, seed=33)[0]
     prepared = session.prepare(feed)
-    assert [(a.dtype, a.shape) for a in prepared.values()] == [(np.int64, (2, 64))] * 2
+    assert [(a.data.dtype, tuple(a.shape)) for a in prepared.values()] == [(np.int64, (2, 64))] * 2
     # A randomly initialised encoder with four small logits: INT8 noise weighs more than on a trained model.
     assert _cosine(session.to_numpy(session.run(prepared)), torch_output(text, feed)) > 0.9
     info = session.info()
