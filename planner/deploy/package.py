@@ -251,12 +251,4 @@ def fidelity_words(fid: Any) -> str:
         return "not compared"
     if fid.reference:
         return "the original model itself"
-    phrases = fidelity_view.phrases(fid)
-    if phrases:
-        return ", ".join(phrases)
-    parts = [f"cosine {units.cosine(fid.cosine)}"]
-    if fid.top1_agreement is not None:
-        parts.append(f"top-1 agreement {units.pct(fid.top1_agreement)}")
-    if fid.accuracy is not None:
-        parts.append(f"accuracy {units.accuracy(fid.accuracy)}")
-    return ", ".join(parts)
+    return ", ".join(fidelity_view.facts(fid))

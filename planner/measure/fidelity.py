@@ -689,6 +689,7 @@ def _classes(ref: np.ndarray, out: np.ndarray, mean_error: float,
             raise ValueError(f"{len(truth)} labels for {ref.shape[0]} outputs")
         right, ref_right = out.argmax(axis=1) == truth, ref.argmax(axis=1) == truth
         fields["accuracy"] = float(np.mean(right))
+        fields["accuracy_low"], fields["accuracy_high"] = wilson(int(right.sum()), len(truth))
         fields["reference_accuracy"] = float(np.mean(ref_right))
         _, fields["accuracy_drop_low"], fields["accuracy_drop_high"] = paired_drop(ref_right, right)
     return fields

@@ -131,6 +131,40 @@ def agreement_phrase(fidelity: Fidelity | Mapping[str, Any] | None) -> str:
     return ""
 
 
+def accuracy_phrase(fid: Fidelity, *, versus: bool = False) -> str:
+    """'accuracy 98.05% (95% interval 96.4–99.0%, 299 samples)', with ' vs 97.49% for the original' when `versus`;
+    '' without labels."""
+    if fid.accuracy is None:
+        return ""
+    span = (f"95% interval {units.accuracy(fid.accuracy_low)}–{units.accuracy(fid.accuracy_high)}, "
+            if fid.accuracy_low is not None and fid.accuracy_high is not None else "")
+    words = f"accuracy {units.accuracy(fid.accuracy)} ({span}{fid.samples:,} labelled samples)"
+    if versus and fid.reference_accuracy is not None:
+        words += f" vs {units.accuracy(fid.reference_accuracy)} for the original"
+    return words
+
+
+def facts(fidelity: Fidelity | Mapping[str, Any] | None, *, versus: bool = False, centered: bool = False) -> list[str]:
+    """What the check measured, each share with its interval and count: accuracy on labels, then the output kind's
+    own test (a map, a sequence, text, an embedding, a regression) or, for class scores, cosine and top-1.
+    `versus` adds the original's accuracy; `centered` the cosine of the part that depends on the input."""
+    fid = typed(fidelity)
+    if fid is None:
+        return []
+    found = [accuracy_phrase(fid, versus=versus)] if fid.accuracy is not None else []
+    by_kind = phrases(fid)
+    if by_kind:
+        return found + by_kind
+    cosine = f"cosine {units.cosine(fid.cosine)}"
+    if centered and fid.centered_cosine is not None:
+        # The raw cosine mostly measures what every input's output shares; this is the part that varies.
+        cosine += f" ({units.cosine(fid.centered_cosine)} on the part that depends on the input)"
+    found.append(cosine)
+    if fid.top1_agreement is not None:
+        found.append(agreement_phrase(fid))
+    return found
+
+
 def phrases(fidelity: Fidelity | Mapping[str, Any] | None) -> list[str]:
     """What a dense map, sequence or regression output's test measured, in words; [] for class scores
     (whose callers keep their cosine and top-1 wording)."""

@@ -97,6 +97,8 @@ class Fidelity:
     samples: int
     accuracy: float | None = None  # with --val-data labels
     reference_accuracy: float | None = None
+    accuracy_low: float | None = None  # the 95% Wilson interval of accuracy over `samples`
+    accuracy_high: float | None = None
     # The 95% interval of reference_accuracy - accuracy on the same labelled samples (a paired difference), and
     # about how many labelled samples would settle the accuracy budget where the interval straddles it.
     accuracy_drop_low: float | None = None

@@ -89,21 +89,8 @@ def fidelity_facts(cand: CandidateResult) -> str:
     fid = cand.fidelity
     if fid is None:
         return ""
-    parts = []
-    if fid.accuracy is not None:
-        parts.append(f"accuracy {fmt.accuracy(fid.accuracy)}")
-        if fid.reference_accuracy is not None:
-            parts[-1] += f" vs {fmt.accuracy(fid.reference_accuracy)} for the original"
     # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
-    by_kind = fidelity_view.phrases(fid)
-    if not by_kind:
-        parts.append(f"cosine {fmt.cosine(fid.cosine)}")
-        if fid.centered_cosine is not None:
-            # The raw cosine mostly measures what every input's output shares; this is the part that varies.
-            parts[-1] += f" ({fmt.cosine(fid.centered_cosine)} on the part that depends on the input)"
-    if fid.top1_agreement is not None and not by_kind:
-        parts.append(f"top-1 agreement {fmt.pct(fid.top1_agreement)}")
-    parts += by_kind
+    parts = fidelity_view.facts(fid, versus=True, centered=True)
     parts.append(f"over {fmt.number(fid.samples)} samples")
     return ", ".join(parts)
 

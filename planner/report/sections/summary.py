@@ -116,15 +116,7 @@ def _risk(best: CandidateResult) -> str:
     """What the fidelity check measured of the best candidate, and what it cannot tell."""
     fid = best.fidelity
     # A dense map, a sequence or a regression output is described by its own test, never by top-1 or cosine.
-    by_kind = fidelity_view.phrases(fid)
-    agreement = list(by_kind)
-    if fid is not None:
-        if not by_kind:
-            agreement.append(f"cosine {fmt.cosine(fid.cosine)}")
-        if fid.top1_agreement is not None and not by_kind:
-            agreement.append(f"top-1 agreement {fmt.pct(fid.top1_agreement)}")
-        if fid.accuracy is not None:
-            agreement.append(f"accuracy {fmt.accuracy(fid.accuracy)}")
+    agreement = fidelity_view.facts(fid)
     sentence = " and ".join(agreement) + " against the original" if agreement else "no fidelity check was recorded"
     if agreement and fid is not None and "generated inputs" in fid.decided_by:
         sentence += " on generated inputs"
