@@ -26,7 +26,8 @@ def test_accuracy_and_top1_carry_their_intervals_and_counts():
 def test_files_from_before_intervals_read_without_them():
     old = Fidelity(cosine=0.999, max_abs_error=0.1, mean_abs_error=0.01, top1_agreement=0.98, samples=64,
                    accuracy=0.9, reference_accuracy=0.91)
-    assert fidelity_view.facts(old) == ["accuracy 90.00% (64 labelled samples)", "cosine 0.99900", "top-1 agreement 98%"]
+    assert fidelity_view.facts(old) == ["accuracy 90.00% (64 labelled samples)", "cosine 0.99900",
+                                        "top-1 agreement 98%"]
     assert fidelity_view.facts(None) == []
 
 
