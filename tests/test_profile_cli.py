@@ -61,7 +61,7 @@ def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, profile_
     from planner.events import Event
     from planner.models.demo import builtin_validation
     from planner.pipeline import PlanOptions, PlanSession, baseline
-    from planner.pipeline.run import _sample_options
+    from planner.pipeline.run import load_with_options
     from planner.results import Baseline
 
     given: list = []
@@ -74,8 +74,8 @@ def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, profile_
     # What `planner plan` logs about its validation data: its session's profile step, as run_plan calls it.
     plan_logs: list[Event] = []
     plan = PlanSession(on_event=plan_logs.append)
-    plan.load("demo:digits")
-    plan.profile(quick=True, val_data=None, samples=_sample_options(PlanOptions(model="demo:digits")))
+    load_with_options(plan, PlanOptions(model="demo:digits"))
+    plan.profile(quick=True)
     logs = [e.message for e in plan_logs if e.kind == "log"]
     held_out = builtin_validation("digits")
     assert held_out is not None

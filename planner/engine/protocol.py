@@ -22,7 +22,7 @@ engine adds its run and folders), `EventMessage`, `Result`, `Error` (the problem
 
 An example exchange (`>` client to engine, `<` engine to client; values shortened)::
 
-    < {"type": "hello", "protocol": 2, "planner": "0.1.0", "pid": 4242, "hardware": {"cpu": {...}, ...}}
+    < {"type": "hello", "protocol": 3, "planner": "0.1.0", "pid": 4242, "hardware": {"cpu": {...}, ...}}
     > {"type": "open", "id": 1, "model": "demo:tiny", "target": "cpu", "out": "reports/tiny"}
     < {"type": "result", "id": 1, "value": {"source": "demo:tiny", "name": "tiny", "parameters": 1578, ...},
        "state": {"seq": 1, "done": ["model", "target"], "changed": {"model": {...}, ...}, ...}}
@@ -52,9 +52,10 @@ from planner.codec import to_data
 from planner.events import Event
 from planner.plugins.options import PluginOptions
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Raised whenever a message changes in a way an older client or engine would misread (2: typed commands, one per
-step, and states that carry what changed)."""
+step, and states that carry what changed; 3: a model loads with its validation data and output kind, which an
+older engine would drop without a word)."""
 
 
 class ProtocolError(ValueError):
@@ -94,13 +95,17 @@ class Command(Message):
 
 
 class Open(Command, tag="open"):
-    """A fresh session, set up from a model, a target, requirement overrides (``{"latency_ms": 5}``), a
-    requirements file and an output folder; answers the model's description, when one was named."""
+    """A fresh session, set up from a model (with what `Load` takes), a target, requirement overrides
+    (``{"latency_ms": 5}``), a requirements file and an output folder; answers the model's description, when one
+    was named."""
 
     model: str | None = None
     input_shape: str | None = None
     inputs: list[str] | None = None
     trust_code: bool = False
+    val_data: str | None = None
+    val_preset: str | None = None
+    output_kinds: list[str] | None = None
     target: str | None = None
     requirements: dict[str, Any] | None = None
     requirements_file: str | None = None
@@ -141,12 +146,21 @@ class Catalog(Command, tag="catalog"):
 
 
 class Load(Command, tag="load", kw_only=True):
-    """Load and check a model; answers its description."""
+    """Load and check a model, with the validation data and output kind it is judged on; answers its description.
+
+    The fields are `planner plan`'s options of the same names (planner.pipeline.options: `source` is `model`,
+    `output_kinds` the `--output-kind NAME=KIND` specs); the engine loads with them as `planner plan` does
+    (planner.pipeline.run.load_with_options), so a folder that is not one or a kind that does not parse is this
+    command's error, and the profile and the candidates use them.
+    """
 
     source: str
     input_shape: str | None = None
     inputs: list[str] | None = None
     trust_code: bool = False
+    val_data: str | None = None
+    val_preset: str | None = None
+    output_kinds: list[str] | None = None
     loads_model: ClassVar[bool] = True
 
 
@@ -272,6 +286,9 @@ class State(msgspec.Struct, kw_only=True, frozen=True):
     running: str = ""  # the command still running (an at-once command answered during a long one), else ""
     discards: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # per change (model, inputs, ...):
     # the steps holding a result that it would throw away, so a client can ask before losing measured work
+    val_data: str | None = None  # the validation folder the model was loaded with (`Load`'s), if any
+    val_preset: str | None = None  # the preset named for its images, if any
+    output_kinds: tuple[str, ...] = ()  # the NAME=KIND specs it was loaded with
 
 
 class Hello(Message, tag="hello", kw_only=True):

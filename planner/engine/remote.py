@@ -223,10 +223,13 @@ class RemoteSession:
         return self._catalog
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
-             trust_code: bool = False) -> dict[str, Any]:
-        """Load and check the model; returns its description (as `planner inspect --json` prints it)."""
-        return dict(self.call(wire.Load(source=source, input_shape=input_shape, inputs=inputs, trust_code=trust_code))
-                    or {})
+             trust_code: bool = False, val_data: str | None = None, val_preset: str | None = None,
+             output_kinds: list[str] | None = None) -> dict[str, Any]:
+        """Load and check the model, with the validation folder, its images' preset and the `NAME=KIND` output
+        kinds it is judged on; returns its description (as `planner inspect --json` prints it)."""
+        return dict(self.call(wire.Load(source=source, input_shape=input_shape, inputs=inputs, trust_code=trust_code,
+                                        val_data=val_data or None, val_preset=val_preset or None,
+                                        output_kinds=list(output_kinds) if output_kinds else None)) or {})
 
     def set_target(self, target: str = "auto") -> str:
         """Resolve and record the deployment target."""

@@ -106,6 +106,7 @@ class EngineServer:
         """The session as the client mirrors it, its results as what changed since the last state made."""
         session = self.session
         data = to_data(session.results)
+        given = session.given
         with self._write_lock:
             self._seq += 1
             changed = {key: value for key, value in data.items() if key not in self._sent or self._sent[key] != value}
@@ -115,7 +116,9 @@ class EngineServer:
                          done=tuple(sorted(str(s) for s in session.done_steps())),
                          stale=tuple(sorted(str(s) for s in session.stale_steps())),
                          out_dir=str(session.out_dir) if session.out_dir else None, replies=dict(session.replies),
-                         running=self._running[1] if self._running else "")
+                         running=self._running[1] if self._running else "",
+                         val_data=str(given.val_data) if given.val_data else None, val_preset=given.val_preset,
+                         output_kinds=given.output_kinds)
 
     # -- the loop ------------------------------------------------------------------------------
     def serve(self) -> str:
@@ -367,7 +370,9 @@ class EngineServer:
         described = None
         if command.model:
             described = self._load(wire.Load(source=command.model, input_shape=command.input_shape,
-                                             inputs=command.inputs, trust_code=command.trust_code))
+                                             inputs=command.inputs, trust_code=command.trust_code,
+                                             val_data=command.val_data, val_preset=command.val_preset,
+                                             output_kinds=command.output_kinds))
         if command.out:
             session.set_out_dir(Path(command.out))
         return described
@@ -380,8 +385,15 @@ class EngineServer:
                 for device, found in self.session.energy_counters().items()]
 
     def _load(self, command: wire.Load) -> Any:
-        return self.session.load(command.source, input_shape=command.input_shape, inputs=command.inputs,
-                                 trust_code=command.trust_code).describe()
+        """Load as `planner plan` does, from the plan options of the command's fields."""
+        from planner.pipeline import PlanOptions
+        from planner.pipeline.run import load_with_options
+
+        options = PlanOptions(model=command.source, input_shape=command.input_shape,
+                              inputs=tuple(command.inputs or ()), trust_code=command.trust_code,
+                              val_data=Path(command.val_data) if command.val_data else None,
+                              val_preset=command.val_preset or None, output_kinds=tuple(command.output_kinds or ()))
+        return load_with_options(self.session, options).describe()
 
     def _optimize(self, command: wire.Optimize) -> int:
         kwargs: dict[str, Any] = {"plugins": command.plugins, "timeout_s": command.timeout_s}

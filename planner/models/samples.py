@@ -250,11 +250,17 @@ def _load_images(folder: Path, files: list[Path], classes: list[str], inputs: Mo
     return _batched(folder, "images", rows, labels, classes, skipped, how, inputs, target.spec, None)
 
 
-def _preset(options: SampleOptions, channels: int) -> Preset:
-    name = options.preset or default_preset(channels)
+def preset_named(name: str) -> Preset:
+    """The normalisation preset called `name`; a clear error naming the presets when there is none."""
     preset = PRESETS.get(name)
     if preset is None:
-        raise PlannerError(f"unknown --val-preset {name!r}", f"use one of {', '.join(PRESETS)}")
+        raise PlannerError(f"--val-preset {name!r} is not a preset", f"use one of {', '.join(PRESETS)}")
+    return preset
+
+
+def _preset(options: SampleOptions, channels: int) -> Preset:
+    name = options.preset or default_preset(channels)
+    preset = preset_named(name)
     if not preset.fits(channels):
         fitting = [n for n, p in PRESETS.items() if p.fits(channels)]
         raise PlannerError(f"the {name} preset has {len(preset.mean)} channel means, but the model's image "

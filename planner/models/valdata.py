@@ -44,11 +44,7 @@ def load_val_data(folder: Path, *, inputs: ModelInputs | None = None, options: "
 
     A folder of images or `.wav` clips (no batches) is converted for `inputs` with `options`.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise PlannerError(f"--val-data {folder} is not a folder",
-                           "pass a folder of images (.png, .jpg; in class sub-folders for labels), .wav "
-                           "clips, or .npy input batches (.npz for several inputs) with NAME_labels.npy files")
+    folder = check_folder(folder)
     files = _array_files(folder)
     if not files:
         return _samples(folder, inputs, options).pairs
@@ -65,6 +61,18 @@ def load_val_data(folder: Path, *, inputs: ModelInputs | None = None, options: "
                                    "give one integer label per input in the batch")
         pairs.append((feed, labels))
     return pairs
+
+
+def check_folder(folder: Path) -> Path:
+    """`folder` as a Path, once it is known to be a folder (what a plan checks when the model is loaded, before
+    reading anything in it); a clear error otherwise."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "does not exist" if not folder.exists() else "is a file, not a folder"
+        raise PlannerError(f"--val-data {folder} {what}",
+                           "pass a folder of images (.png, .jpg; in class sub-folders for labels), .wav "
+                           "clips, or .npy input batches (.npz for several inputs) with NAME_labels.npy files")
+    return folder
 
 
 def _read_feed(path: Path, inputs: ModelInputs | None) -> Feed:

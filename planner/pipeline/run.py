@@ -37,10 +37,8 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
 
         check_pipeline_arg(options.pipeline, trust_code=options.trust_code)  # before any measuring
         session.request_timing = RequestTiming(options.pipeline, options.val_data)
-    session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
-                 trust_code=options.trust_code)
-    # A kind for an output the model lacks fails now, before any measuring.
-    kind = _output_kind(options.output_kinds, session.model)
+    # A missing --val-data folder, or a kind for an output the model lacks, fails now, before any measuring.
+    load_with_options(session, options)
     session.detect()
     session.set_target(options.target)
     session.set_out_dir(options.out)
@@ -48,12 +46,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
                              device_class=named.board_kinds[0] if named is not None and named.board_kinds else None)
     try:
         session.measure_ceilings(quick=options.quick)
-        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2,
-                        val_data=options.val_data, samples=_sample_options(options))
+        session.profile(quick=options.quick, timeout_s=options.timeout_s * 2)  # on the data loaded with the model
         session.decide()
-        plugin_options = PluginOptions(
-            device=options.device or None, output_kind=kind[0] if kind is not None else None,
-            output_kind_basis=kind[1] if kind is not None else "",
+        plugin_options = PluginOptions(  # the session adds the --output-kind the model was loaded with
+            device=options.device or None,
             finetune_steps=_finetune_steps(options.finetune_steps, session.val_data)
             if options.finetune_steps is not None else None)
         session.optimize(plugins=options.plugins or None, timeout_s=options.timeout_s, plugin_options=plugin_options,
@@ -79,16 +75,16 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
     return session.finish(write_report=options.write_report)
 
 
-def _output_kind(specs: tuple[str, ...], model: "LoadedModel | None") -> "tuple[str, str] | None":
-    """(kind, how it was given) of the compared output from `--output-kind`; None to read it from the shape."""
-    if not specs or model is None:
-        return None
-    from planner.measure.fidelity import kind_of_model
+def load_with_options(session: PlanSession, options: PlanOptions) -> "LoadedModel":
+    """Load `options.model` with its inputs, validation data and output kind (the model's options and `val_data`,
+    `val_preset`, `val_transform`, `val_sample_rate`, `output_kinds`): how `planner plan` and the engine's `load`
+    command (the TUI's Model step) both load a model."""
+    return session.load(options.model, input_shape=options.input_shape, inputs=list(options.inputs) or None,
+                        trust_code=options.trust_code, val_data=options.val_data, samples=sample_options(options),
+                        output_kinds=options.output_kinds)
 
-    return kind_of_model(specs, model)
 
-
-def _sample_options(options: PlanOptions) -> "SampleOptions":
+def sample_options(options: PlanOptions) -> "SampleOptions":
     """How a --val-data folder of images or clips becomes inputs."""
     from planner.models.samples import SampleOptions
 

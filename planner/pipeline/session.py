@@ -19,6 +19,7 @@ from planner.pipeline.environment import environment, finished_environment
 from planner.pipeline.outcome import PlanOutcome
 from planner.pipeline.outdir import default_out_dir, prepare_out_dir
 from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
+from planner.pipeline.validation_setup import ValidationSetup, checked_setup
 from planner.plugins.options import PluginOptions
 from planner.results import (
     RESULTS_NAME,
@@ -94,6 +95,7 @@ class PlanSession:
         self.val_data: Path | None = None  # batches every reader reads (images and clips converted once)
         self.val_prepared: PreparedValData | None = None  # what they were made from, for the log and report
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
+        self.given = ValidationSetup()  # the validation data and output kind the model was loaded with
         self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
         self.budget = Budget()  # the plan's time budget: no cap unless the caller sets one (`--budget`)
         self.request_timing: RequestTiming | None = None  # `--pipeline`: time the user's whole request too
@@ -214,16 +216,21 @@ class PlanSession:
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
-             trust_code: bool = False) -> "LoadedModel":
+             trust_code: bool = False, val_data: Path | None = None, samples: "SampleOptions | None" = None,
+             output_kinds: tuple[str, ...] = ()) -> "LoadedModel":
         """Load and validate the model; everything measured for a previous model is discarded.
 
         `inputs` are `--input` specs; `input_shape` is the one-float-input short form. The same source
         loaded again is a change of inputs, any other a change of model (the step graph says what each
         discards). The output folder is chosen again for the new model: a default one is named after it.
+        `val_data`, `samples` and `output_kinds` (`--val-data`, how its files become inputs, `--output-kind`)
+        are checked against the model now, and the profile and the candidates judge it with them
+        (planner.pipeline.validation_setup); a failed check keeps the previous model and its setup.
         """
         from planner.models import load_model
 
         model = load_model(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
+        self.given = checked_setup(model, val_data=val_data, samples=samples, output_kinds=output_kinds)
         same = self.model is not None and self.model.source.text == model.source.text
         self.model = model
         self.out_dir = None
@@ -271,11 +278,14 @@ class PlanSession:
         """Measure and analyse the baseline (and its outputs on `val_data`, when given).
 
         `samples` says how a folder of images or clips becomes inputs (preset, transform, sample rate).
+        Without them, the ones the model was loaded with (`given`) apply.
         """
         from planner.pipeline.baseline import profile_baseline
 
         model = self._need(self.model, "model")
         self.val_data_basis = "--val-data"
+        if val_data is None:
+            val_data, samples = self.given.val_data, samples or self.given.samples
         if val_data is None:
             val_data = self._builtin_val_data(model)
         self.val_prepared = None
@@ -451,13 +461,17 @@ class PlanSession:
         out_dir = self.out_dir or self.set_out_dir(None)
         names = list(plugins) if plugins else self.planned_plugins()
         self.discard(Step.OPTIMIZE)
+        plugin_options = plugin_options or PluginOptions()
+        if plugin_options.output_kind is None and self.given.output_kind is not None:
+            kind, basis = self.given.output_kind  # the --output-kind the model was loaded with
+            plugin_options = dataclasses.replace(plugin_options, output_kind=kind, output_kind_basis=basis)
         run = CandidateRun(hw=hw, model=model, baseline=baseline, reference=reference,
                            workdir=out_dir / "artifacts", quick=self.quick, val_data=self.val_data,
                            val_data_basis=self.val_data_basis,
                            accuracy_budget=getattr(self.requirements, "accuracy_budget", None),
                            streams=getattr(self.requirements, "min_throughput", None) is not None,
                            on_event=self.on_event, cancel=self.cancel, sink=self,
-                           plugin_options=plugin_options or PluginOptions(), confirm_top=confirm, budget=self.budget)
+                           plugin_options=plugin_options, confirm_top=confirm, budget=self.budget)
         run.run(names, timeout_s=timeout_s)
         ranking = rank_candidates(self.results.candidates, self.results.requirements)
         if self.quick and confirm > 0 and not self.cancel.cancelled:

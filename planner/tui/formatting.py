@@ -164,7 +164,13 @@ _OPTION_WORDS = (
     (re.compile(r"\bpass --out with a folder"), "type in the Folder field (step 9) a folder"),
     (re.compile(r"--out\b"), "the Folder field (step 9)"),
     (re.compile(r"--input(?:-shape)?\b"), "the Inputs field (step 2)"),
-    (re.compile(r"--val-data\b"), "validation data (command line only: planner plan --val-data)"),
+    (re.compile(r"--val-data DIR\b"), "a folder in the Val data field (step 2)"),
+    # A folder named after the flag (the engine's own words follow it: "with labels", "images are ...").
+    (re.compile(r"--val-data (?!(?:with|images?|folder|layout|files)\b|\.wav\b)([^\s:;,()`']+)"),
+     r"the Val data folder \1 (step 2)"),
+    (re.compile(r"--val-data\b"), "the Val data field (step 2)"),
+    (re.compile(r"--val-preset\b"), "the Val data preset (step 2)"),
+    (re.compile(r"--output-kind\b"), "the Output kind field (step 2)"),
     (re.compile(r"--([a-z-]+)\b"), None),
 )
 

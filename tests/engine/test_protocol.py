@@ -46,6 +46,18 @@ def test_a_command_line_round_trips_through_its_type():
     assert missing.value.command_id == 4 and "source" in str(missing.value)
 
 
+def test_a_load_carries_the_validation_data_and_output_kind_and_the_state_says_them_back():
+    load = wire.Load(id=3, source="demo:tiny", val_data="faces/", val_preset="unit", output_kinds=["0=dense"])
+    line = wire.encode(load)
+    assert json.loads(line) == {"type": "load", "id": 3, "source": "demo:tiny", "val_data": "faces/",
+                                "val_preset": "unit", "output_kinds": ["0=dense"]}
+    assert wire.decode_command(line) == load
+    opened = wire.Open(id=1, model="demo:tiny", val_data="faces/", output_kinds=["0=dense"])
+    assert wire.decode_command(wire.encode(opened)) == opened
+    answer = wire.Result(id=3, state=wire.State(seq=2, val_data="faces/", val_preset="unit", output_kinds=("0=dense",)))
+    assert wire.decode_message(wire.encode(answer)) == answer
+
+
 def test_hello_then_shutdown_says_bye_and_exits_0(engine):
     hello = engine.hello
     assert hello.protocol == PROTOCOL_VERSION

@@ -187,3 +187,24 @@ def test_a_process_forked_during_a_step_starts_and_ends(tmp_path):
     finally:
         engine.close()
     assert record.read_text() == "exited 0"
+
+
+def test_a_load_checks_its_validation_data_and_output_kind_and_keeps_them(engine, tmp_path):
+    assert engine.request(wire.Load(source="demo:tiny"))["name"] == "tiny"
+    with pytest.raises(PlannerError) as missing:
+        engine.request(wire.Load(source="demo:tiny", val_data=str(tmp_path / "no-such")))
+    assert missing.value.problem == f"--val-data {tmp_path / 'no-such'} does not exist"
+    assert "folder" in missing.value.fix
+    with pytest.raises(PlannerError) as dense:  # demo:tiny's output is class scores (1x10): no map per pixel
+        engine.request(wire.Load(source="demo:tiny", output_kinds=["0=dense"]))
+    assert "a dense output is" in dense.value.problem and "use classes or regression" in dense.value.fix
+    assert engine.state.val_data is None and engine.state.output_kinds == ()  # the model loaded first, as it was
+
+    folder = tmp_path / "val"
+    folder.mkdir()
+    engine.request(wire.Load(source="demo:tiny", val_data=str(folder), val_preset="unit",
+                             output_kinds=["output=regression"]))
+    state = engine.state
+    assert (state.val_data, state.val_preset, state.output_kinds) == (str(folder), "unit", ("output=regression",))
+    engine.request(wire.Load(source="demo:tiny"))  # loaded again without them: none
+    assert (engine.state.val_data, engine.state.val_preset, engine.state.output_kinds) == (None, None, ())

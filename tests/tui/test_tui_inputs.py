@@ -53,10 +53,13 @@ def test_command_line_inputs_are_prefilled_and_loaded(tmp_path):
         assert app.query_one("#inputs", Input).value == " ".join(TEXT_SPECS)
         assert app.served.load_calls[0]["inputs"] == TEXT_SPECS
         assert app.served.load_calls[0]["input_shape"] is None
+        # Every input in the model panel, with its dtype, named axes and values, inside 80×24 (below the form: the
+        # step scrolls to it).
+        app.query_one("#model VerticalScroll").scroll_end(animate=False)
+        await pilot.pause()
         text = screen_text(app)
-        # Every input in the model panel, with its dtype, named axes and values, inside 80×24.
         assert "Inputs         input_ids int64 [1, sequence=64], values" in text
-        assert "attention_mask int64 [1, sequence=64], values" in text
+        assert "attention_mask int64 [1, sequence=64]," in text and "values ones (nothing masked)" in text
         assert "Batch          1, fixed by the model: no batch sweep" in text
         assert "Runtime        onnxruntime" in text
 

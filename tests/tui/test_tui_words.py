@@ -67,6 +67,12 @@ def test_command_line_advice_names_the_tui_controls():
     assert "--" not in tui_words("lower --latency-ms or --memory-mb")
     assert tui_words("machine busy: run `planner detect --ceilings --refresh` on an idle machine") == (
         "machine busy: press r (Measure ceilings, step 1) on an idle machine")
+    # The validation data and output kind are the Model step's fields, whatever the message says of them.
+    assert tui_words("--val-data faces does not exist") == "the Val data folder faces (step 2) does not exist"
+    assert tui_words("pass --val-data with labels") == "pass the Val data field (step 2) with labels"
+    assert tui_words("--val-preset 'x' is not a preset") == "the Val data preset (step 2) 'x' is not a preset"
+    assert tui_words("--output-kind '0=x': unknown kind 'x'") == (
+        "the Output kind field (step 2) '0=x': unknown kind 'x'")
 
 
 def test_a_load_error_in_the_tui_says_which_tick_box(tmp_path):

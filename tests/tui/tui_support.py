@@ -20,9 +20,11 @@ from planner.errors import ModelLoadError
 from planner.events import Event
 from planner.hardware import HardwareProfile
 from planner.hardware.ceilings import Ceilings
+from planner.models.samples import SampleOptions
 from planner.pipeline import PlanOutcome, PlanSession, prepare_out_dir
 from planner.pipeline.session import overall_status
 from planner.pipeline.steps import Change, Step
+from planner.pipeline.validation_setup import checked_setup
 from planner.results import (
     CandidateResult,
     ModelDescription,
@@ -115,13 +117,19 @@ class RecordedSession(PlanSession):
         return self.ceilings
 
     def load(self, source: str, *, input_shape: str | None = None, inputs: list[str] | None = None,
-             trust_code: bool = False):
+             trust_code: bool = False, val_data: Path | None = None, samples: SampleOptions | None = None,
+             output_kinds: tuple[str, ...] = ()):
         self.load_calls.append({"source": source, "input_shape": input_shape, "inputs": inputs,
-                                "trust_code": trust_code})
+                                "trust_code": trust_code, "val_data": val_data,
+                                "val_preset": samples.preset if samples is not None else None,
+                                "output_kinds": output_kinds})
         if source != self.fixture["model"]["source"]:
             raise ModelLoadError(f"unknown model {source!r} in the recorded session",
                                  f"use {self.fixture['model']['source']}")
-        self.model = RecordedModel(self.fixture["model"])
+        model = RecordedModel(self.fixture["model"])
+        # The real checks of what the model is judged on, against the recorded model's one output.
+        self.given = checked_setup(model, val_data=val_data, samples=samples, output_kinds=output_kinds)
+        self.model = model
         self.update(model=from_data(self.model.describe(), ModelDescription))
         self.invalidate(Change.MODEL)
         return self.model

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select
 
 from planner.codec import to_data
+from planner.pipeline.options import flags
+from planner.results.values import OutputKind
 from planner.results.view import inputs_dynamic_batch, model_inputs
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
@@ -22,6 +24,25 @@ SOURCE_HINT = "demo:NAME · tv:NAME (torchvision) · model.onnx · model.pt2 · 
 INPUTS_PLACEHOLDER = "blank: the model's own · 1x3x224x224"
 INPUTS_HINT = "or name:1x128:int64[:0-30522] per input, space-separated"
 """What the Inputs field takes: a shape for one float input, or `--input` specs separated by spaces."""
+VAL_DATA_PLACEHOLDER = "images/.wav/.npy folder"
+KIND_PLACEHOLDER = "blank: from the shape · 0=dense"
+KIND_HINT = f"NAME=KIND; KIND: {', '.join(k.value for k in OutputKind)}"
+"""What the Output kind field takes: `--output-kind NAME=KIND` specs, separated by spaces or commas."""
+PRESET_DEFAULT = "default"
+"""The preset list's first entry: no --val-preset (imagenet for RGB images, unit for greyscale)."""
+
+
+def split_kinds(text: str) -> list[str]:
+    """The Output kind field as `--output-kind` specs: separated by spaces or commas, pasted flags read too
+    (`--output-kind 0=dense`, `--output-kind=0=dense`); the engine checks each against the model."""
+    specs = [t.removeprefix("--output-kind=") for t in text.replace(",", " ").split()]
+    return [t for t in specs if t != "--output-kind"]
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    """The preset list: the default first, then each preset `--val-preset` takes, as (label, value) pairs."""
+    choices = dict(flags())["val_preset"].choices
+    return [(f"{PRESET_DEFAULT} preset", PRESET_DEFAULT), *((f"{name} preset", name) for name in choices)]
 
 
 def split_inputs(text: str) -> tuple[str | None, list[str] | None]:
@@ -61,6 +82,16 @@ def input_rows(info: dict) -> list[Row]:
         batch = next((i.shape[0] for i in inputs if i.shape), 1)  # a scalar input (a sample rate) has no batch
         rows.append(("Batch", f"{batch}, " + ("dynamic: the profile sweeps batch sizes" if dynamic
                                               else "fixed by the model: no batch sweep")))
+    return rows
+
+
+def validation_rows(val_data: str | None, val_preset: str | None, output_kinds: tuple[str, ...]) -> list[Row]:
+    """What the model was loaded with to be judged on (the engine's state says), as rows; none when nothing was."""
+    rows: list[Row] = []
+    if val_data:
+        rows.append(("Val data", val_data + (f", {val_preset} preset" if val_preset else "")))
+    if output_kinds:
+        rows.append(("Output kind", ", ".join(output_kinds)))
     return rows
 
 
@@ -108,6 +139,14 @@ class ModelPane(StepPane):
                 yield Label("Inputs", classes="row-label")
                 yield Input(placeholder=INPUTS_PLACEHOLDER, id="inputs", compact=True)
             yield Label(INPUTS_HINT, classes="hint", markup=False)
+            with Horizontal(classes="form-row"):
+                yield Label("Val data", classes="row-label")
+                yield Input(placeholder=VAL_DATA_PLACEHOLDER, id="val-data", compact=True)
+                yield Select(preset_choices(), value=PRESET_DEFAULT, allow_blank=False, id="val-preset", compact=True)
+            with Horizontal(classes="form-row"):
+                yield Label("Output kind", classes="row-label")
+                yield Input(placeholder=KIND_PLACEHOLDER, id="output-kinds", compact=True)
+            yield Label(KIND_HINT, classes="hint", markup=False)
             yield Tick("trust code (runs the file's own Python)", id="trust", compact=True)
             with Horizontal(classes="toolbar"):
                 yield Button("Load (r)", id="load", compact=True)
@@ -195,13 +234,20 @@ class ModelPane(StepPane):
     def _load_now(self, source: str) -> None:
         shape, inputs = split_inputs(self.query_one("#inputs", Input).value)
         trust = self.query_one("#trust", Tick).value
-        if self.start("load", self._load, source, shape, inputs, trust):
+        # Kept across loads (the form keeps them): a reload, or another model, is judged on the same data.
+        preset = self.query_one("#val-preset", Select).value
+        judged = {"val_data": self.query_one("#val-data", Input).value.strip() or None,
+                  "val_preset": preset if isinstance(preset, str) and preset != PRESET_DEFAULT else None,
+                  "output_kinds": split_kinds(self.query_one("#output-kinds", Input).value) or None}
+        if self.start("load", self._load, source, shape, inputs, trust, judged):
             self.query_one(Notice).clear()
             self.query_one("#status", Label).update(f"loading {source}…")
 
     @on(Button.Pressed, "#load")
     @on(Input.Submitted, "#source")
     @on(Input.Submitted, "#inputs")
+    @on(Input.Submitted, "#val-data")
+    @on(Input.Submitted, "#output-kinds")
     def _load_pressed(self) -> None:
         self.run_step()
 
@@ -218,8 +264,9 @@ class ModelPane(StepPane):
         self.report("demos", self.session.demos())
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="load", group="model")
-    def _load(self, source: str, shape: str | None, inputs: list[str] | None, trust: bool) -> None:
-        self.report("load", self.session.load(source, input_shape=shape, inputs=inputs, trust_code=trust))
+    def _load(self, source: str, shape: str | None, inputs: list[str] | None, trust: bool,
+              judged: dict[str, Any]) -> None:
+        self.report("load", self.session.load(source, input_shape=shape, inputs=inputs, trust_code=trust, **judged))
 
     # -- results -----------------------------------------------------------------------------
     def job_done(self, job: str, result: Any) -> None:
@@ -255,6 +302,8 @@ class ModelPane(StepPane):
         model = self.session.model
         info = self.query_one("#model-info", KeyValues)
         baseline = self.session.baseline
+        state = self.session.state
         info.set_rows(model_rows(to_data(model), baseline.flops_per_sample if baseline is not None else None)
+                      + validation_rows(state.val_data, state.val_preset, state.output_kinds)
                       if model is not None else
                       [("Model", "none loaded yet: pick one and press r (or Load)")])
