@@ -141,7 +141,7 @@ def resolve_output_kind(specs: Sequence[str], names: Sequence[str]) -> tuple[str
         except ValueError as exc:
             known = kind.partition(":")[0] in {k.value for k in OutputKind}
             raise PlannerError(f"--output-kind {spec!r}: {exc if known else f'unknown kind {kind!r}'}",
-                               f"use one of {kinds} (ctc:BLANK names the blank class, 0 by default)") from None
+                               f"use one of {kinds}") from None
         if name not in names and name != "0":
             raise PlannerError(f"--output-kind {spec!r}: the model has no output named {name!r}",
                                f"its outputs are: {listing}; name one of them, or 0 for the first")

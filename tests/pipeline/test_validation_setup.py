@@ -30,7 +30,7 @@ def test_each_part_is_checked_with_the_clear_error_of_its_own_module(tiny, tmp_p
         checked_setup(tiny, output_kinds=("logits=classes",))
     setup = checked_setup(tiny, val_data=tmp_path, samples=SampleOptions(preset="unit"), output_kinds=("0=regression",))
     assert (setup.val_data, setup.val_preset, setup.output_kinds) == (tmp_path, "unit", ("0=regression",))
-    assert setup.output_kind is not None and setup.output_kind[0].value == "regression"
+    assert setup.output_kind is not None and setup.output_kind[0] == "regression"
 
 
 def test_a_load_that_fails_its_checks_keeps_the_model_and_setup_before_it(tmp_path):

@@ -94,7 +94,7 @@ def test_typed_validation_data_and_output_kind_reach_the_engine_and_stay_for_a_r
         # The engine's load got them as `planner plan --val-data ... --val-preset unit --output-kind ...` gives them.
         call = session.load_calls[-1]
         assert (call["val_data"], call["val_preset"], call["output_kinds"]) == (folder, "unit", ("0=regression",))
-        assert session.given.output_kind is not None and session.given.output_kind[0].value == "regression"
+        assert session.given.output_kind is not None and session.given.output_kind[0] == "regression"
         text = await summary_text(pilot)
         assert f"Val data       {folder}, unit preset" in text and "Output kind    0=regression" in text
         await pilot.press("r")  # the same model again: the form still holds what it is judged on
@@ -129,7 +129,7 @@ def test_a_missing_folder_or_a_kind_that_does_not_parse_is_said_on_the_model_ste
         await wait_idle(pilot)
         text = pane_words(app)
         assert "the Output kind field (step 2) '0=heatmap': unknown kind 'heatmap'" in text
-        assert "use one of classes, dense, sequence, regression" in text
+        assert "use one of classes, dense, sequence, ctc, embedding, regression" in text
         assert session.given.output_kinds == ()
 
     run_app(app, body)
