@@ -346,7 +346,11 @@ class FidelityGate:
             whole = (f"{name} {fid.sequences_unchanged:.1%}{interval} over {fid.sequences} sequences{edits} "
                      f"(needed {self.min_positions:.0%})")
             if self._below(fid.sequences_unchanged, fid.sequences_high, self.min_positions):
-                return f"{name} {fid.sequences_unchanged:.1%}{interval} < gate {self.min_positions:.0%}{edits}", whole
+                # The edits inside the brackets: the reason ends "< gate LEVEL", which the report words as
+                # "below the LEVEL needed".
+                told = (f"{interval[:-1]}; {edits.removeprefix(', ')})" if interval and edits
+                        else interval or (f" ({edits.removeprefix(', ')})" if edits else ""))
+                return f"{name} {fid.sequences_unchanged:.1%}{told} < gate {self.min_positions:.0%}", whole
             if fid.output_kind == OutputKind.CTC:
                 return ("", cannot_judge_words(fid, whole)) if fid.cannot_judge else ("", whole)
         if fid.position_agreement is not None:
