@@ -16,6 +16,7 @@ from planner.results.view import (
     model_inputs,
     not_established_why,
     unconfirmed_lead,
+    unconfirmed_term,
 )
 from planner.units import tokens_rate
 
@@ -189,7 +190,7 @@ def best_lines(results: PlanResults) -> list[str]:
             lines.append(f"Energy: {energy_view.energy_detail(best).removeprefix('energy: ')}")
     if lead is not None:
         lines += ([""] if best is None else []) + [
-            check_on_your_data(lead) + f" (not established on real data: {not_established_why(lead)})"]
+            check_on_your_data(lead) + f" ({unconfirmed_term(lead)}: {not_established_why(lead)})"]
     return lines
 
 

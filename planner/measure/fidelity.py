@@ -276,18 +276,18 @@ class FidelityGate:
                           fid.samples, self.min_top1))
         return found
 
-    def unsettled(self, fid: Fidelity) -> str:
-        """Why a candidate that passed is not established: a share whose interval reaches below its level ('' if
-        none)."""
+    def unsettled(self, fid: Fidelity) -> tuple[str, int | None]:
+        """Why a candidate that passed is not established, and about how many samples would settle it: a share
+        whose interval reaches below its level (('', None) if none)."""
         if not self.interval_decides:
-            return ""
+            return "", None
         for what, value, low, high, n, minimum in self.shares(fid):
             if low < minimum <= high:
                 settle = samples_to_settle(value, low, high, minimum, n)
                 return (f"{what} is {value:.1%} over {n} samples, and its 95% interval ({low:.1%} to {high:.1%}) "
                         f"reaches below the {minimum:.0%} needed"
-                        + (f": about {settle:,} samples would settle it" if settle else ""))
-        return ""
+                        + (f": about {settle:,} samples would settle it" if settle else "")), settle
+        return "", None
 
     def _centered_cosine(self, fid: Fidelity) -> tuple[str, str]:
         """(reason or '', words) for the cosine of the part that depends on the input; ('', '') where not measured."""
@@ -562,9 +562,9 @@ def judge_outputs(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
         gate = replace(gate, interval_decides=True)
     why, decided_by = gate.judge(fid)
     fid = _accuracy_unsettled(fid, gate, why)
-    unsettled = gate.unsettled(fid) if not why and not fid.cannot_judge else ""
+    unsettled, settle = gate.unsettled(fid) if not why and not fid.cannot_judge else ("", None)
     if unsettled:
-        fid = replace(fid, cannot_judge=unsettled)
+        fid = replace(fid, cannot_judge=unsettled, settle_samples=settle)
         decided_by = f"{decided_by}: the samples cannot tell ({unsettled})"
     if (fid.cannot_judge and not why and Precision(precision) == Precision.FP32 and not changes_function
             and fid.centered_error is not None and fid.centered_error <= EXACT_SHARE):

@@ -661,14 +661,14 @@ class CandidateRun:
                 f"random numbers, so no candidate can be checked against it ({why})"), fid
         if generated_inputs and decided_by:
             decided_by += ", on generated inputs"
-        if fid.cannot_judge and not why and fid.accuracy is None:
+        if fid.cannot_judge and not why and fid.accuracy is None and not fid.settle_samples:
             # Which data would settle it travels with the test's words to the report, the TUI and --json (an
             # accuracy on too few labels says how many would, in its own words).
             decided_by += f"; {settle_words(generated_inputs)}"
         fid = dataclasses.replace(fid, decided_by=decided_by)
         if fid.cannot_judge and not why:
             # Labelled real data that is too small to tell is not established, though real.
-            lead = "not established" if fid.accuracy is not None else NOT_ESTABLISHED
+            lead = NOT_ESTABLISHED if generated_inputs and fid.accuracy is None else "not established"
             return Status.UNCONFIRMED, f"{lead}: {decided_by}", fid
         # Outputs that are not finite are broken on any input, generated or real.
         finite = math.isfinite(fid.cosine) and math.isfinite(fid.max_abs_error)

@@ -326,11 +326,20 @@ def check_on_your_data(lead: CandidateResult, *, code: str = "") -> str:
     fid = lead.fidelity
     if fid is not None and fid.settle_samples:
         # Labelled data too small to tell: more of it settles it.
+        labelled = "labelled " if fid.accuracy is not None else ""
         return (f"Up to {units.speedup(lead.speedup)} ({label}) if it holds on more of your data: re-run with "
-                f"{code}--val-data DIR{code} holding about {fid.settle_samples:,} labelled samples")
+                f"{code}--val-data DIR{code} holding about {fid.settle_samples:,} {labelled}samples")
     weights = " or with the model's trained weights" if fid is not None and fid.cannot_judge else ""
     return (f"Up to {units.speedup(lead.speedup)} ({label}) if it holds on your data: "
             f"re-run with {code}--val-data DIR{code}{weights}")
+
+
+def unconfirmed_term(cand: CandidateResult) -> str:
+    """What an unconfirmed candidate is: 'not established on real data' (generated inputs, or outputs the check
+    cannot judge), or 'not established on these samples' where real samples were too few to settle it."""
+    fid = cand.fidelity
+    return "not established on these samples" if fid is not None and fid.settle_samples else \
+        "not established on real data"
 
 
 def not_established_why(cand: CandidateResult) -> str:

@@ -20,6 +20,7 @@ from planner.results.view import (
     generated_pass_caution,
     not_established_why,
     unconfirmed_lead,
+    unconfirmed_term,
 )
 
 
@@ -135,7 +136,7 @@ def _unconfirmed_lead(data: ReportData) -> CandidateResult | None:
 def _unconfirmed_sentence(lead: CandidateResult) -> str:
     """'Up to 3.9x (Y) if it holds on your data: re-run with `--val-data DIR`.' after the best confirmed
     candidate, with what 'not established on real data' means (its first use in the report)."""
-    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *not established on real data*: "
+    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *{unconfirmed_term(lead)}*: "
             f"{not_established_why(lead)}, so it is not ranked.")
 
 

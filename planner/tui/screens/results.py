@@ -22,7 +22,7 @@ from planner.results.interaction import Interaction
 from planner.results.rows import CandidateRow, candidate_rows
 from planner.results.status_look import look
 from planner.results.values import Fidelity
-from planner.results.view import check_on_your_data, not_established_why, unconfirmed_lead
+from planner.results.view import check_on_your_data, not_established_why, unconfirmed_lead, unconfirmed_term
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.plots import BarChart
@@ -298,7 +298,7 @@ def unconfirmed_line(candidates: list[CandidateRow], best_label: str | None, bes
     # A candidate the check could not judge says so; one that drifted keeps the line's short words.
     why = (not_established_why(lead) if lead.fidelity is not None and lead.fidelity.cannot_judge
            else "it drifted from the original on generated inputs only")
-    return f"{confirmed}{check_on_your_data(lead)} (not established on real data: {why})"
+    return f"{confirmed}{check_on_your_data(lead)} ({unconfirmed_term(lead)}: {why})"
 
 
 def plot_series(candidates: list[CandidateRow],
