@@ -28,9 +28,11 @@ lint: $(STAMP)
 	exit $$status
 
 # One run, three at a time (pytest-xdist), a test file per worker so module fixtures (a plan shared by a file's
-# tests) are measured once. Tests assert behaviour, never speed, so they must pass with other work on the cores:
-# three workers on two cores is that load (the two-phase run, measuring tests one at a time, took 13.6 min here
-# against 10.8 for this one, on a 2-core AMD EPYC).
+# tests) are measured once. The session's shared plans (tests/conftest.py: tiny_plan, digits_pipeline_plan) run
+# once per run under a file lock, not once per worker: three fewer real plans, about 1.5 of the run's 21 CPU
+# minutes (one such plan measured 30 CPU s alone here). Tests assert behaviour, never speed, so they must pass
+# with other work on the cores: three workers on two cores is that load (the two-phase run, measuring tests one
+# at a time, took 13.6 min here against 10.8 for this one, on a 2-core AMD EPYC).
 test: lint
 	$(PY) -m pytest -q -n 3 --dist loadfile
 

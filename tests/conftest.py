@@ -95,23 +95,56 @@ def tiny():
     return load_model("demo:tiny")
 
 
+def _plan_once(tmp_path_factory, name: str, argv: list[str]) -> tuple[Path, int, str, str]:
+    """Run `planner ARGV --out FOLDER` in-process once for the whole test run: (folder, exit status, stdout, stderr).
+
+    Under pytest-xdist each worker is its own session, so a session fixture alone would run the plan once per
+    worker that needs it (up to three real plans of ~30 CPU seconds for one). The first worker to ask runs it
+    into the run's shared temporary folder, holding a file lock, and records what it said; the others wait on the
+    lock and read that record (pytest-xdist's recipe for session fixtures that must execute only once). Without
+    xdist the plan goes into this session's own temporary folder, as any session fixture's would.
+    """
+    import contextlib
+    import io
+    import json
+    import shutil
+
+    from planner.cli import main
+
+    def run(out: Path) -> dict:
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main([*argv, "--out", str(out)])
+        return {"code": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        said = run(out)
+    else:
+        from filelock import FileLock
+
+        shared = tmp_path_factory.getbasetemp().parent  # this run's folder, which every worker's basetemp is in
+        out, record = shared / name, shared / f"{name}.json"
+        with FileLock(str(shared / f"{name}.lock")):
+            if record.is_file():
+                said = json.loads(record.read_text())
+            else:
+                shutil.rmtree(out, ignore_errors=True)  # a worker whose plan raised may have left part of one
+                out.mkdir()
+                said = run(out)
+                record.write_text(json.dumps(said))
+    return out, said["code"], said["stdout"], said["stderr"]
+
+
 @pytest.fixture(scope="session")
 def tiny_plan(tmp_path_factory):
     """One real `planner plan --model demo:tiny --target cpu --quick` with ONNX Runtime and OpenVINO, its
     leaders confirmed: (output folder, exit status, stdout). Shared by every test that reads such a plan
-    (results.json, the report, the CLI's words), so it is measured once per session; nothing may write
-    into its folder."""
-    import contextlib
-    import io
-
-    from planner.cli import main
-
-    out = tmp_path_factory.mktemp("tiny-plan")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["plan", "--model", "demo:tiny", "--target", "cpu", "--quick",
-                     "--plugins", "cpu.onnxruntime,cpu.openvino", "--out", str(out)])
-    return out, code, stdout.getvalue()
+    (results.json, the report, the CLI's words), so it is measured once per test run, whatever the number of
+    xdist workers; nothing may write into its folder."""
+    out, code, stdout, _ = _plan_once(tmp_path_factory, "tiny-plan", [
+        "plan", "--model", "demo:tiny", "--target", "cpu", "--quick", "--plugins", "cpu.onnxruntime,cpu.openvino"])
+    return out, code, stdout
 
 
 @pytest.fixture(scope="session")
@@ -121,21 +154,12 @@ def digits_pipeline_plan(tmp_path_factory):
 
     Shared by the tests that read a digits plan: its accuracy on the demo's built-in held-out set
     (tests/pipeline/test_digits_plan.py) and its whole request timed (tests/cli/test_cli_pipeline.py), so it
-    is measured once per session; nothing may write into its folder.
+    is measured once per test run, whatever the number of xdist workers; nothing may write into its folder.
     """
-    import contextlib
-    import io
-
-    from planner.cli import main
-
     example = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "digits.py"
-    out = tmp_path_factory.mktemp("digits-pipeline")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0",
-                     "--plugins", "cpu.onnxruntime", "--trust-code", "--out", str(out),
-                     "--pipeline", f"{example}:preprocess,postprocess"])
-    return out, code, stdout.getvalue(), stderr.getvalue()
+    return _plan_once(tmp_path_factory, "digits-pipeline", [
+        "plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0",
+        "--plugins", "cpu.onnxruntime", "--trust-code", "--pipeline", f"{example}:preprocess,postprocess"])
 
 
 @pytest.fixture
