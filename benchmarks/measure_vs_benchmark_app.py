@@ -18,11 +18,14 @@ both: the table gives each side's median over the repeats and the median of the 
 
 What to expect: the planner's clock is the host's, around the whole Python call (set the pooled input,
 start, wait); benchmark_app reports OpenVINO's per-request clock, from start to the completion callback.
-The difference is the Python call, setting the input tensor and waking the waiting thread: about 10 us a
-call on a 2-core AMD EPYC (measured per call, both clocks on the same calls), 2% of a 0.43 ms model.
-On a shared machine the load moves both sides far more than that between repeats; see the per-repeat lines.
+Their difference is the Python call, setting the input tensor (about 4 us static, 9 us dynamic) and
+waking the waiting thread, which a busy machine delays: the "clock gap" column times the planner's own
+session by both clocks on the same calls, so load moves both alike. On a 2-core AMD EPYC shared with
+other work (load averages 3-9) it read 10-38 us a call on a 0.3-0.5 ms model and 40-170 us on 2-8 ms
+ones: 2-5% of the p50. That load also moved benchmark_app's own median by up to 3x between back-to-back
+runs, so a single repeat's ratio says little there; read the clock gap and the per-repeat lines.
 
-Run from the repository root (about 5 minutes for the three default models on 2 cores):
+Run from the repository root (about 7 minutes for the three default models on 2 cores):
     PYTHONPATH=. .venv/bin/python benchmarks/measure_vs_benchmark_app.py
     PYTHONPATH=. .venv/bin/python benchmarks/measure_vs_benchmark_app.py --models tv:resnet18 --repeats 1
 """
