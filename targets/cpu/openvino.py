@@ -191,12 +191,13 @@ class OpenVinoSession:
                 for i, (a, dtype) in enumerate(zip(arrays, self._dtypes))}
 
     def run(self, prepared: dict[int, Any]) -> Any:
-        """One inference, started and waited for as benchmark_app does; returns the request, whose output
-        tensors hold this call's outputs until the next call.
+        """One inference, started and waited for; returns the request, whose output tensors hold this call's
+        outputs until the next call.
 
         Started asynchronously on purpose: the synchronous `infer()` ran mobilenet_v3_small 3.8x slower than
         `start_async()` + `wait()` on a 2-core EPYC shared with other work (8.6 ms against 2.3 ms, medians of
-        interleaved rounds), and benchmark_app, the runtime's own tool, times the asynchronous path.
+        interleaved rounds). benchmarks/measure_vs_benchmark_app.py compares this path with benchmark_app's
+        `-api async -nireq 1` (under `-hint latency` benchmark_app defaults to the synchronous API).
         """
         for index, tensor in prepared.items():
             self._request.set_input_tensor(index, tensor)

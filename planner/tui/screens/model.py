@@ -26,7 +26,7 @@ INPUTS_HINT = "or name:1x128:int64[:0-30522] per input, space-separated"
 """What the Inputs field takes: a shape for one float input, or `--input` specs separated by spaces."""
 VAL_DATA_PLACEHOLDER = "images/.wav/.npy folder"
 KIND_PLACEHOLDER = "blank: from the shape · 0=dense"
-KIND_HINT = f"NAME=KIND; KIND: {', '.join(k.value for k in OutputKind)}"
+KIND_HINT = f"NAME=KIND · {' '.join(k.value for k in OutputKind)}"  # one line at 80 columns
 """What the Output kind field takes: `--output-kind NAME=KIND` specs, separated by spaces or commas."""
 PRESET_DEFAULT = "default"
 """The preset list's first entry: no --val-preset (imagenet for RGB images, unit for greyscale)."""
