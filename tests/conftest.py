@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,12 @@ if _ROOT not in (os.path.abspath(p or ".") for p in sys.path):
     sys.path.append(_ROOT)
 if "targets" in sys.modules and not getattr(sys.modules["targets"], "__file__", None):
     del sys.modules["targets"]
+
+# A shell without job control starts a background job (`make test &`, a CI runner's script) with SIGINT ignored,
+# and every process it starts inherits that: the tests that press Ctrl-C on a plan would see it do nothing. A
+# handler here (not an ignore) makes the processes the tests start begin with Ctrl-C's default, as a terminal's do.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Keep measured ceilings and other caches inside the test session, not the user's home.
 os.environ.setdefault("PLANNER_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".pytest_cache", "planner"))
