@@ -39,7 +39,8 @@ LONG = dataclasses.replace(SHORT, max_time_s=60.0)
 def jobs(tiny, tmp_path_factory) -> dict[str, MeasureJob]:
     """demo:tiny as PyTorch eager (the baseline) and as an ONNX Runtime session on one thread."""
     hw = detect()
-    ctx = PlanContext(hw=hw, model=tiny, workdir=tmp_path_factory.mktemp("interleave"), quick=True)
+    # The full list: a quick plan's ONNX Runtime settings have no one-thread session.
+    ctx = PlanContext(hw=hw, model=tiny, workdir=tmp_path_factory.mktemp("interleave"), quick=False)
     ort = next(s for s in get_plugin("cpu.onnxruntime").candidates(ctx) if s.threads == 1)
     ref = ModelRef.of(tiny)
     return {"eager": MeasureJob(model=ref, spec=baseline_spec_for(tiny, hw)), "ort": MeasureJob(model=ref, spec=ort)}
