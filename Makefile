@@ -33,6 +33,7 @@ lint: $(STAMP)
 # in time, not in work, and many tests wait (a scripted host's steps, a TUI's pilot, a hang timeout), so a fourth
 # worker overlaps those waits; the tests assert behaviour, never speed, so they must pass under that load (three
 # workers read 10:10 in a fresh clone on a 2-core AMD EPYC; see the issue notes for four).
+test: lint
 	$(PY) -m pytest -q -n 4 --dist loadfile
 
 clean:
