@@ -341,15 +341,14 @@ class FidelityGate:
         if fid.sequences_unchanged is not None:
             name = sequences_name(fid)
             interval = interval_words(fid.sequences_low, fid.sequences_high)
-            edits = (f", {fid.edit_rate:.2%} of {'characters' if fid.output_kind == OutputKind.CTC else 'positions'} "
+            edits = (f"{fid.edit_rate:.2%} of {'characters' if fid.output_kind == OutputKind.CTC else 'positions'} "
                      "edited" if fid.edit_rate is not None else "")
-            whole = (f"{name} {fid.sequences_unchanged:.1%}{interval} over {fid.sequences} sequences{edits} "
-                     f"(needed {self.min_positions:.0%})")
+            whole = (f"{name} {fid.sequences_unchanged:.1%}{interval} over {fid.sequences} sequences"
+                     f"{', ' + edits if edits else ''} (needed {self.min_positions:.0%})")
             if self._below(fid.sequences_unchanged, fid.sequences_high, self.min_positions):
                 # The edits inside the brackets: the reason ends "< gate LEVEL", which the report words as
                 # "below the LEVEL needed".
-                told = (f"{interval[:-1]}; {edits.removeprefix(', ')})" if interval and edits
-                        else interval or (f" ({edits.removeprefix(', ')})" if edits else ""))
+                told = interval_words(fid.sequences_low, fid.sequences_high, edits)
                 return f"{name} {fid.sequences_unchanged:.1%}{told} < gate {self.min_positions:.0%}", whole
             if fid.output_kind == OutputKind.CTC:
                 return ("", cannot_judge_words(fid, whole)) if fid.cannot_judge else ("", whole)
@@ -412,9 +411,12 @@ class FidelityGate:
         return "", f"{test}; {centered_test}"
 
 
-def interval_words(low: float | None, high: float | None) -> str:
-    """' (95% interval 88.0% to 97.1%)' for a share's interval; '' where none was worked out."""
-    return f" (95% interval {low:.1%} to {high:.1%})" if low is not None and high is not None else ""
+def interval_words(low: float | None, high: float | None, also: str = "") -> str:
+    """' (95% interval 88.0% to 97.1%)' for a share's interval, with `also` after it inside the brackets
+    (' (95% interval 88.0% to 97.1%; 1.2% of characters edited)'); '' where there is neither."""
+    parts = ([f"95% interval {low:.1%} to {high:.1%}"] if low is not None and high is not None else []) + (
+        [also] if also else [])
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def sequences_name(fid: Fidelity) -> str:

@@ -347,14 +347,15 @@ class PlanSession:
         """The validation data checked, images or clips converted once into the artifacts folder."""
         import tempfile
 
-        from planner.models.valdata import check_labels, labels_of, prepare_val_data
+        from planner.models.valdata import check_labels, load_val_data, prepare_val_data
 
         # Converted batches live beside the candidates' artifacts; a session with no output folder yet
         # (the TUI before saving) keeps them in a temporary folder instead of choosing one for the user.
         root = self.out_dir if self.out_dir is not None else Path(tempfile.mkdtemp(prefix="planner-val-"))
         prepared = prepare_val_data(folder, inputs=model.inputs, options=samples, workdir=root / "artifacts")
-        one_class = check_labels(prepared.source, labels_of(prepared.folder, inputs=model.inputs),
-                                 tuple(getattr(model, "output_shape", ()) or ()))
+        # Every label in the folder, the calibration part's too (labels_of gives only the judged part's).
+        labels = [lab for _, lab in load_val_data(prepared.folder, inputs=model.inputs) if lab is not None]
+        one_class = check_labels(prepared.source, labels, tuple(getattr(model, "output_shape", ()) or ()))
         if one_class:
             self.on_event(Event("warning", f"--val-data: {one_class}"))
             self.warn(f"--val-data {prepared.source}: {one_class}")
