@@ -359,12 +359,8 @@ def attach_host(spec: HostSpec, run: str = "latest", *, ssh: SshOptions, local_d
     host = HostConnection(spec, ssh)
     try:
         facts = host.open(say)
-        seen = _seen_before(local_dir or default_local_dir(spec, run, base_dir), run) if run != "latest" else 1
-        # From the last message the cut client counted, not the one after: a message read off the wire as the
-        # connection dropped (the plan's answer, say) is counted but may never have been handled, and a replay
-        # that skipped it would wait for an answer already sent. At worst one event is told twice.
-        since = max(1, seen - 1)
-        say("attaching", f"attaching to run {run}" + (f", replaying from message {since} (the last one heard "
+        since = _seen_before(local_dir or default_local_dir(spec, run, base_dir), run) if run != "latest" else 1
+        say("attaching", f"attaching to run {run}" + (f", replaying from message {since} (the first one not seen "
                                                         "before the connection dropped)" if since > 1 else ""))
         client = host.engine("--attach", run, "--since", str(since))
         run, out = client.hello.run or run, client.hello.out
