@@ -25,7 +25,7 @@ from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.plugins.options import PluginOptions
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
 from planner.results.roof_share import candidate_roof_share
-from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction
+from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction, ThroughputPoint
 
 if TYPE_CHECKING:
     import numpy as np
@@ -313,6 +313,7 @@ class CandidateRun:
             # Its figure is now the full method's: a screen that stopped early no longer describes it.
             side_by_side = base_p50 / outcome.stats.p50_ms if base_p50 and outcome.stats.p50_ms else None
             new = dataclasses.replace(old, latency_ms=outcome.stats, stopped_by=str(outcome.stopped_by), dropped="",
+                                      throughput=batch_one_retimed(old.throughput, outcome.stats.p50_ms),
                                       speedup=side_by_side or self.baseline.speedup_of(outcome.stats.p50_ms),
                                       roof_share=candidate_roof_share(
                                           self.baseline, old.precision, outcome.stats.p50_ms,
@@ -697,6 +698,14 @@ def candidate_line(r: CandidateResult) -> str:
                 accuracy += f" (original {units.accuracy(r.fidelity.reference_accuracy)})"
         return f"  {r.status}: {r.label}: p50 {units.ms(r.p50)} ({units.speedup(r.speedup)}){accuracy}{tail}"
     return f"  {r.status}: {r.label}: {r.reason}"
+
+
+def batch_one_retimed(points: Sequence[ThroughputPoint], p50_ms: float) -> tuple[ThroughputPoint, ...]:
+    """The batch sweep with its batch-1 point taken from the full re-measure: that point is the screen's median, and
+    one call's latency is one fact, so the sweep's batch 1 and the candidate's p50 must read the same number."""
+    return tuple(dataclasses.replace(p, latency_p50_ms=p50_ms,
+                                     samples_per_s=p.samples_per_s * p.latency_p50_ms / p50_ms)
+                 if p.batch == 1 and p.latency_p50_ms > 0 and p50_ms > 0 else p for p in points)
 
 
 def confirmation(screen_p50: float, full: CandidateResult, *, interleaved: int = 1,

@@ -1,4 +1,4 @@
-"""Writing the report to disk: figures and report.md, each through a temporary file and a rename."""
+"""Writing the report to disk: figures, report.md and evidence.md, each through a temporary file and a rename."""
 
 from __future__ import annotations
 
@@ -9,17 +9,20 @@ from planner.io import write_text_atomic
 from planner.results import PlanResults
 
 REPORT_NAME = "report.md"
+EVIDENCE_NAME = "evidence.md"
 FIGURES_DIR = "figures"
 
 
 def render_report_files(results: PlanResults | Mapping[str, Any], out_dir: Path) -> Path:
-    """Write out_dir/report.md and out_dir/figures/*.png from results; returns the report's path."""
+    """Write out_dir/report.md, out_dir/evidence.md and out_dir/figures/*.png from results; returns the report's
+    path."""
     from planner.report.figures import draw_figures
-    from planner.report.markdown import render_markdown
+    from planner.report.markdown import render_evidence, render_markdown
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures, notes = draw_figures(results, out_dir / FIGURES_DIR, relative_to=out_dir)
+    write_text_atomic(out_dir / EVIDENCE_NAME, render_evidence(results, figures=figures, figure_notes=notes))
     report = out_dir / REPORT_NAME
     write_text_atomic(report, render_markdown(results, figures=figures, figure_notes=notes))
     return report

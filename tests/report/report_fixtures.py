@@ -37,6 +37,13 @@ FIXED_BATCH = ("no batch sweep: the model's inputs fix the batch at 1 "
 
 
 
+def full_report(results, **kwargs) -> str:
+    """report.md and evidence.md as one text, the decision first: what a reader of both files sees."""
+    from planner.report.markdown import render_evidence, render_markdown
+
+    return render_markdown(results, **kwargs) + "\n" + render_evidence(results, **kwargs)
+
+
 def section(text: str, heading: str) -> str:
     """The body of one section: the Summary or the Roadmap (`## heading`), or an evidence section under the
     Appendix (`### heading`), up to the next heading of its level or above."""
@@ -53,9 +60,11 @@ def subsection(text: str, heading: str) -> str:
     """The body of one subsection of an evidence section (`#### heading`), up to the next heading above it."""
     import re
 
-    match = re.search(rf"^#### {re.escape(heading)}\n(.*?)(?=^#{{2,4}} |\Z)", text, re.S | re.M)
-    assert match, f"no subsection {heading!r}"
-    return match.group(1)
+    for level in (3, 4):
+        match = re.search(rf"^{'#' * level} {re.escape(heading)}\n(.*?)(?=^#{{2,{level}}} |\Z)", text, re.S | re.M)
+        if match:
+            return match.group(1)
+    raise AssertionError(f"no subsection {heading!r}")
 
 
 def _latency(partial: dict) -> dict:

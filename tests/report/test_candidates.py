@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS, section
-
-from planner.report import render_markdown
+from report_fixtures import FIGURE_LINKS, full_report, section
 
 OV_BASIS = "OpenVINO THROUGHPUT hint: 2 streams, 2 requests in flight (AsyncInferQueue)"
 
@@ -15,7 +13,7 @@ def test_parallel_streams_show_beside_the_sweep(results) -> None:
                      {"batch": 2, "streams": 2, "samples_per_s": 7.9, "basis": OV_BASIS, "sustained_per_s": 7.1}]
     ort = next(c for c in results["candidates"] if c["label"] == "onnxruntime all 2t")
     ort.setdefault("info", {})["streams_skipped"] = "1 thread: no room for parallel ONNX Runtime sessions"
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     body = section(text, "All candidates")
     row = next(line for line in body.splitlines() if line.startswith("|") and "openvino f32 latency 2t" in line)
     assert "7.9 samples/s @ batch 2 × 2 streams" in row
@@ -26,6 +24,6 @@ def test_parallel_streams_show_beside_the_sweep(results) -> None:
 
 
 def test_without_streams_the_section_keeps_its_shape(results) -> None:
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "Parallel streams:" not in text
     assert "5.12 samples/s @ batch 4 |" in text

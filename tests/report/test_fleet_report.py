@@ -15,12 +15,11 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from report_fixtures import section
+from report_fixtures import full_report, section
 
 from planner import units
 from planner.advice.checks import requirement_checks
 from planner.report.fleet import FLEET_DIR, FleetRow, write_fleet_report
-from planner.report.markdown import render_markdown
 from planner.results import PlanResults, Requirements, RunStatus, read_results, write_results
 from planner.results.values import LatencyStats
 
@@ -68,7 +67,7 @@ def _host(out: Path, folder: str, results: PlanResults, *, failure: str = "") ->
     where = out / folder
     where.mkdir(parents=True)
     write_results(where / "results.json", results)
-    (where / "report.md").write_text(render_markdown(results))
+    (where / "report.md").write_text(full_report(results))
     port = 2200 + sum(1 for p in out.iterdir() if p.is_dir())  # each host its own test server's port
     return FleetRow(label=folder, host=f"planner@127.0.0.1:{port}",
                     results=read_results(where / "results.json"), report=where / "report.md", failure=failure)

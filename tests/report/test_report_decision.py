@@ -15,9 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
-from report_fixtures import FIGURE_LINKS, section
+from report_fixtures import FIGURE_LINKS, full_report, section
 
-from planner.report import render_markdown
 from planner.results import BudgetRecord, Declared, Deployment, PlanResults, Status, read_results
 from planner.results.decisions import CheckStatus
 from planner.results.interaction import Interaction, InteractionCell
@@ -77,7 +76,7 @@ def _with_redesign(results: PlanResults, *, alone: float, retimed_alone: float, 
 
 
 def test_the_summary_fits_one_screen_and_the_decision_sixty_lines(example) -> None:
-    md = render_markdown(example, figures=FIGURE_LINKS)
+    md = full_report(example, figures=FIGURE_LINKS)
     summary, roadmap = section(md, "Summary"), section(md, "Roadmap")
     assert _lines(summary) <= 20
     assert _lines(summary) + _lines(roadmap) <= 60
@@ -86,7 +85,7 @@ def test_the_summary_fits_one_screen_and_the_decision_sixty_lines(example) -> No
 
 
 def test_the_summary_states_the_decision_gain_risk_and_requirements(example) -> None:
-    summary = section(render_markdown(example, figures=FIGURE_LINKS), "Summary")
+    summary = section(full_report(example, figures=FIGURE_LINKS), "Summary")
     best = example.best.label
     assert f"- **Decision**: deploy **{best}**, the best deployment found (ranked by p50 latency)." in summary
     assert "- **Measured gain**: p50 73.2 ms against 214 ms for the baseline, 2.92x the baseline's speed." in summary
@@ -102,7 +101,7 @@ def test_the_summary_states_the_decision_gain_risk_and_requirements(example) -> 
 def test_a_requirement_is_said_as_its_status_and_never_met_unless_it_is(example, status, words) -> None:
     check = dataclasses.replace(example.requirement_checks[0], met=True, status=status)
     results = dataclasses.replace(example, requirement_checks=(check, *example.requirement_checks[1:]))
-    md = render_markdown(results, figures=FIGURE_LINKS)
+    md = full_report(results, figures=FIGURE_LINKS)
     line = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Requirements**"))
     assert "it meets latency" not in line and "not judged: latency < 50 ms p95" in line
     row = next(line for line in section(md, "Requirements").splitlines() if line.startswith("| latency | < 50"))
@@ -110,7 +109,7 @@ def test_a_requirement_is_said_as_its_status_and_never_met_unless_it_is(example,
 
 
 def test_each_phase_lists_at_most_three_steps_and_names_the_rest_once(example) -> None:
-    md = render_markdown(example, figures=FIGURE_LINKS)
+    md = full_report(example, figures=FIGURE_LINKS)
     phases = _phases(md)
     assert all(len(_steps(body)) <= 3 for body in phases.values())
     # Phase 1 measured five runtime families faster than the baseline: three are steps, the others named once.
@@ -129,14 +128,14 @@ def test_a_faster_candidate_past_the_steps_that_is_not_established_is_named_as_s
     target = "onnxruntime all seq 2t"
     cands = tuple(dataclasses.replace(c, status=Status.UNCONFIRMED, reason="not established on real data: cannot "
                                       "judge") if c.label == target else c for c in example.candidates)
-    md = render_markdown(dataclasses.replace(example, candidates=cands), figures=FIGURE_LINKS)
+    md = full_report(dataclasses.replace(example, candidates=cands), figures=FIGURE_LINKS)
     also = next(line for line in _phases(md)[1].splitlines() if line.startswith("- Also measured here"))
     assert "also faster: torch cpu fp32 2t channels_last compile (1.44x);" in also
     assert f"also faster, but not established on real data (check on your data first): {target} (1.4x)" in also
 
 
 def test_every_evidence_section_sits_under_the_appendix(example) -> None:
-    md = render_markdown(example, figures=FIGURE_LINKS)
+    md = full_report(example, figures=FIGURE_LINKS)
     assert [line for line in md.splitlines() if line.startswith("## ")] == ["## Summary", "## Roadmap",
                                                                             "## Appendix"]
     appendix = md.split("\n## Appendix\n", 1)[1]
@@ -150,7 +149,7 @@ def test_every_evidence_section_sits_under_the_appendix(example) -> None:
 
 
 def test_without_a_package_the_summary_says_so_and_gives_the_bench_line(example) -> None:
-    summary = section(render_markdown(example, figures=FIGURE_LINKS), "Summary")
+    summary = section(full_report(example, figures=FIGURE_LINKS), "Summary")
     deploy = next(line for line in summary.splitlines() if line.startswith("- **Deploy**"))
     assert "no deployment package was written" in deploy
     assert "measure it again with `planner bench --model demo:inefficient" in deploy
@@ -161,7 +160,7 @@ def test_the_winners_package_gives_the_deploy_and_verify_commands(example) -> No
     best, phase1 = example.best, "openvino bf16 latency 2t"
     packages = (Deployment("winner", best.label, _index(example, best.label), "deploy/winner", "onnxruntime"),
                 Deployment("phase 1", phase1, _index(example, phase1), "deploy/phase-1", "openvino"))
-    md = render_markdown(dataclasses.replace(example, deployments=packages), figures=FIGURE_LINKS)
+    md = full_report(dataclasses.replace(example, deployments=packages), figures=FIGURE_LINKS)
     summary = section(md, "Summary")
     assert (f"- **Deploy**: `python deploy/winner/run.py` runs **{best.label}** from its package in `deploy/winner/` "
             "(onnxruntime)") in summary
@@ -184,7 +183,7 @@ def test_a_package_that_could_not_be_written_says_why(example) -> None:
     best = example.best
     packages = (Deployment("winner", best.label, _index(example, best.label), "", "onnxruntime",
                            reason="the quantized file could not be copied"),)
-    summary = section(render_markdown(dataclasses.replace(example, deployments=packages)), "Summary")
+    summary = section(full_report(dataclasses.replace(example, deployments=packages)), "Summary")
     assert ("- **Deploy**: no package could be written for it: the quantized file could not be copied; measure it "
             "again with `planner bench") in summary
 
@@ -192,7 +191,7 @@ def test_a_package_that_could_not_be_written_says_why(example) -> None:
 def test_a_budget_that_cut_something_is_one_summary_line_with_the_details_in_the_appendix(example) -> None:
     cut = ("the interaction of align channels to 8 and onnxruntime int8 not measured: its 3 cells take about 40 s "
            "and the budget has 12 s left", "2 leaders not confirmed with the full method: 30 s left")
-    md = render_markdown(dataclasses.replace(example, budget=BudgetRecord(120.0, 118.0, cut)), figures=FIGURE_LINKS)
+    md = full_report(dataclasses.replace(example, budget=BudgetRecord(120.0, 118.0, cut)), figures=FIGURE_LINKS)
     summary = section(md, "Summary")
     line = next(line for line in summary.splitlines() if line.startswith("- **Time budget**"))
     # Each cut named by what it left out; the reasons stay in the Appendix.
@@ -209,24 +208,24 @@ def test_the_quick_plans_default_budget_says_it_was_not_the_users(example) -> No
     basis = "the quick plan's default; give --budget to change it, or plan without --quick to measure everything"
     record = BudgetRecord(80.0, 78.0, ("edge.int8 not built: its build takes about 2.5 s and 2 s were left",),
                           basis=basis)
-    md = render_markdown(dataclasses.replace(example, budget=record), figures=FIGURE_LINKS)
+    md = full_report(dataclasses.replace(example, budget=record), figures=FIGURE_LINKS)
     line = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Time budget**"))
     assert "the 80 s budget (the quick plan's default; 78 s spent) cut work" in line
     assert f"Budget 80 s ({basis}); the plan took 78 s" in section(md, "Time budget")
 
 
 def test_a_budget_that_cut_nothing_stays_out_of_the_summary(example) -> None:
-    md = render_markdown(dataclasses.replace(example, budget=BudgetRecord(300.0, 200.0, ())), figures=FIGURE_LINKS)
+    md = full_report(dataclasses.replace(example, budget=BudgetRecord(300.0, 200.0, ())), figures=FIGURE_LINKS)
     assert "Time budget" not in section(md, "Summary")
     assert "The budget left nothing out." in section(md, "Time budget")
-    assert "Time budget" not in render_markdown(example, figures=FIGURE_LINKS)  # an older file: no budget at all
+    assert "Time budget" not in full_report(example, figures=FIGURE_LINKS)  # an older file: no budget at all
 
 
 def test_a_dropped_candidate_is_noted_as_screen_figures_in_the_table(example) -> None:
     slow = "onnxruntime all seq 1t"
     why = "clearly slower than the best: its median's 95% interval lay above the best's"
     candidates = tuple(dataclasses.replace(c, dropped=why) if c.label == slow else c for c in example.candidates)
-    table = section(render_markdown(dataclasses.replace(example, candidates=candidates)), "All candidates")
+    table = section(full_report(dataclasses.replace(example, candidates=candidates)), "All candidates")
     header = next(line for line in table.splitlines() if line.startswith("| Rank"))
     assert header.endswith("| Status | Note |")
     row = next(line for line in table.splitlines() if line.startswith("|") and f" {slow} |" in line)
@@ -234,7 +233,7 @@ def test_a_dropped_candidate_is_noted_as_screen_figures_in_the_table(example) ->
     other = next(line for line in table.splitlines() if line.startswith("|") and "onnxruntime all seq 2t |" in line)
     assert other.endswith("|  |")
     # Without a dropped candidate the table keeps its shape.
-    assert "| Note |" not in render_markdown(example)
+    assert "| Note |" not in full_report(example)
 
 
 def test_a_confirmed_leader_shows_the_figure_the_ranking_used(example) -> None:
@@ -242,7 +241,7 @@ def test_a_confirmed_leader_shows_the_figure_the_ranking_used(example) -> None:
     screen = best.latency_ms.p50_ms * 0.8  # the screen read 20% faster than the full method
     confirmed = dataclasses.replace(best, confirmation=Confirmation(screen, 0.25, False, "timed while busy"))
     candidates = tuple(confirmed if c is best else c for c in example.candidates)
-    table = section(render_markdown(dataclasses.replace(example, candidates=candidates)), "All candidates")
+    table = section(full_report(dataclasses.replace(example, candidates=candidates)), "All candidates")
     assert "The table, the ranking and the Roadmap use those full figures, not the screen's" in table
     assert f"- **{best.label}**: the full method measured it 25% slower than the screen — timed while busy" in table
     assert "58.5 ms" not in table  # the screen's own figure is not a second number for the same fact
@@ -264,7 +263,7 @@ def _side_by_side(example: PlanResults, *, invalid: str = "") -> PlanResults:
 def test_a_speedup_measured_side_by_side_names_the_baseline_figure_it_divides(example) -> None:
     """The Summary's gain is over the 150 ms the baseline read in the same turns, said so, with the profile's figure
     named beside it; the candidates' note says which rows are side by side."""
-    md = render_markdown(_side_by_side(example), figures=FIGURE_LINKS)
+    md = full_report(_side_by_side(example), figures=FIGURE_LINKS)
     gain = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Measured gain**"))
     assert gain == ("- **Measured gain**: p50 73.2 ms against 150 ms for the baseline timed in the same turns; its "
                     "profile read 214 ms: 2.05x the baseline's speed, measured side by side.")
@@ -274,7 +273,7 @@ def test_a_speedup_measured_side_by_side_names_the_baseline_figure_it_divides(ex
 def test_an_invalid_baseline_timed_beside_the_winner_still_gives_its_gain(example) -> None:
     """The profile's timing is invalid, so no speedup is worked out over it; the side-by-side re-time is a figure of
     its own, and the gain is given over it, with the invalid profile named."""
-    md = render_markdown(_side_by_side(example, invalid="p50 214 ms against 20 ms in the batch sweep, 11x apart"),
+    md = full_report(_side_by_side(example, invalid="p50 214 ms against 20 ms in the batch sweep, 11x apart"),
                          figures=FIGURE_LINKS)
     gain = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Measured gain**"))
     assert "against 150 ms for the baseline timed in the same turns; its profile's timing is invalid" in gain
@@ -283,7 +282,7 @@ def test_an_invalid_baseline_timed_beside_the_winner_still_gives_its_gain(exampl
 
 def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never_called_not_projected(example):
     results = _with_redesign(example, alone=20.9, retimed_alone=13.8, together=70.9)
-    md = render_markdown(results, figures=FIGURE_LINKS)
+    md = full_report(results, figures=FIGURE_LINKS)
     roadmap = section(md, "Roadmap")
     step = next(line for line in _steps(_phases(md)[3]) if f"**{REDESIGN}**" in line)
     assert step.startswith(f"1. **{REDESIGN}** — 20.9x the baseline's speed")
@@ -303,6 +302,6 @@ def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never
 
 
 def test_without_a_measured_redesign_the_estimate_says_it_is_not_projected(example) -> None:
-    combined = section(render_markdown(example), "Roadmap").split("### Combined effect", 1)[1]
+    combined = section(full_report(example), "Roadmap").split("### Combined effect", 1)[1]
     assert "is not projected: re-run the planner on the redesigned model" in combined
     assert "Measured together" not in combined

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from report_fixtures import whole
+from report_fixtures import full_report, whole
 from test_report_edge_sections import _results as edge_results
 from test_report_interaction import _pair
 
 from planner.hardware.boards import get_profile, project
 from planner.report.data import ReportData
-from planner.report.markdown import render_markdown
 from planner.report.sections import compression, device_targets
 
 FIX = "sudo chmod o+r /sys/class/powercap/intel-rapl:*/energy_uj"
@@ -41,7 +40,7 @@ def _table(md: str, header_start: str) -> list[str]:
 
 def test_unreadable_counter_reads_unavailable_in_every_row_with_the_fix(results: dict) -> None:
     n = len(results["candidates"])
-    md = render_markdown(_with_energy(results, UNREADABLE, [_unavailable()] * n))
+    md = full_report(_with_energy(results, UNREADABLE, [_unavailable()] * n))
     rows = _table(md, "| Rank | Candidate")
     assert "J/inference" in rows[0].split("|")[6]
     assert len(rows) == n + 2 and all(r.split("|")[6].strip() == "unavailable" for r in rows[2:])
@@ -57,7 +56,7 @@ def test_measured_figures_sit_beside_p50_with_their_basis(results: dict) -> None
                  "window_s": 0.4, "calls": 128}] * (n - 1) + [
         {"status": "below resolution", "scope": "CPU package",
          "reason": "0.0004 J over idle in 3 calls is within the counter's resolution and the idle draw's noise"}]
-    md = render_markdown(_with_energy(results, RAPL, energies))
+    md = full_report(_with_energy(results, RAPL, energies))
     rows = _table(md, "| Rank | Candidate")[2:]
     cells = [r.split("|")[6].strip() for r in rows]
     assert cells.count("38.2 mJ") == n - 1 and "below resolution" in cells
@@ -91,5 +90,5 @@ def test_interaction_cells_carry_their_energy(results: dict) -> None:
         cell["energy"] = {"status": "unavailable", "reason": "no CPU energy counter"}
     results["interactions"] = [pair]
     results["baseline"]["energy_source"] = {"available": False, "reason": "no CPU energy counter"}
-    md = render_markdown(results)
+    md = full_report(results)
     assert "| 50 ms (4x); J/inference unavailable |" in md

@@ -3,11 +3,10 @@ under load and which ones."""
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS, section
+from report_fixtures import FIGURE_LINKS, full_report, section
 from report_numbers import literal_numbers, perturb
 
 from planner.codec import to_data
-from planner.report import render_markdown
 from planner.results.audit import AuditFact, MeasurementAudit, judged
 
 
@@ -35,7 +34,7 @@ def _with_audits(results: dict, busy_labels: set[str]) -> dict:
 def test_busy_measurements_are_named_and_said_to_be_under_load(results) -> None:
     labels = [c["label"] for c in results["candidates"] if c.get("latency_ms")]
     busy = labels[1]
-    section = _environment(render_markdown(_with_audits(results, {busy}), figures=FIGURE_LINKS))
+    section = _environment(full_report(_with_audits(results, {busy}), figures=FIGURE_LINKS))
     assert "**These numbers were taken under load and may not reproduce.**" in section
     assert f"- {busy}: other processes used 1.4 cores on average" in section
     assert "re-run on an idle machine" in section
@@ -47,22 +46,22 @@ def test_busy_measurements_are_named_and_said_to_be_under_load(results) -> None:
 
 
 def test_an_idle_run_says_no_interference_was_seen(results) -> None:
-    section = _environment(render_markdown(_with_audits(results, set()), figures=FIGURE_LINKS))
+    section = _environment(full_report(_with_audits(results, set()), figures=FIGURE_LINKS))
     assert "No interference was seen" in section
     assert "taken under load" not in section
     assert "other processes used 2% of a core on average" in section
 
 
 def test_results_without_audits_say_the_conditions_are_not_known(results) -> None:
-    section = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    section = _environment(full_report(results, figures=FIGURE_LINKS))
     assert "Measurement conditions: not audited" in section
 
 
 def test_every_number_in_the_audit_comes_from_results(results) -> None:
     labels = [c["label"] for c in results["candidates"] if c.get("latency_ms")]
     busy = _with_audits(results, {"baseline", labels[1]})
-    original = render_markdown(busy, figures=FIGURE_LINKS)
-    assert literal_numbers(_environment(original), _environment(render_markdown(perturb(busy),
+    original = full_report(busy, figures=FIGURE_LINKS)
+    assert literal_numbers(_environment(original), _environment(full_report(perturb(busy),
                                                                                 figures=FIGURE_LINKS))) == []
 
 
@@ -71,13 +70,13 @@ def _summary(text: str) -> str:
 
 
 def test_a_headline_speedup_over_a_disturbed_baseline_carries_a_caution(results) -> None:
-    summary = _summary(render_markdown(_with_audits(results, {"baseline"}), figures=FIGURE_LINKS))
+    summary = _summary(full_report(_with_audits(results, {"baseline"}), figures=FIGURE_LINKS))
     assert "Caution: the baseline was timed while other processes used the cores" in summary
     assert "re-run the plan there before relying on it" in summary
 
 
 def test_an_idle_run_has_no_caution_in_the_summary(results) -> None:
-    assert "Caution" not in _summary(render_markdown(_with_audits(results, set()), figures=FIGURE_LINKS))
+    assert "Caution" not in _summary(full_report(_with_audits(results, set()), figures=FIGURE_LINKS))
 
 
 def test_the_limits_it_planned_under_and_its_peak_memory_are_stated(results) -> None:
@@ -86,7 +85,7 @@ def test_the_limits_it_planned_under_and_its_peak_memory_are_stated(results) -> 
         "cores": 2, "peak_bytes": int(1.3 * (1 << 30)), "peak_file_bytes": 700 << 20, "peak_processes": 5,
         "peak_basis": "anonymous and shared memory summed over the tree's processes, sampled every 0.25 s",
         "cgroup_peak_bytes": int(2.2 * (1 << 30)), "oom_kills": 0}
-    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    text = _environment(full_report(results, figures=FIGURE_LINKS))
     assert ("- planned under a 3 GiB memory limit (cgroup v1), 2 usable cores; 2.6 GiB of it free when the plan "
             "started") in text
     assert ("- peak memory of the planner's process tree (the planner, its workers and what they start): 1.3 GiB "
@@ -98,7 +97,7 @@ def test_the_limits_it_planned_under_and_its_peak_memory_are_stated(results) -> 
 def test_without_a_plan_wide_peak_the_largest_measured_one_is_given(results) -> None:
     results["environment"]["resources"] = {"memory_limit_bytes": 8 << 30, "limit_source": "RAM", "cores": 4}
     results["candidates"][1]["tree_peak_bytes"] = 1 << 30
-    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    text = _environment(full_report(results, figures=FIGURE_LINKS))
     assert "- planned under 8 GiB of RAM (no cgroup memory limit), 4 usable cores" in text
     label = results["candidates"][1]["label"]
     assert ("- peak memory of the planner's process tree while measuring (its processes' own memory, mapped library "
@@ -106,5 +105,5 @@ def test_without_a_plan_wide_peak_the_largest_measured_one_is_given(results) -> 
 
 
 def test_results_written_before_the_limits_were_recorded_say_nothing_of_them(results) -> None:
-    text = _environment(render_markdown(results, figures=FIGURE_LINKS))
+    text = _environment(full_report(results, figures=FIGURE_LINKS))
     assert "planned under" not in text and "peak memory of the planner" not in text

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from report_fixtures import FIGURE_LINKS, section
+from report_fixtures import FIGURE_LINKS, full_report, section
 
 from planner.codec import from_data, to_data
 from planner.measure.fidelity import DEFAULT_GATES, compare
 from planner.plugins import Precision
-from planner.report import render_markdown
 from planner.report.data import ReportData
 from planner.report.sections.candidates import fidelity_cells, fidelity_headers
 from planner.results import CandidateResult, Status, fidelity_view
@@ -47,7 +46,7 @@ def _candidates_table(text: str) -> list[str]:
 def test_a_dense_map_report_shows_map_iou_and_no_top1(results):
     ref = _page()
     out = ref + 1e-4
-    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
+    text = full_report(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
     table = _candidates_table(text)
     assert "| Error | Agreement |" in table[0] and "Top-1" not in table[0] and "Cosine" not in table[0]
     assert any("map IoU 1.00" in row and "1.0e-04 (0-1 scale)" in row for row in table)
@@ -61,7 +60,7 @@ def test_a_dense_map_report_shows_map_iou_and_no_top1(results):
 
 def test_a_map_with_no_foreground_says_so(results):
     ref = np.full((2, 1, 8, 8), 1e-6)
-    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, ref * 1.5)), figures=FIGURE_LINKS)
+    text = full_report(_with_fidelity(results, lambda p: _judged(p, ref, ref * 1.5)), figures=FIGURE_LINKS)
     assert any("no foreground here" in row for row in _candidates_table(text))
     # Nothing on these inputs could fail a candidate: the check says it cannot judge, and what would settle it.
     assert "cannot judge: the map has no foreground on these inputs" in text
@@ -73,7 +72,7 @@ def test_a_sequence_report_shows_per_position_agreement(results):
     ref[:, :, 0] += 5.0
     out = ref.copy()
     out[0, 3, 0] = -5.0  # one of 20 positions reads another class
-    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
+    text = full_report(_with_fidelity(results, lambda p: _judged(p, ref, out)), figures=FIGURE_LINKS)
     table = _candidates_table(text)
     # One of the two sequences reads differently: the table gives the whole sequences, the words both tests.
     assert any("sequences 50%" in row for row in table) and not any("top-1" in row for row in table)
@@ -90,7 +89,7 @@ def test_a_ctc_report_says_how_much_text_changes(results):
     ref[:10, 7, 5] += 9.0  # ... and a quarter of them a '5' after it
     out = ref.copy()
     out[:10, 7, 5] -= 9.0  # the candidate loses the '5': 10 of 40 lines change, 10 of 50 characters
-    text = render_markdown(_with_fidelity(results, lambda p: _judged(p, ref, out, kind="ctc")), figures=FIGURE_LINKS)
+    text = full_report(_with_fidelity(results, lambda p: _judged(p, ref, out, kind="ctc")), figures=FIGURE_LINKS)
     table = _candidates_table(text)
     assert any("text same 75%, 20% chars" in row for row in table)
     risk = next(line for line in section(text, "Summary").splitlines() if line.startswith("- **Accuracy risk**"))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from report_fixtures import whole
-
-from planner.report.markdown import render_markdown
+from report_fixtures import full_report, whole
 
 
 def _pair(*, redesign: bool) -> dict:
@@ -24,7 +22,7 @@ def _pair(*, redesign: bool) -> dict:
 
 def test_interaction_section_shows_the_table_and_the_arithmetic(results: dict) -> None:
     results["interactions"] = [_pair(redesign=False)]
-    md = render_markdown(results)
+    md = full_report(results)
     assert "## Interaction of architecture and hardware" in md
     assert "| original architecture | 200 ms (1x) | 100 ms (2x) |" in md
     assert "| align channels to 8 (exact) | 50 ms (4x) | 20 ms (10x) |" in md
@@ -33,7 +31,7 @@ def test_interaction_section_shows_the_table_and_the_arithmetic(results: dict) -
 
 def test_phase_3_states_the_measured_gains_of_a_redesign(results: dict) -> None:
     results["interactions"] = [_pair(redesign=True)]
-    md = render_markdown(results)
+    md = full_report(results)
     phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
     step = next(line for line in phase3.splitlines() if line.startswith("1. **redesign (needs retraining)**"))
     assert "speed measured, accuracy not" in step
@@ -51,7 +49,7 @@ def test_a_measured_redesign_is_one_line_in_phase_3_with_its_interaction_gains(r
         "latency_ms": {"p50_ms": 40.0}, "speedup": 5.0, "fidelity": {"cosine": -0.02},
         "declared": {"phase": 3, "arithmetic": "structural", "runtime": "pytorch", "transforms_model": True}}]})[
             "candidates"]]
-    md = render_markdown(results)
+    md = full_report(results)
     phase3 = md.split("### Phase 3")[1].split("### Combined effect")[0]
     steps = [line for line in phase3.splitlines() if line.split(". ", 1)[-1].startswith("**redesign")]
     assert len(steps) == 1
@@ -68,19 +66,19 @@ def test_a_failed_cell_says_why_and_no_factor_is_made_up(results: dict) -> None:
     pair["cells"][3] = {"cell": "combined", "label": "both", "status": "failed", "reason": "export broke"}
     pair["factor"], pair["verdict"] = None, ""
     results["interactions"] = [pair]
-    md = render_markdown(results)
+    md = full_report(results)
     assert "failed: export broke" in md and "Interaction factor: not computed" in md
 
 
 def test_no_interactions_no_section(results: dict) -> None:
-    assert "## Interaction of architecture and hardware" not in render_markdown(results)
+    assert "## Interaction of architecture and hardware" not in full_report(results)
 
 
 def test_cells_timed_under_load_put_the_verdict_in_doubt(results: dict) -> None:
     pair = _pair(redesign=False)
     pair["cells"][1]["disturbed"] = True
     results["interactions"] = [pair]
-    md = render_markdown(results)
+    md = full_report(results)
     assert "50 ms (4x) (timed under load)" in md
     assert "Cells timed under load (architecture)" in md and "re-run on an idle machine" in md
 
@@ -113,5 +111,5 @@ def test_no_measured_cell_no_figure_and_the_section_says_why(results: dict) -> N
     pair["cells"] = [{**c, "p50_ms": None, "status": "failed", "reason": "export broke"} for c in pair["cells"]]
     pair["factor"], pair["verdict"] = None, ""
     results["interactions"] = [pair]
-    md = render_markdown(results, figures={})
+    md = full_report(results, figures={})
     assert "Interaction: the four cells' p50 figure skipped: no cell of any interaction pair has a measured p50" in md

@@ -7,17 +7,16 @@ compare number by number) and its documented structural exclusions.
 from __future__ import annotations
 
 import pytest
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, full_report
 from report_numbers import literal_numbers, perturb, perturb_float, perturb_int, tokens
 
-from planner.report import render_markdown
 from planner.report.data import ReportData
 from planner.report.sections import DECISION, summary
 
 
 def _literals(results: dict) -> list[str]:
-    original = render_markdown(results, figures=FIGURE_LINKS)
-    perturbed = render_markdown(perturb(results), figures=FIGURE_LINKS)
+    original = full_report(results, figures=FIGURE_LINKS)
+    perturbed = full_report(perturb(results), figures=FIGURE_LINKS)
     return literal_numbers(original, perturbed)
 
 
@@ -31,7 +30,7 @@ def test_every_number_comes_from_results_when_partial(partial_results) -> None:
 
 def test_report_is_full_of_checked_numbers(fixture_results) -> None:
     # A check over a report with no numbers would pass vacuously.
-    text = render_markdown(fixture_results, figures=FIGURE_LINKS)
+    text = full_report(fixture_results, figures=FIGURE_LINKS)
     assert sum(len(tokens(line)) for line in text.splitlines()) > 300
 
 

@@ -3,9 +3,7 @@ one as a plan step: the report never makes it the Summary's Next, nor lists it a
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS, section
-
-from planner.report import render_markdown
+from report_fixtures import FIGURE_LINKS, full_report, section
 
 MKLDNN = "Enable oneDNN (MKLDNN): torch.backends.mkldnn.enabled = True"
 
@@ -23,7 +21,7 @@ def _onnx_only_with_an_mkldnn_step(results: dict) -> dict:
 
 
 def test_a_pytorch_setting_is_never_the_next_step_of_an_onnx_only_model(results) -> None:
-    text = render_markdown(_onnx_only_with_an_mkldnn_step(results), figures=FIGURE_LINKS)
+    text = full_report(_onnx_only_with_an_mkldnn_step(results), figures=FIGURE_LINKS)
     summary = section(text, "Summary")
     next_line = next(line for line in summary.splitlines() if "**Next**" in line)
     assert "MKLDNN" not in next_line and "Channels-last" not in next_line
@@ -34,5 +32,5 @@ def test_a_pytorch_setting_is_never_the_next_step_of_an_onnx_only_model(results)
 def test_the_same_step_stays_for_a_pytorch_model(results) -> None:
     results = _onnx_only_with_an_mkldnn_step(results)
     results["model"]["kind"] = results["baseline"]["model"]["kind"] = "demo"
-    summary = section(render_markdown(results, figures=FIGURE_LINKS), "Summary")
+    summary = section(full_report(results, figures=FIGURE_LINKS), "Summary")
     assert f"The biggest remaining step, not measured in this run, is {MKLDNN}" in summary

@@ -7,16 +7,16 @@ import json
 
 import pytest
 from hardware_profiles import gpu_server, h100
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, full_report
 
 from planner.codec import to_data
 from planner.errors import PlannerError
-from planner.report import figdata, render_markdown
+from planner.report import figdata
 from planner.report.data import ReportData
 
 
 def test_interrupted_run_says_partial(partial_results) -> None:
-    text = render_markdown(partial_results, figures=FIGURE_LINKS)
+    text = full_report(partial_results, figures=FIGURE_LINKS)
     assert ("**Partial report: interrupted — interrupted by Ctrl-C: the results hold what was "
             "measured**") in text
     assert "Checklist: not recorded: the run's status is interrupted" in text
@@ -27,7 +27,7 @@ def test_interrupted_run_says_partial(partial_results) -> None:
 
 
 def test_partial_run_figures_follow_the_data(partial_results) -> None:
-    text = render_markdown(partial_results, figures=FIGURE_LINKS)
+    text = full_report(partial_results, figures=FIGURE_LINKS)
     assert "![Latency distribution](figures/latency.png)" in text
     assert "![Roofline with the model's layers](figures/roofline.png)" in text
     assert "*Candidate p50 latency figure skipped: no candidate has a measured latency" in text
@@ -37,7 +37,7 @@ def test_empty_candidate_list(results) -> None:
     results["candidates"] = []
     results["best"] = None
     results["ranking"] = []
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "- **Decision**: none yet: no optimized candidate was measured" in text
     assert "*Candidate p50 latency figure skipped: no candidate has a measured latency" in text
     assert "- No quick win was measured in this run." not in text  # advice steps still listed
@@ -47,20 +47,20 @@ def test_empty_candidate_list(results) -> None:
 def test_only_baseline_candidate(results) -> None:
     results["candidates"] = results["candidates"][:1]
     results["best"] = 0
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "None of the measured candidates beat the baseline" in text
     assert "only the baseline was measured, so there is nothing to compare it with" in text
 
 
 def test_failed_status_without_warnings() -> None:
-    text = render_markdown({"status": "failed"})
+    text = full_report({"status": "failed"})
     assert "**Partial report: failed — no warnings recorded**" in text
     assert "## Reproduce" in text
 
 
 @pytest.mark.parametrize("results", [{}, {"status": "ok"}])
 def test_an_empty_run_renders(results) -> None:
-    text = render_markdown(results)
+    text = full_report(results)
     assert text.startswith("# Deployment report")
     assert "not recorded" in text
 
@@ -70,7 +70,7 @@ def test_an_empty_run_renders(results) -> None:
                                                 ({"baseline": {"latency_ms": {"p50_ms": "fast"}}}, "$.baseline")])
 def test_a_file_that_does_not_fit_says_which_field(results, field) -> None:
     with pytest.raises(PlannerError) as caught:
-        render_markdown(results)
+        full_report(results)
     assert field in caught.value.problem and "planner plan" in caught.value.fix
 
 
@@ -89,7 +89,7 @@ def test_every_key_can_be_missing(fixture_results) -> None:
     for key in list(fixture_results):
         results = copy.deepcopy(fixture_results)
         del results[key]
-        assert render_markdown(results, figures=FIGURE_LINKS).startswith("# Deployment report")
+        assert full_report(results, figures=FIGURE_LINKS).startswith("# Deployment report")
 
 
 @pytest.mark.parametrize("part", ["baseline", "candidate"])
@@ -102,7 +102,7 @@ def test_a_missing_key_renders_or_names_itself(fixture_results, part) -> None:
         for holder in [results["baseline"]] if part == "baseline" else results["candidates"]:
             holder.pop(key, None)
         try:
-            assert render_markdown(results, figures=FIGURE_LINKS).startswith("# Deployment report")
+            assert full_report(results, figures=FIGURE_LINKS).startswith("# Deployment report")
             rendered += 1
         except PlannerError as exc:
             assert f"`{key}`" in str(exc)
@@ -110,20 +110,20 @@ def test_a_missing_key_renders_or_names_itself(fixture_results, part) -> None:
 
 
 def test_without_figures_says_so(fixture_results) -> None:
-    text = render_markdown(fixture_results)
+    text = full_report(fixture_results)
     assert "*Latency distribution figure not rendered" in text
     assert "](figures/" not in text
 
 
 def test_figure_not_drawn_gives_the_reason(fixture_results) -> None:
     links = {k: v for k, v in FIGURE_LINKS.items() if k != "roofline"}
-    text = render_markdown(fixture_results, figures=links,
+    text = full_report(fixture_results, figures=links,
                            figure_notes={"roofline": "ValueError: boom"})
     assert "*Roofline with the model's layers figure not drawn: ValueError: boom.*" in text
 
 
 def test_no_gpu_reason_comes_from_probe_notes(fixture_results) -> None:
-    text = render_markdown(fixture_results, figures=FIGURE_LINKS)
+    text = full_report(fixture_results, figures=FIGURE_LINKS)
     assert ("- **GPU**: no NVIDIA GPU — NVML library not found (libnvidia-ml.so.1): no NVIDIA "
             "driver in this container") in text
 
@@ -131,7 +131,7 @@ def test_no_gpu_reason_comes_from_probe_notes(fixture_results) -> None:
 def test_gpu_listed(results) -> None:
     results["hardware"]["gpus"] = to_data(gpu_server(h100()))["gpus"]
     results["hardware"]["driver_version"] = "550.54.15"
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert ("- **GPU**: NVIDIA H100 80GB HBM3 — 80 GiB memory, compute capability 9.0, 132 SMs, "
             "up to 1,980 MHz, tensor cores: Hopper (4th gen)") in text
     assert "- **NVIDIA software**: driver 550.54.15" in text
@@ -140,7 +140,7 @@ def test_gpu_listed(results) -> None:
 def test_unstable_and_missing_percentiles(results) -> None:
     lat = results["baseline"]["latency_ms"]
     lat.update(unstable=True, iqr_over_median=0.183, p90_ms=None, samples=40)
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "| p90 | not measured — needs ≥64 samples (this run: 40) |" in text
     assert "**no — unstable** (IQR/median 18.3%)" in text
 
@@ -154,7 +154,7 @@ def test_bottleneck_groups_shape(results) -> None:
         {"class": "compute-bound", "layer_count": 7, "time_ms": 230.0, "time_share": 0.83, "top": []},
         {"class": "throughput-limited", "layer_count": 1, "time_ms": 0.31, "time_share": 0.0011,
          "top": []}]}
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "#### Memory-bound (9 layer calls, 14.4% of layer time)" in text
     assert "- `gelu#6` (GELU), 10.5 ms, 3.77% of layer time: moves bytes" in text
     assert "Each class lists its layers by measured time." in text
@@ -162,7 +162,7 @@ def test_bottleneck_groups_shape(results) -> None:
 
 def test_classes_derived_from_verdicts_when_absent(results) -> None:
     del results["baseline"]["bottleneck_classes"]
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "derived from the layer verdicts" in text
     assert "- `classifier` (Linear), 0.31 ms, 0.11% of layer time" in text
 
@@ -177,7 +177,7 @@ def test_missing_figure_reasons(partial_results) -> None:
 def test_a_partial_run_names_its_failed_candidates(results) -> None:
     results["status"] = "partial"
     results["candidates"][1] = {**results["candidates"][1], "status": "failed", "reason": "RuntimeError: shape"}
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     failed = ", ".join(c["label"] for c in results["candidates"] if c["status"] == "failed")
     count = sum(c["status"] == "failed" for c in results["candidates"])
     summary = text.split("## Summary")[1].split("\n\n")[1]

@@ -3,11 +3,10 @@ distinct inputs): stated where the baseline is explained and under the checklist
 
 from __future__ import annotations
 
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, full_report
 from report_numbers import literal_numbers, perturb
 
 from planner.codec import to_data
-from planner.report import render_markdown
 from planner.results import PipelineSplit
 
 
@@ -27,7 +26,7 @@ def _with_splits(results: dict) -> dict:
 
 
 def test_the_baseline_section_says_how_calls_were_fed_and_splits_the_request(results) -> None:
-    text = render_markdown(_with_splits(results), figures=FIGURE_LINKS)
+    text = full_report(_with_splits(results), figures=FIGURE_LINKS)
     latency = text[text.index("### Latency"):]
     assert latency.split("\n")[2].startswith("Each timed call takes the next of 8 distinct inputs in turn")
     assert "comparable with your own loop over distinct requests" in latency
@@ -47,10 +46,10 @@ def test_the_baseline_section_says_how_calls_were_fed_and_splits_the_request(res
 
 def test_every_number_on_the_request_comes_from_results(results) -> None:
     with_splits = _with_splits(results)
-    original = render_markdown(with_splits, figures=FIGURE_LINKS)
-    assert literal_numbers(original, render_markdown(perturb(with_splits), figures=FIGURE_LINKS)) == []
+    original = full_report(with_splits, figures=FIGURE_LINKS)
+    assert literal_numbers(original, full_report(perturb(with_splits), figures=FIGURE_LINKS)) == []
 
 
 def test_results_written_before_the_pool_was_recorded_state_no_count(results) -> None:
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "distinct inputs in turn" not in text and "Your requests end to end" not in text

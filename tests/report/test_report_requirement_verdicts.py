@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from report_fixtures import FIGURE_LINKS
+from report_fixtures import FIGURE_LINKS, full_report
 
 from planner.advice import evaluate, load_requirements
 from planner.codec import to_data
-from planner.report import render_markdown
 
 # What a quick run measures: a median from 12 samples, too few for a p95 (which needs 128).
 _QUICK = {"latency_ms": {"p50_ms": 20.0, "p95_ms": None, "samples": 12}, "peak_memory_bytes": 300 << 20}
@@ -32,7 +31,7 @@ def _summary(text: str) -> str:
 
 
 def test_a_p95_the_user_asked_for_but_not_measured_is_not_judged(results) -> None:
-    text = render_markdown(_with_checks(results, {"latency_ms": 50, "latency_percentile": "p95"}),
+    text = full_report(_with_checks(results, {"latency_ms": 50, "latency_percentile": "p95"}),
                            figures=FIGURE_LINKS)
     summary = _summary(text)
     assert "it meets latency" not in summary
@@ -46,7 +45,7 @@ def test_a_p95_the_user_asked_for_but_not_measured_is_not_judged(results) -> Non
 
 def test_the_planner_default_p95_judged_on_p50_says_so_wherever_it_is_shown(results) -> None:
     # Only the latency is stated: the percentile is the planner's default, judged on the median it measured.
-    text = render_markdown(_with_checks(results, {"latency_ms": 50}), figures=FIGURE_LINKS)
+    text = full_report(_with_checks(results, {"latency_ms": 50}), figures=FIGURE_LINKS)
     summary = _summary(text)
     assert "it meets latency" not in summary
     assert "latency < 50 ms p95 (judged on p50: p95 was not measured" in summary
@@ -61,16 +60,16 @@ def test_a_check_met_at_its_target_is_still_plainly_met(results, status) -> None
     if status is not None:  # an older results.json may carry no status: its `met` decides
         check["status"] = status
     results["requirement_checks"] = [check]
-    text = render_markdown(results, figures=FIGURE_LINKS)
+    text = full_report(results, figures=FIGURE_LINKS)
     assert "it meets memory < 1 GiB" in _summary(text)
     assert "Every checked requirement is met." in text
 
 
 def test_the_reproduce_command_gives_back_the_percentile_the_user_set(results) -> None:
-    text = render_markdown(_with_checks(results, {"latency_ms": 50, "latency_percentile": "p99"}), figures=FIGURE_LINKS)
+    text = full_report(_with_checks(results, {"latency_ms": 50, "latency_percentile": "p99"}), figures=FIGURE_LINKS)
     command = next(line for line in text.splitlines() if line.startswith("planner plan --model"))
     assert "--latency-percentile p99" in command and "--latency-ms 50" in command
     # The planner's own default is not a flag the user gave: it is not written back as one.
-    text = render_markdown(_with_checks(results, {"latency_ms": 50}), figures=FIGURE_LINKS)
+    text = full_report(_with_checks(results, {"latency_ms": 50}), figures=FIGURE_LINKS)
     command = next(line for line in text.splitlines() if line.startswith("planner plan --model"))
     assert "--latency-percentile" not in command

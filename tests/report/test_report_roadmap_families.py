@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from planner.report.markdown import render_markdown
+from report_fixtures import full_report
 
 
 def _phase1(md: str) -> str:
@@ -17,7 +17,7 @@ def test_a_second_setting_of_one_runtime_is_folded_under_the_fastest(results: di
     slower.update(label="onnxruntime all 1t", speedup=1.1)
     slower["latency_ms"] = {**slower["latency_ms"], "p50_ms": ort["latency_ms"]["p50_ms"] * 1.2}
     results["candidates"].append(slower)
-    phase1 = _phase1(render_markdown(results))
+    phase1 = _phase1(full_report(results))
     steps = [line.split("**")[1] for line in phase1.splitlines() if line[:1].isdigit()]
     assert [s for s in steps if s.startswith("onnxruntime")] == ["onnxruntime all 2t"]
     also = next(line for line in phase1.splitlines() if line.startswith("- Also measured here"))
@@ -27,4 +27,4 @@ def test_a_second_setting_of_one_runtime_is_folded_under_the_fastest(results: di
 
 
 def test_one_setting_per_family_folds_nothing(results: dict) -> None:
-    assert "other settings of the same runtime and precision" not in _phase1(render_markdown(results))
+    assert "other settings of the same runtime and precision" not in _phase1(full_report(results))

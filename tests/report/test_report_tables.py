@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from report_fixtures import full_report
 from test_report_interaction import _pair
 
-from planner.report.markdown import render_markdown
 from planner.report.tables import extra_tables_markdown
 
 
@@ -19,4 +19,4 @@ def test_the_interaction_table_reads_as_in_the_report(results: dict) -> None:
     assert "| align channels to 8 (exact) | 50 ms (4x) | 20 ms (10x) |" in tables
     assert "**1.25**: amplify" in tables
     section = [line for line in tables.splitlines() if line.startswith("|")]
-    assert all(line in render_markdown(results) for line in section)
+    assert all(line in full_report(results) for line in section)

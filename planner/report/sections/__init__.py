@@ -24,14 +24,15 @@ from planner.report.sections import (
     requirements,
     roadmap,
     run_warnings,
+    shortlist,
     summary,
 )
 
 Section = Callable[[ReportData], list[str]]
 """A section renders its own heading (at level 2) and body as Markdown lines."""
 
-DECISION: tuple[Section, ...] = (summary.render, roadmap.render)
-"""What to do: the Summary (one screen) and the Roadmap, at the top of the report."""
+DECISION: tuple[Section, ...] = (summary.render, shortlist.render, roadmap.render)
+"""What to do: the Summary (one screen), the shortlist of the fastest and the Roadmap: report.md."""
 
 APPENDIX: tuple[Section, ...] = (
     requirements.render, hardware.render, baseline.render, bottlenecks.render, findings.render,
@@ -39,7 +40,7 @@ APPENDIX: tuple[Section, ...] = (
     device_targets.render, predictions.render, budget.render, run_warnings.render,
     environment.render, reproduce.render,
 )
-"""The evidence, in report order: the report demotes each heading one level under `## Appendix`."""
+"""The evidence, in report order: evidence.md, which report.md links to section by section."""
 
 SECTIONS: tuple[Section, ...] = DECISION + APPENDIX
 """Every section in report order."""

@@ -312,134 +312,274 @@ def _finding_step(finding: Finding) -> Step:
                 "re-run the planner on the changed model to measure it")
 
 
+_KINDS = ("none", "exact", "reduced-precision", "approximate", "structural")
+"""The kinds of change a step makes, in the order they stack: the runtime first, then exact rewrites, precision,
+approximations, redesigns (planner.plugins.Arithmetic)."""
+
+_KIND_WORDS = {"none": "Run it on the fastest runtime and settings", "exact": "Rewrite the model exactly",
+               "reduced-precision": "Compute in a lower precision", "approximate": "Compress the model",
+               "structural": "Redesign the architecture"}
+
+
+def _kind(cand: CandidateResult) -> str:
+    arithmetic = cand.declared.arithmetic if cand.declared is not None else ""
+    if arithmetic == "none" and _transforms_model(cand):
+        return "exact"
+    if arithmetic in _KINDS:
+        return arithmetic
+    return "none" if cand.precision in ("fp32", "") else "reduced-precision"
+
+
+def _stacks(cand: CandidateResult) -> bool:
+    """Whether the change is to the model itself, so it stacks on whatever runtime the steps before chose (its
+    own measurement ran on its plugin's runtime, so the combination is a projection)."""
+    return _transforms_model(cand)
+
+
 @dataclass(frozen=True)
-class _Phase:
-    steps: list[Step]
-    also: list[str]  # what else was measured in the phase, one clause per kind
-    unmeasured: list[str]  # plan steps this run did not measure
-    more_findings: list[str]  # findings past the phase's steps
+class Landing:
+    """Where the model would be after a step, with the steps before it: p50, speedup, and whether it was measured."""
+
+    p50_ms: float
+    speedup: float | None
+    measured: bool
+    basis: str = ""
+
+    def words(self, energy: str = "") -> str:
+        """'lands at p50 143 ms, 1.45x the baseline's speed (measured)' or '... (projection: ...)'; `energy` is the
+        measured J/inference phrase to put beside a measured p50."""
+        speed = f", {fmt.speedup(self.speedup)} the baseline's speed" if self.speedup is not None else ""
+        how = f"{energy.lstrip(', ')}, measured" if energy else "measured"
+        how = how if self.measured else f"projection, not measured: {self.basis}"
+        return f"lands at p50 {fmt.ms(self.p50_ms)}{speed} ({how})"
+
+
+@dataclass
+class RoadStep:
+    """One step of the road: its lead candidate, the alternatives folded into it and where it lands."""
+
+    phase: int
+    kind: str
+    lead: CandidateResult
+    alternatives: list[CandidateResult]
+    landing: Landing
+    meets: str = ""  # how it first meets the latency target ('' when it does not, or met before it)
+
+
+def _is_win(data: ReportData, cand: CandidateResult) -> bool:
+    return (cand.p50 is not None and (data.speedup_of(cand) or 0) > 1
+            and (cand.status in (Status.OK, Status.UNCONFIRMED) or _structural(cand)))
+
+
+def _latency_target(data: ReportData) -> tuple[float | None, str]:
+    reqs = data.run.requirements
+    if reqs is None or reqs.latency_ms is None:
+        return None, ""
+    return float(reqs.latency_ms), str(reqs.latency_percentile)
+
+
+def _meets(data: ReportData, landing: Landing, lead: CandidateResult) -> str:
+    target, pct = _latency_target(data)
+    if target is None or landing.p50_ms >= target:
+        return ""
+    tail = lead.latency_ms.p95_ms if lead.latency_ms is not None and landing.measured else None
+    said = f"< {fmt.ms(target)} {pct}"
+    if pct != "p50" and tail is None:
+        return f"the first step under the latency target ({said}) at p50; its {pct} was not measured"
+    if pct != "p50" and tail is not None and tail >= target:
+        return ""
+    return f"the first step that meets the latency target ({said})" + ("" if landing.measured else ", if it holds")
+
+
+def road(data: ReportData) -> tuple[list[RoadStep], list[CandidateResult]]:
+    """The roadmap's steps in order, and the winning candidates that are no step (slower than where the steps
+    before already land). A step is one kind of change in one phase; its fastest candidate leads, the best of
+    each other runtime folds in as an alternative."""
+    wins = [c for c in ordered(data) if not data.is_reference_cand(c) and _is_win(data, c)]
+    groups: dict[tuple[int, str], list[CandidateResult]] = {}
+    for cand in sorted(wins, key=lambda c: c.p50 or 0.0):
+        groups.setdefault((candidate_phase(data, cand), _kind(cand)), []).append(cand)
+    base = data.base_ms
+    here = Landing(base, 1.0, True) if base is not None else None
+    steps: list[RoadStep] = []
+    not_steps: list[CandidateResult] = []
+    met = False
+    for key in sorted(groups, key=lambda k: (k[0], _KINDS.index(k[1]))):
+        group = groups[key]
+        # An unconfirmed candidate leads only where nothing confirmed is in its group: check it on your data first.
+        confirmed = [c for c in group if c.status != Status.UNCONFIRMED]
+        lead = (confirmed or group)[0]
+        seen = {family(lead)}
+        alternatives = []
+        for cand in group:
+            if cand is not lead and family(cand) not in seen and (_declared_runtime(cand) or cand.plugin) != (
+                    _declared_runtime(lead) or lead.plugin):
+                seen.add(family(cand))
+                alternatives.append(cand)
+        speed = data.speedup_of(lead)
+        if here is None or lead.p50 is None:
+            continue
+        if _stacks(lead) and steps and speed:
+            landing = Landing(here.p50_ms / speed, (here.speedup or 1.0) * speed, False,
+                              f"its {fmt.speedup(speed)} on {_declared_runtime(lead) or 'its runtime'} applied to "
+                              "the step before")
+        elif lead.p50 < here.p50_ms:
+            landing = Landing(lead.p50, speed, True)
+        else:
+            not_steps += group
+            continue
+        step = RoadStep(key[0], key[1], lead, alternatives, landing)
+        if not met:
+            step.meets = _meets(data, landing, lead)
+            met = bool(step.meets)
+        steps.append(step)
+        here = landing
+    return steps, not_steps
+
+
+def _step_lines(data: ReportData, number: int, step: RoadStep) -> list[str]:
+    lead = step.lead
+    source = data.run.energy_source
+    energy = (f", {energy_view.cell_phrase(lead)}" if source is not None and source.available and step.landing.measured
+              else "")
+    head = f"{number}. **{label(lead)}** — {_KIND_WORDS[step.kind].lower()}; {step.landing.words(energy)}"
+    if lead is data.best_cand:
+        head += ", the decision above"
+    if lead.status == Status.UNCONFIRMED:
+        head += "; check it on your data first (not established on these samples)"
+    if step.meets:
+        head += f". **This is {step.meets}**"
+    lines = [head + "."]
+    if step.alternatives:
+        lines.append("   - Or: " + "; ".join(
+            f"{label(c)}, {fmt.speedup(data.speedup_of(c))}"
+            + (" (not established on these samples: check it on your data first)"
+               if c.status == Status.UNCONFIRMED else "") for c in step.alternatives) + ".")
+    lines.append(f"   - Effort: {effort(lead, step.phase)}. Risk: {accuracy_risk(lead)}.")
+    together = [t for t in (together_text(data, p) for p in data.run.interactions if p.architecture == label(lead))
+                if t]
+    if together:
+        lines.append(f"   - Measured together {together[0]}.")
+    lines.append(f"   - Apply: {_apply(data, lead)}. Check: {_check(data, lead)}.")
+    return lines
+
+
+def _phase_extras(data: ReportData, phase: int, steps: list[RoadStep], not_steps: list[CandidateResult]) -> list[str]:
+    """What else the phase measured or planned, named once: slower than the road, not faster than the baseline,
+    rejected, did not run, and the plan's steps this run did not measure."""
+    measured = [c for c in ordered(data) if not data.is_reference_cand(c) and candidate_phase(data, c) == phase]
+    on_road = {id(s.lead) for s in steps} | {id(c) for s in steps for c in s.alternatives}
+    timed = [c for c in measured if c.p50 is not None and id(c) not in on_road]
+    extras = []
+    slower_road = [c for c in timed if c in not_steps]
+    if slower_road:
+        extras.append("slower than where the steps before land, so no step: " + _named(data, slower_road))
+    folded = [c for c in timed if _is_win(data, c) and c not in not_steps]
+    if folded:
+        extras.append("other settings of the steps above, slower than their lead: " + _named(data, folded))
+    slower = [c for c in timed if not _is_win(data, c) and (data.speedup_of(c) or 0) <= 1]
+    if slower:
+        extras.append("not faster than the baseline: " + _named(data, slower))
+    rejected = [c for c in timed if not _is_win(data, c) and c not in slower]
+    if rejected:
+        extras.append("rejected by the fidelity check: " + _named(data, rejected))
+    failed = [c for c in measured if c.p50 is None]
+    if failed:
+        extras.append("did not run: " + ", ".join(f"{label(c)} ({c.status})" for c in failed))
+    lines = []
+    if extras:
+        lines.append("- Also measured (every figure in Appendix › All candidates): " + "; ".join(extras) + ".")
+    exact = _exact_findings(data) if phase == 1 else []
+    if exact:
+        lines.append("- Exact rewrites the profile points to (the same outputs, no retraining; estimates, no gain "
+                     "measured here): " + "; ".join(exact) + ".")
+    listed = _finding_ids(data)
+    unmeasured = [_unmeasured_step(data, s) for s in data.plan_steps
+                  if step_phase(s) == phase and s.source not in listed and not step_measured(data, s)
+                  and step_applies(data, s)]
+    if unmeasured:
+        lines.append("- Not measured in this run: " + "; ".join(unmeasured) + ".")
+    return lines
 
 
 def _named(data: ReportData, cands: list[CandidateResult]) -> str:
     return ", ".join(f"{label(c)} ({fmt.speedup(data.speedup_of(c))})" for c in cands)
 
 
-def _phase(data: ReportData, phase: int) -> _Phase:
-    """The phase's steps (measured wins, one per family; in Phase 3 then the findings), capped at MAX_STEPS,
-    and everything else the phase measured or planned, named once."""
-    measured = [c for c in ordered(data) if not data.is_reference_cand(c) and candidate_phase(data, c) == phase]
-    timed = [c for c in measured if c.p50 is not None]
-    # A win is faster than the baseline and either passed, waits on real data, or is a redesign (speed only).
-    wins = [c for c in timed if (data.speedup_of(c) or 0) > 1
-            and (c.status in (Status.OK, Status.UNCONFIRMED) or _structural(c))]
-    if phase == 3:
-        # Every redesign is speed-only and unranked: the largest measured gain leads.
-        wins.sort(key=lambda c: -(data.speedup_of(c) or 0))
-    leaders = {family(c): c for c in reversed(wins)}
-    shown = [c for c in wins if leaders[family(c)] is c]
-    folded = [c for c in wins if c not in shown]
-    steps = [_candidate_step(data, c, phase) for c in shown]
-    if phase == 3:
-        # A redesign measured only beside a hardware candidate (no candidate row of its own) is a step too.
-        labels = {label(c) for c in data.run.candidates}
-        steps += [_interaction_only_step(data, p) for p in data.run.interactions
-                  if p.needs_retraining and p.architecture not in labels]
-    findings = data.sorted_findings if phase == 3 else []
-    shown_steps = len(steps)
-    steps += [_finding_step(f) for f in findings]
-    also = []
-    beyond = shown[MAX_STEPS:]
-    # A faster candidate the fidelity check could not establish is named as such, never as a plain win.
-    pending = [c for c in beyond if c.status == Status.UNCONFIRMED]
-    if [c for c in beyond if c not in pending]:
-        also.append("also faster: " + _named(data, [c for c in beyond if c not in pending]))
-    if pending:
-        also.append("also faster, but not established on real data (check on your data first): "
-                    + _named(data, pending))
-    if folded:
-        also.append("other settings of the same runtime and precision, slower than the step above them: "
-                    + _named(data, folded))
-    slower = [c for c in timed if c not in wins and (data.speedup_of(c) or 0) <= 1]
-    if slower:
-        also.append("not faster than the baseline, so not worth deploying here: " + _named(data, slower))
-    rejected = [c for c in timed if c not in wins and c not in slower]
-    if rejected:
-        also.append("rejected by the fidelity check: " + _named(data, rejected))
-    failed = [c for c in measured if c.p50 is None]
-    if failed:
-        also.append("did not run: " + ", ".join(f"{label(c)} ({c.status})" for c in failed))
-    # A plan step made from a finding is listed with the finding itself (Phase 3), not twice.
-    listed = _finding_ids(data)
-    unmeasured = [_unmeasured_step(data, s) for s in data.plan_steps
-                  if step_phase(s) == phase and s.source not in listed and not step_measured(data, s)
-                  and step_applies(data, s)]
-    more = [f"{f.title or f.id} ({impact_text(f)})" for f in findings[max(0, MAX_STEPS - shown_steps):]]
-    return _Phase(steps[:MAX_STEPS], also, unmeasured, more)
+def _exact_finding(data: ReportData, finding: Finding) -> bool:
+    """Whether the plan answers the finding with an exact rewrite (the candidates of its plan step's plugins keep
+    the arithmetic: padded channels, folded BatchNorm): no retraining, so it is no redesign."""
+    plugins = {p for s in data.plan_steps if s.source == f"finding:{finding.id}" for p in step_plugins(s)}
+    cands = [c for c in data.run.candidates if c.plugin in plugins]
+    return bool(cands) and all(_kind(c) == "exact" for c in cands)
 
 
-def _phase_lines(data: ReportData, number: int) -> list[str]:
-    lines = [f"### Phase {number}: {_PHASE_TITLES[number]}", ""]
-    part = _phase(data, number)
-    for i, step in enumerate(part.steps, 1):
-        lines += step.lines(i)
-    if part.also:
-        lines.append("- Also measured here (every figure under Appendix › All candidates): "
-                     + "; ".join(part.also) + ".")
-    if part.more_findings:
+def _exact_findings(data: ReportData) -> list[str]:
+    """The findings an exact rewrite answers, in words for Phase 1 (none measured a gain here)."""
+    return [f"{f.title or f.id} ({impact_text(f)}): {f.advice.rstrip('.') or 'change the layers it names'}"
+            for f in data.sorted_findings if _exact_finding(data, f)]
+
+
+def _finding_lines(data: ReportData, number: int) -> list[str]:
+    """The profile's architecture findings: estimates, never landed on; the first MAX_STEPS, the rest named."""
+    findings = [f for f in data.sorted_findings if not _exact_finding(data, f)]
+    lines = []
+    for i, finding in enumerate(findings[:MAX_STEPS]):
+        step = _finding_step(finding)
+        lines += step.lines(number + i)
+    if findings[MAX_STEPS:]:
         lines.append("- More findings, estimates not measured (Appendix › Architecture findings): "
-                     + "; ".join(part.more_findings) + ".")
-    if part.unmeasured:
-        lines.append("- Not measured in this run: " + "; ".join(part.unmeasured) + ".")
-    if len(lines) == 2:
-        why = "" if data.run.candidates else f" ({data.missing('measuring candidates')})"
-        lines.append({1: f"- No quick win was measured in this run{why}.",
-                      2: "- Not measured in this run: no calibration, quantization or compression candidate was "
-                         f"planned or ran{why}.",
-                      3: "- The architecture lint suggested no change."}[number])
-    return lines + [""]
+                     + "; ".join(f"{f.title or f.id} ({impact_text(f)})" for f in findings[MAX_STEPS:]) + ".")
+    return lines
 
 
-def _combined(data: ReportData) -> list[str]:
-    lines = ["### Combined effect", ""]
-    best = data.best_cand
+def _landings(data: ReportData, steps: list[RoadStep]) -> list[str]:
+    """Where the phases together land: each phase's last step, measured or projected, and the target."""
+    lines = ["### Where the steps land", ""]
     base = data.base_ms
-    if best is not None and not data.is_reference_cand(best):
-        lines.append(f"- Measured: **{label(best)}** alone runs at p50 {fmt.ms(best.p50)} against "
-                     f"{fmt.ms(base)} for the baseline, {fmt.speedup(data.speedup_of(best))} the baseline's speed.")
-        start_label = label(best)
-    else:
-        others = [c for c in data.run.candidates if not data.is_reference_cand(c)]
-        lines.append(("- Measured: no candidate beat the baseline in this run" if others else
-                      f"- Measured: no optimized candidate ({data.missing('measuring candidates')})")
-                     + (f"; baseline p50 {fmt.ms(base)}." if base is not None else "."))
-        start_label = "the baseline"
-    together = [(p, cell) for p in data.run.interactions if (cell := _combined_cell(p)) is not None]
-    if together:
-        # The pair that gained most together; the Appendix's interaction section has every pair.
-        pair, _ = max(together, key=lambda pc: pc[1].speedup or 0.0)
-        retrain = " (speed only: accuracy unknown until retrained)" if pair.needs_retraining else ""
-        lines.append(f"- Measured together in the interaction step: **{pair.architecture}**{retrain} "
-                     f"{together_text(data, pair)}.")
-    findings = data.sorted_findings
-    redesign_measured = any(p.needs_retraining for p, _ in together)
-    if findings and not redesign_measured and (best is not None or base is not None):
-        # No p50 is projected from a finding: its impact is a share of FLOPs, time or memory the
-        # pattern touches, not a saving, and optimizations interact.
-        title = findings[0].title or findings[0].id
-        lines.append(f"- Estimate: the largest architectural lever is *{title}* "
-                     f"({impact_text(findings[0])}). Its effect on {start_label} is not projected: "
-                     "re-run the planner on the redesigned model to measure it.")
-    lines.append("- Steps marked *not measured in this run* are not included in any number above.")
+    if base is not None:
+        lines.append(f"- Today: p50 {fmt.ms(base)} (the baseline, measured).")
+    for phase in PHASES:
+        last = [s for s in steps if s.phase == phase]
+        if last:
+            lines.append(f"- After Phase {phase}: {last[-1].landing.words()}.")
+    target, pct = _latency_target(data)
+    if target is not None:
+        first = next((s for s in steps if s.meets), None)
+        lines.append(f"- Latency target < {fmt.ms(target)} {pct}: "
+                     + (f"first reached by **{label(first.lead)}**." if first is not None
+                        else "no measured step reaches it; the architecture findings are estimates, not "
+                             "projected."))
+    lines.append("- Steps marked *not measured in this run* are in no number above.")
     return lines + [""]
 
 
 def render(data: ReportData) -> list[str]:
-    """The Roadmap section."""
+    """The Roadmap section: the steps in order, each building on the ones before, then where they land."""
     lines = ["## Roadmap", ""]
     if data.run.baseline is None and not data.run.candidates:
         return lines + [f"Roadmap: {data.missing('profiling the baseline')}.", ""]
-    lines += ["*The steps to take, in order, at most three per phase, each with its measured gain, effort and "
-              "accuracy risk; near-duplicate settings fold into their best.*", ""]
-    for number in PHASES:
-        lines += _phase_lines(data, number)
-    return lines + _combined(data)
+    lines += ["*Each step builds on the steps before it and says where the model lands after it; alternatives "
+              "for the same step are folded into it. A landing is measured, or labelled a projection.*", ""]
+    steps, not_steps = road(data)
+    number = 1
+    for phase in PHASES:
+        heading_at = len(lines)
+        lines += [f"### Phase {phase}: {_PHASE_TITLES[phase]}", ""]
+        mine = [s for s in steps if s.phase == phase]
+        for step in mine:
+            lines += _step_lines(data, number, step)
+            number += 1
+        if phase == 3:
+            found = _finding_lines(data, number)
+            number += sum(1 for line in found if line[:1].isdigit())
+            lines += found
+        extras = _phase_extras(data, phase, steps, not_steps)
+        lines += extras
+        if len(lines) == heading_at + 2:
+            why = "" if data.run.candidates else f" ({data.missing('measuring candidates')})"
+            lines.append({1: f"- No quick win was measured in this run{why}.",
+                          2: f"- No quantization or compression candidate was planned or ran{why}.",
+                          3: "- The architecture lint suggested no change."}[phase])
+        lines.append("")
+    return lines + _landings(data, steps)

@@ -14,7 +14,7 @@ from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
 from planner.results import CandidateResult, Status, energy_view, fidelity_view
 from planner.results.analysis import Severity
-from planner.results.decisions import CheckStatus, RequirementCheck
+from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus, RequirementCheck
 from planner.results.view import (
     check_on_your_data,
     generated_pass_caution,
@@ -304,6 +304,78 @@ def render(data: ReportData) -> list[str]:
     items = _decision(data) if data.run.baseline is not None or data.run.candidates else []
     items += [_requirements_sentence(data), *_commands(data), _next(data), *_budget(data), *_warnings(data)]
     lines += [f"- {item}" for item in items] + [""]
-    if data.run.quick:
-        lines += ["*Quick mode: fewer samples and smaller sweeps than a full run.*", ""]
     return lines
+
+
+def _tail(cand: CandidateResult) -> str:
+    lat = cand.latency_ms
+    if lat is None:
+        return ""
+    if lat.p95_ms is not None:
+        return f", p95 {fmt.ms(lat.p95_ms)}"
+    return f" (p95 not measured: {fmt.number(lat.samples)} samples)"
+
+
+def _set_by(check: RequirementCheck) -> str:
+    """' (a default: you set none)' after a target the user did not state."""
+    return "" if check.source in (SOURCE_FLAG, SOURCE_FILE) else " (the planner's default: you set none)"
+
+
+def _would_meet(data: ReportData, missed: list[RequirementCheck]) -> str:
+    """What would meet a missed latency target: a faster measured candidate (with why it is not shipped), else the
+    next step not measured here, else the profile's biggest architectural lever (an estimate)."""
+    latency = next((c for c in missed if c.name == "latency"), None)
+    if latency is None:
+        return ""
+    reqs = data.run.requirements
+    target = reqs.latency_ms if reqs is not None else None
+    best = data.best_cand
+    if target is not None:
+        faster = sorted((c for c in data.run.candidates if c.p50 is not None and c.p50 < target and c is not best),
+                        key=lambda c: c.p50 or 0.0)
+        if faster:
+            cand = faster[0]
+            why = {Status.UNCONFIRMED: "not established on these samples", Status.REJECTED: "rejected by the "
+                   "fidelity check"}.get(cand.status, "")
+            return (f" {label(cand)} measured p50 {fmt.ms(cand.p50)}" + (f" but was {why}" if why else "") + ".")
+    remaining = [s for s in data.plan_steps if not step_measured(data, s) and step_applies(data, s)
+                 and step_plugins(s)]
+    if remaining:
+        return (f" Nothing measured meets it; next to try: {remaining[0].title or 'the next planned step'} "
+                "(not measured in this run).")
+    findings = [f for f in data.sorted_findings if f.severity != Severity.INFO]
+    if findings:
+        return f" Nothing measured meets it; the profile points to a redesign: {findings[0].title or findings[0].id}."
+    return " Nothing measured meets it."
+
+
+def headline(data: ReportData) -> str:
+    """The decision in one paragraph, first in the report: what to ship, its p50 and tail, its speedup, what it
+    risks, whether the targets are met, and what would meet them."""
+    best = data.best_cand
+    if best is None or data.is_reference_cand(best):
+        base = data.base_ms
+        return ("**Keep the model as it is**: no measured candidate both beat the baseline"
+                + (f" (p50 {fmt.ms(base)})" if base is not None else "") + " and passed the fidelity check.")
+    speed = fmt.speedup(data.speedup_of(best))
+    side = " (timed side by side)" if best.confirmation is not None and best.confirmation.baseline_p50_ms else ""
+    words = [f"**Ship {label(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
+    fid = best.fidelity
+    facts = fidelity_view.facts(fid) if fid is not None else []
+    same = (best.declared.arithmetic == "none" if best.declared is not None else best.precision in ("fp32", ""))
+    risk = "the same arithmetic as the original" if same else f"computed in {best.precision or 'lower precision'}"
+    if facts:
+        words.append(f"risk: {risk}, {facts[0]} over {fmt.number(fid.samples)} "
+                     + ("generated inputs" if "generated inputs" in fid.decided_by else "samples"))
+    found, _ = requirements.checks(data)
+    missed = [c for c in found if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)]
+    if missed:
+        names = "; ".join(f"{requirements.name_of(c)} {requirements.value_text(requirements.name_of(c), c.target)}"
+                          f"{_set_by(c)}" for c in missed)
+        words.append(f"it misses {names}.{_would_meet(data, missed)}")
+    elif found:
+        unjudged = [requirements.name_of(c) for c in found if not requirements.fully_met(c)]
+        defaults = all(c.source not in (SOURCE_FLAG, SOURCE_FILE) for c in found)
+        met = "meets every target" + (" (the planner's defaults: you set none)" if defaults else "")
+        words.append(met + (f" judged here; not judged: {', '.join(unjudged)}." if unjudged else "."))
+    return "; ".join(words[:-1]) + "; " + words[-1] if len(words) > 1 else words[0] + "."
