@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import FIGURE_LINKS, full_report, section
 
+from planner.report.markdown import anchor, render_evidence, render_markdown
 from planner.results import BudgetRecord, Declared, Deployment, PlanResults, Status, read_results
 from planner.results.decisions import CheckStatus
 from planner.results.interaction import Interaction, InteractionCell
@@ -75,13 +76,17 @@ def _with_redesign(results: PlanResults, *, alone: float, retimed_alone: float, 
     return dataclasses.replace(results, candidates=(*results.candidates, redesign), interactions=(pair,))
 
 
-def test_the_summary_fits_one_screen_and_the_decision_sixty_lines(example) -> None:
-    md = full_report(example, figures=FIGURE_LINKS)
-    summary, roadmap = section(md, "Summary"), section(md, "Roadmap")
+def test_the_report_is_the_decision_in_two_hundred_lines_opening_with_what_to_ship(example) -> None:
+    md = render_markdown(example, figures=FIGURE_LINKS)
+    assert len(md.splitlines()) <= 200
+    summary = section(md, "Summary")
     assert _lines(summary) <= 20
-    assert _lines(summary) + _lines(roadmap) <= 60
-    # The Roadmap comes right after the Summary.
-    assert [line for line in md.splitlines() if line.startswith("## ")][:2] == ["## Summary", "## Roadmap"]
+    assert [line for line in md.splitlines() if line.startswith("## ")] == [
+        "## Summary", "## The fastest candidates", "## Roadmap", "## Evidence"]
+    first = md.split("\n\n")[1]
+    best = example.best
+    assert first.startswith(f"**Ship {best.label}**: p50 73.2 ms") and "2.92x the baseline's speed" in first
+    assert "it misses latency < 50 ms p95" in first
 
 
 def test_the_summary_states_the_decision_gain_risk_and_requirements(example) -> None:
@@ -108,19 +113,27 @@ def test_a_requirement_is_said_as_its_status_and_never_met_unless_it_is(example,
     assert f"| {words} |" in row
 
 
-def test_each_phase_lists_at_most_three_steps_and_names_the_rest_once(example) -> None:
+def test_a_phase_is_steps_that_build_on_each_other_with_alternatives_folded_in(example) -> None:
     md = full_report(example, figures=FIGURE_LINKS)
     phases = _phases(md)
-    assert all(len(_steps(body)) <= 3 for body in phases.values())
-    # Phase 1 measured five runtime families faster than the baseline: three are steps, the others named once.
-    assert len(_steps(phases[1])) == 3
-    also = next(line for line in phases[1].splitlines() if line.startswith("- Also measured here"))
-    assert "also faster: torch cpu fp32 2t channels_last compile (1.44x), onnxruntime all seq 2t (1.4x)" in also
-    assert "other settings of the same runtime and precision" in also and "onnxruntime defaults (1.32x)" in also
-    for step in _steps(phases[1]):
-        assert "x the baseline's speed (p50 " in step and "Effort: " in step and "Accuracy risk: " in step
-    applies = [line for line in phases[1].splitlines() if line.startswith("   - Apply: ")]
-    assert len(applies) == 3 and all("Check: " in line for line in applies)
+    # Phase 1 measured several runtimes for one change (the runtime and its settings): one step, the other runtimes
+    # folded into it as alternatives, every other setting named once.
+    steps = _steps(phases[1])
+    assert "run it on the fastest runtime and settings; lands at p50 " in steps[0] and "(measured)" in steps[0]
+    # A lower precision is the next step, on top of it, and lands faster.
+    assert len(steps) == 2 and "compute in a lower precision; lands at p50 78.2 ms" in steps[1]
+    lines = phases[1].splitlines()
+    alternatives = next(line for line in lines if line.startswith("   - Or: "))
+    assert "torch cpu fp32 2t channels_last compile, 1.44x" in alternatives
+    also = next(line for line in lines if line.startswith("- Also measured"))
+    assert "onnxruntime defaults (1.32x)" in also
+    assert any(line.startswith("   - Effort: ") and "Risk: " in line for line in lines)
+    assert any(line.startswith("   - Apply: ") and "Check: " in line for line in lines)
+    # Where the phases land, and that no step reaches the latency target.
+    landing = section(md, "Roadmap").split("### Where the steps land", 1)[1]
+    assert "- Today: p50 214 ms (the baseline, measured)." in landing
+    assert "- After Phase 2: lands at p50 73.2 ms, 2.92x the baseline's speed (measured)." in landing
+    assert "- Latency target < 50 ms p95: no measured step reaches it" in landing
 
 
 def test_a_faster_candidate_past_the_steps_that_is_not_established_is_named_as_such(example) -> None:
@@ -129,23 +142,27 @@ def test_a_faster_candidate_past_the_steps_that_is_not_established_is_named_as_s
     cands = tuple(dataclasses.replace(c, status=Status.UNCONFIRMED, reason="not established on real data: cannot "
                                       "judge") if c.label == target else c for c in example.candidates)
     md = full_report(dataclasses.replace(example, candidates=cands), figures=FIGURE_LINKS)
-    also = next(line for line in _phases(md)[1].splitlines() if line.startswith("- Also measured here"))
-    assert "also faster: torch cpu fp32 2t channels_last compile (1.44x);" in also
-    assert f"also faster, but not established on real data (check on your data first): {target} (1.4x)" in also
+    phase = _phases(md)[1]
+    assert target not in "".join(_steps(phase))
+    alternatives = next(line for line in phase.splitlines() if line.startswith("   - Or: "))
+    assert f"{target}, 1.4x (not established on these samples: check it on your data first)" in alternatives
 
 
-def test_every_evidence_section_sits_under_the_appendix(example) -> None:
-    md = full_report(example, figures=FIGURE_LINKS)
-    assert [line for line in md.splitlines() if line.startswith("## ")] == ["## Summary", "## Roadmap",
-                                                                            "## Appendix"]
-    appendix = md.split("\n## Appendix\n", 1)[1]
-    evidence = [line[4:] for line in appendix.splitlines() if line.startswith("### ")]
-    assert all(name in evidence for name in EVIDENCE)
-    # Their own subsections went down a level with them.
-    assert "#### Measurement conditions" in appendix or "Measurement conditions: not audited" in appendix
-    assert "#### Configuration in force" in appendix
-    before = md.split("\n## Appendix\n", 1)[0]
-    assert not any(f"### {name}\n" in before for name in EVIDENCE)
+def test_every_evidence_section_is_in_evidence_md_and_linked_from_the_report(example) -> None:
+    report, evidence = render_markdown(example, figures=FIGURE_LINKS), render_evidence(example, figures=FIGURE_LINKS)
+    sections = [line[3:] for line in evidence.splitlines() if line.startswith("## ")]
+    assert all(name in sections for name in EVIDENCE)
+    assert "### Measurement conditions" in evidence or "Measurement conditions: not audited" in evidence
+    assert "### Configuration in force" in evidence
+    assert not any(f"## {name}\n" in report for name in EVIDENCE)
+    links = section(report, "Evidence")
+    assert all(f"[{name}](evidence.md#{anchor(name)})" in links for name in EVIDENCE)
+    assert "(evidence.md#all-candidates)" in anchor_check(report)
+
+
+def anchor_check(report: str) -> str:
+    """The report's links into evidence.md, one per line."""
+    return "\n".join(re.findall(r"\(evidence\.md#[\w-]+\)", report))
 
 
 def test_without_a_package_the_summary_says_so_and_gives_the_bench_line(example) -> None:
@@ -169,14 +186,14 @@ def test_the_winners_package_gives_the_deploy_and_verify_commands(example) -> No
     # Each step with a package is applied and checked through it; the others by their settings and bench line.
     phases = _phases(md)
     step1 = phases[1].splitlines()
-    at = next(i for i, line in enumerate(step1) if line.startswith(f"1. **{phase1}**"))
-    assert "`python deploy/phase-1/run.py`" in step1[at + 1]
-    assert "Check: `planner verify deploy/phase-1`." in step1[at + 1]
+    at = next(i for i, line in enumerate(step1) if line.startswith(f"2. **{phase1}**"))
+    apply = next(line for line in step1[at:] if line.startswith("   - Apply: "))
+    assert "`python deploy/phase-1/run.py`" in apply and "Check: `planner verify deploy/phase-1`." in apply
     winner = phases[2].splitlines()
-    at = next(i for i, line in enumerate(winner) if line.startswith(f"1. **{best.label}**"))
-    assert "the decision above" in winner[at] and "`planner verify deploy/winner`" in winner[at + 1]
-    other = next(line for line in step1 if line.startswith("   - Apply: run it") and "plugin measured it" in line)
-    assert "`planner bench` line (Appendix › Reproduce" in other
+    at = next(i for i, line in enumerate(winner) if line.startswith(f"3. **{best.label}**"))
+    apply = next(line for line in winner[at:] if line.startswith("   - Apply: "))
+    assert "the decision above" in winner[at] and "`planner verify deploy/winner`" in apply
+    assert "| `deploy/winner/` |" in section(md, "The fastest candidates")
 
 
 def test_a_package_that_could_not_be_written_says_why(example) -> None:
@@ -197,11 +214,10 @@ def test_a_budget_that_cut_something_is_one_summary_line_with_the_details_in_the
     # Each cut named by what it left out; the reasons stay in the Appendix.
     assert ("the 120 s budget (118 s spent) cut work: the interaction of align channels to 8 and onnxruntime int8 "
             "not measured; 2 leaders not confirmed with the full method. No number here stands for what it cut") in line
-    assert "12 s left" not in line and "which and why is under Appendix › Time budget" in line
+    assert "12 s left" not in line and "which and why is under [Time budget](evidence.md#time-budget)" in line
     details = section(md, "Time budget")
     assert "Budget 120 s; the plan took 118 s, from loading the model to writing the results." in details
     assert all(f"- {c}" in details for c in cut)
-    assert md.index("## Appendix") < md.index("### Time budget")
 
 
 def test_the_quick_plans_default_budget_says_it_was_not_the_users(example) -> None:
@@ -285,12 +301,10 @@ def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never
     md = full_report(results, figures=FIGURE_LINKS)
     roadmap = section(md, "Roadmap")
     step = next(line for line in _steps(_phases(md)[3]) if f"**{REDESIGN}**" in line)
-    assert step.startswith(f"1. **{REDESIGN}** — 20.9x the baseline's speed")
-    assert "70.9x" in step and "13.8x" not in roadmap and "architecture gain" not in roadmap
+    assert "projection, not measured: its 20.9x" in step
+    together = next(line for line in _phases(md)[3].splitlines() if line.startswith("   - Measured together"))
+    assert "70.9x" in together and "13.8x" not in roadmap and "architecture gain" not in roadmap
     assert f"Apply: change the model as measured: {REDESIGN}: 3x3 stacks, channels divisible by 8." in roadmap
-    combined = roadmap.split("### Combined effect", 1)[1]
-    assert "not projected" not in combined
-    assert f"- Measured together in the interaction step: **{REDESIGN}**" in combined and "70.9x" in combined
     # The Summary's next step is the measured redesign, by the same figure.
     assert f"**{REDESIGN}** measured 20.9x the baseline's speed" in section(md, "Summary")
     # The interaction table keeps its own cells (the factor needs all four from one step) and says which
@@ -302,6 +316,6 @@ def test_a_measured_redesign_has_one_figure_alone_and_its_combined_gain_is_never
 
 
 def test_without_a_measured_redesign_the_estimate_says_it_is_not_projected(example) -> None:
-    combined = section(full_report(example), "Roadmap").split("### Combined effect", 1)[1]
-    assert "is not projected: re-run the planner on the redesigned model" in combined
-    assert "Measured together" not in combined
+    landing = section(full_report(example), "Roadmap").split("### Where the steps land", 1)[1]
+    assert "the architecture findings are estimates, not projected" in landing
+    assert "Measured together" not in section(full_report(example), "Roadmap")

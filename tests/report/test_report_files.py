@@ -22,7 +22,7 @@ def test_writes_report_and_pngs(fixture_results, tmp_path) -> None:
     out = tmp_path / "run"
     path = render_report_files(fixture_results, out)
     assert path == out / "report.md"
-    text = path.read_text()
+    text = path.read_text() + (out / "evidence.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert sorted(links) == ["figures/candidates.png", "figures/latency.png",
                              "figures/roofline.png", "figures/throughput.png"]
@@ -93,7 +93,7 @@ def test_a_failing_figure_costs_only_that_figure(fixture_results, tmp_path, monk
 
     monkeypatch.setitem(figures._DRAW, "roofline", broken)
     path = render_report_files(fixture_results, tmp_path)
-    text = path.read_text()
+    text = (tmp_path / "evidence.md").read_text()
     assert ("*Roofline with the model's layers figure not drawn: ValueError: Data has no positive "
             "values, and therefore cannot be log-scaled.*") in text
     assert not (tmp_path / "figures" / "roofline.png").exists()
@@ -107,8 +107,8 @@ def test_odd_values_do_not_break_the_figures(results, tmp_path) -> None:
     results["candidates"][2]["throughput"][0]["samples_per_s"] = 0.0
     results["candidates"][1]["latency_ms"]["p99_ms"] = None
     results["ceilings"]["bandwidth_bytes_per_s"] = 0.0
-    path = render_report_files(results, tmp_path)
-    text = path.read_text()
+    render_report_files(results, tmp_path)
+    text = (tmp_path / "evidence.md").read_text()
     assert "![Latency distribution](figures/latency.png)" in text
     assert "*Roofline with the model's layers figure skipped: no layer has both FLOPs" in text
 

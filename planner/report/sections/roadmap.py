@@ -429,7 +429,7 @@ def road(data: ReportData) -> tuple[list[RoadStep], list[CandidateResult]]:
             not_steps += group
             continue
         step = RoadStep(key[0], key[1], lead, alternatives, landing)
-        if not met:
+        if not met and lead.status != Status.UNCONFIRMED:
             step.meets = _meets(data, landing, lead)
             met = bool(step.meets)
         steps.append(step)
@@ -571,6 +571,12 @@ def render(data: ReportData) -> list[str]:
             lines += _step_lines(data, number, step)
             number += 1
         if phase == 3:
+            # A redesign measured only beside a hardware candidate (no candidate row of its own) is a step too.
+            labels = {label(c) for c in data.run.candidates}
+            for pair in data.run.interactions:
+                if pair.needs_retraining and pair.architecture not in labels:
+                    lines += _interaction_only_step(data, pair).lines(number)
+                    number += 1
             found = _finding_lines(data, number)
             number += sum(1 for line in found if line[:1].isdigit())
             lines += found

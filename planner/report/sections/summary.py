@@ -370,7 +370,7 @@ def headline(data: ReportData) -> str:
     found, _ = requirements.checks(data)
     missed = [c for c in found if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)]
     if missed:
-        names = "; ".join(f"{requirements.name_of(c)} {requirements.value_text(requirements.name_of(c), c.target)}"
+        names = " and ".join(f"{requirements.name_of(c)} {requirements.value_text(requirements.name_of(c), c.target)}"
                           f"{_set_by(c)}" for c in missed)
         words.append(f"it misses {names}.{_would_meet(data, missed)}")
     elif found:
