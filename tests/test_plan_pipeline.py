@@ -65,7 +65,7 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
     spent = any(c["stopped_by"] == "allowance spent" for c in confirmed)
     assert leaders[0].get("confirmation") or spent or len(confirmed) == 9
     assert "Leaders confirmed with the full method" in stdout
-    report = (out / "report.md").read_text()
+    report = (out / "report.md").read_text() + (out / "evidence.md").read_text()
     assert "measured again with the full method before ranking" in report
 
 

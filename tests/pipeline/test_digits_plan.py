@@ -35,7 +35,7 @@ def test_every_measured_candidate_has_an_accuracy(digits_plan):
 
 
 def test_report_shows_accuracy_and_the_deciding_test(digits_plan):
-    report = (digits_plan.out_dir / "report.md").read_text()
+    report = (digits_plan.out_dir / "report.md").read_text() + (digits_plan.out_dir / "evidence.md").read_text()
     assert "| Accuracy |" in report
     # 60 of the 359 held-out samples calibrate INT8; the other 299 judge every candidate.
     assert "Fidelity check: the test that decided" in report and "accuracy on 299 labelled samples" in report

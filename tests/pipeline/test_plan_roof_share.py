@@ -91,4 +91,4 @@ def test_a_real_plan_states_each_candidates_share_of_its_roof(tiny_plan) -> None
             share = c["roof_share"]
             assert share["precision"] == c["precision"]
             assert share["warning"] or 0 < share["share"] <= 1
-    assert "of the FP32 roof" in (out / "report.md").read_text()
+    assert "of the FP32 roof" in (out / "report.md").read_text() + (out / "evidence.md").read_text()
