@@ -83,6 +83,7 @@ def test_a_roof_a_measurement_beat_calls_no_target_impossible(example) -> None:
     fastest = min(c.p50 for c in example.candidates if c.p50 is not None)
     low = dataclasses.replace(ceilings, peak_flops={**ceilings.peak_flops, "fp32": flops / (fastest * 0.6 / 1000.0)})
     under = dataclasses.replace(reqs, latency_ms=fastest * 0.3)
+    fp32 = next(c for c in example.candidates if c.precision == "fp32" and c.p50 is not None)
     latency = next(c for c in requirement_checks(dataclasses.replace(results, ceilings=low, requirements=under), under,
-                                                 subject=best) if c.name == "latency")
+                                                 subject=fp32) if c.name == "latency")
     assert latency.status == CheckStatus.IMPOSSIBLE and "take at least" in latency.margin
