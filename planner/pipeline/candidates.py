@@ -499,8 +499,10 @@ class CandidateRun:
                 continue
             if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S
                                                                + self._confirm_reserve_s()):
+                # People read the cut in the Summary: the plugin's own name for what it builds, not its id.
+                what = plugin.declaration().summary.partition(":")[0].strip() or name
                 cut = self.budget.cut_step(
-                    f"{name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
+                    f"{what} candidates not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
                 self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
                 self.on_event(self.budget.event(cut))
