@@ -66,7 +66,8 @@ def throughput_lines(entry: Measured, *, empty: str) -> list[str]:
     rows = [[fmt.number(p.batch), fmt.ms(p.latency_p50_ms), fmt.rate(p.samples_per_s),
              fmt.size(p.peak_memory_bytes), "knee" if knee is not None and p.batch == knee else ""]
             for p in entry.throughput]
-    lines = fmt.table(["Batch", "p50 per batch", "Throughput", "Peak memory", ""], rows)
+    # The worker's memory as each batch finished (its RSS then), not the whole job's peak, which the Memory part gives.
+    lines = fmt.table(["Batch", "p50 per batch", "Throughput", "Memory after it (RSS)", ""], rows)
     # A point with no rate, or a figure that is not finite, measured nothing to rank by.
     best = best_point(tuple(p for p in entry.throughput if p.samples_per_s > 0 and math.isfinite(p.samples_per_s)
                             and math.isfinite(p.latency_p50_ms)))
