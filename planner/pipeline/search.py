@@ -93,7 +93,9 @@ class Search:
         """Why a screened candidate got no more time: its timing stopped because it was clearly slower."""
         if result.stopped_by != "dropped" or self.best is None or result.latency_ms is None:
             return ""
-        return (f"clearly slower than {self.best.label} ({units.ms(self.best.p50)}): after "
+        # The best's own median is not repeated here: a confirmed leader's is re-measured later, and one fact
+        # printed with two values is a contradiction; its interval's top is the figure this decision rested on.
+        return (f"clearly slower than {self.best.label} as the screen timed it: after "
                 f"{result.latency_ms.samples} samples its median's 95% interval lay wholly above "
                 f"{units.ms(self.bound())}, the top of the best's, so timing stopped there")
 
