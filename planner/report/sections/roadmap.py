@@ -216,7 +216,7 @@ def together_text(data: ReportData, pair: Interaction) -> str:
     cell = _combined_cell(pair)
     if cell is None:
         return ""
-    tail = f" ({pair.verdict}: factor {fmt.number(pair.factor)})" if pair.factor is not None and pair.verdict else ""
+    tail = f" ({pair.verdict}: factor {pair.factor:.2f})" if pair.factor is not None and pair.verdict else ""
     return (f"with {pair.hardware or 'the hardware candidate'}: p50 {fmt.ms(cell.p50_ms)}, "
             f"{fmt.speedup(cell.speedup)} {_over(data, pair)}{tail}")
 
