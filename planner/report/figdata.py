@@ -356,28 +356,29 @@ def _target_and_winner(bars: RankedBars) -> str:
     words = ""
     target = bars.target
     if target is not None:
-        what = ("the dashed line is" if bars.target_side == "on"
-                else f"the arrow points to, far off the scale to the {bars.target_side},")
+        what = "dashed line" if bars.target_side == "on" else f"red note (far off the scale to the {bars.target_side})"
         whose = (f"your latency target, {target.percentile} under {units.ms(target.ms)}" if target.stated else
-                 f"a default latency target, {target.percentile} under {units.ms(target.ms)}, which you did not set "
+                 f"a default latency target, {target.percentile} under {units.ms(target.ms)}, not set by you "
                  f"({target.source})")
-        words += f"; {what} {whose}"
+        words += f"; {what}: {whose}"
     winner = next((b for b in bars.bars if b.is_winner), None)
     if winner is not None:
-        words += "; the outlined bar is the winner, the ranking's best" + (
-            ", which the plan packaged to ship" if winner.shipped else "")
+        words += "; outlined: the winner, the ranking's best" + (", packaged to ship" if winner.shipped else "")
     return words
 
 
 def _decision_caption(data: ReportData) -> str:
     bars = ranked_bars(data)
-    tail = (f" The black tick is each candidate's {bars.tail}, the percentile the target applies to, where enough "
-            "samples were timed to state it." if bars.tail else "")
-    return ("Speed against risk: each measured candidate's median (p50) latency, fastest first, coloured by its "
-            "fidelity verdict (exact: the same arithmetic as the original; passed: changes the arithmetic and "
-            "passed the fidelity check; not established: the check could not settle it; rejected: failed it)"
-            + _target_and_winner(bars) + ". The right-hand column gives each p50 and its speedup over the baseline."
-            + (" The axis is logarithmic: the values span more than tenfold." if bars.log_scale else "") + tail)
+    if any(b.tail_ms is not None for b in bars.bars):
+        tail = f" Ticks: each candidate's {bars.tail}, the percentile the target applies to, where measured."
+    elif bars.tail:
+        tail = (f" No candidate was timed long enough to state its {bars.tail}, the percentile the target applies "
+                "to; the bars are medians.")
+    else:
+        tail = ""
+    return ("Median (p50) latency per measured candidate, fastest first, coloured by its fidelity verdict (the "
+            "legend says what each means)" + _target_and_winner(bars) + "; right: p50 and speedup over the baseline."
+            + (" Log axis: the values span more than tenfold." if bars.log_scale else "") + tail)
 
 
 def title(name: str) -> str:

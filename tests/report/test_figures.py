@@ -70,7 +70,7 @@ def test_the_target_line_says_its_value_percentile_and_whose_it_is() -> None:
     yours = figdata.ranked_bars(ReportData(_plan(target_ms=6.0, source="flag")))
     assert yours.target.stated and yours.target.words == "your target: p95 under 6 ms"
     assert "your latency target, p95 under 6 ms" in figdata.caption(ReportData(_plan(6.0, "flag")), figdata.DECISION)
-    assert "which you did not set (default for Server" in figdata.caption(ReportData(_plan(6.0)), figdata.DECISION)
+    assert "not set by you (default for Server" in figdata.caption(ReportData(_plan(6.0)), figdata.DECISION)
 
 
 def test_a_target_far_beyond_every_bar_is_said_at_the_edge_not_drawn() -> None:
@@ -129,3 +129,12 @@ def test_figures_draw_from_a_plan_with_no_candidate(tmp_path) -> None:
     reason = figdata.missing_reason(ReportData(whole({"candidates": []})), figdata.DECISION)
     assert reason and reason.startswith("no candidate has a measured latency")
     assert not (tmp_path / "figures" / "decision.png").exists()
+
+
+def test_the_caption_says_when_no_candidate_has_the_targets_percentile() -> None:
+    results = _plan(target_ms=6.0)
+    for cand in results["candidates"]:
+        if cand.get("latency_ms"):
+            cand["latency_ms"]["p95_ms"] = None
+    caption = figdata.caption(ReportData(results), figdata.DECISION)
+    assert "No candidate was timed long enough to state its p95" in caption and "Ticks:" not in caption
