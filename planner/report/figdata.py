@@ -6,14 +6,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from planner import units
 from planner.report.data import ReportData
+from planner.report.fidelity_verdict import Verdict, verdict
 from planner.results import Baseline, CandidateResult
 from planner.results.analysis import LayerRecord
+from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG
 from planner.results.values import LatencyStats
 
-LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES = "latency", "throughput", "roofline", "candidates"
+LOG_SPAN = 10.0
+"""Values whose largest is more than this many times their smallest are drawn on a log axis."""
+
+TARGET_REACH = 3.0
+"""A target line further than this factor beyond every bar is said at the axis's edge rather than drawn."""
+
+DECISION, LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES = "decision", "latency", "throughput", "roofline", "candidates"
 INTERACTION = "interaction"
-FIGURES: tuple[str, ...] = (LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES, INTERACTION)
+FIGURES: tuple[str, ...] = (DECISION, LATENCY, THROUGHPUT, ROOFLINE, CANDIDATES, INTERACTION)
 """Figure names; each is written to figures/<name>.png."""
 
 PERCENTILES: tuple[str, ...] = ("p50", "p90", "p95", "p99")
@@ -103,14 +112,14 @@ def _latency_series(label: str, status: str, is_reference: bool, lat: LatencySta
 
 
 def latency_series(data: ReportData) -> list[LatencySeries]:
-    """Latency summaries to plot, baseline first: every candidate with a measured p50 (the baseline profile
-    alone when none has one)."""
+    """Latency summaries to plot: every candidate with a measured p50, the baseline first and then fastest first,
+    the order a reader compares them in (the baseline profile alone when no candidate has one)."""
     out = [_latency_series(_label(data, c), str(c.status), data.is_reference_cand(c), c.latency_ms)
            for c in data.run.candidates if c.latency_ms is not None]
     base = data.run.baseline
     if not out and base is not None:
         out.append(_latency_series(base.runtime or "baseline", "ok", True, base.latency_ms))
-    return out
+    return sorted(out, key=lambda s: (not s.is_reference, s.percentiles.get("p50", math.inf)))
 
 
 def _throughput_series(label: str, is_reference: bool, entry: CandidateResult | Baseline) -> ThroughputSeries | None:
@@ -122,13 +131,17 @@ def _throughput_series(label: str, is_reference: bool, entry: CandidateResult | 
 
 
 def throughput_series(data: ReportData) -> list[ThroughputSeries]:
-    """Throughput sweeps to plot: every candidate with one (the baseline profile's if none)."""
+    """Throughput sweeps to plot: every candidate with one (the baseline profile's if none). Where some swept two
+    batch sizes or more, those alone: a single point makes no curve, and a dozen of them stacked over batch 1 bury
+    the curves (their rates are in the candidate table)."""
     swept = [c for c in data.run.candidates if c.throughput]
     series = [_throughput_series(_label(data, c), data.is_reference_cand(c), c) for c in swept]
     base = data.run.baseline
     if not swept and base is not None and base.throughput:
         series = [_throughput_series(base.runtime or "baseline", True, base)]
-    return [s for s in series if s is not None]
+    found = [s for s in series if s is not None]
+    curves = [s for s in found if len(s.points) > 1]
+    return curves or found
 
 
 def layer_key(layer: LayerRecord) -> str:
@@ -181,10 +194,92 @@ def roofline(data: ReportData) -> Roofline | None:
                     model_point=model_point, other_roofs=others)
 
 
-def candidate_bars(data: ReportData) -> list[tuple[str, float, str]]:
-    """(label, p50 ms, status) for every candidate with a measured p50."""
-    return [(_label(data, c), c.latency_ms.p50_ms, str(c.status))
-            for c in data.run.candidates if c.latency_ms is not None]
+@dataclass(frozen=True)
+class LatencyTarget:
+    """The latency target a figure draws as a line: its value, percentile and where it came from."""
+
+    ms: float
+    percentile: str  # 'p50', 'p95' or 'p99'
+    stated: bool  # the user set it (a flag or a requirements file), not a default
+    source: str  # where it came from, as recorded ('flag', 'file', or a default's label)
+
+    @property
+    def words(self) -> str:
+        """The line's legend: 'your target: p95 under 50 ms', or the default's, saying the user set none."""
+        where = "your target" if self.stated else "default target (you set none)"
+        return f"{where}: {self.percentile} under {units.ms(self.ms)}"
+
+
+@dataclass(frozen=True)
+class RankedBar:
+    """One measured candidate as a bar: its p50, its latency at the target's percentile, and its risk."""
+
+    label: str
+    p50_ms: float
+    tail_ms: float | None  # at the target's percentile where that is not p50 and was measured, else None
+    status: str
+    verdict: Verdict
+    speedup: float | None
+    is_winner: bool  # the ranking's best: the candidate the plan ships
+    is_reference: bool
+    shipped: bool = False  # its package was written (the winner's deploy folder)
+
+
+@dataclass(frozen=True)
+class RankedBars:
+    """Every measured candidate, fastest p50 first, against the latency target."""
+
+    bars: tuple[RankedBar, ...]
+    target: LatencyTarget | None
+    tail: str  # the target's percentile when it is not p50 ('' otherwise): what tail_ms holds
+    log_scale: bool  # the p50s and tails span more than LOG_SPAN
+    # Where the target sits against the bars: 'on' the axis, or 'right'/'left' of it when drawing it there would
+    # squeeze every bar into a corner (more than TARGET_REACH beyond them); '' when there is no target.
+    target_side: str = ""
+
+
+def latency_target(data: ReportData) -> LatencyTarget | None:
+    """The latency target in force (the user's or a default), or None when there is none."""
+    reqs = data.run.requirements
+    if reqs is None or reqs.latency_ms is None:
+        return None
+    source = reqs.source("latency_ms")
+    return LatencyTarget(ms=reqs.latency_ms, percentile=str(reqs.latency_percentile),
+                         stated=source in (SOURCE_FLAG, SOURCE_FILE), source=source)
+
+
+def spans_decades(values: list[float]) -> bool:
+    """Whether positive values span more than LOG_SPAN (a log axis reads them; a linear one hides the small)."""
+    positive = [v for v in values if v > 0]
+    return bool(positive) and max(positive) > LOG_SPAN * min(positive)
+
+
+def ranked_bars(data: ReportData) -> RankedBars:
+    """Every measured candidate (timed, and judged by the fidelity check), sorted by p50, fastest first, with
+    the winner flagged and the latency target; the decision and candidates figures both plot this."""
+    target = latency_target(data)
+    tail = target.percentile if target is not None and target.percentile != "p50" else ""
+    best = data.run.best
+    packaged = {d.candidate for d in data.run.deployments if d.role == "winner" and d.folder}
+    bars = []
+    for cand in data.run.candidates:
+        risk = verdict(cand, is_reference=data.is_reference_cand(cand))
+        if cand.latency_ms is None or risk is None:
+            continue
+        tail_ms = getattr(cand.latency_ms, f"{tail}_ms", None) if tail else None
+        bars.append(RankedBar(label=_label(data, cand), p50_ms=cand.latency_ms.p50_ms, tail_ms=tail_ms,
+                              status=str(cand.status), verdict=risk, speedup=data.speedup_of(cand),
+                              is_winner=cand is best, is_reference=data.is_reference_cand(cand),
+                              shipped=cand is best and data.index_of(cand) in packaged))
+    bars.sort(key=lambda b: b.p50_ms)
+    values = [b.p50_ms for b in bars] + [b.tail_ms for b in bars if b.tail_ms]
+    log_scale = spans_decades(values)
+    side = ""
+    if target is not None and values:
+        # A linear axis starts at zero, so any target below the slowest bar is on it.
+        floor = min(values) / TARGET_REACH if log_scale else 0.0
+        side = ("right" if target.ms > max(values) * TARGET_REACH else "left" if target.ms < floor else "on")
+    return RankedBars(bars=tuple(bars), target=target, tail=tail, log_scale=log_scale, target_side=side)
 
 
 def missing_reason(data: ReportData, name: str) -> str | None:
@@ -203,10 +298,14 @@ def missing_reason(data: ReportData, name: str) -> str | None:
             return ("no layer has both FLOPs and a measured time against positive ceilings, "
                     "so there is nothing to place on the roofline")
         return None
+    if name == DECISION:
+        return None if ranked_bars(data).bars else (
+            "no candidate has a measured latency (" + data.missing("measuring candidates") + ")")
     if name == CANDIDATES:
-        if not candidate_bars(data):
+        bars = ranked_bars(data).bars
+        if not bars:
             return "no candidate has a measured latency (" + data.missing("measuring candidates") + ")"
-        if all(data.is_reference_cand(c) for c in data.run.candidates if c.latency_ms is not None):
+        if all(b.is_reference for b in bars):
             return "only the baseline was measured, so there is nothing to compare it with"
         return None
     if name == INTERACTION:
@@ -223,8 +322,9 @@ def caption(data: ReportData, name: str) -> str:
                 "p95, p99, max), not from raw samples: the line spans min to max and each marker "
                 "is a percentile; a missing marker means too few samples to state it.")
     if name == THROUGHPUT:
-        return ("Throughput (samples/s) against batch size for each candidate with a batch sweep; "
-                "the ringed point is that candidate's knee.")
+        return ("Throughput (samples/s) against batch size for each candidate timed at two batch sizes or more "
+                "(those timed at one batch size only are in the candidate table); the ringed point is the knee, past "
+                "which a larger batch buys little more throughput.")
     if name == ROOFLINE:
         rl = roofline(data)
         peak = f"{rl.peak_label} peak" if rl else "peak"
@@ -237,9 +337,13 @@ def caption(data: ReportData, name: str) -> str:
                 f"and attained FLOP/s (FLOPs / measured time), against the {peak} and the memory "
                 f"bandwidth slope ({source}). Layers without FLOPs (activations, pooling, norms) "
                 "cannot sit on log axes and are left out; their verdicts are in the table above." + dashed)
+    if name == DECISION:
+        return _decision_caption(data)
     if name == CANDIDATES:
-        return ("Median (p50) latency per candidate, coloured by status; candidates that failed "
-                "have no latency and appear only in the table.")
+        bars = ranked_bars(data)
+        return ("Median (p50) latency per measured candidate, fastest first, coloured by status"
+                + _target_and_winner(bars) + "; candidates that failed or were skipped have no latency and appear "
+                "only in the table.")
     if name == INTERACTION:
         return ("Median (p50) latency of the four cells of each pair: the original and the changed "
                 "architecture, each on the baseline runtime and on the chosen technique; the title gives "
@@ -247,9 +351,40 @@ def caption(data: ReportData, name: str) -> str:
     raise KeyError(name)
 
 
+def _target_and_winner(bars: RankedBars) -> str:
+    """The caption's words for the target line and the winner's outline ('' for what is not drawn)."""
+    words = ""
+    target = bars.target
+    if target is not None:
+        what = "dashed line" if bars.target_side == "on" else f"red note (far off the scale to the {bars.target_side})"
+        whose = (f"your latency target, {target.percentile} under {units.ms(target.ms)}" if target.stated else
+                 f"a default latency target, {target.percentile} under {units.ms(target.ms)}, not set by you "
+                 f"({target.source})")
+        words += f"; {what}: {whose}"
+    winner = next((b for b in bars.bars if b.is_winner), None)
+    if winner is not None:
+        words += "; outlined: the winner, the ranking's best" + (", packaged to ship" if winner.shipped else "")
+    return words
+
+
+def _decision_caption(data: ReportData) -> str:
+    bars = ranked_bars(data)
+    if any(b.tail_ms is not None for b in bars.bars):
+        tail = f" Ticks: each candidate's {bars.tail}, the percentile the target applies to, where measured."
+    elif bars.tail:
+        tail = (f" No candidate was timed long enough to state its {bars.tail}, the percentile the target applies "
+                "to; the bars are medians.")
+    else:
+        tail = ""
+    return ("Median (p50) latency per measured candidate, fastest first, coloured by its fidelity verdict (the "
+            "legend says what each means)" + _target_and_winner(bars) + "; right: p50 and speedup over the baseline."
+            + (" Log axis: the values span more than tenfold." if bars.log_scale else "") + tail)
+
+
 def title(name: str) -> str:
     """The figure's alt text."""
-    return {LATENCY: "Latency distribution", THROUGHPUT: "Throughput against batch size",
+    return {DECISION: "Latency against fidelity risk", LATENCY: "Latency distribution",
+            THROUGHPUT: "Throughput against batch size",
             ROOFLINE: "Roofline with the model's layers", CANDIDATES: "Candidate p50 latency",
             INTERACTION: "Interaction: the four cells' p50"}[name]
 

@@ -24,7 +24,7 @@ def test_writes_report_and_pngs(fixture_results, tmp_path) -> None:
     assert path == out / "report.md"
     text = path.read_text() + (out / "evidence.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert sorted(links) == ["figures/candidates.png", "figures/latency.png",
+    assert sorted(links) == ["figures/candidates.png", "figures/decision.png", "figures/latency.png",
                              "figures/roofline.png", "figures/throughput.png"]
     for link in links:
         data = (out / link).read_bytes()

@@ -5,11 +5,11 @@ figure, latency against fidelity, with the target and the winner marked."""
 from __future__ import annotations
 
 from planner.advice.checks import requirement_checks
-from planner.report import figdata, fmt, handover
+from planner.report import fidelity_verdict, figdata, fmt, handover
 from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
 from planner.report.sections.candidates import label
-from planner.results import CandidateResult, Status, fidelity_view
+from planner.results import CandidateResult, fidelity_view
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus
 
 SHORTLIST = 5
@@ -34,8 +34,8 @@ def verdict(cand: CandidateResult) -> str:
     shown = (f"accuracy {fmt.accuracy(fid.accuracy)}" if fid.accuracy is not None
              else fidelity_view.agreement_cell(fid))
     shown = "" if shown in ("n/a", "") else f" ({shown})"
-    words = {Status.OK: "passed", Status.REJECTED: "rejected", Status.UNCONFIRMED: "not established"}
-    return words.get(cand.status, str(cand.status)) + shown
+    said = fidelity_verdict.verdict(cand)
+    return (str(said) if said is not None else str(cand.status)) + shown
 
 
 def targets(data: ReportData, cand: CandidateResult) -> str:
