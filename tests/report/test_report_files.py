@@ -92,7 +92,7 @@ def test_a_failing_figure_costs_only_that_figure(fixture_results, tmp_path, monk
         raise ValueError("Data has no positive values, and therefore cannot be log-scaled.")
 
     monkeypatch.setitem(figures._DRAW, "roofline", broken)
-    path = render_report_files(fixture_results, tmp_path)
+    render_report_files(fixture_results, tmp_path)
     text = (tmp_path / "evidence.md").read_text()
     assert ("*Roofline with the model's layers figure not drawn: ValueError: Data has no positive "
             "values, and therefore cannot be log-scaled.*") in text

@@ -36,7 +36,8 @@ def _phase3(md: str) -> str:
 def test_phase_3_states_the_measured_gains_of_a_redesign(results: dict) -> None:
     results["interactions"] = [_pair(redesign=True)]
     phase3 = _phase3(full_report(results))
-    step = next(line for line in phase3.splitlines() if "**redesign (needs retraining)**" in line and line[:1].isdigit())
+    step = next(line for line in phase3.splitlines()
+                if "**redesign (needs retraining)**" in line and line[:1].isdigit())
     assert "speed measured, accuracy not" in step
     # Its only figures are the interaction's: alone over that step's own baseline timing, and together.
     assert "4x over the baseline as the interaction step timed it (p50 50 ms" in step

@@ -182,4 +182,5 @@ def test_a_partial_run_names_its_failed_candidates(results) -> None:
     count = sum(c["status"] == "failed" for c in results["candidates"])
     summary = text.split("## Summary")[1].split("\n\n")[1]
     assert summary.startswith("> **Partial report — ")
-    assert f"{count} candidate(s) failed: {failed} (reasons under [All candidates](evidence.md#all-candidates))**" in summary
+    link = "[All candidates](evidence.md#all-candidates)"
+    assert f"{count} candidate(s) failed: {failed} (reasons under {link})**" in summary
