@@ -152,7 +152,8 @@ def plan_of(sources, tmp_path_factory, request):
                 out = tmp_path_factory.mktemp(kind)
                 code, _, said = _plan(model, extra, out, plugins_for(kind))
             assert code == 0, said
-            done[kind] = json.loads((out / "results.json").read_text()), (out / "report.md").read_text() + (out / "evidence.md").read_text()
+            text = (out / "report.md").read_text() + (out / "evidence.md").read_text()
+            done[kind] = json.loads((out / "results.json").read_text()), text
         return done[kind]
 
     return run
