@@ -361,12 +361,14 @@ def headline(data: ReportData) -> str:
     side = " (timed side by side)" if best.confirmation is not None and best.confirmation.baseline_p50_ms else ""
     words = [f"**Ship {label(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
     fid = best.fidelity
-    facts = fidelity_view.facts(fid) if fid is not None else []
+    facts = fidelity_view.facts(fid, versus=True) if fid is not None else []
     same = (best.declared.arithmetic == "none" if best.declared is not None else best.precision in ("fp32", ""))
     risk = "the same arithmetic as the original" if same else f"computed in {best.precision or 'lower precision'}"
     if facts:
-        words.append(f"risk: {risk}, {facts[0]} over {fmt.number(fid.samples)} "
-                     + ("generated inputs" if "generated inputs" in fid.decided_by else "samples"))
+        # A share's phrase carries its own count; a cosine gets the count and the kind of inputs it was read on.
+        counted = "samples" in facts[0]
+        words.append(f"risk: {risk}, {facts[0]}" + ("" if counted else f" over {fmt.number(fid.samples)} ")
+                     + ("" if counted else "generated inputs" if "generated inputs" in fid.decided_by else "samples"))
     found, _ = requirements.checks(data)
     missed = [c for c in found if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)]
     if missed:
