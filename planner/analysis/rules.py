@@ -250,8 +250,10 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
         title=(f"Tensor-core readiness {ready}/{total} conv layers; " if total and gpu else "")
         + f"{len(misaligned)} layer{'s' if len(misaligned) != 1 else ''} with channels not divisible by 8",
         severity=severity, layers=tuple(misaligned),
-        evidence={"tensor_core_ready": f"{ready}/{total}", "ready": ready, "total": total,
-                  "ready_rule": "Conv2d with in and out channels divisible by 8 (tensor cores need no padding)",
+        # Tensor-core readiness is evidence only for an NVIDIA target; elsewhere it names hardware that is not there.
+        evidence={**({"tensor_core_ready": f"{ready}/{total}", "ready": ready, "total": total,
+                      "ready_rule": "Conv2d with in and out channels divisible by 8 (tensor cores need no padding)"}
+                     if gpu else {}),
                   "channels": shapes, "suggested_channels": suggested,
                   "fixed_by_model_io": forced,
                   "misaligned_flop_share": round(ctx.flop_share(sum(flops)), 4),
