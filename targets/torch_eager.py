@@ -19,6 +19,7 @@ class TorchEagerPlugin(Plugin):
     """PyTorch eager mode with default settings: what every candidate is compared against."""
 
     name = "torch.eager"
+    title = "PyTorch eager"
     target = Target.ANY
     summary = "PyTorch eager, fp32, default settings (the baseline)"
     requires = ("torch",)

@@ -517,7 +517,7 @@ class CandidateRun:
             if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S
                                                                + self._confirm_reserve_s()):
                 cut = self.budget.cut_step(
-                    f"{name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
+                    f"{plugin.title or name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
                 self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
                 self.on_event(self.budget.event(cut))
@@ -527,10 +527,12 @@ class CandidateRun:
                 specs.extend(s for s in plugin.candidates(ctx) if not self._is_baseline(s))
             except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
                 reason = f"{type(exc).__name__}: {exc}"
+                declared = self.declared(name, "fp32")
+                if declared is not None:
+                    declared = dataclasses.replace(declared, title=f"{plugin.title or name}: no candidates")
                 self.sink.add_candidate(CandidateResult(
                     plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
-                    status=Status.FAILED, reason=f"building candidates failed: {reason}",
-                    declared=self.declared(name, "fp32")))
+                    status=Status.FAILED, reason=f"building candidates failed: {reason}", declared=declared))
                 self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
             if self.cancel.cancelled:
                 return None

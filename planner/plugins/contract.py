@@ -242,6 +242,7 @@ class Plugin:
     """
 
     name: str = ""
+    title: str = ""  # the plugin in a reader's words, for the reasons that name it ("OpenVINO INT8"); '': its name
     target: Target = Target.ANY
     summary: str = ""
     requires: tuple[str, ...] = ()  # importable module names, checked with find_spec (not imported)
@@ -268,7 +269,7 @@ class Plugin:
 
     def declaration(self) -> Declaration:
         """This plugin's declarations as plain data."""
-        return Declaration(name=self.name, target=str(self.target), summary=self.summary,
+        return Declaration(name=self.name, target=str(self.target), summary=self.summary, title=self.title,
                            actions=tuple(self.actions), arithmetic=Arithmetic(self.arithmetic),
                            runtime=self.runtime or self.name, phase=Phase(self.phase),
                            is_baseline=self.is_baseline, transforms_model=callable(getattr(self, "transform", None)),

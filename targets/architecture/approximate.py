@@ -104,6 +104,7 @@ class LowRankPlugin(ArchitecturePlugin):
     """SVD low-rank factorisation of the large linear and 1x1 conv layers, rank picked by fidelity."""
 
     name = "architecture.lowrank"
+    title = "Low-rank factorisation"
     actions = (ActionId.FACTOR_DENSE,)
     arithmetic = Arithmetic.APPROXIMATE
     phase = Phase.EXTRA_IMPACT
@@ -150,6 +151,7 @@ class PrunePlugin(ArchitecturePlugin):
     """L1-norm structured channel pruning at a few ratios, the largest that passes the fidelity gate."""
 
     name = "architecture.prune"
+    title = "Structured pruning"
     build_cost_s = 2.0  # three pruning levels, each checked before measuring
     actions = (ActionId.COMPRESSION, ActionId.PRUNING)
     arithmetic = Arithmetic.APPROXIMATE

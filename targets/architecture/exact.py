@@ -24,6 +24,7 @@ class FoldPlugin(ArchitecturePlugin):
     """Fold each BatchNorm into the conv or linear layer before it; remove identity and dropout layers."""
 
     name = "architecture.fold"
+    title = "BatchNorm folding"
     actions = (ActionId.FOLD_NORMS,)
     plan_note = "Measured here: BatchNorm folded into the layer before it (exact, no retraining)."
     summary = "exact: BatchNorm folded into the preceding conv/linear, identity and dropout layers removed"
@@ -101,6 +102,7 @@ class AlignPlugin(ArchitecturePlugin):
     """Pad conv output channels with zero weights where the analysis finds idle lanes: to 8, and to INT8's multiple."""
 
     name = "architecture.align"
+    title = "Channel alignment"
     actions = (ActionId.ALIGN_CHANNELS,)
     plan_note = "Measured here: zero channel padding (exact, no retraining) shows what alignment gains."
     summary = "exact: conv output channels padded with zeros to the multiple the vector units want"

@@ -51,6 +51,7 @@ class RedesignPlugin(ArchitecturePlugin):
     """The proposed redesign of a known model, timed through the same plugins; accuracy needs retraining."""
 
     name = "architecture.redesign"
+    title = "Redesign"
     actions = (ActionId.SMALLER_ARCHITECTURE,)
     arithmetic = Arithmetic.STRUCTURAL
     plan_note = ("Measured here where the planner can build the redesign: its speed, not its accuracy "

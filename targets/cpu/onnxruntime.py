@@ -40,6 +40,7 @@ class OnnxRuntimePlugin(Plugin):
     """The model exported to ONNX (or used as given) and run by ONNX Runtime's CPU provider."""
 
     name = "cpu.onnxruntime"
+    title = "ONNX Runtime"
     target = Target.CPU
     actions = (ActionId.GRAPH_RUNTIME,)
     runtime = "onnxruntime"

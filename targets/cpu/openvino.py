@@ -37,6 +37,7 @@ class OpenVinoPlugin(Plugin):
     """The model's ONNX file compiled by OpenVINO for the CPU device."""
 
     name = "cpu.openvino"
+    title = "OpenVINO"
     target = Target.CPU
     actions = (ActionId.VENDOR_RUNTIME,)
     runtime = "openvino"

@@ -74,6 +74,7 @@ class OpenVinoInt8Plugin(Plugin):
     """INT8 models compiled by OpenVINO for the CPU: NNCF-quantized IR and the ORT QDQ ONNX file."""
 
     name = "cpu.openvino_int8"
+    title = "OpenVINO INT8"
     build_cost_s = 6.0  # NNCF calibration and its accuracy check: seconds for a small CNN
     build_precision = "int8"
     target = Target.CPU

@@ -35,6 +35,7 @@ class TorchCpuPlugin(Plugin):
     """PyTorch CPU configurations beyond the out-of-the-box baseline."""
 
     name = "cpu.torch"
+    title = "PyTorch CPU settings"
     target = Target.CPU
     actions = (ActionId.THREADS, ActionId.CHANNELS_LAST, ActionId.CPU_COMPILE)
     runtime = "pytorch"

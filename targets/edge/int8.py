@@ -54,6 +54,7 @@ class Int8Plugin(Plugin):
     """ONNX Runtime INT8 on the CPU: static QDQ per-channel and dynamic, from the shared ONNX export."""
 
     name = "edge.int8"
+    title = "ONNX Runtime INT8"
     build_cost_s = 2.5  # static quantization with calibration
     build_precision = "int8"
     target = Target.EDGE

@@ -131,6 +131,7 @@ class TernaryPlugin(Plugin):
     """Ternary Linear layers packed at 2 bits, run by ONNX Runtime's MatMulNBits on the CPU."""
 
     name = "edge.ternary"
+    title = "ONNX Runtime ternary weights"
     build_cost_s = 3.0  # ternary weights, packed, and their fidelity check
     build_precision = "ternary"
     target = Target.EDGE

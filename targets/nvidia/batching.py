@@ -35,6 +35,7 @@ class BatchingPlugin(Plugin):
     """Torch eager fp32 on CUDA at fixed batch sizes 8 and 32 (latency per batch, not per sample)."""
 
     name = "nvidia.batching"
+    title = "PyTorch larger batches on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_BATCH,)
     runtime = "pytorch-cuda"

@@ -31,6 +31,7 @@ class CudaGraphsPlugin(Plugin):
     """The fp16 model captured into one CUDA graph at the measured batch size."""
 
     name = "nvidia.cuda_graphs"
+    title = "CUDA graphs"
     target = Target.NVIDIA
     actions = (ActionId.GPU_GRAPHS,)
     runtime = "cuda-graphs"

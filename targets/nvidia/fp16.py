@@ -27,6 +27,7 @@ class Fp16Plugin(Plugin):
     """The unchanged model cast to fp16 (and bf16 where the GPU has bf16 tensor cores)."""
 
     name = "nvidia.fp16"
+    title = "PyTorch FP16 on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_FP16,)
     arithmetic = Arithmetic.REDUCED_PRECISION

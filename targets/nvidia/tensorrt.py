@@ -67,6 +67,7 @@ class TensorRTPlugin(Plugin):
     """TensorRT engines with a dynamic-batch profile, run from torch CUDA buffers."""
 
     name = "nvidia.tensorrt"
+    title = "TensorRT"
     build_cost_s = 60.0  # an engine build per precision and shape
     build_precision = "fp16"
     target = Target.NVIDIA

@@ -45,6 +45,7 @@ class TorchCompilePlugin(Plugin):
     """The model compiled by torch.compile in several modes, fp32 and fp16."""
 
     name = "nvidia.torch_compile"
+    title = "torch.compile on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_COMPILE,)
     runtime = "torch-compile"

@@ -209,16 +209,21 @@ def _settings(data: ReportData, cand: CandidateResult) -> str:
     return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
 
 
+APPLIED = 5
+"""How many of the best ranked candidates the evidence shows in their runtime's own code (the Summary's top five)."""
+
+
 def apply_lines(data: ReportData) -> list[str]:
-    """Each ranked candidate's lines in its runtime's own API, as its plugin wrote them ([] in files written before
-    plugins did)."""
-    ranked = [row.cand for row in data.rows if row.rank is not None and names.apply_code(row.cand)]
+    """The best ranked candidates' lines in their runtime's own API, as their plugins wrote them (not the baseline's,
+    which is the model as it comes); [] in files written before plugins did."""
+    ranked = [row.cand for row in data.rows if row.rank is not None and not data.is_reference_cand(row.cand)
+              and names.apply_code(row.cand)][:APPLIED]
     if not ranked:
         return []
-    lines = ["### Apply: each ranked candidate in its runtime's own API", "",
-             "What each ranked candidate's settings are in its runtime's own calls (`model` and `x` stand for your "
-             "module and input; a file name is the one its package holds). Where no single call makes a change, a "
-             "comment says what to do.", ""]
+    lines = ["### Apply: the best ranked candidates in their runtime's own API", "",
+             "Each candidate's settings as its runtime's own calls (`model` and `x` stand for your module and input; "
+             "a file name is the one its package holds). Where no single call makes a change, a comment says what "
+             "to do.", ""]
     for cand in ranked:
         lines += [f"**{names.title(cand)}**", "", "```python", names.apply_code(cand), "```", ""]
     return lines
