@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, PlanContext, Plugin, Precision, Target, cuda_usable
+from planner.plugins import CandidateSpec, Description, ModelRef, PlanContext, Plugin, Precision, Target, cuda_usable
 from planner.plugins.packaging import PackageFiles
 from planner.pytorch.package import TorchSettings, torch_package
+from targets import wording
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -18,6 +19,7 @@ class TorchEagerPlugin(Plugin):
     """PyTorch eager mode with default settings: what every candidate is compared against."""
 
     name = "torch.eager"
+    title = "PyTorch eager"
     target = Target.ANY
     summary = "PyTorch eager, fp32, default settings (the baseline)"
     requires = ("torch",)
@@ -39,6 +41,13 @@ class TorchEagerPlugin(Plugin):
     def candidates(self, ctx: PlanContext) -> Iterable[CandidateSpec]:
         """The single baseline configuration on the planned device."""
         yield self.spec("cuda" if ctx.hw.gpus else "cpu")
+
+    def describe(self, spec: CandidateSpec, inputs: object = None) -> Description:
+        """'PyTorch eager FP32 on the CPU, default settings', and the plain torch call it is."""
+        device = str(spec.config.get("device", "cpu"))
+        where = "the GPU" if device == "cuda" else "the CPU"
+        return Description(f"PyTorch eager {wording.precision(str(spec.precision))} on {where}, default settings",
+                           wording.torch_code(device=device, precision=str(spec.precision)))
 
     def open(self, spec: CandidateSpec, model: ModelRef):
         """Rebuild the module and wrap it in a TorchSession."""

@@ -13,7 +13,7 @@ from planner.errors import PlannerError
 from planner.events import Event, EventSink, null_sink
 from planner.hardware.ceiling_notes import EXCEEDED_WARNING, measurement_note
 from planner.plugins import CandidateSpec, ModelRef, cuda_usable
-from planner.results import Baseline, CandidateResult, Status, from_data, to_data
+from planner.results import Baseline, CandidateResult, Declared, Status, from_data, to_data
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,6 +38,19 @@ def baseline_spec_for(model: "LoadedModel", hw: "HardwareProfile") -> CandidateS
             return spec
     raise PlannerError(f"no installed plugin runs {model.name} out of the box, so there is no baseline to "
                        "compare against", "reinstall the planner with its built-in plugins (pip install -e .)")
+
+
+def baseline_declared(spec: CandidateSpec, model: "LoadedModel") -> Declared | None:
+    """What the baseline's plugin says of it: its runtime, plain title and apply snippet, in no roadmap phase (0)
+    since it is what every phase is measured against; None where the plugin is not loaded."""
+    from planner.plugins import description_of, discover
+
+    plugin = discover()[0].get(spec.plugin)
+    if plugin is None:
+        return None
+    said = description_of(plugin, spec, model.inputs)
+    return Declared(phase=0, runtime=plugin.declaration().runtime, is_baseline=True, title=said.title,
+                    apply=said.apply)
 
 
 def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "HardwareProfile | None" = None,
@@ -125,6 +138,7 @@ def profile_baseline(model: "LoadedModel", *, quick: bool = False, hw: "Hardware
         "energy_source": to_data(energy),
         "energy": to_data(result.energy),
         "invalid": invalid,
+        "declared": to_data(baseline_declared(spec, model)),
         **analysis,
     }, Baseline)
     on_event(Event("stage_done", f"{len(baseline.findings)} architecture findings", stage="analysis"))

@@ -24,6 +24,7 @@ from planner.pipeline.search import (
 from planner.plugins.declarations import Arithmetic, candidate_arithmetic
 from planner.plugins.options import PluginOptions
 from planner.results import Baseline, CandidateResult, Status, Validation, to_data
+from planner.results import names as plain
 from planner.results.roof_share import candidate_roof_share
 from planner.results.values import REPRODUCE_TOLERANCE, Confirmation, Declared, Fidelity, Prediction, ThroughputPoint
 
@@ -175,7 +176,7 @@ class CandidateRun:
                 self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
                 return False
             prediction = predictions[id(spec)]
-            declared = self.declared(spec.plugin, str(spec.precision))
+            declared = self.described(spec)
             skip = ""
             if self.quick and prediction.high is not None and prediction.high < 1.0:
                 # A quick run spends its minutes where a win is possible; the row still says why it is missing.
@@ -216,16 +217,16 @@ class CandidateRun:
         if self.budget.affords(search.typical_s() + extra + reserve):
             return ""
         if extra and self.budget.affords(search.typical_s() + reserve):
-            cut = self.budget.cut_step(f"{rest[0].label} not screened",
+            cut = self.budget.cut_step(f"{self.spec_title(rest[0])} not screened",
                                        f"it prepares for about {extra:.0f} s before its first call (a compile) "
                                        f"beyond a {search.typical_s():.0f} s screen, and {self.budget.out_of_time()}")
             self.on_event(self.budget.event(cut))
             return f"not measured: {cut.partition(': ')[2]}"
         if not search.budget_cut:
-            names = ", ".join(s.label for s in rest)
+            left = ", ".join(self.spec_title(s) for s in rest)
             kept = f", with {reserve:.0f} s kept to confirm the leaders" if reserve else ""
             search.budget_cut = self.budget.cut_step(
-                f"{len(rest)} candidate{'s' if len(rest) != 1 else ''} not screened ({names})",
+                f"{len(rest)} candidate{'s' if len(rest) != 1 else ''} not screened ({left})",
                 f"{self.budget.out_of_time()}, and one takes about {search.typical_s():.0f} s{kept}; they came last "
                 "in the screen's order (what can end ranked first, each runtime's most promising setting before "
                 "its others)")
@@ -281,7 +282,7 @@ class CandidateRun:
         self._confirm_tried.update(leaders)
         if not leaders or self.cancel.cancelled:
             return {}
-        names = ", ".join(candidates[i].label for i in leaders)
+        leading = ", ".join(plain.title(candidates[i]) for i in leaders)
         until = "they are told apart" if len(leaders) > 1 else "its median is known to 2%"
         ref = ModelRef.of(self.model)
         jobs = [MeasureJob(model=ref, spec=from_data(candidates[i].spec, CandidateSpec), quick=False,
@@ -293,7 +294,7 @@ class CandidateRun:
                                    env=dict((self.baseline.spec.get("config") or {}).get("env", {}))))
             expected.append(self.baseline.latency_ms.p50_ms)
             beside = ", beside the baseline so their speedups are measured side by side"
-        self.on_event(Event("candidate", f"confirming {names} with the full method, in turns until {until}{beside} "
+        self.on_event(Event("candidate", f"confirming {leading} with the full method, in turns until {until}{beside} "
                                          f"(at most {allowance:.0f} s of turns)", stage="confirm",
                             index=0, total=len(leaders)))
         outcomes = time_interleaved(jobs, settings=MeasureSettings.default(), timeout_s=timeout_s,
@@ -306,7 +307,7 @@ class CandidateRun:
         for n, (i, outcome) in enumerate(zip(leaders, outcomes)):
             old = candidates[i]
             if not outcome.ok or outcome.stats is None or not old.p50:
-                self.on_event(Event("warning", f"{old.label}: the full re-measure gave {outcome.status}"
+                self.on_event(Event("warning", f"{plain.title(old)}: the full re-measure gave {outcome.status}"
                                                f"{': ' + outcome.reason if outcome.reason else ''}; the screen's "
                                                "figure stays"))
                 continue
@@ -379,9 +380,9 @@ class CandidateRun:
         if affordable == len(leaders):
             return leaders
         left_out = leaders[affordable:]
-        names = ", ".join(candidates[j].label for j in left_out)
+        left = ", ".join(plain.title(candidates[j]) for j in left_out)
         what = (f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not confirmed with the full method "
-                f"({names})")
+                f"({left})")
         if by_budget:
             cut = self.budget.cut_step(what, f"{self.budget.out_of_time()}; the ranking uses their screen figures")
             self.on_event(self.budget.event(cut))
@@ -408,9 +409,9 @@ class CandidateRun:
         if fit >= len(leaders):
             return leaders
         left_out = leaders[fit:]
-        names = ", ".join(candidates[j].label for j in left_out)
+        left = ", ".join(plain.title(candidates[j]) for j in left_out)
         self.on_event(Event("log", f"{len(left_out)} leader{'s' if len(left_out) != 1 else ''} not confirmed with "
-                                   f"the full method ({names}): their workers take up to {units.size(max(peaks))} "
+                                   f"the full method ({left}): their workers take up to {units.size(max(peaks))} "
                                    f"each and only {fit} fit at once in {units.size(limits.available_bytes)} "
                                    "available; the ranking uses their screen figures"))
         self._confirm_tried.update(left_out)
@@ -443,6 +444,23 @@ class CandidateRun:
         """What a candidate's plugin declares about it (None for a plugin that is not loaded)."""
         found = self._plugins.get(plugin)
         return self.declared_by(found, precision) if found is not None else None
+
+    def described(self, spec: CandidateSpec) -> Declared | None:
+        """What a candidate's plugin declares about it, with the candidate's plain title and apply snippet
+        (`Plugin.describe`); None for a plugin that is not loaded."""
+        from planner.plugins import description_of
+
+        declared = self.declared(spec.plugin, str(spec.precision))
+        plugin = self._plugins.get(spec.plugin)
+        if declared is None or plugin is None:
+            return declared
+        said = description_of(plugin, spec, self.model.inputs)
+        return dataclasses.replace(declared, title=said.title, apply=said.apply)
+
+    def spec_title(self, spec: CandidateSpec) -> str:
+        """A spec in plain words (its plugin's title), for the reasons a plan records; its label without one."""
+        described = self.described(spec)
+        return described.title if described is not None and described.title else spec.label
 
     @staticmethod
     def declared_by(found: Plugin, precision: str) -> Declared:
@@ -499,10 +517,8 @@ class CandidateRun:
                 continue
             if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S
                                                                + self._confirm_reserve_s()):
-                # People read the cut in the Summary: the plugin's own name for what it builds, not its id.
-                what = plugin.declaration().summary.partition(":")[0].strip() or name
                 cut = self.budget.cut_step(
-                    f"{what} candidates not built", f"its build takes about {plugin.build_cost_s:g} s and "
+                    f"{plugin.title or name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
                 self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
                 self.on_event(self.budget.event(cut))
@@ -512,10 +528,12 @@ class CandidateRun:
                 specs.extend(s for s in plugin.candidates(ctx) if not self._is_baseline(s))
             except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
                 reason = f"{type(exc).__name__}: {exc}"
+                declared = self.declared(name, "fp32")
+                if declared is not None:
+                    declared = dataclasses.replace(declared, title=f"{plugin.title or name}: no candidates")
                 self.sink.add_candidate(CandidateResult(
                     plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
-                    status=Status.FAILED, reason=f"building candidates failed: {reason}",
-                    declared=self.declared(name, "fp32")))
+                    status=Status.FAILED, reason=f"building candidates failed: {reason}", declared=declared))
                 self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
             if self.cancel.cancelled:
                 return None

@@ -18,6 +18,7 @@ from planner import units
 from planner.events import Event
 from planner.pipeline.search import typical_wall_s
 from planner.results import CandidateResult, Status
+from planner.results import names as plain
 from planner.results.interaction import Interaction, InteractionCell, interaction_factor, verdict
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def measure_interactions(run: "CandidateRun", candidates: Sequence[CandidateResu
         cells = 4 - sum(1 for c in (arch, hw) if c.spec and _key_of(c) in readings) - bool(readings)
         cost = cells * typical_wall_s(candidates)  # a cell takes what a candidate's screen took
         if not run.budget.affords(cost):
-            cut = run.budget.cut_step(f"the interaction of {arch.label} and {hw.label} not measured",
+            cut = run.budget.cut_step(f"the interaction of {plain.title(arch)} and {plain.title(hw)} not measured",
                                       f"its {cells} cell{'s' if cells != 1 else ''} take about {cost:.0f} s and "
                                       f"{run.budget.out_of_time()}")
             run.on_event(run.budget.event(cut))

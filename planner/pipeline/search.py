@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 from planner import units
 from planner.plugins.declarations import Arithmetic
 from planner.results import CandidateResult, Status
+from planner.results import names as plain
 
 if TYPE_CHECKING:
     from planner.pipeline.budget import Budget
@@ -74,7 +75,9 @@ class Search:
             return
         if self.best is None or result.p50 < (self.best.p50 or math.inf):
             self.best = result
-        if result.declared is not None and not result.declared.transforms_model:
+        # The baseline is the yardstick, not a setting of a family: a runtime's other settings are screened against
+        # the best so far, never skipped for the baseline's own speed.
+        if result.declared is not None and not result.declared.transforms_model and not result.is_reference:
             key = family_of(result.plugin, result.precision, result.declared)
             held = self.family_best.get(key)
             if held is None or result.p50 < (held.p50 or math.inf):
@@ -95,7 +98,7 @@ class Search:
             return ""
         # The best's own median is not repeated here: a confirmed leader's is re-measured later, and one fact
         # printed with two values is a contradiction; its interval's top is the figure this decision rested on.
-        return (f"clearly slower than {self.best.label} as the screen timed it: after "
+        return (f"clearly slower than {plain.title(self.best)} as the screen timed it: after "
                 f"{result.latency_ms.samples} samples its median's 95% interval lay wholly above "
                 f"{units.ms(self.bound())}, the top of the best's, so timing stopped there")
 
@@ -113,8 +116,9 @@ class Search:
         top = (_interval(self.best) or (self.best.p50, self.best.p50))[1]
         if low <= VARIANT_REACH * top:
             return ""
-        return (f"not screened: {held.label}, the same runtime and precision, measured {units.ms(held.p50)}, "
-                f"{held.p50 / self.best.p50:.1f}x the best so far ({self.best.label}, {units.ms(self.best.p50)}); "
+        best = f"{plain.title(self.best)}, {units.ms(self.best.p50)}"
+        return (f"not screened: {plain.title(held)}, the same runtime and precision, measured {units.ms(held.p50)}, "
+                f"{held.p50 / self.best.p50:.1f}x the best so far ({best}); "
                 f"other settings of one runtime and precision rarely move it by more than {VARIANT_REACH:g}x")
 
     def prediction_skip(self, declared: "Declared | None", prediction: "Prediction | None") -> str:
@@ -134,7 +138,7 @@ class Search:
         if leader is None or not leader.speedup or prediction.high * VARIANT_REACH >= leader.speedup:
             return ""
         return (f"not screened: predicted at most {units.speedup(prediction.high)} ({prediction.basis}), and "
-                f"{leader.label} already measured {units.speedup(leader.speedup)} in the same roadmap phase")
+                f"{plain.title(leader)} already measured {units.speedup(leader.speedup)} in the same roadmap phase")
 
     def typical_s(self) -> float:
         """What the next screen is expected to take: the median of those measured so far."""

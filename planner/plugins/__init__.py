@@ -6,7 +6,8 @@ The SDK, module by module:
 - planner.plugins (contract, declarations, registry): Plugin and what it declares (ActionId,
   Arithmetic, Phase), CandidateSpec (a candidate as plain data), PlanContext (what a plugin sees
   while building candidates), ModelRef (how a worker rebuilds the model), Session (what `open`
-  returns), Precision, Target, MESSAGES and missing_package_reason (the reasons a plugin cannot run).
+  returns), Description and description_of (a candidate's plain title and runtime-native snippet, from
+  `describe`), Precision, Target, MESSAGES and missing_package_reason (the reasons a plugin cannot run).
 - planner.plugins.gate: the plan's fidelity gate, offered as `ctx.gate` (Gate, Verdict): a plugin
   that picks a setting before measuring judges it by the rule every measured candidate meets.
 - planner.pytorch (session, package): TorchSession, the PyTorch session torch-based candidates run in, and
@@ -37,6 +38,7 @@ planner.plugins.analysis.
 from planner.plugins.contract import (
                                       MESSAGES,
                                       CandidateSpec,
+                                      Description,
                                       ModelRef,
                                       PlanContext,
                                       Plugin,
@@ -44,6 +46,7 @@ from planner.plugins.contract import (
                                       Session,
                                       Target,
                                       cuda_usable,
+                                      description_of,
                                       missing_package_reason,
 )
 from planner.plugins.declarations import ActionId, Arithmetic, Catalog, Declaration, Phase
@@ -57,7 +60,7 @@ from planner.plugins.registry import (
 )
 
 __all__ = ["ActionId", "Arithmetic", "Catalog", "Declaration", "Phase",
-           "CandidateSpec", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "MESSAGES", "ModelRef", "PlanContext",
-           "Plugin", "PluginIssue", "Precision", "Session", "Target", "catalog", "cuda_usable", "discover",
-           "get_plugin",
+           "CandidateSpec", "Description", "ENTRY_POINT_GROUP", "EXTRA_PLUGINS_ENV", "MESSAGES", "ModelRef",
+           "PlanContext", "Plugin", "PluginIssue", "Precision", "Session", "Target", "catalog", "cuda_usable",
+           "description_of", "discover", "get_plugin",
            "missing_package_reason"]

@@ -123,6 +123,20 @@ class CandidateSpec:
         return from_data(json.loads(text), cls)
 
 
+@dataclass(frozen=True)
+class Description:
+    """A candidate in a reader's words: its plain title, and the lines that apply it in its runtime's own API.
+
+    `title` names the candidate without abbreviations or config keys ("OpenVINO FP32, latency hint,
+    2 threads, static shape"); the spec's short `label` stays the key results.json matches on. `apply`
+    is a short Python snippet a user can paste (ONNX Runtime SessionOptions, OpenVINO compile_model
+    properties, torch calls), or one sentence where no single call makes the change; '' when unknown.
+    """
+
+    title: str
+    apply: str = ""
+
+
 @runtime_checkable
 class Session(Protocol):
     """An opened candidate in the worker: prepare inputs once, then run them many times."""
@@ -184,6 +198,18 @@ MESSAGES: dict[str, str] = {
 }
 
 
+def description_of(plugin: "Plugin", spec: CandidateSpec, inputs: "ModelInputs | None" = None) -> Description:
+    """What `plugin.describe` says of a spec; the spec's label (no snippet) where the plugin fails to say it, so a
+    third-party plugin's slip costs a plain title, never the plan."""
+    try:
+        found = plugin.describe(spec, inputs)
+    except Exception:  # noqa: BLE001 - any plugin's error: the label still names the candidate
+        return Description(spec.label)
+    if not isinstance(found, Description):
+        return Description(spec.label)
+    return found if found.title else Description(spec.label, found.apply)
+
+
 def missing_package_reason(package: str) -> str:
     """The message for one package that is not importable, with the command that installs it."""
     template = MESSAGES.get(f"missing_package:{package}", MESSAGES["missing_package"])
@@ -216,6 +242,7 @@ class Plugin:
     """
 
     name: str = ""
+    title: str = ""  # the plugin in a reader's words, for the reasons that name it ("OpenVINO INT8"); '': its name
     target: Target = Target.ANY
     summary: str = ""
     requires: tuple[str, ...] = ()  # importable module names, checked with find_spec (not imported)
@@ -242,7 +269,7 @@ class Plugin:
 
     def declaration(self) -> Declaration:
         """This plugin's declarations as plain data."""
-        return Declaration(name=self.name, target=str(self.target), summary=self.summary,
+        return Declaration(name=self.name, target=str(self.target), summary=self.summary, title=self.title,
                            actions=tuple(self.actions), arithmetic=Arithmetic(self.arithmetic),
                            runtime=self.runtime or self.name, phase=Phase(self.phase),
                            is_baseline=self.is_baseline, transforms_model=callable(getattr(self, "transform", None)),
@@ -268,6 +295,11 @@ class Plugin:
 
         return band(self.prediction_family(spec), hw, baseline, gpu=self.target is Target.NVIDIA,
                     fuses_graph=self.fuses_graph, baseline_fuses=baseline_fuses)
+
+    def describe(self, spec: "CandidateSpec", inputs: "ModelInputs | None" = None) -> Description:
+        """The candidate's plain title and runtime-native apply snippet. `inputs`: the model's inputs, for a
+        snippet that names their shapes (None: left out). By default the spec's label and no snippet."""
+        return Description(spec.label)
 
     def explain_gate(self, spec: "CandidateSpec", status: str, reason: str) -> str:
         """The fidelity gate's reason for one of this plugin's candidates ('rejected' or 'unconfirmed'), in the

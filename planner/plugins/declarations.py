@@ -96,6 +96,7 @@ class Declaration:
     name: str
     target: str
     summary: str = ""
+    title: str = ""  # the plugin in a reader's words ("OpenVINO INT8"); '' where it declares none: its name
     actions: tuple[str, ...] = ()
     arithmetic: Arithmetic = Arithmetic.NONE
     runtime: str = ""

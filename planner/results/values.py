@@ -245,11 +245,15 @@ class Declared:
     """What a candidate's plugin declared about it, recorded when it was measured, so that the report,
     the ranking and the interaction step read it from the results (no plugin need be installed)."""
 
-    phase: int = 1  # the roadmap phase: 1 quick wins, 2 extra impact, 3 architecture
+    phase: int = 1  # the roadmap phase: 1 quick wins, 2 extra impact, 3 architecture; 0 none (the baseline's own)
     arithmetic: str = "none"  # none, reduced-precision, approximate or structural (planner.plugins.Arithmetic)
     runtime: str = ""  # the runtime it runs on; with the precision, the family near-duplicates fold into
     transforms_model: bool = False  # it changes the model itself (an architecture transform)
     is_baseline: bool = False  # its plugin runs the model as it comes
+    # The candidate in a reader's words and the lines that apply it in its runtime's own API (Plugin.describe);
+    # '' in files written before plugins described their candidates (planner.results.names falls back).
+    title: str = ""
+    apply: str = ""
 
 
 @dataclass(frozen=True)
@@ -371,6 +375,9 @@ class Baseline:
     # Why its timing cannot be trusted ('' when it can): its median disagreed with its own batch sweep at the
     # same batch, twice. No speedup is worked out against such a baseline.
     invalid: str = ""
+    # Its plugin's description of the out-of-the-box run (title, apply; phase 0: in no roadmap phase); None in
+    # files written before plugins described their candidates.
+    declared: Declared | None = None
 
     def speedup_of(self, p50_ms: float | None) -> float | None:
         """Its p50 over a candidate's; None without a candidate figure, or when its own timing is invalid."""
@@ -389,7 +396,8 @@ class Baseline:
             speedup=1.0, roof_share=candidate_roof_share(self, str(self.spec.get("precision", "fp32")),
                                                          self.latency_ms.p50_ms),
             reproduce=self.reproduce, info=self.info, threads=self.threads, spec=self.spec,
-            stopped_by=self.stopped_by, audit=self.audit, pipeline=self.pipeline, energy=self.energy)
+            stopped_by=self.stopped_by, audit=self.audit, pipeline=self.pipeline, energy=self.energy,
+            declared=self.declared)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from planner.plugins import CandidateSpec, ModelRef, Phase, PlanContext, Plugin, Precision, Target
+from planner.plugins import CandidateSpec, Description, ModelRef, Phase, PlanContext, Plugin, Precision, Target
 from planner.plugins.packaging import PackageFiles
 from planner.pytorch.package import TorchSettings, torch_package
+from targets import wording
 
 if TYPE_CHECKING:
     from planner.hardware.profile import HardwareProfile
@@ -54,6 +55,23 @@ class ArchitecturePlugin(Plugin):
     def rewrite(self, module: Any, config: dict, loaded: "LoadedModel") -> tuple[Any, list[str]]:
         """(the rewritten module, one line per change); raise NotApplicableError when nothing applies."""
         raise NotImplementedError
+
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """(title, apply) of one transform setting: what it changes in plain words, and the torch call that makes
+        it, or one sentence where no single call does. By default the plugin's summary and no call."""
+        return self.summary, ""
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """The change in plain words, with its fine-tuning and what a failed fidelity gate means for it."""
+        title, code = self.change_words(dict(spec.config.get("transform") or {}))
+        steps = spec.config.get("finetune_steps")
+        if steps:
+            title += f", fine-tuned {steps} steps"
+            code += "\n" + wording.comment(f"then fine-tune {steps} steps on labelled data; the package holds the "
+                                            "trained weights")
+        elif spec.label.endswith(f"({self.rejection})"):
+            title += f", {self.rejection}"  # the label says so where no setting passed the gate
+        return Description(title, code)
 
     def applies(self, model: "LoadedModel") -> str:
         """'' when the transform changes this model, else why it does not (checked without measuring)."""

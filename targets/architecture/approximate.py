@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import ActionId, Arithmetic, CandidateSpec, Phase, PlanContext
+from targets import wording
 from targets.architecture import APPROXIMATE, FINETUNED, ArchitecturePlugin, judge_rewrite
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class LowRankPlugin(ArchitecturePlugin):
     """SVD low-rank factorisation of the large linear and 1x1 conv layers, rank picked by fidelity."""
 
     name = "architecture.lowrank"
+    title = "Low-rank factorisation"
     actions = (ActionId.FACTOR_DENSE,)
     arithmetic = Arithmetic.APPROXIMATE
     phase = Phase.EXTRA_IMPACT
@@ -127,6 +129,14 @@ class LowRankPlugin(ArchitecturePlugin):
             raise NotApplicableError(f"no layer is worth factorising ({why})")
         return new, done.changed
 
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """The rank in words; the factorisation is torch.linalg.svd per layer, not one call."""
+        rank = f"{float(config.get('fraction', RANK_FRACTIONS[0])) * 100:g}%"
+        return (f"Low-rank layers (SVD): large linear and 1x1 conv layers at {rank} rank",
+                wording.comment("no single torch call: factor each large linear or 1x1 conv weight with "
+                                f"torch.linalg.svd and replace the layer by two of rank {rank} of its smaller side "
+                                "(the package's model is factorised)"))
+
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
         """Unused: `candidates` searches the ranks."""
         return ()
@@ -141,6 +151,7 @@ class PrunePlugin(ArchitecturePlugin):
     """L1-norm structured channel pruning at a few ratios, the largest that passes the fidelity gate."""
 
     name = "architecture.prune"
+    title = "Structured pruning"
     build_cost_s = 2.0  # three pruning levels, each checked before measuring
     actions = (ActionId.COMPRESSION, ActionId.PRUNING)
     arithmetic = Arithmetic.APPROXIMATE
@@ -162,6 +173,15 @@ class PrunePlugin(ArchitecturePlugin):
             why = "; ".join(done.skipped[:3]) or "the model has no conv layers"
             raise NotApplicableError(f"no conv's channels can be removed without touching shared tensors ({why})")
         return new, done.changed
+
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """The ratio in words; torch's pruning utilities only mask channels, so the apply line says what to remove."""
+        share = f"{float(config.get('ratio', PRUNE_RATIOS[0])) * 100:g}%"
+        return (f"Structured pruning: {share} of conv channels removed (smallest L1 norm)",
+                wording.comment(f"no single torch call: remove the {share} of each conv's output channels with the "
+                                "smallest L1 norm and the matching inputs of the layer after it "
+                                "(torch.nn.utils.prune.ln_structured only zeroes them, which saves no time; the "
+                                "package's model is pruned)"))
 
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
         """Unused: `candidates` searches the ratios."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import ActionId, CandidateSpec, PlanContext, Precision
+from targets import wording
 from targets.architecture import EXACT, ArchitecturePlugin
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ class FoldPlugin(ArchitecturePlugin):
     """Fold each BatchNorm into the conv or linear layer before it; remove identity and dropout layers."""
 
     name = "architecture.fold"
+    title = "BatchNorm folding"
     actions = (ActionId.FOLD_NORMS,)
     plan_note = "Measured here: BatchNorm folded into the layer before it (exact, no retraining)."
     summary = "exact: BatchNorm folded into the preceding conv/linear, identity and dropout layers removed"
@@ -40,6 +42,12 @@ class FoldPlugin(ArchitecturePlugin):
             raise NotApplicableError(f"no BatchNorm follows a conv or linear layer directly ({why}), and there "
                                 "are no identity or dropout layers")
         return dropped, changes
+
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """Folding, and torch.fx's own fuse, which folds BatchNorm into the conv or linear layer before it."""
+        return ("BatchNorm folded into the layer before it (exact, no retraining)",
+                "from torch.fx.experimental.optimization import fuse\n\n"
+                "model = fuse(model.eval())  # dropout and identity layers do nothing in eval mode")
 
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
         """One setting: everything foldable."""
@@ -94,6 +102,7 @@ class AlignPlugin(ArchitecturePlugin):
     """Pad conv output channels with zero weights where the analysis finds idle lanes: to 8, and to INT8's multiple."""
 
     name = "architecture.align"
+    title = "Channel alignment"
     actions = (ActionId.ALIGN_CHANNELS,)
     plan_note = "Measured here: zero channel padding (exact, no retraining) shows what alignment gains."
     summary = "exact: conv output channels padded with zeros to the multiple the vector units want"
@@ -115,6 +124,17 @@ class AlignPlugin(ArchitecturePlugin):
             why = "; ".join(done.skipped[:4]) or "every conv's channels are already aligned"
             raise NotApplicableError(f"no misaligned conv can be padded without changing the model's function ({why})")
         return new, done.changed
+
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """The padding in words; no torch call pads channels, so the apply line says what to change."""
+        multiple = int(config.get("multiple", ALIGN_MULTIPLE))
+        purpose = " for INT8 kernels" if config.get("pairs_with") == str(Precision.INT8) else ""
+        layers = config.get("layers")
+        which = f"these conv layers ({', '.join(layers)})" if layers else "each conv layer"
+        return (f"Conv output channels padded with zeros to a multiple of {multiple}{purpose} (exact, no retraining)",
+                wording.comment(f"no single torch call: give {which} zero-weight output channels up to a multiple "
+                                f"of {multiple}, and the layer that reads them zero weights for the new inputs (the "
+                                "package's model is padded)"))
 
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
         """The layers the analysis names, padded to 8 (fp32/bf16 vectors, tensor cores)."""

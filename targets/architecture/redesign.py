@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from planner.plugins import ActionId, Arithmetic, PlanContext
+from targets import wording
 from targets.architecture import REDESIGN, ArchitecturePlugin
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ class RedesignPlugin(ArchitecturePlugin):
     """The proposed redesign of a known model, timed through the same plugins; accuracy needs retraining."""
 
     name = "architecture.redesign"
+    title = "Redesign"
     actions = (ActionId.SMALLER_ARCHITECTURE,)
     arithmetic = Arithmetic.STRUCTURAL
     plan_note = ("Measured here where the planner can build the redesign: its speed, not its accuracy "
@@ -76,6 +78,12 @@ class RedesignPlugin(ArchitecturePlugin):
         # Seeded like every loaded model, so each worker builds the same random weights.
         torch.manual_seed(0)
         return EfficientClassifier().eval(), [REDESIGNS[source]]
+
+    def change_words(self, config: dict) -> tuple[str, str]:
+        """A redesign is built and trained by the user: no call applies it."""
+        return ("Redesigned architecture (needs retraining)",
+                wording.comment("no torch call: build the layout the findings propose, train it, then plan it as its "
+                                "own model"))
 
     def settings(self, ctx: PlanContext) -> Iterable[tuple[dict, str]]:
         """One setting: the known redesign."""

@@ -10,12 +10,14 @@ from planner.onnx.session import OrtSession
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
     Precision,
     Target,
 )
+from targets import wording
 from targets.cpu import compute_threads
 
 if TYPE_CHECKING:
@@ -30,12 +32,15 @@ thread, where no static variant takes its place): every quick plan screens them,
 LEVELS = ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL")
 MODES = ("ORT_SEQUENTIAL", "ORT_PARALLEL")
 _LEVEL_LABEL = {"ORT_ENABLE_BASIC": "basic", "ORT_ENABLE_EXTENDED": "extended", "ORT_ENABLE_ALL": "all"}
+_LEVEL_WORDS = {"ORT_ENABLE_BASIC": "basic graph optimizations", "ORT_ENABLE_EXTENDED": "extended graph optimizations",
+                "ORT_ENABLE_ALL": "all graph optimizations"}
 
 
 class OnnxRuntimePlugin(Plugin):
     """The model exported to ONNX (or used as given) and run by ONNX Runtime's CPU provider."""
 
     name = "cpu.onnxruntime"
+    title = "ONNX Runtime"
     target = Target.CPU
     actions = (ActionId.GRAPH_RUNTIME,)
     runtime = "onnxruntime"
@@ -107,6 +112,11 @@ class OnnxRuntimePlugin(Plugin):
                                 dynamic_batch=export.dynamic_batch and not config.get("free_dimensions"),
                                 notes=notes)
 
+    def describe(self, spec: CandidateSpec, inputs: "ModelInputs | None" = None) -> Description:
+        """'ONNX Runtime, all graph optimizations, sequential, 2 threads', and its SessionOptions."""
+        model_file = wording.file_name(spec.artifacts.get("onnx"), "model.onnx")
+        return Description(title(spec.config), wording.ort_session_code(spec.config, model_file))
+
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OrtSession":
         """Build the InferenceSession with exactly the spec's options."""
         return OrtSession(spec.artifacts["onnx"], spec.config)
@@ -131,6 +141,20 @@ def _label(config: dict) -> str:
     label = f"onnxruntime {_LEVEL_LABEL[config['graph_optimization_level']]} {mode} {threads}"
     label = label if config["allow_spinning"] else label + " no-spin"
     return label + " static shape" if config.get("free_dimensions") else label
+
+
+def title(config: dict) -> str:
+    """A configuration in plain words: 'ONNX Runtime, all graph optimizations, sequential, 2 threads'."""
+    if config.get("defaults"):
+        return "ONNX Runtime, default settings"
+    if config["execution_mode"] == "ORT_PARALLEL":
+        each = wording.threads(int(config.get("intra_op_threads") or 1))
+        mode = f"parallel branches ({int(config.get('inter_op_threads') or 1)} at once, {each} each)"
+    else:
+        mode = wording.title("sequential", wording.threads(config.get("intra_op_threads")))
+    return wording.title("ONNX Runtime", _LEVEL_WORDS[config["graph_optimization_level"]], mode,
+                         "" if config.get("allow_spinning", True) else "idle threads sleep (no spinning)",
+                         "static input shape" if config.get("free_dimensions") else "")
 
 
 def fixed_dimensions(path: str | Path, inputs: "ModelInputs") -> dict[str, int]:

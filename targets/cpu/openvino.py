@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -12,6 +13,7 @@ from planner.onnx.feeds import graph_name, match_inputs, ordered_arrays
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
@@ -19,6 +21,7 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles, copy_into, runner_text
+from targets import wording
 from targets.cpu import compute_threads, native_bf16
 
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ class OpenVinoPlugin(Plugin):
     """The model's ONNX file compiled by OpenVINO for the CPU device."""
 
     name = "cpu.openvino"
+    title = "OpenVINO"
     target = Target.CPU
     actions = (ActionId.VENDOR_RUNTIME,)
     runtime = "openvino"
@@ -90,6 +94,14 @@ class OpenVinoPlugin(Plugin):
                                 dynamic_batch=export.dynamic_batch and not config["static_shape"],
                                 notes=notes)
 
+    def describe(self, spec: CandidateSpec, inputs: "ModelInputs | None" = None) -> Description:
+        """'OpenVINO FP32, latency hint, 2 threads, static shape', and its compile_model call."""
+        config = spec.config
+        hint = f"{str(config['hint']).lower()} hint"
+        title = wording.title(f"OpenVINO {wording.precision(str(spec.precision))}", hint,
+                              wording.threads(config["threads"]), "static shape" if config.get("static_shape") else "")
+        return Description(title, compile_code(spec, inputs, spec.artifacts.get("onnx")))
+
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OpenVinoSession":
         """Read the ONNX file and compile it for the CPU with the spec's properties."""
         return OpenVinoSession(spec.artifacts["onnx"], spec.config, inputs=model.inputs,
@@ -135,15 +147,10 @@ def openvino_package(model_file: Path, files: Sequence[Path], dest: Path, config
                      dynamic_batch: bool) -> PackageFiles:
     """Copy the model's files into `dest`; run.py reshapes and compiles it with `config`'s properties, as
     `OpenVinoSession` does (the same shapes, read from the same file)."""
-    import openvino as ov
-
-    model = ov.Core().read_model(str(model_file))
-    static = bool(config.get("static_shape"))
-    names = [graph_name(port.get_names(), inputs) for port in model.inputs]
-    dims = reshape_dims(names, inputs, dynamic_batch=dynamic_batch and not static)
+    names, shapes = compile_shapes(model_file, inputs, dynamic_batch=dynamic_batch and not config.get("static_shape"))
+    dims = dict(zip(names, shapes))
     copied = copy_into(files, dest, root=model_file.parent)
-    settings = {"model": copied[0], "inputs": names, "shapes": [dims[n] for n in names],
-                "properties": compile_properties(config)}
+    settings = {"model": copied[0], "inputs": names, "shapes": shapes, "properties": compile_properties(config)}
     notes: tuple[str, ...] = ()
     if not any(-1 in shape for shape in settings["shapes"]):
         notes = ("compiled at a fixed input shape (" + "; ".join(f"{n} {dims[n]}" for n in names) +
@@ -151,6 +158,33 @@ def openvino_package(model_file: Path, files: Sequence[Path], dest: Path, config
     return PackageFiles(files=copied, run_py=runner_text(RUNNER, settings), runtime="openvino",
                         requirements=("openvino", "numpy"), imports=("openvino", "numpy"), settings=settings,
                         notes=notes)
+
+
+def compile_shapes(model_file: str | Path, inputs: ModelInputs, *,
+                   dynamic_batch: bool) -> tuple[list[str], list[list[int]]]:
+    """The graph's inputs as the model calls them, in the file's order, and the shape each is compiled at."""
+    path = Path(model_file)
+    names = [graph_name(ports, inputs) for ports in _port_names(str(path), path.stat().st_mtime_ns)]
+    dims = reshape_dims(names, inputs, dynamic_batch=dynamic_batch)
+    return names, [dims[n] for n in names]
+
+
+@functools.lru_cache(maxsize=16)
+def _port_names(model_file: str, mtime_ns: int) -> tuple[frozenset[str], ...]:
+    """Each graph input's tensor names, read once per version of a file (describing and packaging read the same
+    file; `mtime_ns` tells a rewritten file apart)."""
+    import openvino as ov
+
+    return tuple(frozenset(port.get_names()) for port in ov.Core().read_model(model_file).inputs)
+
+
+def compile_code(spec: CandidateSpec, inputs: ModelInputs | None, model_file: str | None) -> str:
+    """The OpenVINO lines that compile a candidate's file as its session did (its shapes where `inputs` are known)."""
+    shapes = None
+    if inputs is not None and model_file and Path(model_file).is_file():
+        _, shapes = compile_shapes(model_file, inputs, dynamic_batch=spec.dynamic_batch)
+    return wording.openvino_compile_code(compile_properties(spec.config), wording.file_name(model_file, "model.onnx"),
+                                         shapes)
 
 
 def compile_properties(config: dict) -> dict:

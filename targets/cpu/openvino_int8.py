@@ -32,6 +32,7 @@ from planner.plugins import (
     ActionId,
     Arithmetic,
     CandidateSpec,
+    Description,
     ModelRef,
     Phase,
     PlanContext,
@@ -40,8 +41,9 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles
+from targets import wording
 from targets.cpu import compute_threads, native_bf16
-from targets.cpu.openvino import OpenVinoSession, openvino_package
+from targets.cpu.openvino import OpenVinoSession, compile_code, openvino_package
 
 if TYPE_CHECKING:
     from planner.models.loaded import Feed
@@ -51,6 +53,8 @@ NNCF = "nncf"
 NNCF_CONTROLLED = "nncf_accuracy_control"
 QDQ = "ort_qdq"
 _SOURCE_LABEL = {NNCF: "nncf", NNCF_CONTROLLED: "nncf-ac", QDQ: "qdq"}
+_SOURCE_WORDS = {NNCF: "NNCF post-training", NNCF_CONTROLLED: "NNCF with accuracy control",
+                 QDQ: "ONNX Runtime's quantized file"}
 # Without labels, accuracy control holds the INT8 model's mean cosine to the float one at this level:
 # above the INT8 fidelity gate (0.99), with room for the gate's inputs to differ from calibration's.
 COSINE_TARGET = 0.995
@@ -70,6 +74,7 @@ class OpenVinoInt8Plugin(Plugin):
     """INT8 models compiled by OpenVINO for the CPU: NNCF-quantized IR and the ORT QDQ ONNX file."""
 
     name = "cpu.openvino_int8"
+    title = "OpenVINO INT8"
     build_cost_s = 6.0  # NNCF calibration and its accuracy check: seconds for a small CNN
     build_precision = "int8"
     target = Target.CPU
@@ -125,7 +130,7 @@ class OpenVinoInt8Plugin(Plugin):
                          + (", transformer model type: the graph has attention" if attention else "")
                          + f", {len(feeds)} calibration batches), saved as OpenVINO IR", *common)
                 yield from self._specs(NNCF, ir_path, precisions, threads, export.dynamic_batch, notes,
-                                       calibration_batches=len(feeds))
+                                       calibration_batches=len(feeds), transformer=attention)
                 try:
                     controlled = quantize_controlled(ctx, original, ir_path,
                                                      out_dir / f"{export.path.stem}.nncf-ac-int8.xml", feeds,
@@ -137,7 +142,7 @@ class OpenVinoInt8Plugin(Plugin):
                 if controlled is not None:
                     path, why = controlled
                     yield from self._specs(NNCF_CONTROLLED, path, precisions, threads, export.dynamic_batch,
-                                           (why, *common), calibration_batches=len(feeds))
+                                           (why, *common), calibration_batches=len(feeds), transformer=attention)
 
         reduce_range = needs_reduced_range(ctx.hw)
         stem = export.path.stem
@@ -160,9 +165,31 @@ class OpenVinoInt8Plugin(Plugin):
                 if reduce_range:
                     notes += ("weights quantized to 7 bits (reduce_range): this x86 CPU has no VNNI",)
                 yield from self._specs(QDQ, qdq_path, precisions, threads, export.dynamic_batch, notes,
-                                       calibration_batches=len(feeds))
+                                       calibration_batches=len(feeds), transformer=attention, reduce_range=reduce_range)
         if failures:
             raise QuantizationError("OpenVINO INT8 failed: " + "; ".join(failures))
+
+    def describe(self, spec: CandidateSpec, inputs: "ModelInputs | None" = None) -> Description:
+        """'OpenVINO INT8 (NNCF post-training), 2 threads': how it was quantized, then its compile_model call."""
+        config = spec.config
+        source = str(config.get("quantization", NNCF))
+        rest = str(config.get("precision", "fp32"))
+        title = wording.title(f"OpenVINO INT8 ({_SOURCE_WORDS.get(source, source)})",
+                              "" if rest == "fp32" else f"other ops in {wording.precision(rest)}",
+                              wording.threads(config.get("threads")),
+                              "static shape" if config.get("static_shape") else "")
+        model_file = spec.artifacts.get("model")
+        name = wording.file_name(model_file, "model.int8.xml")
+        transformer = bool(config.get("transformer"))
+        if source == NNCF:
+            made = wording.nncf_quantize_code("model.onnx", name, transformer=transformer)
+        elif source == QDQ:
+            made = wording.ort_quantize_code("static", "model.onnx", name, transformer=transformer,
+                                             reduce_range=bool(config.get("reduce_range")))
+        else:
+            made = wording.comment(f"{name}: NNCF's quantize_with_accuracy_control gave the costliest INT8 ops "
+                                   "back to float; its package holds the file")
+        return Description(title, wording.code(made, compile_code(spec, inputs, model_file)))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "OpenVinoInt8Session":
         """Read the quantized IR or QDQ file and compile it for the CPU with the spec's properties."""
@@ -182,22 +209,25 @@ class OpenVinoInt8Plugin(Plugin):
                                 inputs=model.inputs, dynamic_batch=spec.dynamic_batch)
 
     def _specs(self, source: str, path: Path, precisions: Sequence[Precision], threads: int, dynamic_batch: bool,
-               notes: tuple[str, ...], *, calibration_batches: int) -> Iterable[CandidateSpec]:
-        """Each precision with the batch open, then the fastest precision compiled at a fixed shape."""
+               notes: tuple[str, ...], *, calibration_batches: int, **recipe: bool) -> Iterable[CandidateSpec]:
+        """Each precision with the batch open, then the fastest precision compiled at a fixed shape. `recipe`: how
+        the file was quantized (transformer, reduce_range), recorded where true for the candidate's apply snippet."""
         for precision in precisions:
             yield self._spec(source, path, precision, threads, dynamic_batch, notes,
-                             calibration_batches=calibration_batches)
+                             calibration_batches=calibration_batches, recipe=recipe)
         if dynamic_batch:
             # A shape fixed at compile time skips per-call shape inference: it pays most on small models.
             yield self._spec(source, path, precisions[-1], threads, False, notes,
-                             calibration_batches=calibration_batches, static_shape=True)
+                             calibration_batches=calibration_batches, static_shape=True, recipe=recipe)
 
     def _spec(self, source: str, path: Path, precision: Precision, threads: int, dynamic_batch: bool,
-              notes: tuple[str, ...], *, calibration_batches: int, static_shape: bool = False) -> CandidateSpec:
+              notes: tuple[str, ...], *, calibration_batches: int, static_shape: bool = False,
+              recipe: dict | None = None) -> CandidateSpec:
         # "precision" is the one OpenVINO computes the unquantized ops in (INFERENCE_PRECISION_HINT);
         # the spec's own precision is INT8.
         config = {"quantization": source, "precision": str(precision), "hint": "LATENCY", "threads": threads,
-                  "static_shape": static_shape, "calibration_batches": calibration_batches}
+                  "static_shape": static_shape, "calibration_batches": calibration_batches,
+                  **{k: True for k, v in (recipe or {}).items() if v}}
         if precision is Precision.BF16:
             notes += ("unquantized ops in bf16 (native on this CPU); the f32 candidate pins "
                       "INFERENCE_PRECISION_HINT=f32",)

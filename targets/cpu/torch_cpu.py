@@ -11,6 +11,7 @@ from planner.plugins import (
     MESSAGES,
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
@@ -19,6 +20,7 @@ from planner.plugins import (
 )
 from planner.plugins.packaging import PackageFiles
 from planner.pytorch.package import TorchSettings, torch_package
+from targets import wording
 from targets.cpu import compute_threads, native_bf16
 
 QUICK_LIMIT = 3
@@ -33,6 +35,7 @@ class TorchCpuPlugin(Plugin):
     """PyTorch CPU configurations beyond the out-of-the-box baseline."""
 
     name = "cpu.torch"
+    title = "PyTorch CPU settings"
     target = Target.CPU
     actions = (ActionId.THREADS, ActionId.CHANNELS_LAST, ActionId.CPU_COMPILE)
     runtime = "pytorch"
@@ -97,6 +100,19 @@ class TorchCpuPlugin(Plugin):
             picks = [plain, layout, compiled_plain, compiled, bf16, bf16_compiled]
         chosen = [s for s in picks if s is not None]
         yield from (chosen[:QUICK_LIMIT] if ctx.quick else chosen)
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'PyTorch FP32, channels-last, torch.compile, 2 threads', and the torch calls that set it up."""
+        config = spec.config
+        mode = config.get("compile")
+        compiled = "" if not mode else "torch.compile" + ("" if mode == "default" else f" ({mode} mode)")
+        title = wording.title(f"PyTorch {wording.precision(str(spec.precision))}",
+                              "channels-last" if config.get("channels_last") else "", compiled,
+                              wording.threads(config.get("threads")))
+        return Description(title, wording.torch_code(precision=str(spec.precision), threads=config.get("threads"),
+                                                     interop_threads=config.get("interop_threads"),
+                                                     channels_last=bool(config.get("channels_last")),
+                                                     compile_mode=mode))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
         """Rebuild the module in the worker and wrap it in a TorchSession with the spec's settings."""

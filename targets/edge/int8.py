@@ -8,7 +8,7 @@ The QDQ quantizer here also makes the symmetric Q/DQ file TensorRT's INT8 engine
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from planner.onnx.attention import has_attention
 from planner.onnx.files import model_bytes
@@ -30,6 +30,7 @@ from planner.plugins import (
     ActionId,
     Arithmetic,
     CandidateSpec,
+    Description,
     ModelRef,
     Phase,
     PlanContext,
@@ -38,8 +39,14 @@ from planner.plugins import (
     Target,
 )
 from planner.plugins.packaging import PackageFiles
+from targets import wording
+
+if TYPE_CHECKING:
+    from planner.models.spec import ModelInputs
 
 _MODE_LABEL = {"static": "static QDQ", "dynamic": "dynamic"}
+_MODE_WORDS = {"static": "static quantization (calibrated, per channel)",
+               "dynamic": "dynamic quantization (activations scaled on every call)"}
 _LOADING = "loading the quantized file in ONNX Runtime"
 
 
@@ -47,6 +54,7 @@ class Int8Plugin(Plugin):
     """ONNX Runtime INT8 on the CPU: static QDQ per-channel and dynamic, from the shared ONNX export."""
 
     name = "edge.int8"
+    title = "ONNX Runtime INT8"
     build_cost_s = 2.5  # static quantization with calibration
     build_precision = "int8"
     target = Target.EDGE
@@ -109,7 +117,7 @@ class Int8Plugin(Plugin):
                 yield self._spec("static", static_path, threads, reduce_range, export.dynamic_batch,
                                  (calib_note, "static QDQ: activation scales fixed at calibration, "
                                   "weights per output channel", *qdq_recipe_notes(attention), *common),
-                                 calibration_batches=len(feeds))
+                                 calibration_batches=len(feeds), transformer=attention)
 
         dynamic_path = out_dir / f"{stem}.int8-dynamic.onnx"
         problem = step_problem(
@@ -124,6 +132,16 @@ class Int8Plugin(Plugin):
         if failures:
             raise QuantizationError("INT8 quantization failed: " + "; ".join(failures))
 
+    def describe(self, spec: CandidateSpec, inputs: "ModelInputs | None" = None) -> Description:
+        """'ONNX Runtime INT8, static quantization (calibrated, per channel), 2 threads': the quantizer call, then
+        the session."""
+        mode = str(spec.config.get("mode", "static"))
+        title = wording.title("ONNX Runtime INT8", _MODE_WORDS.get(mode, mode), wording.threads(spec.threads))
+        name = wording.file_name(spec.artifacts.get("onnx"), f"model.int8-{mode}.onnx")
+        made = wording.ort_quantize_code(mode, "model.onnx", name, reduce_range=bool(spec.config.get("reduce_range")),
+                                         transformer=bool(spec.config.get("transformer")))
+        return Description(title, wording.code(made, wording.ort_session_code(session_config(spec.threads), name)))
+
     def open(self, spec: CandidateSpec, model: ModelRef) -> "Int8Session":
         """An ONNX Runtime CPU session over the quantized file."""
         return Int8Session(spec.artifacts["onnx"], threads=spec.threads,
@@ -134,11 +152,13 @@ class Int8Plugin(Plugin):
         return ort_package(spec.artifacts["onnx"], dest, session_config(spec.threads))
 
     def _spec(self, mode: str, path: Path, threads: int, reduce_range: bool, dynamic_batch: bool,
-              notes: tuple[str, ...], *, calibration_batches: int = 0) -> CandidateSpec:
+              notes: tuple[str, ...], *, calibration_batches: int = 0, transformer: bool = False) -> CandidateSpec:
         config: dict = {"mode": mode, "provider": "CPUExecutionProvider", "intra_op_threads": threads,
                         "reduce_range": reduce_range}
         if mode == "static":
             config["calibration_batches"] = calibration_batches
+        if transformer:
+            config["transformer"] = True  # only the matrix products were quantized (the apply snippet says so)
         label = f"onnxruntime int8 {_MODE_LABEL[mode]} (cpu, {threads}t)"
         return CandidateSpec(plugin=self.name, label=label, config=config,
                              precision=Precision.INT8, artifacts={"onnx": str(path)},

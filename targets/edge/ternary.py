@@ -26,6 +26,7 @@ from planner.plugins import (
     ActionId,
     Arithmetic,
     CandidateSpec,
+    Description,
     ModelRef,
     Phase,
     PlanContext,
@@ -35,6 +36,7 @@ from planner.plugins import (
 )
 from planner.plugins.packaging import PackageFiles
 from planner.plugins.training import FinetuneError, TrainingOutcome, training_data
+from targets import wording
 
 THRESHOLD_FACTOR = 0.7
 BITS_PER_WEIGHT = 2
@@ -129,6 +131,7 @@ class TernaryPlugin(Plugin):
     """Ternary Linear layers packed at 2 bits, run by ONNX Runtime's MatMulNBits on the CPU."""
 
     name = "edge.ternary"
+    title = "ONNX Runtime ternary weights"
     build_cost_s = 3.0  # ternary weights, packed, and their fidelity check
     build_precision = "ternary"
     target = Target.EDGE
@@ -213,6 +216,19 @@ class TernaryPlugin(Plugin):
                         **extra},
                 precision=Precision.TERNARY, artifacts={"onnx": str(path)}, threads=threads,
                 dynamic_batch=dynamic_batch, notes=notes)
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'ONNX Runtime, ternary weights in a 2-bit file, 2 threads': the packed file's session (no ONNX Runtime call
+        makes the file: its package holds it)."""
+        steps = spec.config.get("finetune_steps")
+        title = wording.title("ONNX Runtime, ternary weights in a 2-bit file",
+                              f"fine-tuned {steps} steps" if steps else "", wording.threads(spec.threads))
+        name = wording.file_name(spec.artifacts.get("onnx"), "model.ternary-2bit.onnx")
+        made = wording.comment(f"{name}: weights in {{-a, 0, +a}} per output channel, packed at 2 bits by the planner "
+                               "(no ONNX Runtime call makes it); its package holds the file, and needs ONNX Runtime "
+                               "1.22 or newer")
+        session = wording.ort_session_code(SESSION_OPTIONS | {"intra_op_threads": spec.threads}, name)
+        return Description(title, wording.code(made, session))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TernarySession":
         """An ONNX Runtime session over the packed file; its first prepare checks ORT's log for a fallback."""

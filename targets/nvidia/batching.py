@@ -13,6 +13,7 @@ import numpy as np
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
@@ -20,6 +21,7 @@ from planner.plugins import (
     Target,
 )
 from planner.pytorch.session import TorchSession
+from targets import wording
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ class BatchingPlugin(Plugin):
     """Torch eager fp32 on CUDA at fixed batch sizes 8 and 32 (latency per batch, not per sample)."""
 
     name = "nvidia.batching"
+    title = "PyTorch larger batches on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_BATCH,)
     runtime = "pytorch-cuda"
@@ -57,6 +60,13 @@ class BatchingPlugin(Plugin):
                 yield batch_spec(batch)
             else:
                 ctx.log(f"nvidia.batching: batch {batch} skipped: the model already runs at {own}")
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'PyTorch FP32 on the GPU, 8 samples per call', and the call with a batch of that size."""
+        batch = int(spec.config["batch"])
+        code = wording.torch_code(device=str(spec.config.get("device", CUDA_DEVICE)), precision=str(spec.precision))
+        return Description(f"PyTorch {wording.precision(str(spec.precision))} on the GPU, {batch} samples per call",
+                           code + f"  # x: {batch} samples stacked on dimension 0")
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "FixedBatchSession":
         """Rebuild the module on the GPU, feeding `config['batch']` samples per call."""

@@ -9,6 +9,7 @@ import numpy as np
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
@@ -16,6 +17,7 @@ from planner.plugins import (
     Target,
 )
 from planner.pytorch.session import TorchSession
+from targets import wording
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:
@@ -29,6 +31,7 @@ class CudaGraphsPlugin(Plugin):
     """The fp16 model captured into one CUDA graph at the measured batch size."""
 
     name = "nvidia.cuda_graphs"
+    title = "CUDA graphs"
     target = Target.NVIDIA
     actions = (ActionId.GPU_GRAPHS,)
     runtime = "cuda-graphs"
@@ -55,6 +58,27 @@ class CudaGraphsPlugin(Plugin):
                    "shapes, so the batch sweep is skipped",
                    "replay re-runs the recorded kernels with no Python or launch overhead; "
                    "models with data-dependent control flow or host syncs cannot be captured"))
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'PyTorch FP16 on the GPU, captured in a CUDA graph (batch 1)', and the capture as the session does it."""
+        dtype = "torch.bfloat16" if str(spec.precision) == "bf16" else "torch.float16"
+        code = "\n".join([
+            "import torch", "",
+            f'model = model.to("cuda", {dtype}).eval()',
+            f'static_x = x.to("cuda", {dtype})  # the shape every later call must have',
+            "side = torch.cuda.Stream()  # warm the kernels up off the capturing stream",
+            "side.wait_stream(torch.cuda.current_stream())",
+            "with torch.cuda.stream(side), torch.inference_mode():",
+            "    for _ in range(3):",
+            "        model(static_x)",
+            "torch.cuda.current_stream().wait_stream(side)",
+            "graph = torch.cuda.CUDAGraph()",
+            "with torch.inference_mode(), torch.cuda.graph(graph):",
+            "    static_y = model(static_x)",
+            "# each call: static_x.copy_(new_x); graph.replay(); then read static_y"])
+        batch = captured_batch(spec, inputs) if inputs is not None else spec.config.get("batch")
+        return Description(f"PyTorch {wording.precision(str(spec.precision))} on the GPU, captured in a CUDA graph "
+                           f"(batch {batch})", code)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "CudaGraphSession":
         """Rebuild the module in fp16 on the GPU and capture it at the spec's batch."""

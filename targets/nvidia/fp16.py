@@ -9,6 +9,7 @@ from planner.plugins import (
     ActionId,
     Arithmetic,
     CandidateSpec,
+    Description,
     ModelRef,
     Phase,
     PlanContext,
@@ -18,6 +19,7 @@ from planner.plugins import (
 )
 from planner.plugins.packaging import PackageFiles
 from planner.pytorch.package import TorchSettings, torch_package
+from targets import wording
 from targets.nvidia.common import CUDA_DEVICE, supports_bf16
 
 
@@ -25,6 +27,7 @@ class Fp16Plugin(Plugin):
     """The unchanged model cast to fp16 (and bf16 where the GPU has bf16 tensor cores)."""
 
     name = "nvidia.fp16"
+    title = "PyTorch FP16 on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_FP16,)
     arithmetic = Arithmetic.REDUCED_PRECISION
@@ -48,6 +51,14 @@ class Fp16Plugin(Plugin):
         else:
             ctx.log("nvidia.fp16: no bf16 candidate: the GPU's compute capability is below 8.0 "
                     "(or unknown), so it has no bf16 tensor cores")
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'PyTorch FP16 on the GPU, channels-last', and the torch calls."""
+        channels_last = bool(spec.config.get("channels_last", False))
+        return Description(wording.title(f"PyTorch {wording.precision(str(spec.precision))} on the GPU",
+                                         "channels-last" if channels_last else ""),
+                           wording.torch_code(device=str(spec.config.get("device", CUDA_DEVICE)),
+                                              precision=str(spec.precision), channels_last=channels_last))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> Any:
         """Rebuild the module on the GPU in the spec's precision and memory format."""

@@ -22,6 +22,7 @@ from planner.onnx.fp16 import fp16_onnx
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     Phase,
     PlanContext,
@@ -31,6 +32,7 @@ from planner.plugins import (
     missing_package_reason,
 )
 from planner.plugins.packaging import PackageFiles, PackagingError, copy_into, runner_text
+from targets import wording
 from targets.nvidia.common import CUDA_DEVICE, cuda_sync, gpu_name
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ class TensorRTPlugin(Plugin):
     """TensorRT engines with a dynamic-batch profile, run from torch CUDA buffers."""
 
     name = "nvidia.tensorrt"
+    title = "TensorRT"
     build_cost_s = 60.0  # an engine build per precision and shape
     build_precision = "fp16"
     target = Target.NVIDIA
@@ -126,6 +129,19 @@ class TensorRTPlugin(Plugin):
                 dynamic_batch=export.dynamic_batch,
                 notes=(*_VARIANT_NOTES[variant], *extra, _profile_note(profile), *_sequence_note(inputs),
                        *export.notes()))
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'TensorRT FP16 engine', and the TensorRT calls that load it (the engine file is its package's)."""
+        variant = str(spec.config.get("variant", spec.precision))
+        engine = wording.file_name(spec.artifacts.get("engine"), f"model.{variant}.engine")
+        code = "\n".join([
+            "import tensorrt as trt", "",
+            f"# {engine} runs only on the GPU model and TensorRT version that built it; its package holds it",
+            "runtime = trt.Runtime(trt.Logger(trt.Logger.WARNING))",
+            f'with open("{engine}", "rb") as f:',
+            "    engine = runtime.deserialize_cuda_engine(f.read())",
+            "context = engine.create_execution_context()"])
+        return Description(f"TensorRT {wording.precision(variant)} engine", code)
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "TensorRTSession":
         """Deserialize the engine and bind torch CUDA buffers."""

@@ -10,6 +10,7 @@ from planner.hardware.memory_limits import TRITON_WORKER_BYTES, Fit, compile_env
 from planner.plugins import (
     ActionId,
     CandidateSpec,
+    Description,
     ModelRef,
     PlanContext,
     Plugin,
@@ -19,6 +20,7 @@ from planner.plugins import (
 from planner.plugins.packaging import PackageFiles
 from planner.pytorch.package import TorchSettings, torch_package
 from planner.pytorch.session import TorchSession
+from targets import wording
 from targets.nvidia.common import CUDA_DEVICE
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ class TorchCompilePlugin(Plugin):
     """The model compiled by torch.compile in several modes, fp32 and fp16."""
 
     name = "nvidia.torch_compile"
+    title = "torch.compile on the GPU"
     target = Target.NVIDIA
     actions = (ActionId.GPU_COMPILE,)
     runtime = "torch-compile"
@@ -78,6 +81,13 @@ class TorchCompilePlugin(Plugin):
         for precision in PRECISIONS:
             for mode in modes:
                 yield compile_spec(mode, precision, compile_workers=workers)
+
+    def describe(self, spec: CandidateSpec, inputs: Any = None) -> Description:
+        """'PyTorch FP16 on the GPU, torch.compile (reduce-overhead mode)', and the torch calls."""
+        mode = str(spec.config["compile_mode"])
+        compiled = "torch.compile" + ("" if mode == "default" else f" ({mode} mode)")
+        return Description(f"PyTorch {wording.precision(str(spec.precision))} on the GPU, {compiled}",
+                           wording.torch_code(device=CUDA_DEVICE, precision=str(spec.precision), compile_mode=mode))
 
     def open(self, spec: CandidateSpec, model: ModelRef) -> "CompiledTorchSession":
         """Rebuild, compile, and run once so compilation is not counted in the timings."""

@@ -110,8 +110,9 @@ def test_a_declared_plugin_is_planned_predicted_measured_ranked_and_reported(toy
     toy = next(c for c in results["candidates"] if c["plugin"] == "toy.runtime")
     assert toy["prediction"]["low"] is not None and toy["prediction"]["basis"]
     assert toy["status"] == "ok" and toy["latency_ms"]["p50_ms"] > 0
+    # A plugin that does not describe its candidates is titled by their label, with no snippet (Plugin.describe).
     assert toy["declared"] == {"phase": 1, "arithmetic": "none", "runtime": "toy", "transforms_model": False,
-                               "is_baseline": False}
+                               "is_baseline": False, "title": "toy runtime fp32", "apply": ""}
     index = results["candidates"].index(toy)
     assert index in results["ranking"]["order"]
 

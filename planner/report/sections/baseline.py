@@ -10,7 +10,7 @@ from planner.measure.stats import PERCENTILE_MIN_SAMPLES
 from planner.report import figdata, fmt
 from planner.report.data import ReportData
 from planner.report.pipeline_lines import pipeline_lines
-from planner.results import Baseline, CandidateResult, energy_view
+from planner.results import Baseline, CandidateResult, energy_view, names
 from planner.results.values import LatencyStats
 from planner.results.view import best_point
 
@@ -193,7 +193,7 @@ def render(data: ReportData) -> list[str]:
     lines = ["## Baseline", ""]
     if b is None:
         return lines + [f"Baseline: {data.missing('profiling the baseline')}.", ""]
-    lead = f"Runtime **{b.runtime or 'not recorded'}**"
+    lead = f"Runtime **{names.baseline_title(b) if b.declared is not None or b.runtime else 'not recorded'}**"
     if b.device:
         lead += f" on `{b.device}`"
     lines += input_lines(data, lead)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from planner.report import figdata, fmt
 from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES, sweep_skipped
 from planner.report.sections.validation import validation_lines
-from planner.results import CandidateResult, Status, energy_view, fidelity_view, roof_share
+from planner.results import CandidateResult, Status, energy_view, fidelity_view, names, roof_share
 from planner.results.rows import CandidateRow
 from planner.results.values import OutputKind, StreamPoint
 
@@ -18,8 +18,21 @@ _SWEEP_NOTES = ("sweep_stopped", "sweep_skipped", "sequence_sweep_stopped", "str
 
 
 def label(cand: CandidateResult) -> str:
-    """A candidate's display name."""
-    return cand.label or cand.plugin or "unnamed candidate"
+    """A candidate's short label, the key records match it on (an interaction names its candidates by it); a reader
+    sees `planner.results.names.title`."""
+    return cand.label or cand.plugin or names.UNNAMED
+
+
+def field_name(key: str, words: Mapping[str, str] | None = None) -> str:
+    """A recorded field's name for a reader (`planner.results.names.field`); a runtime's or the environment's own
+    name in capitals (OpenVINO's INFERENCE_NUM_THREADS, OMP_NUM_THREADS) as code, to look up as it is."""
+    name = names.field(key, dict(words or {}))
+    return fmt.code(name) if key.isupper() else name
+
+
+def record_text(record: Mapping[str, Any], words: Mapping[str, str] | None = None) -> str:
+    """A recorded object of settings or facts as 'name value; ...', each name in a reader's words."""
+    return "; ".join(f"{field_name(k, words)} {fmt.number(v)}" for k, v in record.items())
 
 
 def _note(notes: dict[str, Any], key: str) -> str:
@@ -101,7 +114,7 @@ def gate_lines(cands: list[CandidateResult]) -> list[str]:
     if not decided:
         return []
     return (["### Fidelity check: the test that decided", ""]
-            + [f"- **{label(c)}** ({c.status}): {fmt.plain_reason(d)}" for c, d in decided]
+            + [f"- **{names.title(c)}** ({c.status}): {fmt.plain_reason(d)}" for c, d in decided]
             + [""])
 
 
@@ -111,7 +124,7 @@ def generated_inputs_lines(cands: list[CandidateResult]) -> list[str]:
     unsettled = [c for c in cands if c.status == Status.UNCONFIRMED and c.fidelity is not None
                  and c.fidelity.settle_samples is not None and _cannot_judge(c)]
     unjudged = [c for c in cands if c.status == Status.UNCONFIRMED and _cannot_judge(c) and c not in unsettled]
-    unconfirmed = [label(c) for c in cands if c.status == Status.UNCONFIRMED and not _cannot_judge(c)]
+    unconfirmed = [names.title(c) for c in cands if c.status == Status.UNCONFIRMED and not _cannot_judge(c)]
     if not generated and not unconfirmed and not unjudged and not unsettled:
         return []
     lines = [""] + (["The fidelity checks ran on generated inputs (no validation data was given): a pass says the "
@@ -121,14 +134,14 @@ def generated_inputs_lines(cands: list[CandidateResult]) -> list[str]:
         why = _cannot_judge(unjudged[0])
         settle = ("`--val-data DIR` with real inputs (labelled, so accuracy decides), or the model's trained weights"
                   if generated else "the model's trained weights, or labelled `--val-data DIR` (accuracy then decides)")
-        lines.append(f"*Cannot judge* ({fmt.series([label(c) for c in unjudged])}): not established on real data. "
-                     f"The check compares each candidate with the original on the part of the outputs that depends "
-                     f"on the input, and here {why}. Nothing on these inputs could fail a candidate that changes the "
-                     f"arithmetic, so none is called passed; what would settle it: {settle}.")
+        lines.append(f"*Cannot judge* ({fmt.series([names.title(c) for c in unjudged])}): not established on real "
+                     "data. The check compares each candidate with the original on the part of the outputs that "
+                     f"depends on the input, and here {why}. Nothing on these inputs could fail a candidate that "
+                     f"changes the arithmetic, so none is called passed; what would settle it: {settle}.")
     for c in unsettled:
         # Real, labelled data, too little of it to tell the drop from the budget: more of it settles it.
-        lines.append(f"*Not established* ({label(c)}): {_cannot_judge(c)}. The drop is judged on its 95% interval, "
-                     "so a candidate is only called within the budget when the whole interval is.")
+        lines.append(f"*Not established* ({names.title(c)}): {_cannot_judge(c)}. The drop is judged on its 95% "
+                     "interval, so a candidate is only called within the budget when the whole interval is.")
     if unconfirmed:
         lines.append(f"*Unconfirmed* ({fmt.series(unconfirmed)}): not established on real data. The outputs "
                      "drifted from the original's on generated inputs, which cannot tell whether that matters on "
@@ -160,7 +173,7 @@ def _row(data: ReportData, row: CandidateRow, *, with_accuracy: bool = False, by
         size = data.model_record.size_bytes if data.model_record is not None else None
     accuracy = [accuracy_cell(cand)] if with_accuracy else []
     return [fmt.number(rank) if rank is not None else "—",
-            f"**{label(cand)}**" if cand is data.best_cand else label(cand),
+            f"**{names.title(cand)}**" if cand is data.best_cand else names.title(cand),
             cand.precision or "—",
             fmt.ms(cand.p50), p95_cell(cand), energy_view.energy_cell(cand), _rate_cell(cand.peak_rate()),
             fmt.size(cand.peak_memory_bytes), fmt.size(size), cos, top1, *accuracy,
@@ -175,21 +188,45 @@ def shared_sweep_skip(data: ReportData) -> str:
 
 
 def _settings(data: ReportData, cand: CandidateResult) -> str:
-    parts = [f"- **{label(cand)}** (`{cand.plugin or 'plugin not recorded'}`)"]
+    # The short label and plugin are the keys results.json and `planner bench` know the candidate by.
+    title = names.title(cand)
+    keys = [f"label {fmt.code(cand.label)}" if cand.label and cand.label != title else "",
+            f"plugin {fmt.code(cand.plugin)}" if cand.plugin else "plugin not recorded"]
+    parts = [f"- **{title}** ({', '.join(k for k in keys if k)})"]
     if cand.config:
         parts.append(f"config `{fmt.compact(cand.config)}`")
     info = {k: v for k, v in cand.info.items() if k not in _SWEEP_NOTES}
     if info:
-        parts.append("in force: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in info.items()))
+        parts.append("in force: " + record_text(info))
     skipped = sweep_skipped(cand)
     if skipped and skipped != shared_sweep_skip(data):
         parts.append(f"batch sweep skipped: {skipped}")
     threads = {k: v for k, v in cand.threads.items() if v not in (None, [], "")}
     if threads:
-        parts.append("threads: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items()))
+        parts.append("threads: " + record_text(threads))
     if cand.memory_basis:
         parts.append(f"memory basis: {cand.memory_basis}")
     return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+
+
+APPLIED = 5
+"""How many of the best ranked candidates the evidence shows in their runtime's own code (the Summary's top five)."""
+
+
+def apply_lines(data: ReportData) -> list[str]:
+    """The best ranked candidates' lines in their runtime's own API, as their plugins wrote them (not the baseline's,
+    which is the model as it comes); [] in files written before plugins did."""
+    ranked = [row.cand for row in data.rows if row.rank is not None and not data.is_reference_cand(row.cand)
+              and names.apply_code(row.cand)][:APPLIED]
+    if not ranked:
+        return []
+    lines = ["### Apply: the best ranked candidates in their runtime's own API", "",
+             "Each candidate's settings as its runtime's own calls (`model` and `x` stand for your module and input; "
+             "a file name is the one its package holds). Where no single call makes a change, a comment says what "
+             "to do.", ""]
+    for cand in ranked:
+        lines += [f"**{names.title(cand)}**", "", "```python", names.apply_code(cand), "```", ""]
+    return lines
 
 
 def sequence_table(cands: list[CandidateResult]) -> list[str]:
@@ -204,12 +241,12 @@ def sequence_table(cands: list[CandidateResult]) -> list[str]:
     if len(swept) < 2:
         return []
     lengths = sorted({n for _, points in swept for n in points})
-    rows = [[label(c)] + [fmt.ms(points[n].latency_p50_ms) if n in points else fmt.NOT_MEASURED for n in lengths]
+    rows = [[names.title(c)] + [fmt.ms(points[n].latency_p50_ms) if n in points else fmt.NOT_MEASURED for n in lengths]
             for c, points in swept]
     lines = ["### p50 latency by sequence length", ""]
     if lengths:
         lines += fmt.table(["Candidate"] + [f"{fmt.number(n)} tokens" for n in lengths], rows) + [""]
-    lines += [f"- {label(c)}: the sequence sweep stopped because {stopped(c)}" for c, _ in swept if stopped(c)]
+    lines += [f"- {names.title(c)}: the sequence sweep stopped because {stopped(c)}" for c, _ in swept if stopped(c)]
     return lines + [""]
 
 
@@ -229,7 +266,7 @@ def confirmation_lines(cands: list[CandidateResult]) -> list[str]:
     if beside is not None:
         lines[-1] += (f" The baseline took its turns beside them ({fmt.ms(beside)} there): their speedups are ratios "
                       "measured side by side, under one load; the other rows' are over the baseline's profile.")
-    revisited = [label(c) for c, conf in confirmed if conf.revisited]
+    revisited = [names.title(c) for c, conf in confirmed if conf.revisited]
     if revisited:
         lines[-1] += (f" {fmt.series(revisited)} had been stopped early by {'its' if len(revisited) == 1 else 'their'} "
                       "screen as clearly slower, but close enough to the best to be timed again with the leaders.")
@@ -237,7 +274,7 @@ def confirmation_lines(cands: list[CandidateResult]) -> list[str]:
         if conf.reproduced:
             continue
         direction = "slower" if conf.rel_change > 0 else "faster"
-        lines.append(f"- **{label(c)}**: the full method measured it {fmt.pct(abs(conf.rel_change))} {direction} "
+        lines.append(f"- **{names.title(c)}**: the full method measured it {fmt.pct(abs(conf.rel_change))} {direction} "
                      "than the screen" + (f" — {conf.note}" if conf.note else ""))
     return lines
 
@@ -261,12 +298,12 @@ def streams_lines(cands: list[CandidateResult]) -> list[str]:
     for c, points in measured:
         one = next((p for p in points if p.streams == 1), None)
         many = max((p for p in points if p.streams > 1), key=lambda p: p.samples_per_s)
-        rows.append([label(c), fmt.number(many.batch), fmt.rate(one.samples_per_s) if one else fmt.NOT_MEASURED,
+        rows.append([names.title(c), fmt.number(many.batch), fmt.rate(one.samples_per_s) if one else fmt.NOT_MEASURED,
                      fmt.rate(many.samples_per_s), fmt.number(many.streams),
                      fmt.rate(many.sustained_per_s) if many.sustained_per_s else fmt.NOT_MEASURED, many.basis or "—"])
     lines += fmt.table(["Candidate", "Batch", "One request at a time", "With streams", "Streams",
                         "Sustained with streams", "How"], rows)
-    lines += [f"- {label(c)}: no parallel streams: {why}" for c, why in skipped]
+    lines += [f"- {names.title(c)}: no parallel streams: {why}" for c, why in skipped]
     return lines
 
 
@@ -288,7 +325,7 @@ def roof_lines(data: ReportData, cands: list[CandidateResult]) -> list[str]:
             why = _note(details, f"{precision}_omitted") or "not measured on this machine"
             share = f"no {precision.upper()} roof ({why})"
         if share:
-            lines.append(f"- **{label(c)}**: {share}")
+            lines.append(f"- **{names.title(c)}**: {share}")
     return lines
 
 
@@ -328,6 +365,7 @@ def render(data: ReportData) -> list[str]:
         lines += [""] + figdata.figure_block(data, figdata.CANDIDATES) + [""]
         lines += sequence_table(cands)
         lines += ["### Configuration in force", ""] + [_settings(data, c) for c in cands] + [""]
+        lines += apply_lines(data)
         problems = [c for c in cands if c.status in _NOT_RANKED]
         if problems:
             lines += ["### Not ranked", ""]
@@ -352,5 +390,5 @@ def not_ranked_lines(problems: list[CandidateResult]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for c in problems:
         reason = fmt.plain_reason(c.reason) or "no reason recorded"
-        groups.setdefault((str(c.status), reason), []).append(f"**{label(c)}**")
+        groups.setdefault((str(c.status), reason), []).append(f"**{names.title(c)}**")
     return [f"- {fmt.series(names)} — {status}: {reason}" for (status, reason), names in groups.items()]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData
-from planner.report.sections.candidates import accuracy_cell, fidelity_cells, fidelity_headers, has_accuracy, label
-from planner.results import CandidateResult, Status, energy_view
+from planner.report.sections.candidates import accuracy_cell, fidelity_cells, fidelity_headers, has_accuracy
+from planner.results import CandidateResult, Status, energy_view, names
 
 _BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "int8": 8, "ternary": 2}
 _POTENTIAL = "fails fidelity: needs ternary-aware training"
@@ -40,7 +40,7 @@ def render(data: ReportData) -> list[str]:
         else:
             status = "ranked" if data.rank_of(cand) is not None else (reason or str(cand.status))
         cosine, _ = fidelity_cells(cand, by_kind=by_kind)
-        row = [label(cand), str(_BITS[cand.precision]), fmt.size(size), f"{ratio:.1f}x" if ratio else "—",
+        row = [names.title(cand), str(_BITS[cand.precision]), fmt.size(size), f"{ratio:.1f}x" if ratio else "—",
                fmt.ms(cand.p50), energy_view.energy_cell(cand), cosine]
         if with_accuracy:
             row.append(accuracy_cell(cand))
@@ -69,7 +69,7 @@ def _layer_table(cands: list[CandidateResult]) -> list[str]:
         layers = [row for row in found if isinstance(row, dict)] if isinstance(found, list) else []
         if cand.precision == "ternary" and layers:
             rows = [["" if r.get(key) is None else str(r[key]) for key in ("layer", "op", "storage")] for r in layers]
-            return ["", f"Layers of the ternary file ({label(cand)}). MatMulNBits layers compute on the packed "
+            return ["", f"Layers of the ternary file ({names.title(cand)}). MatMulNBits layers compute on the packed "
                     "2-bit weights; layers stored packed but \"unpacked at load\" are expanded to fp32 once when "
                     "ONNX Runtime opens the file, so they are small on disk but compute (and sit in memory) at fp32:",
                     "", *fmt.table(["Layer", "Op", "Stored and run as"], rows)]

@@ -11,8 +11,7 @@ from __future__ import annotations
 from planner.advice.requirements import TIER_TARGETS
 from planner.report import fmt
 from planner.report.data import ReportData
-from planner.report.sections.candidates import label
-from planner.results import CandidateResult, EdgeProjection, Status, energy_view
+from planner.results import CandidateResult, EdgeProjection, Status, energy_view, names
 
 ON_BOARD = "not measured on the board"
 """A projected board's energy: nothing ran there, and energy is never estimated from a datasheet."""
@@ -74,7 +73,7 @@ def render(data: ReportData) -> list[str]:
                 Status.UNCONFIRMED: " (check on your data first: not established on real data)"}.get(cand.status, "")
         if size_on_disk is None and met:
             note += " (model size not measured: judged on latency and memory only)"
-        rows.append([label(cand), fmt.ms(cand.p50), energy_view.energy_cell(cand),
+        rows.append([names.title(cand), fmt.ms(cand.p50), energy_view.energy_cell(cand),
                      fmt.size(cand.peak_memory_bytes), fmt.size(size_on_disk),
                      (", ".join(met) or "none") + note])
     lines += ["", *fmt.table(["Candidate", "p50", energy_view.HEADER, "Peak memory", "Size on disk", "Tiers met"],
@@ -100,9 +99,12 @@ def _projection(edge: EdgeProjection | None, data: ReportData) -> list[str]:
              f"Board budgets (the planner's defaults): {fmt.ms(profile.latency_budget_ms)} latency, "
              f"{fmt.size(profile.model_size_budget_mb * 2**20)} model size. "
              f"Chosen by: {edge.chosen_by or '--device'}.", ""]
-    energy_here = {c.label: energy_view.energy_cell(c) for c in data.run.candidates}
-    table = [[r.label, fmt.ms(r.measured_p50_ms), energy_here.get(r.label, energy_view.NOT_RECORDED), ON_BOARD,
-              fmt.ms(r.estimate_ms), r.bound or "—", _yes_no(r.fits_latency_budget), _yes_no(r.fits_size_budget)]
+    cands = data.run.candidates
+    # A projected row names its candidate by label, the key; the reader sees the candidate's title.
+    energy_here = {c.label: energy_view.energy_cell(c) for c in cands}
+    table = [[names.title_of(r.label, cands), fmt.ms(r.measured_p50_ms),
+              energy_here.get(r.label, energy_view.NOT_RECORDED), ON_BOARD, fmt.ms(r.estimate_ms), r.bound or "—",
+              _yes_no(r.fits_latency_budget), _yes_no(r.fits_size_budget)]
              for r in rows]
     lines += fmt.table(["Candidate", "Measured here (p50)", f"{energy_view.HEADER} here",
                         f"{energy_view.HEADER} on board", "Estimated on board (roofline lower bound)", "Bound",

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from planner import units
 from planner.report import fmt
 from planner.report.data import ReportData
-from planner.results import CandidateResult
+from planner.report.sections.candidates import record_text
+from planner.results import CandidateResult, names
 from planner.results.audit import MeasurementAudit, load_summary, reproducibility
 from planner.results.context import PlanResources
 from planner.results.values import LatencyStats
@@ -45,7 +46,7 @@ def render(data: ReportData) -> list[str]:
     recorded = run.baseline.threads if run.baseline is not None else {}
     threads = {k: v for k, v in recorded.items() if v not in (None, [], "")}
     if threads:
-        lines.append("Baseline thread settings: " + "; ".join(f"{k} {fmt.number(v)}" for k, v in threads.items())
+        lines.append("Baseline thread settings: " + record_text(threads)
                      + ". Each candidate's own settings are listed under All candidates.")
     return lines + [""] + _conditions(data)
 
@@ -79,7 +80,7 @@ def _resources(res: PlanResources | None, candidates: Sequence[CandidateResult])
         lines.append(line)
     else:
         # Results finished before the plan-wide peak was recorded still carry each measurement's own.
-        measured = [(c.tree_peak_bytes, c.label) for c in candidates if c.tree_peak_bytes is not None]
+        measured = [(c.tree_peak_bytes, names.title(c)) for c in candidates if c.tree_peak_bytes is not None]
         if measured:
             peak, label = max(measured)
             lines.append(f"- peak memory of the planner's process tree while measuring (its processes' own memory, "
@@ -106,9 +107,9 @@ def _conditions(data: ReportData) -> list[str]:
     """What the machine was doing while each number was timed, and whether the numbers can be trusted."""
     baseline = data.run.baseline
     rows: list[tuple[str, MeasurementAudit | None, LatencyStats | None]] = [
-        (c.label or "baseline", c.audit, c.latency_ms) for c in data.run.candidates]
+        (names.title(c), c.audit, c.latency_ms) for c in data.run.candidates]
     if not rows and baseline is not None:
-        rows = [(baseline.runtime or "baseline", baseline.audit, baseline.latency_ms)]
+        rows = [(names.baseline_title(baseline), baseline.audit, baseline.latency_ms)]
     audits = [(label, audit) for label, audit, latency in rows if latency is not None]
     if not any(audit for _, audit in audits):
         return ["Measurement conditions: not audited (an older planner made these results), so whether other "

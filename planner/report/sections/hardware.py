@@ -6,7 +6,12 @@ from planner.hardware.ceiling_notes import INT8_COUNTING, SLOWER, measurement_no
 from planner.hardware.profile import CpuInfo, GpuInfo, HardwareProfile, MemoryInfo
 from planner.report import fmt
 from planner.report.data import ReportData
+from planner.report.sections.candidates import record_text
 from planner.results import energy_view
+
+CEILING_WORDS = {"matrix_size": "matrix size", "fp32_method": "FP32 kernel", "bf16_method": "BF16 kernel",
+                 "fp16_method": "FP16 kernel", "tf32_method": "TF32 kernel", "torch_version": "torch version"}
+"""Words for the ceilings' measurement details (planner.hardware.ceilings); the rest read with underscores as spaces."""
 
 # ISA features that change which runtimes and precisions pay, with what each one buys.
 _FEATURES: dict[str, str] = {
@@ -158,8 +163,7 @@ def ceilings_lines(data: ReportData) -> list[str]:
     details = {k: v for k, v in all_details.items()
                if (isinstance(v, (str, int, float, bool)) or v is None) and k not in shown}
     if details:
-        lines += ["", "How they were measured: "
-                  + "; ".join(f"{k} {fmt.number(v)}" for k, v in details.items()) + "."]
+        lines += ["", "How they were measured: " + record_text(details, CEILING_WORDS) + "."]
     return lines + [""]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from planner import units
 from planner.report import figdata, fmt
 from planner.report.data import ReportData
-from planner.results import energy_view
+from planner.results import energy_view, names
 from planner.results.interaction import VERDICT_WORDS, Interaction, InteractionCell
 
 _NEEDS_RETRAINING = "needs retraining: speed measured, accuracy not"
@@ -61,8 +61,9 @@ def _same(a: float | None, b: float | None) -> bool:
 
 
 def retimed(data: ReportData, pair: Interaction) -> list[tuple[str, float | None, str]]:
-    """The cells that timed something the plan had already measured, and got another figure: (what, the plan's
-    own p50, how the ranking states it). A quick plan's newer study reuses the plan's figures, so none differs."""
+    """The cells that timed something the plan had already measured, and got another figure: (what, in a reader's
+    words, the plan's own p50, how the ranking states it). A quick plan's newer study reuses the plan's figures, so
+    none differs."""
     found: list[tuple[str, float | None, str]] = []
     base, plan_base = _p50(pair.cell("baseline")), data.base_ms
     if base is not None and plan_base is not None and not _same(base, plan_base):
@@ -72,7 +73,8 @@ def retimed(data: ReportData, pair: Interaction) -> list[tuple[str, float | None
         mine = _p50(pair.cell(name))
         theirs = own.p50 if own is not None else None
         if own is not None and mine is not None and theirs is not None and not _same(mine, theirs):
-            found.append((what, theirs, f"p50 {units.ms(theirs)}, {units.speedup(data.speedup_of(own))}"))
+            figure = f"p50 {units.ms(theirs)}, {units.speedup(data.speedup_of(own))}"
+            found.append((names.title(own), theirs, figure))
     return found
 
 
@@ -101,10 +103,12 @@ def render(data: ReportData) -> list[str]:
              "here the same way; the interaction factor divides the combined speedup by the product of the two "
              "single speedups (above 1.05: they amplify each other; below 0.95: they conflict; else independent).",
              ""]
+    cands = data.run.candidates
     for pair in pairs:
-        arch, hw = pair.architecture, pair.hardware
+        # The pair names its candidates by label (the key); the reader sees their titles.
+        arch, hw = names.title_of(pair.architecture, cands), names.title_of(pair.hardware, cands)
         base_cell = pair.cell("baseline")
-        base_label = (base_cell.label if base_cell is not None else "") or "baseline"
+        base_label = names.title_of(base_cell.label, cands) if base_cell is not None and base_cell.label else "baseline"
         lines.append(f"### {arch} x {hw}")
         lines.append("")
         if pair.needs_retraining:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData
-from planner.report.sections.candidates import label, ordered
-from planner.results import Status
+from planner.report.sections.candidates import ordered
+from planner.results import Status, names
 
 # Statuses of a candidate that was timed (its speedup is a measurement, whatever the fidelity gate said).
 _MEASURED = (Status.OK, Status.REJECTED, Status.UNCONFIRMED)
@@ -20,7 +20,7 @@ def render(data: ReportData) -> list[str]:
         if prediction is None or prediction.low is None or prediction.high is None:
             continue
         measured = data.speedup_of(cand) if cand.status in _MEASURED else None
-        rows.append([label(cand), f"{fmt.speedup(prediction.low)} to {fmt.speedup(prediction.high)}",
+        rows.append([names.title(cand), f"{fmt.speedup(prediction.low)} to {fmt.speedup(prediction.high)}",
                      fmt.speedup(measured) if measured is not None else "—", _HELD[prediction.verdict(measured)],
                      prediction.basis or "—"])
     if not rows:

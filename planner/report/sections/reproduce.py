@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from planner.report.data import ReportData
-from planner.report.sections.candidates import label
+from planner.results import names
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, Requirements
 from planner.results.view import inputs_cli_args
 
@@ -58,8 +58,8 @@ def render(data: ReportData) -> list[str]:
                      in command else "") + "):", "", "```sh", command, "```", ""]
     # (name, status, command) per candidate; before any candidate, the baseline as it was measured.
     base = data.run.baseline
-    entries = [(label(c), str(c.status), c.reproduce) for c in data.run.candidates] or (
-        [(base.runtime or "baseline", "ok", base.reproduce)] if base is not None else [])
+    entries = [(names.title(c), str(c.status), c.reproduce) for c in data.run.candidates] or (
+        [(names.baseline_title(base), "ok", base.reproduce)] if base is not None else [])
     if not entries:
         return lines + [f"Candidates: {data.missing('measuring candidates')}.", ""]
     lines += ["Each candidate re-measured on its own with `planner bench`:", ""]

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from planner.advice.tree import not_applicable
 from planner.report import fmt, handover
 from planner.report.data import ReportData
-from planner.report.sections.candidates import label, ordered
+from planner.report.sections.candidates import ordered
 from planner.report.sections.findings import impact_text
 from planner.report.sections.interaction import baseline_retimed
-from planner.results import CandidateResult, energy_view, fidelity_view
+from planner.results import CandidateResult, energy_view, fidelity_view, names
 from planner.results.analysis import Finding
 from planner.results.decisions import PlanStep
 from planner.results.interaction import Interaction, InteractionCell
@@ -261,30 +261,11 @@ def _check(data: ReportData, cand: CandidateResult) -> str:
     dep = handover.for_candidate(data, cand)
     if dep is not None:
         return f"`{handover.verify_command(dep)}`"
-    check = (f"re-measure it with its `planner bench` line (Appendix › Reproduce, **{label(cand)}**)"
+    check = (f"re-measure it with its `planner bench` line (Appendix › Reproduce, **{names.title(cand)}**)"
              if cand.reproduce else "no reproduce line was recorded for it")
     if cand.status == Status.UNCONFIRMED:
         check = "re-run the plan with `--val-data DIR` before relying on it; " + check
     return check
-
-
-def _candidate_step(data: ReportData, cand: CandidateResult, phase: int) -> Step:
-    # Energy where the plan looked for a counter (a file written before that has none to speak of).
-    energy = f", {energy_view.cell_phrase(cand)}" if data.run.energy_source is not None else ""
-    gain = f"{fmt.speedup(data.speedup_of(cand))} the baseline's speed (p50 {fmt.ms(cand.p50)}{energy}, measured"
-    if cand.dropped:
-        gain += " by the quick screen only"
-    gain += ")"
-    if cand.status == Status.UNCONFIRMED:
-        # Possibly a real win: generated inputs cannot tell, so the step is to check it on the user's data.
-        gain = "check on your data first: " + gain
-    if cand is data.best_cand:
-        gain += ", the decision above"
-    together = [t for t in (together_text(data, p) for p in data.run.interactions
-                            if p.architecture == label(cand)) if t]
-    if together:
-        gain += "; measured together " + together[0]
-    return Step(label(cand), gain, effort(cand, phase), accuracy_risk(cand), _apply(data, cand), _check(data, cand))
 
 
 def _interaction_only_step(data: ReportData, pair: Interaction) -> Step:
@@ -440,9 +421,9 @@ def road(data: ReportData) -> tuple[list[RoadStep], list[CandidateResult]]:
 def _step_lines(data: ReportData, number: int, step: RoadStep) -> list[str]:
     lead = step.lead
     source = data.run.energy_source
-    energy = (f", {energy_view.cell_phrase(lead)}" if source is not None and source.available and step.landing.measured
-              else "")
-    head = f"{number}. **{label(lead)}** — {_KIND_WORDS[step.kind].lower()}; {step.landing.words(energy)}"
+    measured_energy = source is not None and source.available and step.landing.measured
+    energy = f", {energy_view.cell_phrase(lead)}" if measured_energy else ""
+    head = f"{number}. **{names.title(lead)}** — {_KIND_WORDS[step.kind].lower()}; {step.landing.words(energy)}"
     if lead is data.best_cand:
         head += ", the decision above"
     if lead.status == Status.UNCONFIRMED:
@@ -452,15 +433,21 @@ def _step_lines(data: ReportData, number: int, step: RoadStep) -> list[str]:
     lines = [head + "."]
     if step.alternatives:
         lines.append("   - Or: " + "; ".join(
-            f"{label(c)}, {fmt.speedup(data.speedup_of(c))}"
+            f"{names.title(c)}, {fmt.speedup(data.speedup_of(c))}"
             + (" (not established on these samples: check it on your data first)"
                if c.status == Status.UNCONFIRMED else "") for c in step.alternatives) + ".")
     lines.append(f"   - Effort: {effort(lead, step.phase)}. Risk: {accuracy_risk(lead)}.")
-    together = [t for t in (together_text(data, p) for p in data.run.interactions if p.architecture == label(lead))
-                if t]
+    together = [t for t in (together_text(data, p) for p in data.run.interactions
+                            if p.architecture == lead.label) if t]
     if together:
         lines.append(f"   - Measured together {together[0]}.")
-    lines.append(f"   - Apply: {_apply(data, lead)}. Check: {_check(data, lead)}.")
+    code = names.apply_code(lead)
+    if handover.for_candidate(data, lead) is None and code:
+        # No package: the runtime's own calls, to paste into the serving code.
+        lines += [f"   - Apply it in the runtime's own API, then check: {_check(data, lead)}.", "",
+                  "     ```python", *(f"     {line}" if line else "" for line in code.splitlines()), "     ```", ""]
+    else:
+        lines.append(f"   - Apply: {_apply(data, lead)}. Check: {_check(data, lead)}.")
     return lines
 
 
@@ -485,7 +472,7 @@ def _phase_extras(data: ReportData, phase: int, steps: list[RoadStep], not_steps
         extras.append("rejected by the fidelity check: " + _named(data, rejected))
     failed = [c for c in measured if c.p50 is None]
     if failed:
-        extras.append("did not run: " + ", ".join(f"{label(c)} ({c.status})" for c in failed))
+        extras.append("did not run: " + ", ".join(f"{names.title(c)} ({c.status})" for c in failed))
     lines = []
     if extras:
         lines.append("- Also measured (every figure in Appendix › All candidates): " + "; ".join(extras) + ".")
@@ -503,7 +490,7 @@ def _phase_extras(data: ReportData, phase: int, steps: list[RoadStep], not_steps
 
 
 def _named(data: ReportData, cands: list[CandidateResult]) -> str:
-    return ", ".join(f"{label(c)} ({fmt.speedup(data.speedup_of(c))})" for c in cands)
+    return ", ".join(f"{names.title(c)} ({fmt.speedup(data.speedup_of(c))})" for c in cands)
 
 
 def _exact_finding(data: ReportData, finding: Finding) -> bool:
@@ -547,7 +534,7 @@ def _landings(data: ReportData, steps: list[RoadStep]) -> list[str]:
     if target is not None:
         first = next((s for s in steps if s.meets), None)
         lines.append(f"- Latency target < {fmt.ms(target)} {pct}: "
-                     + (f"first reached by **{label(first.lead)}**." if first is not None
+                     + (f"first reached by **{names.title(first.lead)}**." if first is not None
                         else "no measured step reaches it; the architecture findings are estimates, not "
                              "projected."))
     lines.append("- Steps marked *not measured in this run* are in no number above.")
@@ -572,7 +559,7 @@ def render(data: ReportData) -> list[str]:
             number += 1
         if phase == 3:
             # A redesign measured only beside a hardware candidate (no candidate row of its own) is a step too.
-            labels = {label(c) for c in data.run.candidates}
+            labels = {c.label for c in data.run.candidates}
             for pair in data.run.interactions:
                 if pair.needs_retraining and pair.architecture not in labels:
                     lines += _interaction_only_step(data, pair).lines(number)

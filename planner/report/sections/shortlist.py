@@ -8,8 +8,7 @@ from planner.advice.checks import requirement_checks
 from planner.report import fidelity_verdict, figdata, fmt, handover
 from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
-from planner.report.sections.candidates import label
-from planner.results import CandidateResult, fidelity_view
+from planner.results import CandidateResult, fidelity_view, names
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus
 
 SHORTLIST = 5
@@ -84,7 +83,7 @@ def render(data: ReportData) -> list[str]:
     best = data.best_cand
     rows = []
     for cand in top:
-        name = f"**{label(cand)}** (shipped)" if cand is best else label(cand)
+        name = f"**{names.title(cand)}** (shipped)" if cand is best else names.title(cand)
         p95 = fmt.ms(cand.latency_ms.p95_ms) if cand.latency_ms and cand.latency_ms.p95_ms is not None else "—"
         rows.append([name, cand.precision or "—", fmt.ms(cand.p50), p95, fmt.speedup(data.speedup_of(cand)),
                      verdict(cand), targets(data, cand), _package(data, cand)])

@@ -9,10 +9,9 @@ import re
 from planner.report import fmt, handover
 from planner.report.data import ReportData
 from planner.report.sections import requirements
-from planner.report.sections.candidates import label
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
-from planner.results import CandidateResult, Status, energy_view, fidelity_view
+from planner.results import CandidateResult, Status, energy_view, fidelity_view, names
 from planner.results.analysis import Severity
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus, RequirementCheck
 from planner.results.view import (
@@ -97,7 +96,7 @@ def _decision(data: ReportData) -> list[str]:
     else:
         gain = (f"**Measured gain**: p50 {fmt.ms(best.p50)} against {fmt.ms(data.base_ms)} for the baseline, "
                 f"{fmt.speedup(data.speedup_of(best))} the baseline's speed.{_load_caveat(data, best)}")
-    lines = [f"**Decision**: deploy **{label(best)}**, {which}{ranked}.{unconfirmed}", gain]
+    lines = [f"**Decision**: deploy **{names.title(best)}**, {which}{ranked}.{unconfirmed}", gain]
     if data.run.energy_source is not None:  # a plan that looked for an energy counter (older files did not)
         lines.append(f"**Energy**: {_energy(data, best)}")
     return lines + [f"**Accuracy risk**: {_risk(best)}"]
@@ -136,7 +135,7 @@ def _unconfirmed_lead(data: ReportData) -> CandidateResult | None:
 def _unconfirmed_sentence(lead: CandidateResult) -> str:
     """'Up to 3.9x (Y) if it holds on your data: re-run with `--val-data DIR`.' after the best confirmed
     candidate, with what 'not established on real data' means (its first use in the report)."""
-    return (f"{check_on_your_data(lead, code='`')}. {label(lead)} is *{unconfirmed_term(lead)}*: "
+    return (f"{check_on_your_data(lead, code='`')}. {names.title(lead)} is *{unconfirmed_term(lead)}*: "
             f"{not_established_why(lead)}, so it is not ranked.")
 
 
@@ -228,7 +227,7 @@ def _next(data: ReportData) -> str:
     """The biggest remaining win: a measured redesign faster than the decision, else the profile's estimate."""
     lead = _structural_lead(data)
     if lead is not None:
-        return (f"**Next**: the biggest remaining win needs retraining: **{label(lead)}** measured "
+        return (f"**Next**: the biggest remaining win needs retraining: **{names.title(lead)}** measured "
                 f"{fmt.speedup(data.speedup_of(lead))} the baseline's speed (p50 {fmt.ms(lead.p50)}; speed measured, "
                 "accuracy not: Roadmap Phase 3).")
     return f"**Next**: {_biggest_win(data)}"
@@ -242,7 +241,7 @@ def _commands(data: ReportData) -> list[str]:
         return []
     dep = handover.winner(data) or handover.for_candidate(data, best)
     if dep is not None and handover.folder(dep):
-        packaged = dep.label or label(best)
+        packaged = dep.label or names.title(best)
         why = dep.reason.rstrip(".")
         return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
                 f"`{handover.folder(dep)}/`" + (f" ({dep.runtime})" if dep.runtime else "")
@@ -292,7 +291,7 @@ def render(data: ReportData) -> list[str]:
     commands that deploy and verify it, and what to do next; on one screen (the evidence is in the Appendix)."""
     lines = ["## Summary", ""]
     if data.is_partial:
-        failed = [label(c) for c in data.run.candidates if c.status == Status.FAILED]
+        failed = [names.title(c) for c in data.run.candidates if c.status == Status.FAILED]
         reasons = [w for w in data.run.warnings if w]
         if failed:
             reasons.append(f"{len(failed)} candidate(s) failed: {', '.join(failed)} "
@@ -337,7 +336,7 @@ def _would_meet(data: ReportData, missed: list[RequirementCheck]) -> str:
             cand = faster[0]
             why = {Status.UNCONFIRMED: "not established on these samples", Status.REJECTED: "rejected by the "
                    "fidelity check"}.get(cand.status, "")
-            return (f" {label(cand)} measured p50 {fmt.ms(cand.p50)}" + (f" but was {why}" if why else "") + ".")
+            return (f" {names.title(cand)} measured p50 {fmt.ms(cand.p50)}" + (f" but was {why}" if why else "") + ".")
     remaining = [s for s in data.plan_steps if not step_measured(data, s) and step_applies(data, s)
                  and step_plugins(s)]
     if remaining:
@@ -359,7 +358,7 @@ def headline(data: ReportData) -> str:
                 + (f" (p50 {fmt.ms(base)})" if base is not None else "") + " and passed the fidelity check.")
     speed = fmt.speedup(data.speedup_of(best))
     side = " (timed side by side)" if best.confirmation is not None and best.confirmation.baseline_p50_ms else ""
-    words = [f"**Ship {label(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
+    words = [f"**Ship {names.title(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
     fid = best.fidelity
     facts = fidelity_view.facts(fid, versus=True) if fid is not None else []
     same = (best.declared.arithmetic == "none" if best.declared is not None else best.precision in ("fp32", ""))
@@ -372,9 +371,9 @@ def headline(data: ReportData) -> str:
     found, _ = requirements.checks(data)
     missed = [c for c in found if c.status in (CheckStatus.IMPOSSIBLE, CheckStatus.MISSED)]
     if missed:
-        names = " and ".join(f"{requirements.name_of(c)} {requirements.value_text(requirements.name_of(c), c.target)}"
-                          f"{_set_by(c)}" for c in missed)
-        words.append(f"it misses {names}.{_would_meet(data, missed)}")
+        said = [(requirements.name_of(c), c) for c in missed]
+        missed_names = " and ".join(f"{name} {requirements.value_text(name, c.target)}{_set_by(c)}" for name, c in said)
+        words.append(f"it misses {missed_names}.{_would_meet(data, missed)}")
     elif found:
         unjudged = [requirements.name_of(c) for c in found if not requirements.fully_met(c)]
         defaults = all(c.source not in (SOURCE_FLAG, SOURCE_FILE) for c in found)
