@@ -14,7 +14,7 @@ from planner.report.sections.candidates import ordered
 from planner.report.sections.findings import impact_text
 from planner.report.sections.interaction import baseline_retimed
 from planner.results import CandidateResult, energy_view, fidelity_view, names
-from planner.results.analysis import Finding
+from planner.results.analysis import Finding, Severity
 from planner.results.decisions import PlanStep
 from planner.results.interaction import Interaction, InteractionCell
 from planner.results.values import Status
@@ -477,6 +477,10 @@ def _phase_extras(data: ReportData, phase: int, steps: list[RoadStep], not_steps
     if extras:
         lines.append("- Also measured (every figure in Appendix › All candidates): " + "; ".join(extras) + ".")
     exact = _exact_findings(data) if phase == 1 else []
+    runtime = [f for f in data.sorted_findings if f.category == "runtime" and f.severity != Severity.INFO]
+    if phase == 1 and runtime and not steps:
+        lines.append("- The profile points to the runtime (estimates): " + "; ".join(
+            f"{f.title or f.id} ({impact_text(f)})" for f in runtime) + ".")
     if exact:
         lines.append("- Exact rewrites the profile points to (the same outputs, no retraining; estimates, no gain "
                      "measured here): " + "; ".join(exact) + ".")
@@ -509,7 +513,10 @@ def _exact_findings(data: ReportData) -> list[str]:
 
 def _finding_lines(data: ReportData, number: int) -> list[str]:
     """The profile's architecture findings: estimates, never landed on; the first MAX_STEPS, the rest named."""
-    findings = [f for f in data.sorted_findings if not _exact_finding(data, f)]
+    # Redesigns only: a finding a runtime fixes (overhead) is Phase 1's business, and an informational one (nothing
+    # that can change) or one an exact rewrite answers is no redesign.
+    findings = [f for f in data.sorted_findings if f.category == "architecture" and f.severity != Severity.INFO
+                and not _exact_finding(data, f)]
     lines = []
     for i, finding in enumerate(findings[:MAX_STEPS]):
         step = _finding_step(finding)

@@ -190,7 +190,7 @@ def _requirements_sentence(data: ReportData) -> str:
 
 def _biggest_win(data: ReportData) -> str:
     # An informational finding (nothing to change: e.g. only the class count is unaligned) is no win.
-    findings = [f for f in data.sorted_findings if f.severity != Severity.INFO]
+    findings = [f for f in data.sorted_findings if f.severity != Severity.INFO and f.category == "architecture"]
     if findings:
         f = findings[0]
         layers = ", ".join(f"`{x}`" for x in f.layers)
@@ -241,7 +241,7 @@ def _commands(data: ReportData) -> list[str]:
         return []
     dep = handover.winner(data) or handover.for_candidate(data, best)
     if dep is not None and handover.folder(dep):
-        packaged = dep.label or names.title(best)
+        packaged = names.title_of(dep.label, data.run.candidates) if dep.label else names.title(best)
         why = dep.reason.rstrip(".")
         return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
                 f"`{handover.folder(dep)}/`" + (f" ({dep.runtime})" if dep.runtime else "")
