@@ -60,3 +60,16 @@ def test_an_older_file_names_its_candidates_by_label(results) -> None:
     rows = [line for line in section(full_report(results, figures=FIGURE_LINKS), "All candidates").splitlines()
             if line.startswith("| ")]
     assert any("| onnxruntime all 2t |" in row or "| **onnxruntime all 2t** |" in row for row in rows)
+
+
+def test_the_decision_speaks_in_titles_and_no_snake_case(results) -> None:
+    """report.md (headline, Summary, the fastest candidates, Roadmap) names every candidate by its title and prints
+    no snake_case identifier outside code."""
+    from planner.report.markdown import render_markdown
+
+    report = render_markdown(_described(results), figures=FIGURE_LINKS)
+    decision = report.split("\n## Evidence\n", 1)[0]
+    assert _snake_case(decision) == []
+    assert "**Ship ONNX Runtime, all graph optimizations, sequential, 2 threads**" in decision
+    for label in _TITLES:
+        assert f"**{label}**" not in decision and f"| {label} |" not in decision
