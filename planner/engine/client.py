@@ -79,6 +79,10 @@ class EngineDiedError(PlannerError):
         self.returncode = returncode
 
 
+MAX_UNCLAIMED = 100_000
+"""At most this many of an earlier client's messages are kept for `follow` (a run sends a few thousand)."""
+
+
 class _Pending:
     """A command waiting for its `result` or `error`."""
 
@@ -108,6 +112,11 @@ class EngineClient:
         self.on_death = on_death
         self.exit_problem = exit_problem  # how the stream's end is told when no local process explains it (SSH)
         self._follow: _Pending | None = None  # `follow`: every command's messages, for a client that re-attached
+        # An earlier client's messages heard before `follow` began (a re-attached client's replay starts at once,
+        # and its reading thread can route the whole replay, the plan's result included, before `follow` is
+        # called): kept for `follow`, which hears them first, so none is lost.
+        self._unclaimed: list[EngineMessage] = []
+        self._asked = False  # it sent a command of its own: then a message nobody waits for is an abandoned one's
         self.hello = Hello(protocol=0)
         self.bye: Bye | None = None
         self.on_state: Callable[[State], None] | None = None  # each answer's state, applied in the order heard
@@ -210,6 +219,7 @@ class EngineClient:
         pending = _Pending(on_event)
         with self._lock:
             self._pending[command.id] = pending
+            self._asked = True
         self.running = command.name
         try:
             self.send(command)
@@ -231,6 +241,11 @@ class EngineClient:
         pending = _Pending(on_event)
         with self._lock:
             self._follow = pending
+            early, self._unclaimed = self._unclaimed, []
+        for message in early:
+            self._deliver(pending, message)
+            if pending.done.is_set():
+                break
         try:
             while not pending.done.wait(0.2):
                 if self._over.is_set():
@@ -271,8 +286,16 @@ class EngineClient:
             pending = self._pending.get(message.id)
             if pending is None and message.id:
                 pending = self._follow  # an earlier client's command, replayed to one that re-attached
+                if pending is None and not self._asked and len(self._unclaimed) < MAX_UNCLAIMED:
+                    self._unclaimed.append(message)  # heard before `follow` began: it hears it first
+                    return
         if pending is None:
             return  # an answer nobody waits for (a command abandoned at quit) or an id-less error
+        self._deliver(pending, message)
+
+    @staticmethod
+    def _deliver(pending: _Pending, message: EngineMessage) -> None:
+        """An event to its command's sink; a result or an error as its answer."""
         if isinstance(message, EventMessage):
             if pending.on_event is not None:
                 try:
