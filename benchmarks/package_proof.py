@@ -47,6 +47,11 @@ def path_problems(folder: Path) -> list[str]:
     return found
 
 
+def bare_env() -> dict[str, str]:
+    """This process's environment without PYTHONPATH: the fresh environment must not see this checkout."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def venv_for(requirements: Path, root: Path) -> Path:
     """The Python of a virtual environment holding only these requirements (made once per distinct file)."""
     digest = hashlib.sha256(requirements.read_bytes()).hexdigest()[:10]
@@ -54,9 +59,11 @@ def venv_for(requirements: Path, root: Path) -> Path:
     python = home / "bin" / "python"
     if not python.exists():
         print(f"  making {home} with pip install -r {requirements.name} (once) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(home)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(requirements)], check=True)
-    leak = subprocess.run([str(python), "-c", "import planner"], capture_output=True, text=True, cwd=root)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(home)], check=True, env=bare_env())
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(requirements)], check=True,
+                       env=bare_env())
+    leak = subprocess.run([str(python), "-c", "import planner"], capture_output=True, text=True, cwd=root,
+                          env=bare_env())
     if leak.returncode == 0:
         raise SystemExit(f"the planner is importable in {home}: the check would not show the package stands alone")
     return python
@@ -87,7 +94,7 @@ def main() -> int:
             print(f"  path: {problem}")
         python = venv_for(folder / "requirements.txt", args.venvs)
         check = subprocess.run([str(python), f"{name}/run.py", "--check", "--seconds", args.seconds], cwd=plan,
-                               capture_output=True, text=True, timeout=900)
+                               capture_output=True, text=True, timeout=900, env=bare_env())
         print(f"  $ python {name}/run.py --check   (exit {check.returncode})")
         print("".join(f"    {line}\n" for line in (check.stdout + check.stderr).splitlines()), end="")
         verified = 0

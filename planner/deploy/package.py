@@ -8,10 +8,11 @@ says why; one package failing never ends the plan.
 
 The manifest's p50 is the one `planner verify` and `python run.py --check` compare with, so it is a
 full-method figure of the program run.py runs: where the plan's figure for the candidate is a quick screen's
-only (not confirmed), or run.py runs another program than the one the plan timed (a torch.export archive of
-the eager module: `PackageFiles.differs_from_measured`), the written package is timed by the plan's full
-method before the manifest is written, and that figure, with its sample count, is the one recorded (the
-plan's stays beside it). Paths in the manifest are relative to the plan's folder (where results.json is).
+only (not confirmed), rests on fewer calls than the full method takes, or run.py runs another program than
+the one the plan timed (a torch.export archive of the eager module: `PackageFiles.differs_from_measured`),
+the written package is timed by the plan's full method before the manifest is written, and that figure,
+with its sample count, is the one recorded (the plan's stays beside it). Paths in the manifest are relative
+to the plan's folder (where results.json is).
 """
 
 from __future__ import annotations
@@ -225,9 +226,8 @@ def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", 
     requirements, pins = requirements_text(files.requirements)
     (dest / "requirements.txt").write_text(requirements, encoding="utf-8")
     # Like with like: the p50 verify compares with is a full-method figure of the program run.py runs.
-    screened = quick and candidate.confirmation is None
-    why = ("the plan's figure is its quick screen's" if screened else "") or files.differs_from_measured
-    timed = time_package(dest) if why and candidate.latency_ms is not None else None
+    why = _why_time_package(candidate, quick=quick, differs=files.differs_from_measured)
+    timed = time_package(dest) if why else None
     measured = _measured(candidate, timed=timed, why=why, quick=quick)
     (dest / "README.md").write_text(readme_text(
         label=candidate.label, role=role.words, runtime=files.runtime, measured=_measured_words(measured),
@@ -258,6 +258,23 @@ def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", 
         "written": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     })
     return files.runtime
+
+
+def _why_time_package(candidate: CandidateResult, *, quick: bool, differs: str) -> str:
+    """Why the plan's figure is not the one to record for the package ('' when it is): a quick screen's only,
+    too few calls for the full method (a confirmation the quick plan's allowance cut short), or another program
+    than run.py runs (`differs`)."""
+    from planner.measure import MeasureSettings
+
+    lat = candidate.latency_ms
+    if lat is None:
+        return ""
+    if quick and candidate.confirmation is None:
+        return "the plan's figure is its quick screen's"
+    least = MeasureSettings.default().min_samples
+    if lat.samples < least:
+        return f"the plan's figure rests on {lat.samples} calls, fewer than the {least} its full method takes"
+    return differs
 
 
 def time_package(folder: Path, *, timeout_s: float = 300.0) -> "LatencyStats":

@@ -103,13 +103,21 @@ def test_manifest_and_readme_name_no_absolute_path(tmp_path, tiny, tiny_onnx, or
 
 
 @pytest.mark.worker
-def test_a_screened_p50_is_confirmed_by_timing_the_package_before_it_is_recorded(tmp_path, tiny, ort_spec, samples):
-    screened = stated_result(ort_spec, p50_ms=12.5)  # a made-up screen figure, far from what the package times
-    results = dataclasses.replace(ranked(screened), quick=True)
+@pytest.mark.parametrize(("quick", "calls", "why"), [
+    (True, 100, "because the plan's figure is its quick screen's"),
+    (False, 6, "because the plan's figure rests on 6 calls, fewer than the 10 its full method takes")])
+def test_a_screened_p50_is_confirmed_by_timing_the_package_before_it_is_recorded(tmp_path, tiny, ort_spec, samples,
+                                                                                 quick, calls, why):
+    screened = stated_result(ort_spec, p50_ms=12.5)  # a made-up figure, far from what the package times
+    assert screened.latency_ms is not None
+    screened = dataclasses.replace(screened, latency_ms=dataclasses.replace(screened.latency_ms, samples=calls))
+    results = dataclasses.replace(ranked(screened), quick=quick)
     write_deployments(results, model=ModelRef.of(tiny), feeds=samples[0], reference=samples[1], out_dir=tmp_path)
     measured = json.loads((tmp_path / "deploy" / "winner" / "manifest.json").read_text())["measured"]
     assert measured["p50_ms"] < 12.5 / 10 and measured["samples"] >= 10
     assert measured["basis"].startswith("this package timed by the plan's full method when it was written, over ")
-    assert measured["plan"] == {"p50_ms": 12.5, "samples": 100, "speedup": None, "method": "quick screen"}
+    assert why in measured["basis"]
+    method = "quick screen" if quick else "full method"
+    assert measured["plan"] == {"p50_ms": 12.5, "samples": calls, "speedup": None, "method": method}
     readme = (tmp_path / "deploy" / "winner" / "README.md").read_text()
-    assert "the plan's quick screen read 12.5 ms over 100 calls" in readme
+    assert f"the plan's {method} read 12.5 ms over {calls} calls" in readme
