@@ -194,9 +194,9 @@ def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", 
                   find: Callable[[str], "Plugin"], quick: bool = False, plan_dir: Path | None = None) -> str:
     """Write one package into `dest` (made afresh); the runtime its run.py uses. NotPackagedError says why not.
 
-    `quick`: the plan screened its candidates quickly, so a candidate it did not confirm has its package timed
-    by the full method here. `plan_dir`: the plan's folder (where results.json is; default: two levels above
-    `dest`), which the manifest's paths are relative to.
+    `quick`: the plan screened its candidates quickly (a candidate it did not confirm has its package timed by
+    the full method here, see the module's docstring). `plan_dir`: the plan's folder (where results.json is;
+    default: two levels above `dest`), which the manifest's paths are relative to.
     """
     from planner.measure.evaluate import reproduce_command
     from planner.plugins import CandidateSpec
@@ -324,14 +324,15 @@ def _measured(candidate: CandidateResult, *, timed: "LatencyStats | None", why: 
 
 
 def _measured_words(measured: dict[str, Any]) -> str:
-    """'p50 0.21 ms over 9,000 calls (the plan's full method, ...), 1.9x the baseline'."""
+    """'p50 0.21 ms (the plan's full method, over 9,000 calls), 1.9x the baseline's speed'."""
     if not measured:
         return "not timed"
     text = f"p50 {units.ms(measured['p50_ms'])} ({measured['basis']})"
     plan = measured.get("plan") or {}
-    speedup = measured.get("speedup") or plan.get("speedup")
-    if speedup:
-        text += f"; {units.speedup(speedup)} the baseline" + (f" by the plan's {plan['method']}" if plan else "")
+    if plan.get("speedup"):
+        text += f"; the plan measured the candidate at {units.speedup(plan['speedup'])} the baseline's speed"
+    elif measured.get("speedup"):
+        text += f", {units.speedup(measured['speedup'])} the baseline's speed"
     return text
 
 
