@@ -70,13 +70,17 @@ def test_quick_plan_confirms_its_leaders_with_the_full_method(tiny_plan):
 
 
 @pytest.mark.worker
-def test_reproduce_command_remeasures(tiny_plan, cli):
+def test_reproduce_command_remeasures_from_the_plan_folder(tiny_plan, cli, monkeypatch):
     import shlex
 
     out, _, _ = tiny_plan
     results = json.loads((out / "results.json").read_text())
     best = results["candidates"][results["ranking"]["order"][0]]
     args = shlex.split(best["reproduce"])[1:]
+    # Its artifacts are named relative to the plan's folder (no /tmp path), where the line runs.
+    artifacts = json.loads(args[args.index("--candidate") + 1])["artifacts"]
+    assert artifacts and all(path.startswith("artifacts/") for path in artifacts.values())
+    monkeypatch.chdir(out)
     code, stdout, err = cli(*args, "--json")
     assert code == 0, err
     again = json.loads(stdout)

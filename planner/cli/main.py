@@ -91,9 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --detach: end the engine once it has waited this long with no command and nothing "
                         "running (default 6 hours: time to re-attach after a dropped connection)")
 
-    p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command)")
+    p = sub.add_parser("bench", help="re-measure one candidate (the report's reproduce command, run from the plan's "
+                                     "folder, where results.json is)")
     add_model_flags(p)
-    p.add_argument("--candidate", required=True, help="candidate spec (JSON, or a file)")
+    p.add_argument("--candidate", required=True,
+                   help="candidate spec (JSON, or a file); a relative artifact path is read from the current folder: "
+                        "the plan's records name the artifacts relative to the plan's folder")
     p.add_argument("--quick", action="store_true",
                    help="screen each candidate for about 2 seconds and confirm the leaders, within an 80 s budget "
                         "unless --budget is given")

@@ -1,27 +1,22 @@
-"""manifest.json: what a hand-over package holds (each file's SHA-256), what was measured, and on what machine."""
+"""manifest.json: what a hand-over package holds (each file's SHA-256), what was measured, and on what machine.
+
+Its files are checked against it by planner.deploy.check (`file_problems`), the code run.py carries.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from planner.deploy.check import MANIFEST_FILE, file_problems, sha256_of
 from planner.errors import PlannerError
 
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = MANIFEST_FILE
 FORMAT = 1
 """The manifest's format: verify refuses a newer one rather than misread it."""
-_IGNORED_DIRS = frozenset({"__pycache__"})  # Python writes these beside run.py when it is imported
 
-
-def sha256_of(path: Path) -> str:
-    """The file's SHA-256 as hex, read in chunks (an artifact may be gigabytes)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+__all__ = ["FORMAT", "MANIFEST_NAME", "file_problems", "hash_files", "read_manifest", "sha256_of", "write_manifest"]
 
 
 def hash_files(folder: Path, names: list[str]) -> dict[str, str]:
@@ -54,22 +49,3 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise PlannerError(f"{path} was written by a newer planner (format {manifest.get('format')})",
                            "upgrade the planner to verify it")
     return manifest
-
-
-def file_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
-    """Every way the folder differs from the manifest: a missing file, an edited one, one the manifest does not list."""
-    listed: dict[str, str] = manifest["files"]
-    problems = []
-    for name, expected in listed.items():
-        path = folder / name
-        if not path.is_file():
-            problems.append(f"{name} is missing")
-        elif sha256_of(path) != expected:
-            problems.append(f"{name} was changed after the plan wrote it (its SHA-256 differs from manifest.json)")
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if not path.is_file() or _IGNORED_DIRS & set(relative.parts) or relative.as_posix() == MANIFEST_NAME:
-            continue
-        if relative.as_posix() not in listed:
-            problems.append(f"{relative.as_posix()} is not part of the package (manifest.json does not list it)")
-    return problems

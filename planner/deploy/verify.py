@@ -2,9 +2,9 @@
 
 First the files against manifest.json (a missing, edited or foreign file is named) and the runtime (a module
 run.py imports that is not installed gives the install command). Then run.py runs in a fresh process:
-its outputs on the sample inputs are judged against the original model's by the plan's one fidelity rule
-(`judge_outputs`, at the candidate's precision), and its `run` is timed by the plan's method
-(`time_callable` with `MeasureSettings.default()`) and compared with the recorded p50.
+its outputs on the sample inputs are judged against the original model's by the manifest's fidelity rule
+(planner.deploy.check: the code and the numbers `python run.py --check` judges by), and its `run` is timed by
+the plan's method (`time_callable` with `MeasureSettings.default()`) and compared with the recorded p50.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner import units
+from planner.deploy.check import PASS, judge_package_outputs, latency_verdict, plan_note
 from planner.deploy.manifest import MANIFEST_NAME, file_problems, read_manifest
+from planner.deploy.rule import LATENCY_TOLERANCE, fidelity_rule
 from planner.deploy.samples import SAMPLES_NAME, read_samples
 from planner.errors import PlannerError
-from planner.results.values import REPRODUCE_TOLERANCE, Fidelity, LatencyStats
+from planner.results.values import LatencyStats
 
 FILES, RUNTIME, FIDELITY, LATENCY = "files", "runtime", "fidelity", "latency"
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
@@ -43,7 +44,7 @@ class PackageVerdict:
     label: str
     runtime: str
     checks: tuple[Check, ...] = ()
-    fidelity: Fidelity | None = None
+    fidelity: dict[str, Any] | None = None  # the figures the fidelity check measured (cosine, top-1 agreement, ...)
     p50_ms: float | None = None  # measured here
     recorded_p50_ms: float | None = None  # measured by the plan
     problems: tuple[str, ...] = ()  # the files check's findings, one per file
@@ -56,12 +57,10 @@ class PackageVerdict:
 
     def data(self) -> dict[str, Any]:
         """The verdict as JSON-ready data (`planner verify --json`)."""
-        from planner.results import to_data
-
         return {"folder": str(self.folder), "label": self.label, "runtime": self.runtime, "passed": self.passed,
                 "checks": [{"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
                 "problems": list(self.problems), "p50_ms": self.p50_ms, "recorded_p50_ms": self.recorded_p50_ms,
-                "fidelity": to_data(self.fidelity) if self.fidelity is not None else None}
+                "fidelity": self.fidelity}
 
     def check(self, name: str) -> Check | None:
         """The named check, or None when it did not run."""
@@ -83,13 +82,13 @@ def package_folders(path: Path) -> list[Path]:
     return found
 
 
-def verify_path(path: Path, *, tolerance: float = REPRODUCE_TOLERANCE,
+def verify_path(path: Path, *, tolerance: float = LATENCY_TOLERANCE,
                 timeout_s: float = 300.0) -> list[PackageVerdict]:
     """Verify every package `path` names (a deploy/ folder or one package), each on its own."""
     return [verify_package(folder, tolerance=tolerance, timeout_s=timeout_s) for folder in package_folders(path)]
 
 
-def verify_package(folder: Path, *, tolerance: float = REPRODUCE_TOLERANCE,
+def verify_package(folder: Path, *, tolerance: float = LATENCY_TOLERANCE,
                    timeout_s: float = 300.0) -> PackageVerdict:
     """The files, the runtime, then fidelity and latency from run.py in a fresh process."""
     from planner.measure import WorkerStatus, run_isolated
@@ -99,7 +98,7 @@ def verify_package(folder: Path, *, tolerance: float = REPRODUCE_TOLERANCE,
     verdict = PackageVerdict(folder=folder, label=str(candidate.get("label", folder.name)),
                              runtime=str(manifest.get("runtime", "")),
                              recorded_p50_ms=(manifest.get("measured") or {}).get("p50_ms"))
-    problems = file_problems(folder, manifest)
+    problems = file_problems(folder, manifest["files"])
     listed = len(manifest["files"])
     files = Check(FILES, not problems, "; ".join(problems) if problems else
                   f"all {listed} files match the SHA-256 in {MANIFEST_NAME}")
@@ -137,44 +136,25 @@ def _install_words(modules: list[str], folder: Path) -> str:
             f"pip install -r {folder.resolve() / 'requirements.txt'}")
 
 
-def _fidelity_check(manifest: dict, reference: list, outputs: list) -> tuple[Check, Fidelity | None]:
-    """The outputs here against the original's, by the plan's rule at the candidate's precision."""
-    from planner.deploy.package import fidelity_words
-    from planner.measure.fidelity import judge_outputs
-
-    precision = str((manifest.get("candidate") or {}).get("precision", "fp32"))
-    recorded = manifest.get("fidelity") or {}
-    kind = recorded.get("output_kind") or None
-    if kind == "ctc" and recorded.get("ctc_blank") is not None:
-        kind = f"ctc:{int(recorded['ctc_blank'])}"  # the blank the plan decoded with
-    why, decided_by, fid = judge_outputs(reference, outputs, precision=precision, kind=kind,
-                                         kind_basis=str(recorded.get("kind_basis", "")))
-    count = f"on the {len(outputs)} sample inputs, against the original model's outputs"
-    if fid is None:
-        return Check(FIDELITY, False, f"{why} ({count})"), None
-    words = fidelity_words(fid)
-    if why:
-        return Check(FIDELITY, False, f"{why}: {words} {count} ({precision} rule)"), fid
-    if fid.cannot_judge:
-        # Nothing on these inputs could fail it, so a pass would say nothing: not established, not passed.
-        return Check(FIDELITY, False, f"not established: {decided_by} {count}"), fid
-    return Check(FIDELITY, True, f"{words} {count}, within the {precision} rule"
-                 + (f" (decided by {decided_by})" if decided_by else "")), fid
+def _fidelity_check(manifest: dict, reference: list, outputs: list) -> tuple[Check, dict[str, Any]]:
+    """The outputs here against the original's, by the manifest's rule (a manifest written before it recorded one:
+    the plan's gate at the candidate's precision)."""
+    rule = manifest.get("fidelity_rule")
+    if not rule:
+        recorded = manifest.get("fidelity") or {}
+        rule = fidelity_rule(str((manifest.get("candidate") or {}).get("precision", "fp32")),
+                             output_kind=str(recorded.get("output_kind") or ""))
+    verdict, words, figures = judge_package_outputs(reference, outputs, rule)
+    detail = f"{words}, on the {len(outputs)} sample inputs against the original model's outputs"
+    if plan_note(rule):
+        detail += f"; {plan_note(rule)}"
+    return Check(FIDELITY, verdict == PASS, detail if verdict == PASS else f"{verdict}: {detail}"), figures
 
 
 def _latency_check(stats: LatencyStats, recorded: float | None, tolerance: float) -> Check:
     """The p50 here against the plan's, within `tolerance` (10%: the plan's own reproduce rule)."""
-    here = stats.p50_ms
-    if recorded is None or recorded <= 0:
-        return Check(LATENCY, False, f"p50 {units.ms(here)} here; the manifest records no p50 to compare with")
-    change = (here - recorded) / recorded
-    within = abs(change) <= tolerance
-    words = (f"p50 {units.ms(here)} here over {stats.samples} calls, {units.ms(recorded)} recorded "
-             f"({change:+.1%}, {'within' if within else 'outside'} {tolerance:.0%})")
-    if not within:
-        words += ("; a different or busy machine changes the timing: compare with the machine in manifest.json, "
-                  "and run again on an idle one")
-    return Check(LATENCY, within, words)
+    verdict, words = latency_verdict(stats.p50_ms, recorded, tolerance, stats.samples)
+    return Check(LATENCY, verdict == PASS, words)
 
 
 def measure_package(folder: str) -> dict[str, Any]:

@@ -63,6 +63,8 @@ class MeasureJob:
     drop_above_ms: float | None = None
     # The plan's energy counter and idle power: the latency timing is metered with it (None: no energy figure).
     energy: EnergySource | None = None
+    # The plan's folder: its reproduce line names the artifacts inside it relative to it (None: as they are).
+    plan_dir: str | None = None
 
     @property
     def measures_streams(self) -> bool:
@@ -292,8 +294,12 @@ def _val_or_fidelity_inputs(job: MeasureJob, inputs: ModelInputs) -> list[Feed]:
     return fidelity_inputs(inputs, count=job.fidelity_batches)
 
 
-def reproduce_command(model: ModelRef, spec: CandidateSpec, *, quick: bool = False) -> str:
-    """The shell command that re-measures this candidate with `planner bench`."""
+def reproduce_command(model: ModelRef, spec: CandidateSpec, *, quick: bool = False,
+                      plan_dir: str | None = None) -> str:
+    """The shell command that re-measures this candidate with `planner bench`; artifacts inside `plan_dir` (the
+    plan's folder) are named relative to it, so the command runs from that folder."""
+    if plan_dir:
+        spec = spec.relative_to(plan_dir)
     parts = ["planner", "bench", "--model", model.source, *model.inputs.cli_args(),
              "--candidate", spec.to_text()]
     if model.trust_code:
@@ -309,8 +315,9 @@ def measure(job: MeasureJob, *, timeout_s: float = 600.0) -> tuple[CandidateResu
     from planner.measure.tree_memory import plan_memory
 
     spec = job.spec
+    reproduce = reproduce_command(job.model, spec, quick=job.quick, plan_dir=job.plan_dir)
     base = CandidateResult(plugin=spec.plugin, label=spec.label, config=spec.config, precision=str(spec.precision),
-                           status=Status.FAILED, reproduce=reproduce_command(job.model, spec, quick=job.quick),
+                           status=Status.FAILED, reproduce=reproduce,
                            spec=to_data(spec), size_bytes=_artifact_size(spec))
     env, too_big = fitted_env(job)  # raises before any worker starts when the model cannot fit at all
     if too_big:

@@ -603,7 +603,8 @@ class CandidateRun:
                          fidelity_batches=fidelity_batch_count(self.quick),
                          val_data=str(self.val_data) if self.val_data else None,
                          env=dict(spec.config.get("env", {})), streams=True if self.streams else None,
-                         drop_above_ms=drop_above_ms, energy=getattr(self.baseline, "energy_source", None))
+                         drop_above_ms=drop_above_ms, energy=getattr(self.baseline, "energy_source", None),
+                         plan_dir=str(self.workdir.parent))  # the plan's folder holds artifacts/
         result, outputs = measure(job, timeout_s=timeout_s)
         if result.status is not Status.OK or outputs is None:
             return result

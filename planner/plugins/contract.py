@@ -6,6 +6,7 @@ module import, so listing plugins stays fast and a missing package is a reason, 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -109,6 +110,18 @@ class CandidateSpec:
             if self.dynamic_batch:
                 # A session that always processes N rows cannot be swept over batch sizes.
                 raise ValueError("a spec with a fixed rows_per_call must set dynamic_batch=False")
+
+    def relative_to(self, folder: str | Path) -> "CandidateSpec":
+        """The spec with each artifact inside `folder` named relative to it: how the plan's records (reproduce
+        lines, package manifests) name them, to run from the plan's folder wherever it was moved or copied.
+        Artifacts elsewhere keep their paths."""
+        root = Path(folder).resolve()
+        named = {}
+        for role, path in self.artifacts.items():
+            where = Path(str(path))
+            inside = where.is_absolute() and where.resolve().is_relative_to(root)
+            named[role] = where.resolve().relative_to(root).as_posix() if inside else path
+        return dataclasses.replace(self, artifacts=named)
 
     def to_text(self) -> str:
         """The compact form `planner bench --candidate` accepts (JSON)."""

@@ -12,7 +12,9 @@ Every run.py defines the same small API, which verify and a user's server code c
 - `prepare(session, inputs)`: a dict of numpy arrays by input name in the form `run` takes (not timed);
 - `run(session, prepared)`: one inference (the call the plan timed); the runtime's own outputs;
 - `first_output(outputs)`: the first output as a float32 numpy array;
-- `sync(session)` (only where the runtime queues work on a device): wait for it, before reading a clock.
+- `sync(session)` (only where the runtime queues work on a device): wait for it, before reading a clock;
+- `THREADS` (only where the runtime takes a thread count): the keys under which SETTINGS holds it, which
+  `python run.py --threads N` overrides, e.g. ("intra_op_threads",).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class PackageFiles:
     imports: tuple[str, ...]  # the top-level modules run.py imports, checked before it runs
     settings: dict = field(default_factory=dict)  # the settings run.py applies, as written into it
     notes: tuple[str, ...] = ()  # what a user should know (a fixed input shape, the device it needs)
+    # How run.py's program differs from the one the plan timed ('' when it runs the same), e.g. a torch.export
+    # archive of the eager module: the engine then times the package itself for the p50 its manifest records.
+    differs_from_measured: str = ""
 
 
 class PackagingError(PlannerError):

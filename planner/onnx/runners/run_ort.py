@@ -16,6 +16,7 @@ import numpy as np
 import onnxruntime as ort
 
 SETTINGS: dict = {}  # filled in when packaged
+THREADS = ("intra_op_threads",)  # where SETTINGS keeps the thread count `--threads` overrides
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,13 +29,14 @@ def load(folder: str | Path | None = None) -> Any:
     """An InferenceSession over the packaged model with exactly the measured session options."""
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    # Thread counts apply even to ONNX Runtime's defaults, where only `--threads` sets one.
+    if SETTINGS.get("intra_op_threads"):
+        opts.intra_op_num_threads = int(SETTINGS["intra_op_threads"])
+    if SETTINGS.get("inter_op_threads"):
+        opts.inter_op_num_threads = int(SETTINGS["inter_op_threads"])
     if not SETTINGS.get("defaults"):
         opts.graph_optimization_level = getattr(ort.GraphOptimizationLevel, SETTINGS["graph_optimization_level"])
         opts.execution_mode = getattr(ort.ExecutionMode, SETTINGS["execution_mode"])
-        if SETTINGS.get("intra_op_threads"):
-            opts.intra_op_num_threads = int(SETTINGS["intra_op_threads"])
-        if SETTINGS.get("inter_op_threads"):
-            opts.inter_op_num_threads = int(SETTINGS["inter_op_threads"])
         spinning = "1" if SETTINGS.get("allow_spinning", True) else "0"
         opts.add_session_config_entry("session.intra_op.allow_spinning", spinning)
         opts.add_session_config_entry("session.inter_op.allow_spinning", spinning)

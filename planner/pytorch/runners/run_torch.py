@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 SETTINGS: dict = {}  # filled in when packaged
+THREADS = ("threads",)  # where SETTINGS keeps the thread count `--threads` overrides
 
 HERE = Path(__file__).resolve().parent
 _NUMBERS = {"int": int, "float": float, "bool": bool}

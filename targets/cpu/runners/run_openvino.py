@@ -17,6 +17,7 @@ import numpy as np
 import openvino as ov
 
 SETTINGS: dict = {}  # filled in when packaged
+THREADS = ("properties", "INFERENCE_NUM_THREADS")  # where SETTINGS keeps the thread count `--threads` overrides
 
 HERE = Path(__file__).resolve().parent
 
