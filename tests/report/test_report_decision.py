@@ -181,7 +181,8 @@ def test_the_winners_package_gives_the_deploy_and_verify_commands(example) -> No
     summary = section(md, "Summary")
     assert (f"- **Deploy**: `python deploy/winner/run.py` runs **{best.label}** from its package in `deploy/winner/` "
             "(onnxruntime)") in summary
-    assert "- **Verify**: `planner verify deploy/` checks every package the plan wrote" in summary
+    assert "- **Verify**: `python deploy/winner/run.py --check` checks it on the target without the planner" in summary
+    assert "`planner verify deploy/` checks every package the plan wrote" in summary
     assert _lines(summary) <= 20
     # Each step with a package is applied and checked through it; the others by their settings and bench line.
     phases = _phases(md)

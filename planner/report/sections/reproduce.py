@@ -62,17 +62,20 @@ def render(data: ReportData) -> list[str]:
         [(names.baseline_title(base), "ok", base.reproduce)] if base is not None else [])
     if not entries:
         return lines + [f"Candidates: {data.missing('measuring candidates')}.", ""]
-    lines += ["Each candidate re-measured on its own with `planner bench`:", ""]
+    lines += ["Each candidate re-measured on its own with `planner bench`, run from the plan's folder (where "
+              "results.json is: the artifact paths are relative to it):", ""]
     seen: set[str] = set()
     for name, status, cmd in entries:
+        if not cmd:
+            continue
         lines.append(f"**{name}** ({status})")
         lines.append("")
-        if not cmd:
-            lines += ["No reproduce command was recorded for this candidate.", ""]
-            continue
         if cmd in seen:
             lines += ["Same command as above.", ""]
             continue
         seen.add(cmd)
         lines += ["```sh", cmd, "```", ""]
+    unrecorded = [f"{name} ({status})" for name, status, cmd in entries if not cmd]
+    if unrecorded:
+        lines += ["No command was recorded for: " + ", ".join(unrecorded) + ".", ""]
     return lines

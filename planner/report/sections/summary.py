@@ -246,8 +246,9 @@ def _commands(data: ReportData) -> list[str]:
         return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
                 f"`{handover.folder(dep)}/`" + (f" ({dep.runtime})" if dep.runtime else "")
                 + ", from the plan's folder (where results.json is)" + (f"; {why}" if why else "") + ".",
-                f"**Verify**: `{handover.VERIFY_ALL}` checks every package the plan wrote "
-                f"(`{handover.verify_command(dep)}` checks this one)."]
+                f"**Verify**: `{handover.run_command(dep)} --check` checks it on the target without the planner "
+                "(its files, its outputs on the stored samples against the original's, its latency against the "
+                f"recorded p50); `{handover.VERIFY_ALL}` checks every package the plan wrote."]
     if dep is not None:
         why = f"no package could be written for it: {dep.reason.rstrip('.') or 'no reason recorded'}"
     elif data.run.deployments:
