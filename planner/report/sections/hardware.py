@@ -43,10 +43,14 @@ def probe_notes(data: ReportData) -> list[tuple[str, str]]:
     return list(hw.probe_notes) if hw is not None else []
 
 
+def _about_gpu(probe: str) -> bool:
+    return any(word in probe.lower() for word in ("nvml", "gpu", "cuda", "nvidia"))
+
+
 def no_gpu_reason(data: ReportData) -> str:
     """Why no NVIDIA GPU is listed, from the probe notes."""
     for probe, reason in probe_notes(data):
-        if any(word in probe.lower() for word in ("nvml", "gpu", "cuda", "nvidia")):
+        if _about_gpu(probe):
             return reason or probe
     return "none detected, and no probe recorded a reason"
 
@@ -193,6 +197,9 @@ def render(data: ReportData) -> list[str]:
         lines.append("- **Software**: " + ", ".join(soft))
     lines.append(f"- **Energy counter**: {energy_counter_phrase(data)}")
     notes = probe_notes(data)
+    if data.run.target not in (None, "nvidia") and not hw.gpus:
+        # Planned for a CPU or a board: a missing NVIDIA driver is no gap (the GPU line already says why none shows).
+        notes = [(p, r) for p, r in notes if not _about_gpu(p)]
     if notes:
         lines += ["", "What the probes could not see, and why:", ""]
         lines += [f"- {('`' + p + '`: ') if p else ''}{r}" for p, r in notes]
