@@ -119,7 +119,8 @@ class CandidateSpec:
         named = {}
         for role, path in self.artifacts.items():
             where = Path(str(path))
-            inside = where.is_absolute() and where.resolve().is_relative_to(root)
+            # A relative path is the plan's own (its --out was relative): it resolves from the current folder.
+            inside = where.resolve().is_relative_to(root)
             named[role] = where.resolve().relative_to(root).as_posix() if inside else path
         return dataclasses.replace(self, artifacts=named)
 

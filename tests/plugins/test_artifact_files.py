@@ -41,3 +41,15 @@ def test_an_onnx_file_counts_the_external_data_it_names_whatever_its_name(tmp_pa
 
 def test_a_candidate_without_files_has_no_size():
     assert _artifact_size(CandidateSpec(plugin="cpu.torch", config={"threads": 1})) is None
+
+
+def test_artifacts_inside_the_plan_folder_are_named_relative_to_it(tmp_path, monkeypatch) -> None:
+    """Whether the plan's --out was given absolute or relative to the current folder, its artifacts are named
+    relative to the plan's folder; an artifact elsewhere keeps its path."""
+    monkeypatch.chdir(tmp_path)
+    spec = CandidateSpec(plugin="p.x", label="x", config={}, precision="fp32",
+                         artifacts={"onnx": "out/plan/artifacts/onnx/m.onnx",
+                                    "calib": str(tmp_path / "out" / "plan" / "artifacts" / "c.npz"),
+                                    "other": "/opt/models/m.onnx"})
+    named = spec.relative_to("out/plan").artifacts
+    assert named == {"onnx": "artifacts/onnx/m.onnx", "calib": "artifacts/c.npz", "other": "/opt/models/m.onnx"}
