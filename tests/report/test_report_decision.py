@@ -189,7 +189,8 @@ def test_the_winners_package_gives_the_deploy_and_verify_commands(example) -> No
     step1 = phases[1].splitlines()
     at = next(i for i, line in enumerate(step1) if line.startswith(f"2. **{phase1}**"))
     apply = next(line for line in step1[at:] if line.startswith("   - Apply: "))
-    assert "`python deploy/phase-1/run.py`" in apply and "Check: `planner verify deploy/phase-1`." in apply
+    assert "`python deploy/phase-1/run.py`" in apply
+    assert "Check: `python deploy/phase-1/run.py --check` on the target (or `planner verify deploy/phase-1`)." in apply
     winner = phases[2].splitlines()
     at = next(i for i, line in enumerate(winner) if line.startswith(f"3. **{best.label}**"))
     apply = next(line for line in winner[at:] if line.startswith("   - Apply: "))

@@ -260,7 +260,7 @@ def _apply(data: ReportData, cand: CandidateResult) -> str:
 def _check(data: ReportData, cand: CandidateResult) -> str:
     dep = handover.for_candidate(data, cand)
     if dep is not None:
-        return f"`{handover.verify_command(dep)}`"
+        return f"`{handover.run_command(dep)} --check` on the target (or `{handover.verify_command(dep)}`)"
     check = (f"re-measure it with its `planner bench` line (Appendix › Reproduce, **{names.title(cand)}**)"
              if cand.reproduce else "no reproduce line was recorded for it")
     if cand.status == Status.UNCONFIRMED:

@@ -17,6 +17,7 @@ import onnxruntime as ort
 
 SETTINGS = {'allow_spinning': True,
  'execution_mode': 'ORT_SEQUENTIAL',
+ 'free_dimensions': {'batch': 1},
  'graph_optimization_level': 'ORT_ENABLE_ALL',
  'inter_op_threads': 1,
  'intra_op_threads': 2,
