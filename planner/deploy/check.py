@@ -94,7 +94,7 @@ def judge_package_outputs(reference: list, outputs: list, rule: dict) -> tuple:
     mean_error = float(_np.abs(a - b).mean()) if a.size else 0.0
     figures = {"samples": len(rows_ref), "cosine": cosine, "mean_abs_error": mean_error,
                "max_abs_error": float(_np.abs(a - b).max(initial=0.0))}
-    figures.update(_centered(rows_ref, rows_out))
+    figures.update(centered(rows_ref, rows_out))
     kind = str(rule.get("output_kind") or "classes").partition(":")[0]
     judge = {"classes": _classes, "embedding": _embedding, "regression": _regression}.get(kind, _spread)
     why, test = judge(rows_ref, rows_out, ref, figures, rule)
@@ -120,9 +120,10 @@ def plan_note(rule: dict) -> str:
             "check it on your data before relying on it") if why else ""
 
 
-def _centered(rows_ref: Any, rows_out: Any) -> dict:
-    """The part of the outputs that depends on the input (both centered on the original's mean over the
-    samples), and the package on it; {} with fewer than two samples."""
+def centered(rows_ref: Any, rows_out: Any) -> dict:
+    """The part of the (samples, values) outputs that depends on the input, and the candidate on it: both are
+    centered on the original's mean over the samples (not each on its own), so a candidate whose outputs are offset
+    or that ignores its input is seen. {} with fewer than two samples. The plan's fidelity check uses it too."""
     if len(rows_ref) < 2:
         return {}
     mean = rows_ref.mean(axis=0)
