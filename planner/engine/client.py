@@ -34,6 +34,7 @@ from planner.engine.protocol import (
     Hello,
     Message,
     ProtocolError,
+    Result,
     Shutdown,
     State,
     decode_message,
@@ -294,7 +295,7 @@ class EngineClient:
         self._deliver(pending, message)
 
     @staticmethod
-    def _deliver(pending: _Pending, message: EngineMessage) -> None:
+    def _deliver(pending: _Pending, message: EngineMessage) -> None:  # after _route: an event or an answer
         """An event to its command's sink; a result or an error as its answer."""
         if isinstance(message, EventMessage):
             if pending.on_event is not None:
@@ -302,7 +303,7 @@ class EngineClient:
                     pending.on_event(event_of(message))
                 except Exception:  # noqa: BLE001, S110 - a display failure must not stop hearing the engine
                     pass
-        else:
+        elif isinstance(message, (Result, Error)):
             pending.reply = message
             pending.done.set()
 

@@ -364,7 +364,7 @@ def headline(data: ReportData) -> str:
     facts = fidelity_view.facts(fid, versus=True) if fid is not None else []
     same = (best.declared.arithmetic == "none" if best.declared is not None else best.precision in ("fp32", ""))
     risk = "the same arithmetic as the original" if same else f"computed in {best.precision or 'lower precision'}"
-    if facts:
+    if facts and fid is not None:
         # A share's phrase carries its own count; a cosine gets the count and the kind of inputs it was read on.
         counted = "samples" in facts[0]
         words.append(f"risk: {risk}, {facts[0]}" + ("" if counted else f" over {fmt.number(fid.samples)} ")
