@@ -642,11 +642,21 @@ def compare(reference: Sequence[np.ndarray], outputs: Sequence[np.ndarray], *,
 
 
 def _centered(ref: np.ndarray, out: np.ndarray) -> dict[str, Any]:
-    """The part of the (samples, values) outputs that depends on the input, and the candidate on it: the package's
-    check's own definition (planner.deploy.check.centered), so a package and its plan judge alike."""
-    from planner.deploy.check import centered
+    """The part of the (samples, values) outputs that depends on the input, and the candidate on it.
 
-    return centered(ref, out)
+    Both are centered on the reference's mean over the samples (not each on its own), so a candidate
+    whose outputs are offset or that ignores its input is seen. Needs two samples or more. (A package's check,
+    planner.deploy.check.centered, holds the same lines: it runs without the planner, so it cannot import them.)
+    """
+    if len(ref) < 2:
+        return {}
+    mean = ref.mean(axis=0)
+    ref_c, out_c = (ref - mean).ravel(), (out - mean).ravel()
+    size, own = float(np.linalg.norm(ref_c)), float(np.linalg.norm(out_c))
+    total, gap = float(np.linalg.norm(ref)), float(np.linalg.norm(out - ref))
+    return {"input_spread": size / total if total > 0 else 0.0,
+            "centered_cosine": float(ref_c @ out_c / (size * own)) if size > 0 and own > 0 else float(size == own),
+            "centered_error": gap / size if size > 0 else (0.0 if gap == 0 else float("inf"))}
 
 
 def _cannot_judge(fields: dict[str, Any], norm: float, samples: int) -> str:

@@ -9,7 +9,6 @@ from planner.io import write_text_atomic
 from planner.results import PlanResults
 
 REPORT_NAME = "report.md"
-EVIDENCE_NAME = "evidence.md"
 FIGURES_DIR = "figures"
 
 
@@ -17,7 +16,7 @@ def render_report_files(results: PlanResults | Mapping[str, Any], out_dir: Path)
     """Write out_dir/report.md, out_dir/evidence.md and out_dir/figures/*.png from results; returns the report's
     path."""
     from planner.report.figures import draw_figures
-    from planner.report.markdown import render_evidence, render_markdown
+    from planner.report.markdown import EVIDENCE_NAME, render_evidence, render_markdown
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,12 @@ import re
 from typing import Any, Mapping
 
 from planner.report.data import ReportData
-from planner.report.files import EVIDENCE_NAME
 from planner.report.sections import APPENDIX, DECISION
 from planner.report.sections.summary import headline
 from planner.results import PlanResults
+
+EVIDENCE_NAME = "evidence.md"
+"""The evidence file, beside report.md."""
 
 _HEADING = re.compile(r"^(#{2,5}) (.+)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")

@@ -31,7 +31,7 @@ def test_the_plan_answers_the_bottleneck_question_with_the_measured_split(digits
     assert answer["answer"].startswith(("The work around it: model ", "The model itself: model "))
     assert "of the request, preprocessing " in answer["answer"] and ", postprocessing " in answer["answer"]
     assert isinstance(answer["value"]["around_model"], bool)
-    report = (out / "report.md").read_text()
+    report = (out / "report.md").read_text() + (out / "evidence.md").read_text()
     assert answer["answer"] in report  # the checklist's row
     assert "Your requests end to end (`--pipeline " in report and "### Your request end to end" in report
     assert f"Each timed call takes the next of {POOL_SIZE} distinct inputs in turn" in report

@@ -33,7 +33,7 @@ def test_plan_on_a_folder_of_pngs_measures_agreement_on_those_images(tmp_path: P
     assert any("img5_broken.png" in w for w in outcome.results.warnings)
     measured = [c for c in outcome.results.candidates if c.plugin == "cpu.onnxruntime" and c.status == "ok"]
     assert measured and measured[0].fidelity is not None and measured[0].fidelity.cosine is not None
-    report = (out / "report.md").read_text()
+    report = (out / "report.md").read_text() + (out / "evidence.md").read_text()
     assert "**Validation data** (--val-data): agreement with the original model (no labels, so no accuracy) " \
            "was measured on 5 images from" in report
     assert "skipped 1 of 6 files: img5_broken.png" in report

@@ -4,6 +4,7 @@ results.json, and said in the report."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,6 +47,7 @@ def _run(tiny, monkeypatch, arithmetic: Arithmetic) -> CandidateRun:
     reference = [rng.standard_normal((2, 10)).astype(np.float32) for _ in range(4)]
     run = object.__new__(CandidateRun)
     run.model, run.quick, run.val_data, run.streams, run.accuracy_budget = tiny, True, None, False, None
+    run.workdir = Path("plan") / "artifacts"
     run.reference = reference
     run._plugins = {"p": _Declares(arithmetic)}
     # 1 GFLOP per sample at batch 2: 2 GFLOP per call.

@@ -116,7 +116,7 @@ def test_a_declared_plugin_is_planned_predicted_measured_ranked_and_reported(toy
     index = results["candidates"].index(toy)
     assert index in results["ranking"]["order"]
 
-    report = (out / "report.md").read_text()
+    report = (out / "report.md").read_text() + (out / "evidence.md").read_text()
     phase1 = report.split("### Phase 1")[1].split("### Phase 2")[0]
     assert "toy runtime fp32" in phase1
     assert "measured by `cpu.onnxruntime`, `toy.runtime`" in report

@@ -117,7 +117,9 @@ class ReportPane(StepPane):
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="save", group="save")
     def _save(self, folder: Path | None) -> None:
-        from planner.report.files import REPORT_NAME  # the report package is slow to import: not at start-up
+        # The report package is slow to import: not at start-up.
+        from planner.report.files import REPORT_NAME
+        from planner.report.markdown import EVIDENCE_NAME
 
         # An unwritable folder raises OutputDirError here, before anything is written; the folder
         # is created only now, when the user saves (opening the app or profiling creates nothing).
@@ -127,6 +129,10 @@ class ReportPane(StepPane):
         outcome = self.session.finish(write_report=True)
         report = Path(outcome.report_path) if outcome.report_path else None
         markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
+        evidence = report.with_name(EVIDENCE_NAME) if report is not None else None
+        if markdown is not None and evidence is not None and evidence.exists():
+            # The preview reads on: the decision, then the evidence report.md links to.
+            markdown += "\n\n" + evidence.read_text(encoding="utf-8")
         self.report("save", {"out_dir": Path(outcome.out_dir), "report": report, "markdown": markdown,
                              "overwrote": again})
 
