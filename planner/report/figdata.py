@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from planner import units
 from planner.report.data import ReportData
 from planner.report.fidelity_verdict import Verdict, verdict
-from planner.results import Baseline, CandidateResult
+from planner.results import Baseline, CandidateResult, names
 from planner.results.analysis import LayerRecord
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG
 from planner.results.values import LatencyStats
@@ -102,7 +102,10 @@ def interaction_bars(data: ReportData) -> list[InteractionBars]:
 
 
 def _label(data: ReportData, cand: CandidateResult) -> str:
-    return cand.label or cand.plugin or ("baseline" if data.is_reference_cand(cand) else "candidate")
+    """The name a figure prints: the plain title its plugin declared, else its label (older files)."""
+    if not (cand.label or cand.plugin or (cand.declared is not None and cand.declared.title)):
+        return "baseline" if data.is_reference_cand(cand) else "candidate"
+    return names.title(cand)
 
 
 def _latency_series(label: str, status: str, is_reference: bool, lat: LatencyStats) -> LatencySeries:
