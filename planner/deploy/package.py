@@ -168,7 +168,7 @@ def _package_role(role: Role, results: PlanResults, *, model: "ModelRef", feeds:
         if index not in failed:
             dest = out_dir / DEPLOY_DIR / role.folder
             try:
-                runtime = write_package(candidate, role=role, model=model, feeds=feeds, reference=reference,
+                runtime, timed = write_package(candidate, role=role, model=model, feeds=feeds, reference=reference,
                                         dest=dest, hardware=results.hardware, find=find, quick=results.quick,
                                         plan_dir=out_dir)
             except NotPackagedError as exc:
@@ -177,7 +177,7 @@ def _package_role(role: Role, results: PlanResults, *, model: "ModelRef", feeds:
             else:
                 written[index] = (dest.relative_to(out_dir).as_posix(), runtime)
                 return Deployment(role=role.name, label=candidate.label, candidate=index, folder=written[index][0],
-                                  runtime=runtime, reason=stands_in)
+                                  runtime=runtime, reason=stands_in, package_p50_ms=timed[0], package_basis=timed[1])
         passed_over.append(f"{candidate.label} could not be packaged ({failed[index]})")
     nothing = "no candidate in line could be packaged: " + "; ".join(passed_over)
     return Deployment(role=role.name, label=best.label, candidate=role.order[0],
@@ -191,8 +191,10 @@ UNCONFIRMED_WORDS = ("packaged though the plan's fidelity check could not establ
 
 def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", feeds: Sequence["Feed"],
                   reference: Sequence["np.ndarray"], dest: Path, hardware: "HardwareProfile | None",
-                  find: Callable[[str], "Plugin"], quick: bool = False, plan_dir: Path | None = None) -> str:
-    """Write one package into `dest` (made afresh); the runtime its run.py uses. NotPackagedError says why not.
+                  find: Callable[[str], "Plugin"], quick: bool = False,
+                  plan_dir: Path | None = None) -> tuple[str, tuple[float | None, str]]:
+    """Write one package into `dest` (made afresh); the runtime its run.py uses, and the package's own p50 with why
+    it was timed (None, '' where the manifest holds the plan's figure). NotPackagedError says why not.
 
     `quick`: the plan screened its candidates quickly (a candidate it did not confirm has its package timed by
     the full method here, see the module's docstring). `plan_dir`: the plan's folder (where results.json is;
@@ -257,7 +259,7 @@ def write_package(candidate: CandidateResult, *, role: Role, model: "ModelRef", 
         "planner_version": __version__,
         "written": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
     })
-    return files.runtime
+    return files.runtime, ((timed.p50_ms, why) if timed is not None else (None, ""))
 
 
 def _why_time_package(candidate: CandidateResult, *, quick: bool, differs: str) -> str:

@@ -458,6 +458,10 @@ class Deployment:
     folder: str = ""  # the package's folder relative to the out folder (deploy/...); '' when none was written
     runtime: str = ""  # the one runtime its run.py uses
     reason: str = ""  # why nothing was written, or why it stands in for a better candidate that could not be
+    # The package's own p50 where it was timed when written (its program is not the one the plan timed, or the plan's
+    # figure was a quick screen's), with why; None where the manifest records the plan's own figure.
+    package_p50_ms: float | None = None
+    package_basis: str = ""
 
 
 @dataclass(frozen=True)

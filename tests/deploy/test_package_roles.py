@@ -112,9 +112,13 @@ def test_a_screened_p50_is_confirmed_by_timing_the_package_before_it_is_recorded
     assert screened.latency_ms is not None
     screened = dataclasses.replace(screened, latency_ms=dataclasses.replace(screened.latency_ms, samples=calls))
     results = dataclasses.replace(ranked(screened), quick=quick)
-    write_deployments(results, model=ModelRef.of(tiny), feeds=samples[0], reference=samples[1], out_dir=tmp_path)
+    records = write_deployments(results, model=ModelRef.of(tiny), feeds=samples[0], reference=samples[1],
+                                out_dir=tmp_path)
     measured = json.loads((tmp_path / "deploy" / "winner" / "manifest.json").read_text())["measured"]
     assert measured["p50_ms"] < 12.5 / 10 and measured["samples"] >= 10
+    # The record the report reads carries the package's own figure and why it was taken.
+    winner = next(d for d in records if d.role == "winner")
+    assert winner.package_p50_ms == measured["p50_ms"] and why.removeprefix("because ") in winner.package_basis
     assert measured["basis"].startswith("this package timed by the plan's full method when it was written, over ")
     assert why in measured["basis"]
     method = "quick screen" if quick else "full method"

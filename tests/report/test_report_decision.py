@@ -321,3 +321,17 @@ def test_without_a_measured_redesign_the_estimate_says_it_is_not_projected(examp
     landing = section(full_report(example), "Roadmap").split("### Where the steps land", 1)[1]
     assert "the architecture findings are estimates, not projected" in landing
     assert "Measured together" not in section(full_report(example), "Roadmap")
+
+
+def test_a_package_slower_than_the_plans_figure_says_so_beside_it(example) -> None:
+    """The package runs another program than the plan timed (a torch.export archive of an eager module) and timed
+    itself when written: the headline and the Deploy line give its own p50 beside the plan's."""
+    best = example.best
+    own = best.latency_ms.p50_ms * 2
+    packages = (Deployment("winner", best.label, _index(example, best.label), "deploy/winner", "torch",
+                           package_p50_ms=own, package_basis="run.py runs a torch.export program"),)
+    md = render_markdown(dataclasses.replace(example, deployments=packages), figures=FIGURE_LINKS)
+    assert "(its package runs at p50 146 ms: see Deploy)" in md.split("\n\n")[1]
+    deploy = next(line for line in section(md, "Summary").splitlines() if line.startswith("- **Deploy**"))
+    assert ("the package itself measured p50 146 ms when it was written, not the plan's 73.2 ms (run.py runs a "
+            "torch.export program)") in deploy

@@ -14,6 +14,7 @@ from planner.report.sections.roadmap import step_applies, step_measured, step_pl
 from planner.results import CandidateResult, Status, energy_view, fidelity_view, names
 from planner.results.analysis import Severity
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus, RequirementCheck
+from planner.results.values import REPRODUCE_TOLERANCE
 from planner.results.view import (
     check_on_your_data,
     generated_pass_caution,
@@ -243,6 +244,12 @@ def _commands(data: ReportData) -> list[str]:
     if dep is not None and handover.folder(dep):
         packaged = names.title_of(dep.label, data.run.candidates) if dep.label else names.title(best)
         why = dep.reason.rstrip(".")
+        own = dep.package_p50_ms
+        if own is not None and best.p50 and abs(own - best.p50) > REPRODUCE_TOLERANCE * best.p50:
+            # The package runs another program than the one the plan timed (a torch.export archive of the eager
+            # module): its own figure, not the plan's, is what a deployment gets.
+            why = "; ".join(p for p in (why, f"the package itself measured p50 {fmt.ms(own)} when it was written, "
+                                              f"not the plan's {fmt.ms(best.p50)} ({dep.package_basis})") if p)
         return [f"**Deploy**: `{handover.run_command(dep)}` runs **{packaged}** from its package in "
                 f"`{handover.folder(dep)}/`" + (f" ({dep.runtime})" if dep.runtime else "")
                 + ", from the plan's folder (where results.json is)" + (f"; {why}" if why else "") + ".",
@@ -360,6 +367,10 @@ def headline(data: ReportData) -> str:
     speed = fmt.speedup(data.speedup_of(best))
     side = " (timed side by side)" if best.confirmation is not None and best.confirmation.baseline_p50_ms else ""
     words = [f"**Ship {names.title(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
+    dep = handover.winner(data)
+    own = dep.package_p50_ms if dep is not None else None
+    if own is not None and best.p50 and abs(own - best.p50) > REPRODUCE_TOLERANCE * best.p50:
+        words[0] += f" (its package runs at p50 {fmt.ms(own)}: see Deploy)"
     fid = best.fidelity
     facts = fidelity_view.facts(fid, versus=True) if fid is not None else []
     same = (best.declared.arithmetic == "none" if best.declared is not None else best.precision in ("fp32", ""))
