@@ -129,7 +129,8 @@ def _plan(model: str, extra: list[str], out: Path, plugins: str) -> tuple[int, s
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         # Confirming leaders is tested on its own; here it would only repeat measurements.
-        code = main(["plan", "--model", model, *extra, "--target", "cpu", "--quick", "--confirm", "0",
+        # Packages are tested on their own (tests/deploy); writing them here would only time them again.
+        code = main(["plan", "--model", model, *extra, "--target", "cpu", "--quick", "--confirm", "0", "--no-deploy",
                      "--plugins", plugins, "--out", str(out), "--timeout", "120"])
     return code, stdout.getvalue(), stderr.getvalue()
 
@@ -176,6 +177,10 @@ def check_plan(kind: str, plan_of) -> None:
         if c["status"] == "failed":
             assert c["reason"], f"{c['label']} failed without a reason"
     assert any(c["status"] == "ok" for c in rows), [(c["label"], c.get("reason")) for c in rows]
+    # Planned with --no-deploy: no package, and the report says why rather than guessing.
+    assert [d["folder"] for d in results["deployments"]] == [""]
+    if "**Ship " in report:  # a plan that keeps the model as it is has nothing to deploy
+        assert "no package was written for it: the plan ran with --no-deploy, which writes no package" in report
 
 
 @pytest.mark.parametrize("kind", ["demo", "onnx-static", "onnx-dynamic", "onnx-external", "onnx-text"])

@@ -137,6 +137,10 @@ class PlanOptions:
         3, names=("--confirm",), parse=_at_least_0, metavar="N",
         help="with --quick, measure the N leaders again with the full method before ranking (default 3; 0 ranks the "
              "2-second screen as it is)")
+    no_deploy: bool = option(
+        False, names=("--no-deploy",), switch=True,
+        help="write no hand-over packages (deploy/): a quicker plan for comparing runs, whose report says none was "
+             "asked for")
     output_kinds: tuple[str, ...] = option(
         (), names=("--output-kind",), repeat=True, convert=tuple, metavar="NAME=KIND",
         help="what the compared (first) output is, which decides how candidates are judged: classes, dense (a map per "

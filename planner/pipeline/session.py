@@ -542,6 +542,16 @@ class PlanSession:
         self.save()
         return deployments
 
+    def skip_deploy(self, why: str) -> None:
+        """Record that no hand-over package was written, and why, so the report says so instead of guessing."""
+        from planner.results.values import Deployment
+
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        best = self.results.best
+        index = self.results.ranking.best if self.results.ranking is not None else None
+        self.update(deployments=(Deployment(role="winner", label=best.label if best is not None else "",
+                                            candidate=index, reason=why),))
+
     def finish(self, *, status: RunStatus | str | None = None, write_report: bool = True) -> PlanOutcome:
         """Rank, check requirements, and write results.json and the report."""
         self.update(budget=self.budget.record())

@@ -203,7 +203,7 @@ def test_a_package_that_could_not_be_written_says_why(example) -> None:
     packages = (Deployment("winner", best.label, _index(example, best.label), "", "onnxruntime",
                            reason="the quantized file could not be copied"),)
     summary = section(full_report(dataclasses.replace(example, deployments=packages)), "Summary")
-    assert ("- **Deploy**: no package could be written for it: the quantized file could not be copied; measure it "
+    assert ("- **Deploy**: no package was written for it: the quantized file could not be copied; measure it "
             "again with `planner bench") in summary
 
 

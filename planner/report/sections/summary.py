@@ -257,7 +257,7 @@ def _commands(data: ReportData) -> list[str]:
                 "(its files, its outputs on the stored samples against the original's, its latency against the "
                 f"recorded p50); `{handover.VERIFY_ALL}` checks every package the plan wrote."]
     if dep is not None:
-        why = f"no package could be written for it: {dep.reason.rstrip('.') or 'no reason recorded'}"
+        why = f"no package was written for it: {dep.reason.rstrip('.') or 'no reason recorded'}"
     elif data.run.deployments:
         why = "no package was written for it"
     else:
