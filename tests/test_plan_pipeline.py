@@ -95,7 +95,7 @@ def test_failing_plugins_never_end_the_plan(tmp_path, monkeypatch):
     events = []
     # The hanging candidate waits out the whole per-candidate timeout, so it is kept short; it still leaves the
     # good ONNX Runtime candidates (about a second each) and the baseline (twice the timeout) a wide margin.
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True, out=tmp_path,
                                    plugins=("test.crash", "test.hang", "test.buildfail",
                                             "test.missing", "cpu.onnxruntime"),
                                    timeout_s=8, write_report=True), on_event=events.append)
@@ -122,7 +122,7 @@ def test_cancel_keeps_what_was_measured(tmp_path):
         if event.kind == "candidate_done":
             cancel.cancel()
 
-    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path,
+    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True, out=tmp_path,
                          plugins=("cpu.onnxruntime",)), on_event=on_event, cancel=cancel)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["status"] == "interrupted"
@@ -170,7 +170,7 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path, monkeypatch):
         "    return M()\n")
     # confirm=0: confirming the leaders is tested on the shared tiny plan; here it would only time them again.
     outcome = run_plan(PlanOptions(model=f"{model_file}:make", trust_code=True, target="cpu",
-                                   quick=True, confirm=0, out=tmp_path / "out",
+                                   quick=True, confirm=0, no_deploy=True, out=tmp_path / "out",
                                    plugins=("cpu.onnxruntime", "cpu.torch")))
     cands = outcome.results.candidates
     ort = [c for c in cands if c.plugin == "cpu.onnxruntime"]
@@ -200,7 +200,8 @@ def labelled_plan(tmp_path_factory):
         labels = logits.argmax(axis=1)
         labels[0] = (labels[0] + 1) % 10  # one wrong label per batch: the original scores 6/8
         np.save(data / f"batch{i}_labels.npy", labels)
-    return run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path / "o",
+    return run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True,
+                                out=tmp_path / "o",
                                 val_data=data, requirement_overrides={"latency_ms": 1e-6},
                                 plugins=("cpu.onnxruntime",)))
 

@@ -24,7 +24,7 @@ def test_plan_on_a_folder_of_pngs_measures_agreement_on_those_images(tmp_path: P
     Image.fromarray(rng.integers(0, 256, (16, 16), dtype=np.uint8), mode="L").save(pngs / "img4_grey.png")
     (pngs / "img5_broken.png").write_bytes(b"not a png")
     out = tmp_path / "plan"
-    outcome = run_plan(PlanOptions(model=str(model), target="cpu", quick=True, confirm=0, out=out,
+    outcome = run_plan(PlanOptions(model=str(model), target="cpu", quick=True, confirm=0, no_deploy=True, out=out,
                                    val_data=pngs, plugins=("cpu.onnxruntime",)))
     val = outcome.results.validation
     assert val is not None and val.folder == str(pngs.resolve()) and val.samples == 5 and val.labels is False

@@ -34,7 +34,7 @@ def test_int8_on_a_model_whose_outputs_barely_depend_on_its_input_is_not_establi
     events = []
     # Under a budget (one no machine runs out of), INT8 cannot end ranked on these outputs, so its calibration
     # waits until the fp32 runtimes, which can, are screened.
-    outcome = run_plan(PlanOptions(model="demo:flat", target="cpu", quick=True, confirm=0, out=tmp_path,
+    outcome = run_plan(PlanOptions(model="demo:flat", target="cpu", quick=True, confirm=0, no_deploy=True, out=tmp_path,
                                    plugins=("cpu.onnxruntime", "edge.int8"), budget_s=900.0), on_event=events.append)
     int8 = [c for c in outcome.results.candidates if c.precision == "int8" and c.fidelity is not None]
     assert int8, [(c.label, c.status, c.reason) for c in outcome.results.candidates]

@@ -43,7 +43,8 @@ def test_a_load_that_fails_its_checks_keeps_the_model_and_setup_before_it(tmp_pa
 
 @pytest.mark.worker
 def test_a_plans_output_kind_given_with_the_model_judges_its_candidates(tmp_path):
-    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=tmp_path / "o",
+    outcome = run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True,
+                                   out=tmp_path / "o",
                                    output_kinds=("output=regression",), plugins=("cpu.onnxruntime",)))
     judged = [c.fidelity for c in outcome.results.candidates[1:] if c.fidelity is not None]
     assert judged and {f.output_kind for f in judged} == {"regression"}

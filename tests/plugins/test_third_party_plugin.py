@@ -101,7 +101,7 @@ def test_a_declared_plugin_is_planned_predicted_measured_ranked_and_reported(toy
     assert "toy.runtime" in [d.name for d in catalog().declarations]
     out = tmp_path / "out"
     # The plan comes from the decision tree; only the toy is measured, to keep the test short.
-    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, out=out,
+    run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True, out=out,
                          plugins=("toy.runtime",)))
     results = json.loads((out / "results.json").read_text())
     step = next(s for s in results["plan"]["steps"] if s["title"] == "ONNX Runtime with all graph optimizations")
