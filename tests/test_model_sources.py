@@ -177,6 +177,8 @@ def check_plan(kind: str, plan_of) -> None:
         if c["status"] == "failed":
             assert c["reason"], f"{c['label']} failed without a reason"
     assert any(c["status"] == "ok" for c in rows), [(c["label"], c.get("reason")) for c in rows]
+    if kind == "demo":
+        return  # the session's shared plan, which writes its packages (tests/conftest.py)
     # Planned with --no-deploy: no package, and the report says why rather than guessing.
     assert [d["folder"] for d in results["deployments"]] == [""]
     if "**Ship " in report:  # a plan that keeps the model as it is has nothing to deploy
