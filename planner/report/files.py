@@ -16,12 +16,13 @@ def render_report_files(results: PlanResults | Mapping[str, Any], out_dir: Path)
     """Write out_dir/report.md, out_dir/evidence.md and out_dir/figures/*.png from results; returns the report's
     path."""
     from planner.report.figures import draw_figures
-    from planner.report.markdown import EVIDENCE_NAME, render_evidence, render_markdown
+    from planner.report.markdown import EVIDENCE_NAME, render_both
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures, notes = draw_figures(results, out_dir / FIGURES_DIR, relative_to=out_dir)
-    write_text_atomic(out_dir / EVIDENCE_NAME, render_evidence(results, figures=figures, figure_notes=notes))
+    markdown, evidence = render_both(results, figures=figures, figure_notes=notes)
+    write_text_atomic(out_dir / EVIDENCE_NAME, evidence)
     report = out_dir / REPORT_NAME
-    write_text_atomic(report, render_markdown(results, figures=figures, figure_notes=notes))
+    write_text_atomic(report, markdown)
     return report

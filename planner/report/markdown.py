@@ -92,6 +92,38 @@ def _evidence_lines(data: ReportData) -> list[str]:
     return [line for section in APPENDIX for line in section(data)]
 
 
+def _data(results: PlanResults | Mapping[str, Any], figures: Mapping[str, str] | None,
+          figure_notes: Mapping[str, str] | None) -> ReportData:
+    return ReportData(results, dict(figures) if figures is not None else None, dict(figure_notes or {}))
+
+
+def _report(data: ReportData, sections: list[str]) -> str:
+    lines = [_title(data, "Deployment report"), "", headline(data), "", _meta(data), ""]
+    for section in DECISION:
+        lines += section(data)
+    lines += ["## Evidence", "",
+              f"Every measurement behind this decision is in [{EVIDENCE_NAME}]({EVIDENCE_NAME}): "
+              + ", ".join(f"[{s}]({EVIDENCE_NAME}#{anchor(s)})" for s in sections) + ".", ""]
+    return _tidy(_linked(lines, sections, EVIDENCE_NAME))
+
+
+def _evidence(data: ReportData, body: list[str], sections: list[str]) -> str:
+    lines = [_title(data, "Evidence"), "",
+             "*The measurements behind [report.md](report.md)'s decision, section by section: "
+             + ", ".join(f"[{s}](#{anchor(s)})" for s in sections) + ".*", "", *body]
+    return _tidy(_linked(lines, sections, ""))
+
+
+def render_both(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,
+                figure_notes: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(report.md, evidence.md) as Markdown text from one reading of the results and one rendering of the evidence
+    (report.md needs its section names to link them); pure."""
+    data = _data(results, figures, figure_notes)
+    body = _evidence_lines(data)
+    sections = _sections(body)
+    return _report(data, sections), _evidence(data, body, sections)
+
+
 def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,
                     figure_notes: Mapping[str, str] | None = None) -> str:
     """report.md as Markdown text; pure (no file IO): the decision, then links into evidence.md.
@@ -99,25 +131,11 @@ def render_markdown(results: PlanResults | Mapping[str, Any], *, figures: Mappin
     `figures` maps a figure name (see planner.report.figdata.FIGURES) to its path relative to the report; None
     means figures were not rendered. `figure_notes` says why a figure whose data exists was not drawn.
     """
-    data = ReportData(results, dict(figures) if figures is not None else None, dict(figure_notes or {}))
-    lines = [_title(data, "Deployment report"), "", headline(data), "", _meta(data), ""]
-    for section in DECISION:
-        lines += section(data)
-    sections = _sections(_evidence_lines(data))
-    lines += ["## Evidence", "",
-              f"Every measurement behind this decision is in [{EVIDENCE_NAME}]({EVIDENCE_NAME}): "
-              + ", ".join(f"[{s}]({EVIDENCE_NAME}#{anchor(s)})" for s in sections) + ".", ""]
-    return _tidy(_linked(lines, sections, EVIDENCE_NAME))
+    return render_both(results, figures=figures, figure_notes=figure_notes)[0]
 
 
 def render_evidence(results: PlanResults | Mapping[str, Any], *, figures: Mapping[str, str] | None = None,
                     figure_notes: Mapping[str, str] | None = None) -> str:
     """evidence.md as Markdown text; pure: every evidence section at level 2, in report order, under a line that
     points back to the decision in report.md."""
-    data = ReportData(results, dict(figures) if figures is not None else None, dict(figure_notes or {}))
-    body = _evidence_lines(data)
-    sections = _sections(body)
-    lines = [_title(data, "Evidence"), "",
-             "*The measurements behind [report.md](report.md)'s decision, section by section: "
-             + ", ".join(f"[{s}](#{anchor(s)})" for s in sections) + ".*", "", *body]
-    return _tidy(_linked(lines, sections, ""))
+    return render_both(results, figures=figures, figure_notes=figure_notes)[1]

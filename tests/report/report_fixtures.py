@@ -40,9 +40,9 @@ FIXED_BATCH = ("no batch sweep: the model's inputs fix the batch at 1 "
 
 def full_report(results, **kwargs) -> str:
     """report.md and evidence.md as one text, the decision first: what a reader of both files sees."""
-    from planner.report.markdown import render_evidence, render_markdown
+    from planner.report.markdown import render_both
 
-    return render_markdown(results, **kwargs) + "\n" + render_evidence(results, **kwargs)
+    return "\n".join(render_both(results, **kwargs))
 
 
 def section(text: str, heading: str) -> str:

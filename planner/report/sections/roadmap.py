@@ -1,7 +1,8 @@
-"""Roadmap: the optimization phases — quick wins, extra impact, architecture redesign — each with at most three
-steps in the order to take them. A step gives its measured gain (or a labelled estimate), the effort, the
-accuracy risk, how to apply it and how to check it; one line per phase names what else was measured there
-(the Appendix holds every candidate). The combined effect closes it."""
+"""Roadmap: the optimization phases — quick wins, extra impact, architecture redesign — as steps that build on each
+other. A step is one kind of change led by its fastest candidate, with the other runtimes for it folded in; it says
+where the model lands after it (measured, or a labelled projection), its effort and accuracy risk, and how to apply
+and check it. One line per phase names what else was measured there (evidence.md holds every candidate); the
+profile's redesign findings are estimates, never landed on. "Where the steps land" closes it."""
 
 from __future__ import annotations
 

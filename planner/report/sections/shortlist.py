@@ -9,7 +9,7 @@ from planner.report import fidelity_verdict, figdata, fmt, handover
 from planner.report.data import ReportData
 from planner.report.sections.baseline import PERCENTILE_MIN_SAMPLES
 from planner.results import CandidateResult, fidelity_view, names
-from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus
+from planner.results.decisions import CheckStatus
 
 SHORTLIST = 5
 """How many candidates the table shows; evidence.md lists them all."""
@@ -56,7 +56,7 @@ def targets(data: ReportData, cand: CandidateResult) -> str:
 def targets_are_defaults(data: ReportData) -> bool:
     """Whether every target was the planner's default (the user stated none)."""
     reqs = data.run.requirements
-    return reqs is None or not any(v in (SOURCE_FLAG, SOURCE_FILE) for v in reqs.sources.values())
+    return reqs is None or not reqs.stated
 
 
 def shortlisted(data: ReportData) -> list[CandidateResult]:

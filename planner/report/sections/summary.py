@@ -8,13 +8,13 @@ import re
 
 from planner.report import fmt, handover
 from planner.report.data import ReportData
-from planner.report.sections import requirements
+from planner.report.sections import requirements, shortlist
 from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
 from planner.results import CandidateResult, Status, energy_view, fidelity_view, names
 from planner.results.analysis import Severity
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus, RequirementCheck
-from planner.results.values import REPRODUCE_TOLERANCE
+from planner.results.values import REPRODUCE_TOLERANCE, Deployment
 from planner.results.view import (
     check_on_your_data,
     generated_pass_caution,
@@ -234,6 +234,15 @@ def _next(data: ReportData) -> str:
     return f"**Next**: {_biggest_win(data)}"
 
 
+def _package_p50(dep: Deployment, best: CandidateResult) -> float | None:
+    """The package's own p50 where it differs from the plan's figure by more than the reproduce tolerance (its
+    program is not the one the plan timed); None where the plan's figure stands for it."""
+    own = dep.package_p50_ms
+    if own is None or not best.p50 or abs(own - best.p50) <= REPRODUCE_TOLERANCE * best.p50:
+        return None
+    return own
+
+
 def _commands(data: ReportData) -> list[str]:
     """How to deploy the decision (its hand-over package) and check it; without a package, say so plainly and
     give the command that measures it again."""
@@ -244,8 +253,8 @@ def _commands(data: ReportData) -> list[str]:
     if dep is not None and handover.folder(dep):
         packaged = names.title_of(dep.label, data.run.candidates) if dep.label else names.title(best)
         why = dep.reason.rstrip(".")
-        own = dep.package_p50_ms
-        if own is not None and best.p50 and abs(own - best.p50) > REPRODUCE_TOLERANCE * best.p50:
+        own = _package_p50(dep, best)
+        if own is not None:
             # The package runs another program than the one the plan timed (a torch.export archive of the eager
             # module): its own figure, not the plan's, is what a deployment gets.
             why = "; ".join(p for p in (why, f"the package itself measured p50 {fmt.ms(own)} when it was written, "
@@ -368,8 +377,8 @@ def headline(data: ReportData) -> str:
     side = " (timed side by side)" if best.confirmation is not None and best.confirmation.baseline_p50_ms else ""
     words = [f"**Ship {names.title(best)}**: p50 {fmt.ms(best.p50)}{_tail(best)}, {speed} the baseline's speed{side}"]
     dep = handover.winner(data)
-    own = dep.package_p50_ms if dep is not None else None
-    if own is not None and best.p50 and abs(own - best.p50) > REPRODUCE_TOLERANCE * best.p50:
+    own = _package_p50(dep, best) if dep is not None else None
+    if own is not None:
         words[0] += f" (its package runs at p50 {fmt.ms(own)}: see Deploy)"
     fid = best.fidelity
     facts = fidelity_view.facts(fid, versus=True) if fid is not None else []
@@ -388,7 +397,7 @@ def headline(data: ReportData) -> str:
         words.append(f"it misses {missed_names}.{_would_meet(data, missed)}")
     elif found:
         unjudged = [requirements.name_of(c) for c in found if not requirements.fully_met(c)]
-        defaults = all(c.source not in (SOURCE_FLAG, SOURCE_FILE) for c in found)
+        defaults = shortlist.targets_are_defaults(data)
         met = "meets every target" + (" (the planner's defaults: you set none)" if defaults else "")
         words.append(met + (f" judged here; not judged: {', '.join(unjudged)}." if unjudged else "."))
     return "; ".join(words[:-1]) + "; " + words[-1] if len(words) > 1 else words[0] + "."
