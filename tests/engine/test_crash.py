@@ -97,7 +97,8 @@ def test_sighup_mid_profile_writes_interrupted_results_and_says_bye(tmp_path):
     assert stopped_s < 10, f"the engine took {stopped_s:.1f} s to stop after SIGHUP"
     # The waiting step is answered (it was stopped), then the engine says goodbye.
     assert isinstance(profile.error, PlannerError) and not isinstance(profile.error, EngineDiedError), profile.error
-    assert "cancelled" in profile.error.problem
+    # Cancelled at its next safe point, or (on a loaded machine) answered for when it would not stop in time.
+    assert "cancelled" in profile.error.problem or "stopped before it finished" in profile.error.problem
     assert engine.bye is not None and engine.death is None and engine.deaths == []
     assert engine.bye.status == "interrupted" and "SIGHUP" in engine.bye.reason
     results = read_results(out / RESULTS_NAME)

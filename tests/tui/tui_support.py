@@ -203,12 +203,23 @@ class RecordedSession(PlanSession):
         return self.out_dir
 
 
+async def settle(pilot, limit_s: float = 20.0) -> None:
+    """Wait until every widget of the app's screen has mounted (bounded: `limit_s` seconds)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and any(not widget.is_mounted for widget in pilot.app.screen.walk_children()):
+        await pilot.pause(0.02)
+
+
 def run_app(app, body: Callable[[Any], Awaitable[None]], size: tuple[int, int] = (80, 24)) -> None:
     """Run `body(pilot)` against the app at a terminal size (tests are synchronous: no asyncio plugin)."""
 
     async def main() -> None:
         async with app.run_test(size=size) as pilot:
+            await settle(pilot)
             await body(pilot)
+            # Ending the app while a screen is still mounting fails inside Textual (a Select whose label
+            # is not composed yet): on a loaded machine mounting can outlast a short test body.
+            await settle(pilot)
 
     asyncio.run(main())
 
