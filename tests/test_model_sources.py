@@ -130,8 +130,9 @@ def _plan(model: str, extra: list[str], out: Path, plugins: str) -> tuple[int, s
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         # Confirming leaders is tested on its own; here it would only repeat measurements.
         # Packages are tested on their own (tests/deploy); writing them here would only time them again.
+        # A budget no loaded machine runs out of: these tests read what a plan writes, not what a budget cuts.
         code = main(["plan", "--model", model, *extra, "--target", "cpu", "--quick", "--confirm", "0", "--no-deploy",
-                     "--plugins", plugins, "--out", str(out), "--timeout", "120"])
+                     "--plugins", plugins, "--out", str(out), "--timeout", "120", "--budget", "900"])
     return code, stdout.getvalue(), stderr.getvalue()
 
 
