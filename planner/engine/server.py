@@ -42,7 +42,7 @@ from planner.engine.protocol import (
     encode,
     event_message,
 )
-from planner.engine.startup import limit_cpus, pause_gc, resume_gc
+from planner.engine.startup import limit_cpus, pause_gc, resume_gc, start_processes_from_a_server
 from planner.errors import PlannerError
 from planner.events import CancelToken, Event
 from planner.pipeline import PlanOutcome, PlanSession
@@ -182,6 +182,7 @@ class EngineServer:
             finally:  # answered already, unless it failed outside a step's errors
                 if self._running is not None and self._running[0] == command_id:
                     self._running = None
+                reap_finished_processes()
 
         # After a load has answered, not before: the first collection then scans all the start-up's objects
         # (about 0.2 s), which the answer should not wait for.
@@ -476,6 +477,12 @@ def end_measuring_processes() -> None:
         child.terminate()
 
 
+def reap_finished_processes() -> None:
+    """Collect the exit of each process the engine started that has ended: multiprocessing keeps a finished
+    process (a library's, a measuring one) with its pipe until asked, and a job's end is when to ask."""
+    multiprocessing.active_children()
+
+
 def end_leftovers() -> None:
     """End every process the engine started and left running (measuring processes, torch.compile's pool of
     workers), so that its exit neither waits for them (multiprocessing joins its children at exit) nor leaves
@@ -500,10 +507,10 @@ def serve_stdio(*, session_factory: SessionFactory = PlanSession) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     writer = os.fdopen(protocol_fd, "w", encoding="utf-8", buffering=1)
-    # The commands come in on a private copy of stdin too, and fd 0 becomes /dev/null. A process a library forks
-    # from the engine (OpenVINO's and NNCF's telemetry send each event from a forked multiprocessing.Process) closes
-    # sys.stdin as it starts; were the engine's reading thread blocked in sys.stdin's readline, the fork would
-    # inherit that lock held and hang in the close forever, never ending, holding gigabytes.
+    # The commands come in on a private copy of stdin too, and fd 0 becomes /dev/null. A multiprocessing child forked
+    # from the engine closes sys.stdin as it starts; were the engine's reading thread blocked in sys.stdin's readline,
+    # the fork would inherit that lock held and hang in the close forever, holding gigabytes. The libraries' processes
+    # come from a forkserver (start_processes_from_a_server); this guards against code that asks for "fork" by name.
     command_fd = os.dup(0)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -519,6 +526,7 @@ def serve_streams(reader: IO[str], writer: IO[str], *, session_factory: SessionF
     signal handling; `on_start` runs on a thread beside it. Returns 0 when it ended cleanly."""
     pause_gc()  # until the first model load has ended (planner.engine.startup)
     limit_cpus()
+    start_processes_from_a_server()
     server = EngineServer(reader, writer, session_factory=session_factory)
     server.hello_extra = dict(hello_extra or {})
     engine_pid = os.getpid()

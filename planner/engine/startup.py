@@ -1,5 +1,6 @@
-"""Start-up of `planner engine`: garbage collection waits until the first model load has ended, and
-`$PLANNER_CPUS` confines the engine to fewer cores.
+"""Start-up of `planner engine`: garbage collection waits until the first model load has ended,
+`$PLANNER_CPUS` confines the engine to fewer cores, and the processes libraries start come from a
+forkserver instead of being forks of the engine.
 
 The engine's first long command is usually the model load that the interactive planner sends as soon
 as the engine says hello. Loading a PyTorch model first imports PyTorch (and, for the FLOP count,
@@ -19,6 +20,7 @@ cannot import.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import sys
 import threading
@@ -68,3 +70,19 @@ def limit_cpus() -> None:
     usable = sorted(os.sched_getaffinity(0))
     if 0 < count < len(usable):
         os.sched_setaffinity(0, usable[:count])
+
+
+def start_processes_from_a_server() -> None:
+    """Make multiprocessing's default start method the forkserver, so a library's processes are never forks of the
+    engine itself.
+
+    The engine runs library code on several threads: a step's, the one reading commands, and OpenVINO's and NNCF's
+    telemetry senders, which start a `multiprocessing.Process` with the default method for every event (about 25
+    per Optimize round of the OpenVINO INT8 plugin). A fork copies the engine with each lock another thread held at
+    that moment still held, and nothing will release it: the child hangs in its first use of that lock (the stdin
+    multiprocessing closes as a child starts, the sys.stderr it flushes as it ends), for ever, with the engine's
+    gigabytes. The forkserver is one small single-threaded process that the engine starts on first
+    use and that forks each child from itself; it stays for the engine's life and reaps the children it forked.
+    The planner's own measuring processes ask for "spawn" by name (planner.measure.worker) and are unaffected.
+    """
+    multiprocessing.set_start_method("forkserver", force=True)
