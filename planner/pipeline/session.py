@@ -103,7 +103,7 @@ class PlanSession:
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.given = ValidationSetup()  # the validation data and output kind the model was loaded with
         self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
-        # The plan's time budget: no cap, and the plan's steps timed one by one, unless the caller sets one (`--budget`).
+        # The plan's time budget: no cap, its steps timed one by one, unless the caller sets one (`--budget`).
         self.budget = Budget(stepwise=True)
         self.request_timing: RequestTiming | None = None  # `--pipeline`: time the user's whole request too
         self.results = PlanResults(planner_version=__version__, environment=environment())
