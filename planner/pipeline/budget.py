@@ -1,15 +1,22 @@
-"""The plan's time budget (`planner plan --budget`): how much is left, and what running out cut.
+"""The plan's time budget (`planner plan --budget`): how much is left, and what running out cut; and how long the
+plan took.
 
 The budget caps the whole plan, from loading the model to writing the report. Profiling the
 baseline cannot be cut (every speedup is over it), so a budget smaller than that is refused up
 front; everything after it (building, screening, confirming, the interaction study) asks the
 budget first and, when it cannot afford a step, records what was cut and why.
+
+A plan run in one go (`planner plan`, `Budget.for_plan`) took its wall time. A plan run step by step (the TUI's,
+`stepwise`) waits for its user between steps, for minutes at times: it took what its measuring steps took
+(`Budget.timed`), each counted once for the model now loaded (a step run again replaces its time; a new model
+starts afresh).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from planner.errors import PlannerError
@@ -51,6 +58,8 @@ class Budget:
     started: float = field(default=0.0)
     cut: list[str] = field(default_factory=list)
     basis: str = ""  # where the cap came from when the user did not give it ('' for --budget)
+    stepwise: bool = False  # a plan run step by step: it took its steps' times, not the wall time since it started
+    steps: dict[str, float] = field(default_factory=dict)  # seconds each measuring step took (a plan step by step)
 
     @classmethod
     def for_plan(cls, budget_s: float | None, *, quick: bool) -> "Budget":
@@ -100,7 +109,23 @@ class Budget:
         return (f"the {self.budget_s:g} s budget had {max(self.left(), 0.0):.0f} s left "
                 f"after {self.spent():.0f} s")
 
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Time one measuring step ("profile", "optimize", "packages"); its time replaces the step's last one."""
+        start = self.clock()
+        yield  # a step that fails records no time: what it measured is not in the results
+        self.steps[step] = self.clock() - start
+
+    def forget(self, *steps: str) -> None:
+        """Drop the times of steps whose results are gone (measured again, or for another model)."""
+        for step in steps:
+            self.steps.pop(step, None)
+
     def record(self) -> BudgetRecord:
-        """What results.json keeps: the cap, the time spent so far and every cut."""
-        return BudgetRecord(budget_s=self.budget_s, spent_s=round(self.spent(), 1), cut=tuple(self.cut),
-                            basis=self.basis)
+        """What results.json keeps: the cap, the time spent so far and every cut. A plan run step by step spent what
+        its measuring steps took, with each step's time beside it."""
+        if not self.stepwise:
+            return BudgetRecord(budget_s=self.budget_s, spent_s=round(self.spent(), 1), cut=tuple(self.cut),
+                                basis=self.basis)
+        return BudgetRecord(budget_s=self.budget_s, spent_s=round(sum(self.steps.values()), 1), cut=tuple(self.cut),
+                            basis=self.basis, steps={step: round(s, 1) for step, s in self.steps.items()})

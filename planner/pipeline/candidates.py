@@ -88,6 +88,10 @@ class ResultsSink(Protocol):
     def set_validation(self, validation: Validation, *, baseline_accuracy: float | None) -> None:
         """Record the validation data the candidates were measured on."""
 
+    def stopped_before(self, names: list[str]) -> None:
+        """Record what a cancel stopped the run before: candidates' labels, and plugins whose candidates were not
+        built."""
+
 
 @dataclass
 class CandidateRun:
@@ -128,7 +132,7 @@ class CandidateRun:
         judgeable = self._outputs_judgeable(labels)
         ctx = self._context()
         first, later = self._build_phases(names, judgeable)
-        specs = self._build(first, ctx)
+        specs = self._build(first, ctx, then=later)
         if specs is None:
             return
         if self.val_data is not None:
@@ -143,7 +147,7 @@ class CandidateRun:
             self.on_event(Event("warning", message))
         search = Search(self.budget, quick=self.quick)
         search.consider(self.baseline.as_candidate())
-        if not self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s) or not later:
+        if not self._screen(specs, labels, search, judgeable=judgeable, timeout_s=timeout_s, then=later) or not later:
             return
         specs = self._build(later, ctx)  # the same context: the first phase's ONNX export is reused
         if specs is not None:
@@ -163,8 +167,9 @@ class CandidateRun:
         return [n for n in names if not waits(n)], [n for n in names if waits(n)]
 
     def _screen(self, specs: list[CandidateSpec], labels: list[np.ndarray] | None, search: Search, *,
-                judgeable: bool, timeout_s: float) -> bool:
-        """Predict, order and measure (or skip, with the reason) each spec; False when cancelled."""
+                judgeable: bool, timeout_s: float, then: Sequence[str] = ()) -> bool:
+        """Predict, order and measure (or skip, with the reason) each spec; False when cancelled (the specs left, and
+        the plugins `then` to build after them, are recorded as not reached)."""
         specs, predictions = self._predict(specs)
         if self.quick or self.budget.capped:
             specs = screen_order(specs, lambda s: _promise(predictions[id(s)]),
@@ -173,7 +178,7 @@ class CandidateRun:
         total = done + len(specs)
         for i, spec in enumerate(specs):
             if self.cancel.cancelled:
-                self.sink.warn(f"cancelled: {len(specs) - i} candidates not measured")
+                self._stop_before(specs[i:], then)
                 return False
             prediction = predictions[id(spec)]
             declared = self.described(spec)
@@ -500,11 +505,13 @@ class CandidateRun:
         ctx.gate = PlanGate.for_context(ctx)  # the rule _gate applies below, for plugins that pick a setting first
         return ctx
 
-    def _build(self, names: list[str], ctx: PlanContext) -> list[CandidateSpec] | None:
-        """Every spec the named plugins yield; None when cancelled while building."""
+    def _build(self, names: list[str], ctx: PlanContext, *, then: Sequence[str] = ()) -> list[CandidateSpec] | None:
+        """Every spec the named plugins yield; None when cancelled while building (what was built, the plugins left
+        and those `then` to build later are recorded as not reached)."""
         plugins = self._plugins
         specs: list[CandidateSpec] = []
-        for name in self._build_order(names, plugins):
+        order = self._build_order(names, plugins)
+        for at, name in enumerate(order):
             plugin = plugins.get(name)
             if plugin is None:
                 reason = next((i.reason for i in self._issues if i.name == name), "not installed or not registered")
@@ -536,8 +543,15 @@ class CandidateRun:
                     status=Status.FAILED, reason=f"building candidates failed: {reason}", declared=declared))
                 self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
             if self.cancel.cancelled:
+                self._stop_before(specs, [*order[at + 1:], *then])
                 return None
         return specs
+
+    def _stop_before(self, specs: Sequence[CandidateSpec], plugins: Sequence[str]) -> None:
+        """Record what a cancel left unreached: these candidates, and these plugins' candidates, never built."""
+        unbuilt = [f"{getattr(self._plugins.get(name), 'title', '') or name}: its candidates were not built"
+                   for name in plugins]
+        self.sink.stopped_before([spec.label for spec in specs] + unbuilt)
 
     def _build_order(self, names: list[str], plugins: dict[str, Plugin]) -> list[str]:
         """The plugins in the order they build: as planned, except that under a budget the costly builds

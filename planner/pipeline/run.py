@@ -60,13 +60,10 @@ def run_plan(options: PlanOptions, *, on_event: EventSink = null_sink, cancel: C
         profile = resolve_device(options.device, str(hw.device_class), hw.board)
         if profile is not None and (options.device or session.target == "edge"):
             session.update(edge_device=edge_projection(session.results, profile, detected=not options.device))
-        try:
-            if options.no_deploy:
-                session.skip_deploy("the plan ran with --no-deploy, which writes no package")
-            else:
-                session.deploy()  # the hand-over packages (deploy/): after ranking, before the report
-        except Exception as exc:  # noqa: BLE001 - a hand-over package is never a reason to lose the plan
-            session.warn(f"hand-over packages not written: {type(exc).__name__}: {exc}")
+        if options.no_deploy:
+            session.skip_deploy("the plan ran with --no-deploy, which writes no package")
+        else:
+            session.deploy()  # the hand-over packages (deploy/): after ranking, before the report; never raises
     except KeyboardInterrupt:
         session.warn("interrupted by Ctrl-C: the results hold what was measured")
         session.finish(status="interrupted", write_report=options.write_report)

@@ -17,7 +17,7 @@ from planner.pipeline.budget import Budget
 from planner.pipeline.candidates import CONFIRM_TOP
 from planner.pipeline.environment import environment, finished_environment
 from planner.pipeline.outcome import PlanOutcome
-from planner.pipeline.outdir import default_out_dir, prepare_out_dir
+from planner.pipeline.outdir import RunFolder, default_out_dir, prepare_out_dir
 from planner.pipeline.steps import CHANGES, Change, Fate, Step, consequences, invalidated_by
 from planner.pipeline.validation_setup import ValidationSetup, checked_setup
 from planner.plugins.options import PluginOptions
@@ -72,6 +72,11 @@ class PlanSession:
     results.json), which is written to `out_dir` after every measured candidate once an output
     folder is set. The baseline's reference outputs travel beside it in `reference`.
 
+    The folder holds one run (planner.pipeline.outdir.RunFolder): a profile or optimize run that would replace what
+    it holds writes a new folder beside it, and deploy/ is always the one results.json beside it records. The
+    results' status says how the last run ended as soon as it ends ("running" while it measures), and their start
+    and finish times, like everything else in them, are the loaded model's.
+
     The session also keeps which steps are done, by the step graph (planner/pipeline/steps.py):
     every setter and step goes through `invalidate`, `done` or `discard`, so what a change makes
     out of date is decided there once; callers ask `done_steps()` and `stale_steps()`.
@@ -90,14 +95,16 @@ class PlanSession:
         self.answers: list[Answer] = []
         self.path: DecisionPath | None = None
         self.plan: Plan | None = None
-        self.out_dir: Path | None = None
+        self.folder: RunFolder | None = None  # where results.json, the report and deploy/ go, once chosen
+        self._packaged: tuple[Any, ...] | None = None  # what the packages in the folder were written for
         self.quick = False
         self.val_data: Path | None = None  # batches every reader reads (images and clips converted once)
         self.val_prepared: PreparedValData | None = None  # what they were made from, for the log and report
         self.val_data_basis = "--val-data"  # what the validation data is, for notes and results.json
         self.given = ValidationSetup()  # the validation data and output kind the model was loaded with
         self.replies: dict[str, str] = {}  # the user's replies to the checklist's open questions, by question id
-        self.budget = Budget()  # the plan's time budget: no cap unless the caller sets one (`--budget`)
+        # The plan's time budget: no cap, its steps timed one by one, unless the caller sets one (`--budget`).
+        self.budget = Budget(stepwise=True)
         self.request_timing: RequestTiming | None = None  # `--pipeline`: time the user's whole request too
         self.results = PlanResults(planner_version=__version__, environment=environment())
         self._energy_probes: dict[str, Any] | None = None  # energy_counters(), probed on first use
@@ -110,6 +117,21 @@ class PlanSession:
         """Replace fields of the results (they are frozen) and return the new results."""
         self.results = dataclasses.replace(self.results, **changes)
         return self.results
+
+    @property
+    def out_dir(self) -> Path | None:
+        """The output folder of the run the results are for, once chosen."""
+        return self.folder.path if self.folder is not None else None
+
+    @out_dir.setter
+    def out_dir(self, path: Path | None) -> None:
+        if self.out_dir == path:
+            return
+        self.folder = RunFolder(path, path) if path is not None else None
+        # Packages written in another folder are not in this one: the results record none until written here.
+        self._packaged = None
+        if self.results.deployments:
+            self.update(deployments=())
 
     # -- the step graph ----------------------------------------------------------------------
     def invalidate(self, change: Change | str) -> dict[Step, Fate]:
@@ -174,6 +196,7 @@ class PlanSession:
             self.baseline = self.reference = None
             self.val_data = self.val_prepared = None
             self.val_data_basis = "--val-data"
+            self.budget.forget("profile")
             self.update(baseline=None, candidates=())
         elif step is Step.CHECKLIST:
             self.replies = {}
@@ -182,9 +205,11 @@ class PlanSession:
             self.update(checklist=(), decision_path=None, plan=None)
         elif step is Step.OPTIMIZE:
             # The baseline (the first candidate) is the profile's: it stays.
+            self.budget.forget("optimize", "packages")
+            self._packaged = None
             self.update(candidates=self.results.candidates[:1], ranking=None, skipped_plugins=(), interactions=(),
                         validation=None, edge_device=None, requirement_checks=(), requirement_checks_baseline=(),
-                        requirement_checks_subject="", predictions_held="", deployments=())
+                        requirement_checks_subject="", predictions_held="", deployments=(), not_reached=())
 
     # -- steps -------------------------------------------------------------------------------
     def detect(self) -> "HardwareProfile":
@@ -232,11 +257,15 @@ class PlanSession:
         model = load_model(source, input_shape=input_shape, inputs=inputs, trust_code=trust_code)
         self.given = checked_setup(model, val_data=val_data, samples=samples, output_kinds=output_kinds)
         same = self.model is not None and self.model.source.text == model.source.text
+        earlier = self.model is not None
         self.model = model
         self.out_dir = None
         # describe() is also what `planner inspect --json` prints; the typed record holds the same keys.
         self.update(model=from_data(model.describe(), ModelDescription))
         self.invalidate(Change.INPUTS if same else Change.MODEL)
+        if earlier:
+            # The run's record starts again with the model: its start, its process tree's memory, no status or finish.
+            self.update(environment=environment(), status=RunStatus.RUNNING, finished="", budget=None)
         return model
 
     def set_target(self, target: str = "auto") -> str:
@@ -268,10 +297,35 @@ class PlanSession:
         return requirements
 
     def set_out_dir(self, out: Path | None) -> Path:
-        """Choose and check the output folder (before measuring, so a bad one fails early)."""
+        """Choose and check the output folder (before measuring, so a bad one fails early). The folder now in use
+        stays when `out` is None; the default is reports/<date>-<model>-<target>, numbered when taken."""
+        if out is None and self.folder is not None:
+            return self.folder.path
         name = self.model.name if self.model else "model"
-        self.out_dir = prepare_out_dir(out or default_out_dir(name, self.target or "auto"))
+        path = prepare_out_dir(out or default_out_dir(name, self.target or "auto"))
+        self.out_dir = path
+        return path
+
+    def _start_run(self, step: str) -> Path | None:
+        """Before a profile or optimize run writes: the folder for it (a new one beside a folder that holds what the
+        run would replace), and the results marked running, with no finish time, until it ends."""
+        folder = self.folder
+        if folder is not None and folder.holds_run_of(step):
+            self.folder = folder.next()
+            self._packaged = None
+            self.on_event(Event("log", f"this {step} run writes to {self.folder.path}; the earlier run stays whole "
+                                       f"in {folder.path}"))
+        if self.folder is not None:
+            self.folder.ran.add(step)
+        self.update(status=RunStatus.RUNNING, finished="")
         return self.out_dir
+
+    def _end_run(self) -> None:
+        """A profile or optimize run has ended. In a plan run step by step its status says how at once (interrupted
+        when cancelled), as the user may save, or not, much later; a plan in one go is running until it finishes."""
+        if self.budget.stepwise:
+            self.update(status=overall_status(self.results, cancelled=self.cancel.cancelled))
+        self.save()
 
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0,
                 val_data: Path | None = None, samples: "SampleOptions | None" = None) -> Baseline:
@@ -280,9 +334,18 @@ class PlanSession:
         `samples` says how a folder of images or clips becomes inputs (preset, transform, sample rate).
         Without them, the ones the model was loaded with (`given`) apply.
         """
+        model = self._need(self.model, "model")
+        self._start_run("profile")
+        try:
+            with self.budget.timed("profile"):
+                return self._profile(model, quick=quick, timeout_s=timeout_s, val_data=val_data, samples=samples)
+        finally:
+            self._end_run()
+
+    def _profile(self, model: "LoadedModel", *, quick: bool, timeout_s: float, val_data: Path | None,
+                 samples: "SampleOptions | None") -> Baseline:
         from planner.pipeline.baseline import profile_baseline
 
-        model = self._need(self.model, "model")
         self.val_data_basis = "--val-data"
         if val_data is None:
             val_data, samples = self.given.val_data, samples or self.given.samples
@@ -452,16 +515,28 @@ class PlanSession:
 
         In a quick run the `confirm` leaders are timed again in turns with the full method's settings before
         ranking, until they are told apart or the plan's confirmation allowance is spent (CandidateRun.confirm).
-        A run replaces the previous run's candidates, warnings and skipped plugins (the baseline stays).
+        A run replaces the previous run's candidates, warnings and skipped plugins (the baseline stays); when the
+        folder holds an earlier run, this one writes a new folder beside it (`_start_run`).
         """
+        self._need(self.plan, "plan")
+        self.set_out_dir(None)
+        out_dir = self._start_run("optimize")
+        assert out_dir is not None  # set just above
+        self.discard(Step.OPTIMIZE)
+        try:
+            with self.budget.timed("optimize"):
+                return self._optimize(out_dir, plugins=plugins, timeout_s=timeout_s, plugin_options=plugin_options,
+                                      confirm=confirm)
+        finally:
+            self._end_run()
+
+    def _optimize(self, out_dir: Path, *, plugins: list[str] | tuple[str, ...] | None, timeout_s: float,
+                  plugin_options: PluginOptions | None, confirm: int) -> tuple[CandidateResult, ...]:
         from planner.pipeline.candidates import CandidateRun
 
-        self._need(self.plan, "plan")
         model, hw, baseline = self._need(self.model, "model"), self.detect(), self._need(self.baseline, "baseline")
         reference = self._need(self.reference, "profile")
-        out_dir = self.out_dir or self.set_out_dir(None)
         names = list(plugins) if plugins else self.planned_plugins()
-        self.discard(Step.OPTIMIZE)
         plugin_options = plugin_options or PluginOptions()
         if plugin_options.output_kind is None and self.given.output_kind is not None:
             kind, basis = self.given.output_kind  # the --output-kind the model was loaded with
@@ -493,7 +568,6 @@ class PlanSession:
             self.update(interactions=measure_interactions(run, self.results.candidates, ranking.order,
                                                           timeout_s=timeout_s))
         self.done(Step.OPTIMIZE)
-        self.save()
         return self.results.candidates
 
     # -- what the candidates step records (CandidateRun's sink) ----------------------------------
@@ -505,6 +579,15 @@ class PlanSession:
     def warn(self, message: str) -> None:
         """Record a warning in the results."""
         self.update(warnings=(*self.results.warnings, message))
+
+    def stopped_before(self, names: list[str]) -> None:
+        """Record what a cancelled run did not reach (candidates' labels, plugins not built), with a warning."""
+        if not names:
+            return
+        self.update(not_reached=(*self.results.not_reached, *names))
+        count = len(self.results.not_reached)
+        self.warn(f"cancelled before {count} candidate{'s' if count != 1 else ''} "
+                  f"{'were' if count != 1 else 'was'} reached")
 
     def skip_plugin(self, plugin: str, reasons: list[str]) -> None:
         """Record a plugin that could not run here, with every reason."""
@@ -527,23 +610,36 @@ class PlanSession:
     def deploy(self) -> tuple["Deployment", ...]:
         """Write the hand-over packages (deploy/ in the out folder) for the winner and each roadmap phase's best,
         and record them; a package that cannot be written is a warning and its record's reason, never an error."""
-        from planner.deploy import write_deployments
+        from planner.deploy import DEPLOY_DIR, write_deployments
         from planner.deploy.samples import compared_feeds, sample_rows
         from planner.plugins import ModelRef
 
         model, reference = self._need(self.model, "model"), self._need(self.reference, "profile")
-        out_dir = self.out_dir or self.set_out_dir(None)
+        out_dir = self.set_out_dir(None)
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
-        feeds, outputs = sample_rows(compared_feeds(model.inputs, val_data=self.val_data, quick=self.quick),
-                                     reference, batch=model.inputs.batch)
-        deployments = write_deployments(self.results, model=ModelRef.of(model), feeds=feeds, reference=outputs,
-                                        out_dir=out_dir, warn=self.warn)
-        self.update(deployments=deployments)
-        self.save()
-        return deployments
+        written_for = (out_dir, self.results.candidates, self.results.ranking)
+        if self._packaged == written_for and (out_dir / DEPLOY_DIR).is_dir():
+            return self.results.deployments  # these results' packages are in this folder already
+        try:
+            with self.budget.timed("packages"):
+                feeds, outputs = sample_rows(compared_feeds(model.inputs, val_data=self.val_data, quick=self.quick),
+                                             reference, batch=model.inputs.batch)
+                deployments = write_deployments(self.results, model=ModelRef.of(model), feeds=feeds,
+                                                reference=outputs, out_dir=out_dir, warn=self.warn)
+        except Exception as exc:  # noqa: BLE001 - a hand-over package is never a reason to lose the plan
+            why = f"the hand-over packages could not be written: {type(exc).__name__}: {exc}"
+            self.warn(why)
+            self.skip_deploy(why)
+            self._remove_packages(out_dir)
+        else:
+            self.update(deployments=deployments)
+        self._packaged = written_for
+        self._write(sealed=True)
+        return self.results.deployments
 
     def skip_deploy(self, why: str) -> None:
-        """Record that no hand-over package was written, and why, so the report says so instead of guessing."""
+        """Record that no hand-over package was written, and why, so the report says so instead of guessing (and
+        `finish` removes a deploy/ this results.json does not record)."""
         from planner.results.values import Deployment
 
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
@@ -580,8 +676,10 @@ class PlanSession:
         # The process tree's peak so far (and its own cgroup's, where it has one) goes into the environment record.
         self.update(environment=finished_environment(self.results.environment),
                     finished=dt.datetime.now().astimezone().isoformat(timespec="seconds"))
-        out_dir = self.out_dir or self.set_out_dir(None)
-        self.save()
+        out_dir = self.set_out_dir(None)
+        if not any(d.folder for d in self.results.deployments):
+            self._remove_packages(out_dir)  # deploy/ is always the one results.json beside it records
+        self._write(sealed=True)
         outcome = PlanOutcome(self.results, out_dir)
         if write_report and self.baseline is not None:
             try:
@@ -590,16 +688,36 @@ class PlanSession:
                 outcome.report_path = render_report_files(self.results, out_dir)
             except Exception as exc:  # noqa: BLE001 - a report failure must not lose results.json
                 self.warn(f"report not written: {type(exc).__name__}: {exc}")
-                self.save()
+                self._write(sealed=True)
                 self.on_event(Event("warning", f"report not written: {exc}"))
             outcome.results = self.results
         self.done(Step.REPORT)
         return outcome
 
     def save(self) -> None:
-        """Write results.json atomically, if an output folder is set."""
-        if self.out_dir is not None:
-            write_results(self.out_dir / RESULTS_NAME, self.results)
+        """Write results.json atomically, if an output folder is set and no save or packages of these results are
+        there yet (those are rewritten only by `finish` and `deploy`, with what they were made from)."""
+        if self.folder is not None and not self.folder.sealed:
+            self._write()
+
+    def _write(self, *, sealed: bool = False) -> None:
+        """Write results.json atomically into the folder; `sealed`: a report or packages made from it go beside it."""
+        folder = self.folder
+        if folder is None:
+            return
+        write_results(folder.path / RESULTS_NAME, self.results)
+        if self.results.baseline is not None:
+            folder.ran.add("profile")
+        folder.sealed = folder.sealed or sealed
+
+    @staticmethod
+    def _remove_packages(out_dir: Path) -> None:
+        """Remove a deploy/ that no results.json beside it records (an earlier plan's, or one half written)."""
+        import shutil
+
+        from planner.deploy import DEPLOY_DIR
+
+        shutil.rmtree(out_dir / DEPLOY_DIR, ignore_errors=True)
 
     @staticmethod
     def _need(value: T | None, step: str) -> T:
@@ -623,8 +741,8 @@ def _reply_value(reply: str) -> bool | str:
 
 def overall_status(results: PlanResults, *, cancelled: bool) -> RunStatus:
     """What a finished plan's status is, from what it holds: INTERRUPTED when its last run was cancelled
-    (candidates left unmeasured or leaders unconfirmed), PARTIAL when a candidate failed, else OK."""
-    if cancelled:
+    (candidates not reached, or leaders unconfirmed), PARTIAL when a candidate failed, else OK."""
+    if cancelled or results.not_reached:
         return RunStatus.INTERRUPTED
     if any(c.status is Status.FAILED for c in results.candidates):
         return RunStatus.PARTIAL

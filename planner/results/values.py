@@ -446,6 +446,9 @@ class BudgetRecord:
     spent_s: float = 0.0  # the whole plan's wall time, from loading the model to writing the results
     cut: tuple[str, ...] = ()  # each thing the budget left out, in a sentence that says why
     basis: str = ""  # where the cap came from when the user did not give it ('' for --budget)
+    # A plan run step by step (the TUI): the seconds each of this model's measuring steps took ("profile",
+    # "optimize", "packages"); `spent_s` is then their sum, not the wall time, which holds the user's pauses.
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -500,6 +503,9 @@ class PlanResults:
     budget: BudgetRecord | None = None  # the time budget and what it cut (None in files written before it)
     deployments: tuple[Deployment, ...] = ()  # the hand-over packages written under deploy/
     finished: str = ""
+    # What the last optimize run was cancelled before: each candidate's label (a plugin's name with "(not built)"
+    # where it was stopped before building its candidates); see planner.results.counts.
+    not_reached: tuple[str, ...] = ()
 
     @property
     def energy_source(self) -> EnergySource | None:

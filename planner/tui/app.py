@@ -57,7 +57,8 @@ DEFAULT_MODEL = "demo:inefficient"
 JOB_TITLES = {
     "detect": "Hardware detection", "ceilings": "Measuring the ceilings", "demos": "Listing the demos",
     "load": "Loading the model", "profile": "Profiling", "plugins": "Listing the plugins",
-    "optimize": "Optimizing", "save": "Saving the report", "deploy": "Writing and verifying the hand-over packages",
+    "optimize": "Optimizing", "save": "Saving the report and the hand-over packages",
+    "deploy": "Writing and verifying the hand-over packages",
 }
 
 # The jobs `c` stops: a profile ends its measuring process; an optimize stops after the current candidate.

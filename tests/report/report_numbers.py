@@ -21,7 +21,9 @@ Structural exclusions (documented, and the only ones):
 * a candidate's rank in the candidates table (`| 1 | **label** |`): its position in the
   ranking's order, like a list ordinal, not a stored number;
 * the results.json schema version the report states: the layout the reader upgraded the file
-  to (planner.results.SCHEMA_VERSION), not a measurement.
+  to (planner.results.SCHEMA_VERSION), not a measurement;
+* the Summary's candidate counts (`**Candidates**: 3 measured, 1 failed`): how many of results.json's
+  rows have each status (planner.results.counts), counted like list ordinals, not stored numbers.
 Years in dates need no exclusion: dates are strings in results.json and are perturbed with them.
 Three values are left unperturbed because they are codes, not measurements: `best` (an index
 into the candidate list, never printed), a plan step's `phase` (which roadmap phase it belongs
@@ -50,6 +52,7 @@ _NEEDS = re.compile(r"needs ≥(\d+) samples")
 # (text, maybe bold); batch and layer tables start with a batch size followed by a time, or a name.
 _RANK = re.compile(r"^\|\s*\d+\s*\|(?=\s*(?:\*\*)?[A-Za-z])")
 _SCHEMA = re.compile(r"results\.json schema version: \d+")
+_COUNTS = re.compile(r"^- \*\*Candidates\*\*: [^;]*")
 
 UNPERTURBED_KEYS = frozenset({"best", "phase", "schema_version"})
 """Keys whose values are codes (an index, a roadmap phase, a file layout), not measurements."""
@@ -101,6 +104,7 @@ def strip_structural(line: str) -> str:
     line = _PHASE.sub("Phase", line)
     line = _RANK.sub("| |", line)
     line = _SCHEMA.sub("results.json schema version:", line)
+    line = _COUNTS.sub(lambda m: re.sub(r"\d+", "", m.group()), line)
     allowed = set(PERCENTILE_MIN_SAMPLES.values())
     return _NEEDS.sub(lambda m: "needs samples" if int(m.group(1)) in allowed else m.group(), line)
 

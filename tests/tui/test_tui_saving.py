@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from textual.widgets import Input, Label
-from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_idle
+import json
+import threading
+from pathlib import Path
+
+from textual.widgets import Input, Label, RichLog
+from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+
+from planner.pipeline import PlanSession
+from planner.results import read_results
+from planner.results.counts import CandidateCounts
 
 
 def test_opening_and_profiling_create_no_folder_until_saved(tmp_path, monkeypatch):
@@ -44,40 +52,78 @@ def test_saving_over_an_earlier_report_says_so(tmp_path):
     run_app(app, body)
 
 
-def test_a_run_cancelled_after_an_earlier_save_is_saved_as_interrupted(tmp_path):
-    """Save, optimize again and cancel, save: results.json says interrupted (not the first save's ok)."""
-    import json
-    import threading
+class SavingSession(RecordedSession):
+    """The recorded run, saved by the real finish: its report is rendered from the results it saves."""
 
-    from tui_support import wait_for
+    finish = PlanSession.finish
 
-    session = RecordedSession()
+
+def folder_says(folder: Path) -> tuple[str, str, dict[str, str], str]:
+    """What a folder holds: results.json's status, its candidate counts, its packages (folder: label) and report."""
+    results = read_results(folder / "results.json")
+    packages = {str(p.parent.relative_to(folder)): json.loads(p.read_text())["candidate"]["label"]
+                for p in folder.glob("deploy/*/manifest.json")}
+    report = (folder / "report.md").read_text() if (folder / "report.md").exists() else ""
+    assert packages == {d.folder: d.label for d in results.deployments if d.folder}  # deploy/ is results.json's
+    if report:
+        assert f"status **{results.status}**" in report and f"finished {results.finished}" in report
+        assert f"**Candidates**: {CandidateCounts.of(results).words(noun=False)}" in report
+    return str(results.status), CandidateCounts.of(results).words(why=False), packages, report
+
+
+def test_save_rerun_cancel_and_save_keep_each_run_whole_in_its_own_folder(tmp_path, monkeypatch):
+    """Save a run (with its packages), optimize again and cancel, save: the cancelled run goes to a folder of its own,
+    which says "interrupted" from the moment it ends; the saved run's results.json, report and deploy/ stay as
+    they were; what the screens count is what the folder's report counts."""
+    import planner.report.figures
+
+    # Figures take seconds to draw and say nothing about the folder.
+    monkeypatch.setattr(planner.report.figures, "draw_figures", lambda *_, **__: ({}, {}))
+    session = SavingSession()
     out = tmp_path / "out"
     app = PlannerApp(model="demo:tiny", session=session, out_dir=out)
-
-    def status() -> str:
-        return json.loads((out / "results.json").read_text())["status"]
 
     async def body(pilot):
         await drive(pilot, "results")
         await pilot.press("9", "s")
         await wait_idle(pilot)
-        assert status() == "ok"
+        status, counts, packages, report = folder_says(out)
+        assert (status, counts) == ("ok", "8 candidates measured")
+        assert list(packages) == ["deploy/winner"] and "`deploy/winner/`" in report
+        assert "results.json and deploy/ (1 package)" in str(app.query_one("#report #saved", Label).render())
+        kept = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
         session.gate = threading.Event()
         await pilot.press("7", "r")
         await wait_for(pilot, lambda: app.job is not None, 10, "the second run to start")
         await pilot.press("c")
         session.gate.set()
         await wait_idle(pilot)
-        assert any(w.startswith("cancelled:") for w in session.results.warnings)
-        await pilot.press("9", "s")
+        again = tmp_path / "out-2"
+        assert app.session.out_dir == again
+        log = " ".join(" ".join(line.text for line in app.query_one("#optimize").query_one(RichLog).lines).split())
+        said = "cancelled: 1 candidate measured, 7 not reached (the run was cancelled first)"
+        assert f"{said}; results in {again}" in log
+        assert folder_says(again)[:3] == ("interrupted", "1 candidate measured, 7 not reached", {})  # before s
+        await pilot.press("8")
         await wait_idle(pilot)
-        assert status() == "interrupted"
-        # A complete run after the cancelled one is ok again.
+        assert str(app.query_one("#sorted", Label).render()).startswith("1 candidate measured, 7 not reached · ")
+        await pilot.press("9")
+        await wait_idle(pilot)
+        assert app.query_one("#out-dir", Input).value == str(again)
+        await pilot.press("s")
+        await wait_idle(pilot)
+        status, counts, packages, report = folder_says(again)
+        assert (status, counts, list(packages)) == ("interrupted", "1 candidate measured, 7 not reached",
+                                                     ["deploy/winner"])
+        assert "cancelled before 7 candidates were reached" in report
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == kept
+
+        # A complete run after the cancelled one is ok, in a folder of its own too.
         await pilot.press("7", "r")
         await wait_idle(pilot)
         await pilot.press("9", "s")
         await wait_idle(pilot)
-        assert status() == "ok"
+        assert folder_says(tmp_path / "out-3")[:2] == ("ok", "8 candidates measured")
 
-    run_app(app, body)
+    run_app(app, body, size=(100, 30))

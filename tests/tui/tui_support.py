@@ -32,8 +32,8 @@ from planner.results import (
     SequencePoint,
     rank_candidates,
     results_from_data,
-    write_results,
 )
+from planner.results.values import Deployment
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -139,6 +139,13 @@ class RecordedSession(PlanSession):
 
     def profile(self, *, quick: bool = False, timeout_s: float = 600.0):
         self._need(self.model, "model")
+        self._start_run("profile")  # the real session's folder and status rules
+        try:
+            return self._replay_profile(quick)
+        finally:
+            self._end_run()
+
+    def _replay_profile(self, quick: bool):
         self.quick = quick
         self.update(quick=quick)
         if self.ceilings is None:
@@ -156,6 +163,7 @@ class RecordedSession(PlanSession):
         self.baseline, self.reference = baseline, []
         self.done(Step.PROFILE)
         self.update(baseline=baseline, candidates=self.recorded.candidates[:1], ranking=None)
+        self.save()
         return baseline
 
     def plugin_status(self) -> list[dict]:
@@ -167,13 +175,13 @@ class RecordedSession(PlanSession):
 
     def optimize(self, *, plugins=None, timeout_s: float = 300.0, val_data=None):
         self._need(self.plan, "plan")
-        if self.out_dir is None:
-            self.set_out_dir(None)
+        self.set_out_dir(None)
+        self._start_run("optimize")  # the real session's folder and status rules
         self.discard(Step.OPTIMIZE)
         recorded = self.recorded.candidates[1:]
         for i, cand in enumerate(recorded):
             if self.cancel.cancelled:
-                self.warn(f"cancelled: {len(recorded) - i} candidates not measured")
+                self.stopped_before([c.label for c in recorded[i:]])
                 break
             self.on_event(Event("candidate", f"measuring {cand.label}", stage="measure", index=i,
                                 total=len(recorded)))
@@ -183,24 +191,47 @@ class RecordedSession(PlanSession):
                                 total=len(recorded)))
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
         self.done(Step.OPTIMIZE)
+        self._end_run()
         return self.results.candidates
 
+    def deploy(self) -> tuple[Deployment, ...]:
+        """The winner's package as a stand-in (there is no model here to export): deploy/winner/manifest.json names
+        it, as a real package's manifest does; the session records it as the real deploy does."""
+        out_dir = self.set_out_dir(None)
+        self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements))
+        self._remove_packages(out_dir)
+        best, ranking = self.results.best, self.results.ranking
+        records: tuple[Deployment, ...] = ()
+        if best is not None and ranking is not None:
+            (out_dir / "deploy" / "winner").mkdir(parents=True)
+            manifest = {"candidate": {"label": best.label}, "measured": {"p50_ms": best.p50}}
+            (out_dir / "deploy" / "winner" / "manifest.json").write_text(json.dumps(manifest))
+            records = (Deployment(role="winner", label=best.label, candidate=ranking.best, folder="deploy/winner",
+                                  runtime="onnxruntime"),)
+        self.update(deployments=records)
+        self._write(sealed=True)
+        return records
+
     def finish(self, *, status: str | None = None, write_report: bool = True) -> PlanOutcome:
-        if self.out_dir is None:
-            self.set_out_dir(None)
+        out_dir = self.set_out_dir(None)
         # The status as the real finish decides it, so a cancelled run is saved as interrupted here too.
         self.update(ranking=rank_candidates(self.results.candidates, self.results.requirements),
                     status=RunStatus(status) if status else overall_status(self.results,
                                                                            cancelled=self.cancel.cancelled))
-        write_results(self.out_dir / "results.json", self.results)
-        report = self.out_dir / "report.md"
+        if not any(d.folder for d in self.results.deployments):
+            self._remove_packages(out_dir)
+        self._write(sealed=True)
+        report = out_dir / "report.md"
         shutil.copyfile(FIXTURES / "report.md", report)
         self.done(Step.REPORT)
         return PlanOutcome(self.results, self.out_dir, report)
 
     def set_out_dir(self, out: Path | None) -> Path:
-        self.out_dir = prepare_out_dir(out or Path("out"))
-        return self.out_dir
+        if out is None and self.out_dir is not None:
+            return self.out_dir
+        path = prepare_out_dir(out or Path("out"))
+        self.out_dir = path
+        return path
 
 
 async def settle(pilot, limit_s: float = 20.0) -> None:

@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from planner.report import fmt
 from planner.report.data import ReportData
+from planner.results import BudgetRecord
+
+STEP_WORDS = {"profile": "profiling", "optimize": "optimizing", "packages": "writing the hand-over packages"}
+"""What each timed step of a plan run step by step did, as the report says it."""
+
+
+def took(budget: BudgetRecord) -> str:
+    """How long the plan took: a plan in one go from loading the model to writing the results; a plan run step by
+    step (the TUI) what its measuring steps took, as the time between them was the user's."""
+    if not budget.steps:
+        return f"the plan took {fmt.seconds(budget.spent_s)}, from loading the model to writing the results"
+    parts = ", ".join(f"{STEP_WORDS.get(step, step)} {fmt.seconds(s)}" for step, s in budget.steps.items())
+    return (f"the plan's steps took {fmt.seconds(budget.spent_s)} ({parts}); it ran step by step, and the time "
+            "between the steps, while the planner waited for you, is not counted")
 
 
 def render(data: ReportData) -> list[str]:
@@ -13,8 +27,7 @@ def render(data: ReportData) -> list[str]:
         return []
     lines = ["## Time budget", ""]
     lines.append((f"Budget {fmt.seconds(budget.budget_s)}" + (f" ({budget.basis})" if budget.basis else "")
-                   if budget.budget_s is not None else "No time budget was given")
-                 + f"; the plan took {fmt.seconds(budget.spent_s)}, from loading the model to writing the results.")
+                   if budget.budget_s is not None else "No time budget was given") + f"; {took(budget)}.")
     cut = [c for c in budget.cut if c]
     if cut:
         lines += ["", "What the budget left out, and why (these were not measured, so no number in this report "

@@ -372,6 +372,9 @@ def render(data: ReportData) -> list[str]:
             lines += not_ranked_lines(problems)
             lines.append("")
         lines += gate_lines(cands)
+    if data.run.not_reached:
+        lines += ["### Not reached", "", "The run was cancelled before these; nothing of them was measured:", ""]
+        lines += [f"- {name}" for name in data.run.not_reached] + [""]
     skipped = data.run.skipped_plugins
     if skipped:
         lines += ["### Skipped plugins", ""]

@@ -13,6 +13,7 @@ from planner.report.sections.hardware import machine_phrase
 from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
 from planner.results import CandidateResult, Status, energy_view, fidelity_view, names
 from planner.results.analysis import Severity
+from planner.results.counts import CandidateCounts
 from planner.results.decisions import SOURCE_FILE, SOURCE_FLAG, CheckStatus, RequirementCheck
 from planner.results.values import REPRODUCE_TOLERANCE, Deployment
 from planner.results.view import (
@@ -277,6 +278,15 @@ def _commands(data: ReportData) -> list[str]:
     return [f"**Deploy**: {why}{again}."]
 
 
+def _counts(data: ReportData) -> list[str]:
+    """How the optimize run's candidates ended, as the TUI counts them (planner.results.counts); [] before one ran."""
+    counts = CandidateCounts.of(data.run)
+    if not counts.total:
+        return []
+    return [f"**Candidates**: {counts.words(noun=False)}; each one's figures, or why it has none, are under "
+            "Appendix › All candidates."]
+
+
 def _budget(data: ReportData) -> list[str]:
     """One line when the time budget left something out; the details are in the Appendix."""
     budget = data.run.budget
@@ -318,7 +328,8 @@ def render(data: ReportData) -> list[str]:
         lines += [f"> **Partial report{state} — {why}**", ""]
     lines += [" ".join((_model_sentence(data), _baseline_sentence(data))), ""]
     items = _decision(data) if data.run.baseline is not None or data.run.candidates else []
-    items += [_requirements_sentence(data), *_commands(data), _next(data), *_budget(data), *_warnings(data)]
+    items += [*_counts(data), _requirements_sentence(data), *_commands(data), _next(data), *_budget(data),
+              *_warnings(data)]
     lines += [f"- {item}" for item in items] + [""]
     return lines
 

@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Label, RichLog, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from planner.results.counts import CandidateCounts
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
@@ -183,9 +184,9 @@ class OptimizePane(StepPane):
             # Candidates write artifacts (ONNX files, engines) into the output folder.
             self.session.set_out_dir(self.planner.out_dir)
         # The session replaces an earlier run's candidates (and its warnings) with this run's.
-        candidates = self.session.optimize(plugins=plugins)
-        self.report("optimize", {"measured": len(candidates) - 1, "cancelled": self.session.cancel.cancelled,
-                                 "out_dir": str(self.session.out_dir)})
+        self.session.optimize(plugins=plugins)
+        self.report("optimize", {"counts": CandidateCounts.of(self.session.results),
+                                 "cancelled": self.session.cancel.cancelled, "out_dir": str(self.session.out_dir)})
 
     # -- results -----------------------------------------------------------------------------
     def engine_events(self, events: list) -> None:
@@ -200,7 +201,7 @@ class OptimizePane(StepPane):
             return
         self.query_one("#cancel", Button).disabled = True
         how = "cancelled" if result["cancelled"] else "done"
-        message = f"{how}: {result['measured']} candidates measured; results in {result['out_dir']}"
+        message = f"{how}: {result['counts'].words()}; results in {result['out_dir']}"
         self.query_one(RunProgress).end(message, ok=not result["cancelled"])
         self.query_one("#status", Label).update(how)
         self.query_one(RichLog).write(Text(f"✓ {message}", style="bold"))

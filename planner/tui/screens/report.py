@@ -17,8 +17,8 @@ from planner.pipeline.steps import Step as SessionStep
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 
-NOT_SAVED_HINT = ("*Press **s** (or Save) to write `results.json` and `report.md` to the folder above; "
-               "the report appears here.*")
+NOT_SAVED_HINT = ("*Press **s** (or Save) to write `results.json`, `report.md` and the hand-over packages "
+                  "(`deploy/`) to the folder above; the report appears here.*")
 
 
 class ReportPreview(Static):
@@ -74,8 +74,9 @@ class ReportPane(StepPane):
             # The session says the saved report is out of date (a new model, run or plan).
             self._previewing = False
             self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
+            # A new run has a folder of its own (the field shows it); new requirements save over the same one.
             self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
-                                                   "them again (the folder's files are overwritten).")
+                                                   "them to the folder above.")
         if self._edited:
             return
         value = str(self.default_folder())
@@ -126,6 +127,10 @@ class ReportPane(StepPane):
         out_dir = self.session.set_out_dir(folder)
         # A report already there (from this session or an earlier one) is replaced: say so.
         again = (out_dir / REPORT_NAME).exists()
+        if SessionStep.OPTIMIZE in self.session.done_steps() | self.session.stale_steps():
+            # As `planner plan` does: the packages beside the report (the session keeps those already written there
+            # for these same results, and records why a package could not be written).
+            self.session.deploy()
         outcome = self.session.finish(write_report=True)
         report = Path(outcome.report_path) if outcome.report_path else None
         markdown = report.read_text(encoding="utf-8") if report is not None and report.exists() else None
@@ -133,8 +138,9 @@ class ReportPane(StepPane):
         if markdown is not None and evidence is not None and evidence.exists():
             # The preview reads on: the decision, then the evidence report.md links to.
             markdown += "\n\n" + evidence.read_text(encoding="utf-8")
+        packages = sorted({d.folder for d in self.session.results.deployments if d.folder})
         self.report("save", {"out_dir": Path(outcome.out_dir), "report": report, "markdown": markdown,
-                             "overwrote": again})
+                             "overwrote": again, "packages": packages})
 
     def job_done(self, job: str, result: Any) -> None:
         """Show where the files went and preview the report."""
@@ -144,7 +150,10 @@ class ReportPane(StepPane):
         if result["report"] is None:
             self.query_one("#saved", Label).update(f"{saved} {out_dir / 'results.json'} (no report: see warnings)")
         else:
-            self.query_one("#saved", Label).update(f"{saved} {result['report']} and results.json")
+            packages = result["packages"]
+            beside = (f", results.json and deploy/ ({len(packages)} package{'s' if len(packages) != 1 else ''})"
+                      if packages else " and results.json")
+            self.query_one("#saved", Label).update(f"{saved} {result['report']}{beside}")
             self.query_one("#report-md", ReportPreview).show(result["markdown"] or "")
             self._previewing = True
         self._edited = False

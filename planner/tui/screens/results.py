@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
 from planner.measure.pool import pool_sentence
 from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share
 from planner.results.audit import flag_line, load_summary
+from planner.results.counts import CandidateCounts
 from planner.results.interaction import Interaction
 from planner.results.rows import CandidateRow, candidate_rows
 from planner.results.status_look import look
@@ -470,13 +471,14 @@ class ResultsPane(StepPane):
             self._show_detail(rows[0][0])
 
     def _sorted_line(self, arrow: str) -> str:
-        """'9 candidates · sorted by rank (p95 latency) ↑ · o or a header click sorts', shortened to fit."""
+        """'8 candidates measured · sorted by rank (p95 latency) ↑ · o or a header click sorts', shortened to fit (the
+        counts are the report's, planner.results.counts)."""
         name = COLUMN_BY_KEY[self._sort].sort_name
         ranking = self.session.results.ranking
         if self._sort == "rank" and ranking is not None and ranking.by:
             # The report's rule in short: 'p95 latency (the latency target's percentile)' -> 'p95 latency'.
             name = f"rank ({ranking.by.split(' (')[0].split(' at ')[0]})"
-        line = f"{len(self._candidates)} candidates · sorted by {name} {arrow}"
+        line = f"{CandidateCounts.of(self.session.results).words(why=False)} · sorted by {name} {arrow}"
         for tail in (" · o or a header click sorts", " · o sorts", ""):
             if len(line + tail) <= self._width - 2:  # the pane's padding
                 return line + tail
