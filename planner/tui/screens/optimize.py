@@ -18,6 +18,7 @@ from planner.tui.widgets.toggles import TickList
 
 _UNSET = object()
 PROMPT_WIDTH = 56
+NO_PLAN = "Answer the checklist (step 5) first: the plan picks the plugins."
 
 
 def plugin_prompt(row: dict) -> Text:
@@ -65,8 +66,7 @@ class OptimizePane(StepPane):
 
     def compose(self) -> ComposeResult:
         """Plugin list, its detail, run controls, progress and log."""
-        yield Label("Answer the checklist (step 5) first: the plan picks the plugins.", id="intro",
-                    classes="hint")
+        yield Label(NO_PLAN, id="intro", classes="hint")
         yield TickList(id="plugins", compact=True)
         yield Static("", id="plugin-detail")
         with Horizontal(classes="toolbar"):
@@ -87,6 +87,8 @@ class OptimizePane(StepPane):
         if plan is None:
             self.query_one(SelectionList).clear_options()
             self._rows = {}
+            self.query_one("#intro", Label).update(NO_PLAN)
+            self.query_one("#plugin-detail", Static).update("")
             return
         self.query_one("#intro", Label).update("Checking which plugins can run here…")
         self._plugin_status()
@@ -133,6 +135,15 @@ class OptimizePane(StepPane):
         if row is not None and row["reasons"]:
             self.query_one(SelectionList).deselect(event.selection.value)
             self.query_one("#status", Label).update("can't run here (see below)")
+
+    def forget_runs(self, model: str) -> None:
+        """A new model: the last run's line, status and log were about the candidates of the one before."""
+        self.remove_class("-ran")
+        self.query_one("#cancel", Button).disabled = True
+        self.query_one(RunProgress).reset(f"not run yet for {model}")
+        self.query_one("#status", Label).update("")
+        self.query_one(Notice).clear()
+        self.query_one(RichLog).clear()
 
     # -- running -----------------------------------------------------------------------------
     def run_step(self) -> None:
@@ -196,7 +207,8 @@ class OptimizePane(StepPane):
     def job_done(self, job: str, result: Any) -> None:
         """Show the plugin list, or how the run ended."""
         if job == "plugins":
-            self._show_plugins(result)
+            if self.session.plan is not None:  # else the plan it was asked for is gone (another model loaded)
+                self._show_plugins(result)
             return
         self.query_one("#cancel", Button).disabled = True
         how = "cancelled" if result["cancelled"] else "done"
