@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -15,6 +15,9 @@ from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
+
+if TYPE_CHECKING:
+    from planner.results.decisions import PlanRecord
 
 _UNSET = object()
 PROMPT_WIDTH = 56
@@ -41,6 +44,24 @@ def plugin_prompt(row: dict) -> Text:
     elif row["planned"]:
         text.append(" — planned")
     return text
+
+
+def preselection_reason(plan: PlanRecord) -> str:
+    """Why the plan preselected what it did, when the requirements are already met (the README's rule: defaults
+    you never stated do not cut the search, and retraining waits until a requirement you state is missed); ''
+    when they are missed or not judged, where the plan's every step is preselected."""
+    requirements = plan.requirements
+    if plan.requirements_met is not True or requirements is None:
+        return ""
+    if not requirements.stated:
+        return ("You stated no requirement and the defaults are met, so the runtime switches and post-training "
+                "INT8 (kept only if its outputs match the original's) are preselected; retraining waits until a "
+                "requirement you state is missed.")
+    if not requirements.speed_stated:
+        return ("Your requirements are met and name no speed, so the runtime switches and post-training INT8 are "
+                "preselected, to find the fastest within them; retraining waits.")
+    return ("Your requirements are already met: only the quick checks are preselected, all optional; lower "
+            "precisions and retraining wait until one is missed.")
 
 
 def plugin_detail(row: dict) -> Text:
@@ -117,9 +138,11 @@ class OptimizePane(StepPane):
         if options:
             plugins.highlighted = 0
         planned = sum(1 for r in rows if r["planned"] and not r["reasons"])
+        plan = self.session.plan
+        why = preselection_reason(plan) if plan is not None else ""
         self.query_one("#intro", Label).update(
             f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates "
-            f"in {self.mode_text()}.")
+            f"in {self.mode_text()}." + (f"\n{why}" if why else ""))
         if options:
             self.query_one("#plugin-detail", Static).update(plugin_detail(rows[0]))
 
