@@ -36,8 +36,8 @@ def test_optimize_preselects_int8_only_while_no_speed_target_you_stated_is_met(t
         # Post-training INT8 is measured, guarded by the fidelity check; nothing that needs retraining is.
         assert Arithmetic.REDUCED_PRECISION in chosen.values()
         assert set(chosen.values()) <= {Arithmetic.NONE, Arithmetic.REDUCED_PRECISION}
-        assert "You stated no requirement and the defaults are met" in intro()
-        assert "retraining waits until a requirement you state is missed" in intro()
+        assert "Defaults met, none stated by you" in intro()
+        assert "retraining waits for a requirement you state" in intro()
 
         # A latency target you state, which the baseline meets: only the quick checks, no lower precision.
         await pilot.press("3")

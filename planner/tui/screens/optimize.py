@@ -54,14 +54,13 @@ def preselection_reason(plan: PlanRecord) -> str:
     if plan.requirements_met is not True or requirements is None:
         return ""
     if not requirements.stated:
-        return ("You stated no requirement and the defaults are met, so the runtime switches and post-training "
-                "INT8 (kept only if its outputs match the original's) are preselected; retraining waits until a "
-                "requirement you state is missed.")
+        return ("Defaults met, none stated by you: runtime switches and post-training INT8 (kept if outputs "
+                "match) are preselected; retraining waits for a requirement you state.")
     if not requirements.speed_stated:
-        return ("Your requirements are met and name no speed, so the runtime switches and post-training INT8 are "
+        return ("Your requirements are met and name no speed: runtime switches and post-training INT8 are "
                 "preselected, to find the fastest within them; retraining waits.")
-    return ("Your requirements are already met: only the quick checks are preselected, all optional; lower "
-            "precisions and retraining wait until one is missed.")
+    return ("Your speed target is already met: only the quick checks are preselected; lower precisions and "
+            "retraining wait until a requirement is missed.")
 
 
 def plugin_detail(row: dict) -> Text:
