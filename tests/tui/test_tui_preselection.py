@@ -26,7 +26,7 @@ def test_optimize_preselects_int8_only_while_no_speed_target_you_stated_is_met(t
             return {name: d.arithmetic for name, d in found.items() if d is not None}
 
         def intro() -> str:
-            return str(app.query_one("#optimize #intro", Label).render())
+            return str(app.query_one("#optimize #why", Label).render())
 
         plan = session.plan
         assert plan is not None and plan.requirements_met is True and plan.requirements is not None

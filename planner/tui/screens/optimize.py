@@ -87,6 +87,7 @@ class OptimizePane(StepPane):
     def compose(self) -> ComposeResult:
         """Plugin list, its detail, run controls, progress and log."""
         yield Label(NO_PLAN, id="intro", classes="hint")
+        yield Label("", id="why", classes="hint")
         yield TickList(id="plugins", compact=True)
         yield Static("", id="plugin-detail")
         with Horizontal(classes="toolbar"):
@@ -108,6 +109,7 @@ class OptimizePane(StepPane):
             self.query_one(SelectionList).clear_options()
             self._rows = {}
             self.query_one("#intro", Label).update(NO_PLAN)
+            self._show_why("")
             self.query_one("#plugin-detail", Static).update("")
             return
         self.query_one("#intro", Label).update("Checking which plugins can run here…")
@@ -138,12 +140,19 @@ class OptimizePane(StepPane):
             plugins.highlighted = 0
         planned = sum(1 for r in rows if r["planned"] and not r["reasons"])
         plan = self.session.plan
-        why = preselection_reason(plan) if plan is not None else ""
         self.query_one("#intro", Label).update(
             f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates "
-            f"in {self.mode_text()}." + (f"\n{why}" if why else ""))
+            f"in {self.mode_text()}.")
+        self._show_why(preselection_reason(plan) if plan is not None else "")
         if options:
             self.query_one("#plugin-detail", Static).update(plugin_detail(rows[0]))
+
+    def _show_why(self, why: str) -> None:
+        """Why the plan preselected these plugins, under the intro; no line when there is nothing to explain."""
+        label = self.query_one("#why", Label)
+        label.update(why)
+        # Once a run starts its log needs the rows: why these plugins were preselected has been read by then.
+        label.display = bool(why) and not self.has_class("-ran")
 
     @on(SelectionList.SelectionHighlighted)
     def _highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
@@ -161,6 +170,7 @@ class OptimizePane(StepPane):
     def forget_runs(self, model: str) -> None:
         """A new model: the last run's line, status and log were about the candidates of the one before."""
         self.remove_class("-ran")
+        self._show_why("")  # the new model's plan says its own, once there is one
         self.query_one("#cancel", Button).disabled = True
         self.query_one(RunProgress).reset(f"not run yet for {model}")
         self.query_one("#status", Label).update("")
@@ -180,6 +190,7 @@ class OptimizePane(StepPane):
             return
         if self.start("optimize", self._optimize, chosen):
             self.add_class("-ran")  # the log takes most of the step's height from now on
+            self.query_one("#why", Label).display = False
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")
