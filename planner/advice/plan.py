@@ -126,7 +126,7 @@ def _from_finding(finding: Mapping[str, Any], catalog: Catalog, target: str = ""
     advice = str(chosen or finding.get("advice") or "").rstrip(".")
     plugins = _finding_plugins(finding, catalog, target)
     expected = ("From the profile's analysis, not a measurement: " + (advice + ". " if advice else "")
-                + ("" if _all_exact(plugins, catalog)
+                + ("" if _exact(finding, catalog, target)
                    else "Phase 3: needs retraining, and accuracy must be re-measured afterwards."))
     notes = [d.plan_note for d in (catalog.get(p) for p in plugins) if d is not None and d.plan_note]
     if notes:
@@ -156,6 +156,24 @@ def _all_exact(plugins: Sequence[str], catalog: Catalog) -> bool:
     """Whether every plugin computes the same function (no retraining): cheap enough to plan for every finding."""
     found = [catalog.get(p) for p in plugins]
     return bool(found) and all(d is not None and d.arithmetic is Arithmetic.NONE for d in found)
+
+
+def _exact(finding: Mapping[str, Any], catalog: Catalog, target: str) -> bool:
+    """Whether acting on the finding is an exact rewrite (the same outputs, no retraining): the finding says so,
+    or every plugin that measures its action computes the same function."""
+    return finding.get("exact") is True or _all_exact(_finding_plugins(finding, catalog, target), catalog)
+
+
+def _left_out_note(left_out: Sequence[Mapping[str, Any]], catalog: Catalog, target: str) -> str:
+    """The architecture findings a plan whose requirements are met leaves out, and what acting on them takes."""
+    exact = sum(1 for f in left_out if _exact(f, catalog, target))
+    retrain = len(left_out) - exact
+    lead = f"{len(left_out)} architecture finding(s) from the profile are not planned: the requirements are met"
+    if not exact:
+        return f"{lead}, and they need retraining."
+    rewrites = (f"{exact} {'is an exact rewrite' if exact == 1 else 'are exact rewrites'} (the same outputs, no "
+                "retraining) that a missed requirement would plan")
+    return f"{lead}; {retrain} need retraining, {rewrites}." if retrain else f"{lead}; {rewrites}."
 
 
 def _arithmetic_at_most(step: PlanStep, catalog: Catalog, allowed: Sequence[Arithmetic]) -> bool:
@@ -245,7 +263,8 @@ def _summary(met: bool | None, checks: Sequence[RequirementCheck], steps: Sequen
 
 
 def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requirements: Requirements,
-           answers: Sequence[Answer], findings_left_out: int, met: bool | None) -> list[str]:
+           answers: Sequence[Answer], left_out: Sequence[Mapping[str, Any]], met: bool | None,
+           catalog: Catalog) -> list[str]:
     notes = ["Expected effects are the method's expectations (typical published figures), not measurements: "
              "the planner measures each plugin step on this machine."]
     if target == "nvidia" and facts.first_gpu(hw) is None:
@@ -267,11 +286,10 @@ def _notes(target: str, hw: HardwareProfile, baseline: Mapping[str, Any], requir
     open_questions = [a.question.text for a in answers if a.status == AnswerStatus.ASK_USER]
     if open_questions:
         notes.append(f"{len(open_questions)} checklist question(s) need you: " + " / ".join(open_questions))
-    if findings_left_out and met is True:
-        notes.append(f"{findings_left_out} architecture finding(s) from the profile are not planned: the "
-                     "requirements are met, and they need retraining.")
-    elif findings_left_out:
-        notes.append(f"{findings_left_out} more architecture finding(s) in the profile are not planned: "
+    if left_out and met is True:
+        notes.append(_left_out_note(left_out, catalog, target))
+    elif left_out:
+        notes.append(f"{len(left_out)} more architecture finding(s) in the profile are not planned: "
                      f"only the top {MAX_FINDINGS} by impact, and every exact rewrite, are.")
     return notes
 
@@ -303,16 +321,15 @@ def make_plan(*, target: str, hw: HardwareProfile, baseline: Mapping[str, Any], 
         keep = (_is_quick_check if requirements.speed_stated
                 else lambda step: _is_runtime_switch(step, catalog) or _is_post_training_precision(step, catalog))
         drafts = [replace(step, optional=True) for step in drafts if keep(step)]
-        findings_left_out = len(findings)
+        left_out = findings
     else:
         # An exact rewrite needs no retraining and costs one measurement: planned whatever its rank.
-        planned = findings[:MAX_FINDINGS] + [f for f in findings[MAX_FINDINGS:]
-                                             if _all_exact(_finding_plugins(f, catalog, target), catalog)]
+        planned = findings[:MAX_FINDINGS] + [f for f in findings[MAX_FINDINGS:] if _exact(f, catalog, target)]
         drafts += [_from_finding(f, catalog, target) for f in planned]
-        findings_left_out = len(findings) - len(planned)
+        left_out = [f for f in findings if not any(f is p for p in planned)]
     steps = tuple(replace(step, order=i) for i, step in enumerate(drafts, start=1))
     _check_plugins(steps, target, catalog)
     return Plan(target=target, steps=steps, requirements_met=met,
                 summary=_summary(met, checks, steps, baseline, requirements),
-                notes=tuple(_notes(target, hw, baseline, requirements, answers, findings_left_out, met)),
+                notes=tuple(_notes(target, hw, baseline, requirements, answers, left_out, met, catalog)),
                 checks=checks, requirements=requirements, answers=answers, path=path)

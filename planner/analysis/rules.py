@@ -266,6 +266,7 @@ def channel_alignment(ctx: LintContext) -> Finding | None:
                f"16 helps int8{', 64 helps some GPUs further' if gpu else ''}). Only the image-facing input "
                "side and the class count cannot change; padding costs a few percent FLOPs but lets fp16/int8 "
                f"kernels use {'tensor cores and full vector widths' if gpu else 'the full width of the vector units'}.",
+        exact=True,  # zero-weight channels compute the same function
     )
 
 
@@ -380,6 +381,7 @@ def unfused_conv_bn(ctx: LintContext) -> Finding | None:
                + "Fold conv->BatchNorm before deployment (torch.ao.quantization.fuse_modules or an "
                  "fx pass for eager PyTorch; TensorRT, ONNX Runtime and OpenVINO fold it on export): "
                  "the BatchNorm pass and its memory traffic disappear at no accuracy cost.",
+        exact=not blocked,  # folding is exact; moving a BatchNorm across its activation needs fine-tuning
     )
 
 

@@ -107,7 +107,10 @@ class Finding:
 
     `advice` is for the hardware the profile ran on; `advice_by_target` holds the advice for each
     target where it differs (a plan for another target picks its own). `category` is
-    "architecture" for changes that need retraining, "runtime" for what a runtime or its settings fix.
+    "architecture" for changes to the model itself, "runtime" for what a runtime or its settings fix.
+    `exact`: the change it asks for is an exact rewrite (the same outputs, no retraining: BatchNorm folded,
+    channels padded with zeros); an architecture change that is not exact needs retraining. False in files
+    written before findings said so.
     """
 
     id: str
@@ -120,3 +123,4 @@ class Finding:
     advice: str = ""
     advice_by_target: dict[str, Any] = field(default_factory=dict)
     category: str = "architecture"
+    exact: bool = False

@@ -263,6 +263,16 @@ class PlannerApp(App[int]):
         if self.job is None:
             resume_gc()  # the start-up stopped early (detection failed): collect as usual from now on
 
+    def model_loaded(self) -> None:
+        """A model was loaded (another one, or the same with other inputs): the session discarded what was
+        measured for the one before, so every pane forgets what its own runs said about it (`forget_runs`)."""
+        model = self.session.model
+        name = (model.source or model.name) if model is not None else "the model"
+        for step in STEPS:
+            pane: StepPane = self.pane(step.id)
+            if pane.is_mounted:  # a pane still to mount has said nothing yet
+                pane.forget_runs(name)
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """A click (or Enter) on a step in the sidebar."""
         if isinstance(event.option_list, StepList) and event.option.id:
@@ -375,6 +385,7 @@ class PlannerApp(App[int]):
         self.session = self._new_session()
         self._initial_load_done = False
         self.autostart = True
+        self.model_loaded()  # the new engine holds no model: what the panes' runs said was about the old one's
         self.session_changed()
         self.pane("hardware", HardwarePane).detect()
 

@@ -50,6 +50,9 @@ class PlannerHost(Protocol):
     def session_changed(self) -> None:
         """Re-read the session in every pane."""
 
+    def model_loaded(self) -> None:
+        """A model was loaded: every pane forgets what its runs said about the one before."""
+
     def job_title(self, job: str) -> str:
         """A job's name as people read it."""
 

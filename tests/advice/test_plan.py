@@ -149,6 +149,35 @@ def test_met_defaults_still_measure_the_runtime_switches(cpu_server, make_baseli
     assert all(s.optional for s in plan.steps)
 
 
+def test_met_requirements_leave_out_findings_and_say_only_the_redesigns_need_retraining(cpu_server,
+                                                                                      make_baseline) -> None:
+    """Issue 38: BatchNorm folding, which the finding and its plugin both call exact, was said to need retraining."""
+    folding = {"id": "unfused-conv-bn", "severity": "low", "layers": ["conv1", "bn1"], "impact": 0.12,
+               "impact_basis": "share of measured time", "title": "1 conv/BatchNorm chain left unfused",
+               "advice": "fold it", "exact": True}
+    plan = make_plan(target="cpu", hw=cpu_server, requirements=defaults_for("cpu_server"), catalog=CATALOG,
+                     baseline=make_baseline(p50=20.0, p95=22.0, findings=[*FINDINGS, folding]))
+    assert plan.requirements_met is True
+    note = next(n for n in plan.notes if "architecture finding(s)" in n)
+    assert note == ("5 architecture finding(s) from the profile are not planned: the requirements are met; 4 need "
+                    "retraining, 1 is an exact rewrite (the same outputs, no retraining) that a missed requirement "
+                    "would plan.")
+    # Missed, it is planned, as the exact rewrite it is.
+    missed = _slow_cpu_plan(cpu_server, make_baseline, findings=[*FINDINGS, folding])
+    step = next(s for s in missed.steps if s.source == "finding:unfused-conv-bn")
+    assert "needs retraining" not in step.expected
+
+
+def test_what_a_finding_calls_exact_its_plugins_declare_exact() -> None:
+    """The findings that can say 'exact' and the plugins measuring their action agree: both are read, never names."""
+    from planner.advice.plan import FINDING_ACTIONS
+    from planner.plugins.declarations import Arithmetic
+
+    for finding in ("unfused-conv-bn", "channel-alignment"):  # the rules that set `exact`
+        plugins = CATALOG.serving(FINDING_ACTIONS[finding], "cpu")
+        assert plugins and {CATALOG.get(p).arithmetic for p in plugins} == {Arithmetic.NONE}, finding
+
+
 def test_top_three_architecture_findings_become_phase_3_advice(cpu_server, make_baseline) -> None:
     plan = _slow_cpu_plan(cpu_server, make_baseline, findings=FINDINGS)
     phase3 = [s for s in plan.steps if s.source.startswith("finding:")]

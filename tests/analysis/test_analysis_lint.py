@@ -43,6 +43,7 @@ def test_inefficient_large_kernels_lists_the_three_convs(inefficient) -> None:
     assert f.evidence["kernel_sizes"] == ["11x11", "7x7", "5x5"]
     assert f.severity == Severity.HIGH
     assert 0.5 < f.impact < 1.0 and f.impact == pytest.approx(f.evidence["flop_share"], abs=1e-4)
+    assert not f.exact  # new layers: a redesign to retrain
 
 
 def test_inefficient_channel_alignment_is_a_finding(inefficient) -> None:
@@ -53,6 +54,7 @@ def test_inefficient_channel_alignment_is_a_finding(inefficient) -> None:
     # Impact is the idle-lane share alignment would recover (47->83 pads to 48->88, etc.), small
     # next to the FLOP share of the misaligned layers.
     assert 0.01 < f.impact < 0.15 < f.evidence["fixable_flop_share"]
+    assert f.exact  # zero-weight channels compute the same function: no retraining
 
 
 def test_channel_alignment_speaks_of_tensor_cores_only_for_an_nvidia_gpu(inefficient) -> None:
@@ -90,6 +92,7 @@ def test_inefficient_bn_after_gelu_cannot_be_folded(inefficient) -> None:
     assert f.evidence["chains"] == ["Conv2d->GELU->BatchNorm2d"] * 2
     assert f.evidence["not_foldable"] == 2 and f.evidence["foldable"] == 0
     assert "cannot be folded" in f.evidence["not_foldable_reason"]
+    assert not f.exact  # moving BatchNorm across the GELU needs fine-tuning
     assert {"bn3a", "bn3b", "conv3a", "conv3b"} <= set(f.layers)
 
 
@@ -104,6 +107,7 @@ def test_efficient_has_only_its_stem_misaligned_and_no_large_kernels() -> None:
     assert f.evidence["fixed_by_model_io"] == [True]
     assert f.severity == Severity.INFO
     assert findings["unfused-conv-bn"].evidence["foldable"] == 10
+    assert findings["unfused-conv-bn"].exact  # folding computes the same function: no retraining
 
 
 def test_upsampling_demo_ranks_input_upsampling_first() -> None:

@@ -25,7 +25,7 @@ def test_measure_ceilings_measures_again_and_says_it_did(tmp_path):
         shown = _ceilings_text(app)
         # When and how they were measured, and how to measure them again.
         assert "Measured: measured 2026-11-21T05:49:58+00:00; quick mode; best of 3 repeats" in shown
-        assert "press r to measure them again now" in shown
+        assert "press r to measure them again now; until then these figures, cached for this machine, are used" in shown
         await pilot.press("r")
         await wait_idle(pilot)
         assert session.refreshed == 1
@@ -69,3 +69,25 @@ def test_the_candidate_details_state_the_share_of_its_own_roof():
                                                "`planner detect --ceilings --refresh`"}}
     shown = candidate_detail(typed_candidate(above), 1).plain
     assert "above the measured int8 roof" in shown and "press r (Measure ceilings, step 1)" in shown
+
+
+def test_the_hint_under_the_ceilings_says_whether_they_are_cached():
+    """Issue 38: the Hardware step said the ceilings were not cached, then that the cached figures were used."""
+    from planner.hardware.ceiling_values import Ceilings
+    from planner.tui.screens.hardware import ceiling_rows, remeasure_hint
+
+    peaks = {"peak_flops": {"fp32": 67e9}, "bandwidth_bytes_per_s": 9e9}
+    measured = Ceilings(**peaks, source="measured", details={"mode": "quick", "measured_while": "idle"})
+    unwritten = Ceilings(**peaks, source="measured", details={"cache": "cache not written to /ro/x.json: read-only"})
+    estimate = Ceilings(**peaks, source="estimate: 2 cores x 2.0 GHz x 16 FLOP/cycle",
+                        details={"measurement_error": "RuntimeError: no clock", "mode": "quick"})
+
+    def shown(ceilings) -> str:
+        return " ".join(f"{k}: {v}" for k, v in [*ceiling_rows(ceilings), ("Again", remeasure_hint(ceilings))])
+
+    assert "cached for this machine, are used" in shown(measured) and "not cached" not in shown(measured)
+    for uncached in (unwritten, estimate):
+        text = shown(uncached)
+        assert "not cached" in text and "cached for this machine" not in text and "cached figures" not in text
+    assert "the next start measures them again" in remeasure_hint(unwritten)
+    assert "not a measurement" in remeasure_hint(estimate)

@@ -43,6 +43,13 @@ def cell_text(cell: InteractionCell | None) -> str:
     return f"{units.ms(cell.p50_ms)} ({units.speedup(cell.speedup)}){busy}{energy}"
 
 
+def retraining_sentence(pair: Interaction, architecture: str) -> str:
+    """Which side of the pair needs retraining, by name ('' when neither does): the redesign alone, never the
+    runtime measured beside it."""
+    return f"The architecture change, {architecture}, is a redesign that {_NEEDS_RETRAINING}." \
+        if pair.needs_retraining else ""
+
+
 def factor_line(pair: Interaction) -> str:
     """The factor with its arithmetic and verdict, or why it could not be computed."""
     if pair.factor is None:
@@ -112,7 +119,7 @@ def render(data: ReportData) -> list[str]:
         lines.append(f"### {arch} x {hw}")
         lines.append("")
         if pair.needs_retraining:
-            lines += [f"The architecture change is a redesign that {_NEEDS_RETRAINING}.", ""]
+            lines += [retraining_sentence(pair, arch), ""]
         lines += fmt.table(["", f"baseline runtime ({base_label})", hw],
                            [["original architecture", cell_text(base_cell), cell_text(pair.cell("hardware"))],
                             [arch, cell_text(pair.cell("architecture")), cell_text(pair.cell("combined"))]])

@@ -29,7 +29,7 @@ MAX_STEPS = 3
 _PHASE_TITLES = {
     1: "Quick wins (no retraining)",
     2: "Extra impact (quantization and compression: check accuracy on your data)",
-    3: "Architecture redesign (needs retraining)",
+    3: "Architecture changes (a redesign needs retraining, an exact rewrite does not)",
 }
 
 # The effort a change takes, by what it does to the model's arithmetic (planner.plugins.Arithmetic).
@@ -498,9 +498,12 @@ def _named(data: ReportData, cands: list[CandidateResult]) -> str:
     return ", ".join(f"{names.title(c)} ({fmt.speedup(data.speedup_of(c))})" for c in cands)
 
 
-def _exact_finding(data: ReportData, finding: Finding) -> bool:
-    """Whether the plan answers the finding with an exact rewrite (the candidates of its plan step's plugins keep
-    the arithmetic: padded channels, folded BatchNorm): no retraining, so it is no redesign."""
+def exact_finding(data: ReportData, finding: Finding) -> bool:
+    """Whether acting on the finding is an exact rewrite (padded channels, folded BatchNorm): no retraining, so it
+    is no redesign. The finding says so; a file written before findings did is read from the candidates of its
+    plan step's plugins, which keep the arithmetic."""
+    if finding.exact:
+        return True
     plugins = {p for s in data.plan_steps if s.source == f"finding:{finding.id}" for p in step_plugins(s)}
     cands = [c for c in data.run.candidates if c.plugin in plugins]
     return bool(cands) and all(_kind(c) == "exact" for c in cands)
@@ -509,7 +512,7 @@ def _exact_finding(data: ReportData, finding: Finding) -> bool:
 def _exact_findings(data: ReportData) -> list[str]:
     """The findings an exact rewrite answers, in words for Phase 1 (none measured a gain here)."""
     return [f"{f.title or f.id} ({impact_text(f)}): {f.advice.rstrip('.') or 'change the layers it names'}"
-            for f in data.sorted_findings if _exact_finding(data, f)]
+            for f in data.sorted_findings if exact_finding(data, f)]
 
 
 def _finding_lines(data: ReportData, number: int) -> list[str]:
@@ -517,7 +520,7 @@ def _finding_lines(data: ReportData, number: int) -> list[str]:
     # Redesigns only: a finding a runtime fixes (overhead) is Phase 1's business, and an informational one (nothing
     # that can change) or one an exact rewrite answers is no redesign.
     findings = [f for f in data.sorted_findings if f.category == "architecture" and f.severity != Severity.INFO
-                and not _exact_finding(data, f)]
+                and not exact_finding(data, f)]
     lines = []
     for i, finding in enumerate(findings[:MAX_STEPS]):
         step = _finding_step(finding)

@@ -10,7 +10,7 @@ from planner.report import fmt, handover
 from planner.report.data import ReportData
 from planner.report.sections import requirements, shortlist
 from planner.report.sections.hardware import machine_phrase
-from planner.report.sections.roadmap import step_applies, step_measured, step_plugins
+from planner.report.sections.roadmap import exact_finding, step_applies, step_measured, step_plugins
 from planner.results import CandidateResult, Status, energy_view, fidelity_view, names
 from planner.results.analysis import Severity
 from planner.results.counts import CandidateCounts
@@ -197,7 +197,10 @@ def _biggest_win(data: ReportData) -> str:
         f = findings[0]
         layers = ", ".join(f"`{x}`" for x in f.layers)
         impact = f"{fmt.pct(f.impact)} — {f.impact_basis or 'basis not recorded'}"
-        return (f"The single biggest remaining win is architectural and needs retraining: {f.title or f.id}"
+        # What acting on it takes, as the finding says: an exact rewrite (BatchNorm folded) needs no retraining.
+        kind = ("an exact rewrite of the model (the same outputs, no retraining)" if exact_finding(data, f)
+                else "architectural and needs retraining")
+        return (f"The single biggest remaining win is {kind}: {f.title or f.id}"
                 + (f" in {layers}" if layers else "") + f" (estimate: {impact}).")
     # A step that does not apply to this model (a PyTorch setting for an ONNX file) is no remaining step at all.
     remaining = [step for step in data.plan_steps if not step_measured(data, step) and step_applies(data, step)]

@@ -59,6 +59,14 @@ class StepPane(Vertical):
         """Stop this pane's running job; False when it cannot be stopped."""
         return False
 
+    def forget_runs(self, model: str) -> None:
+        """Another model was loaded (`model`, as its source reads): drop what this pane's own runs said about the
+        one before (a progress line, a status, a notice, a log) and say the step has not run for this one.
+
+        The session discarded that model's results (the engine's step graph); `sync`, which follows, shows what
+        it holds now. Only what a run wrote outside the session's state needs forgetting here.
+        """
+
     def engine_events(self, events: list[Event]) -> None:
         """Show progress events from this pane's running job."""
 

@@ -69,6 +69,11 @@ class ChecklistPane(StepPane):
             yield Label("", id="status", classes="status")
         yield Notice(id="notice")
 
+    def forget_runs(self, model: str) -> None:
+        """A new model: 'planned with N of your answers' was about the checklist of the one before."""
+        self.query_one("#status", Label).update("")
+        self.query_one(Notice).clear()
+
     def sync(self) -> None:
         """Rebuild the items when the session holds new answers."""
         answers = self.session.answers

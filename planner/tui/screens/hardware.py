@@ -144,7 +144,21 @@ def remeasured_text(ceilings: Any, before: Any = None) -> str:
     return ", ".join([*peaks, f"bandwidth {bandwidth}"])
 
 
-REMEASURE_HINT = "press r to measure them again now; until then this machine's cached figures are used"
+def remeasure_hint(ceilings: Any) -> str:
+    """What r does, and what is used until then: said for where these figures came from, cached or not.
+
+    Measured figures are cached for this machine (read from the cache at start-up, or written when measured),
+    unless writing the cache failed (the details say why); figures from a vendor table or an estimate are never
+    cached, so the next start tries to measure again.
+    """
+    details = dict(getattr(ceilings, "details", None) or {})
+    if not ceilings.is_measured:
+        return ("press r to try measuring them again; until then these figures, which are not a measurement "
+                "(see Source), are used; they are not cached, so the next start tries again")
+    if details.get("cache"):
+        return ("press r to measure them again now; these figures were measured but not cached (see Cache), "
+                "so the next start measures them again")
+    return "press r to measure them again now; until then these figures, cached for this machine, are used"
 
 
 def note_rows(hw: Any) -> list[Row]:
@@ -276,6 +290,6 @@ class HardwarePane(StepPane):
                                     [("Status", "not measured yet: press r (the Profile step "
                                                 "also measures them)")]),
              *([("Again", f"measured again now: {self._remeasured}") if self._remeasured else
-                ("Again", REMEASURE_HINT)] if ceilings is not None else [])])
+                ("Again", remeasure_hint(ceilings))] if ceilings is not None else [])])
         self.query_one("#notes", KeyValues).set_rows([section("Software"), *software_rows(hw),
                                                        section("Probe notes"), *note_rows(hw)])

@@ -279,8 +279,9 @@ class ModelPane(StepPane):
             self._demo_sources = {value for _, value in result}
             self._match_demo()
         elif job == "load":
-            # The session has discarded what was measured for the previous model.
+            # The session has discarded what was measured for the previous model: so do the other steps.
             self.query_one("#status", Label).update(f"loaded {result.get('source')}")
+            self.planner.model_loaded()
             self.planner.startup_continue("load")
             self.list_demos()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -17,8 +17,12 @@ from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
 
+if TYPE_CHECKING:
+    from planner.results.decisions import PlanRecord
+
 _UNSET = object()
 PROMPT_WIDTH = 56
+NO_PLAN = "Answer the checklist (step 5) first: the plan picks the plugins."
 
 
 def plugin_prompt(row: dict) -> Text:
@@ -41,6 +45,23 @@ def plugin_prompt(row: dict) -> Text:
     elif row["planned"]:
         text.append(" — planned")
     return text
+
+
+def preselection_reason(plan: PlanRecord) -> str:
+    """Why the plan preselected what it did, when the requirements are already met (the README's rule: defaults
+    you never stated do not cut the search, and retraining waits until a requirement you state is missed); ''
+    when they are missed or not judged, where the plan's every step is preselected."""
+    requirements = plan.requirements
+    if plan.requirements_met is not True or requirements is None:
+        return ""
+    if not requirements.stated:
+        return ("Defaults met, none stated by you: runtime switches and post-training INT8 (kept if outputs "
+                "match) are preselected; retraining waits for a requirement you state.")
+    if not requirements.speed_stated:
+        return ("Your requirements are met and name no speed: runtime switches and post-training INT8 are "
+                "preselected, to find the fastest within them; retraining waits.")
+    return ("Your speed target is already met: only the quick checks are preselected; lower precisions and "
+            "retraining wait until a requirement is missed.")
 
 
 def plugin_detail(row: dict) -> Text:
@@ -66,8 +87,8 @@ class OptimizePane(StepPane):
 
     def compose(self) -> ComposeResult:
         """Plugin list, its detail, run controls, progress and log."""
-        yield Label("Answer the checklist (step 5) first: the plan picks the plugins.", id="intro",
-                    classes="hint")
+        yield Label(NO_PLAN, id="intro", classes="hint")
+        yield Label("", id="why", classes="hint")
         yield TickList(id="plugins", compact=True)
         yield Static("", id="plugin-detail")
         with Horizontal(classes="toolbar"):
@@ -88,6 +109,9 @@ class OptimizePane(StepPane):
         if plan is None:
             self.query_one(SelectionList).clear_options()
             self._rows = {}
+            self.query_one("#intro", Label).update(NO_PLAN)
+            self._show_why("")
+            self.query_one("#plugin-detail", Static).update("")
             return
         self.query_one("#intro", Label).update("Checking which plugins can run here…")
         self._plugin_status()
@@ -116,11 +140,20 @@ class OptimizePane(StepPane):
         if options:
             plugins.highlighted = 0
         planned = sum(1 for r in rows if r["planned"] and not r["reasons"])
+        plan = self.session.plan
         self.query_one("#intro", Label).update(
             f"{planned} planned plugins preselected (space toggles). Run (r) measures their candidates "
             f"in {self.mode_text()}.")
+        self._show_why(preselection_reason(plan) if plan is not None else "")
         if options:
             self.query_one("#plugin-detail", Static).update(plugin_detail(rows[0]))
+
+    def _show_why(self, why: str) -> None:
+        """Why the plan preselected these plugins, under the intro; no line when there is nothing to explain."""
+        label = self.query_one("#why", Label)
+        label.update(why)
+        # Once a run starts its log needs the rows: why these plugins were preselected has been read by then.
+        label.display = bool(why) and not self.has_class("-ran")
 
     @on(SelectionList.SelectionHighlighted)
     def _highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
@@ -135,6 +168,16 @@ class OptimizePane(StepPane):
             self.query_one(SelectionList).deselect(event.selection.value)
             self.query_one("#status", Label).update("can't run here (see below)")
 
+    def forget_runs(self, model: str) -> None:
+        """A new model: the last run's line, status and log were about the candidates of the one before."""
+        self.remove_class("-ran")
+        self._show_why("")  # the new model's plan says its own, once there is one
+        self.query_one("#cancel", Button).disabled = True
+        self.query_one(RunProgress).reset(f"not run yet for {model}")
+        self.query_one("#status", Label).update("")
+        self.query_one(Notice).clear()
+        self.query_one(RichLog).clear()
+
     # -- running -----------------------------------------------------------------------------
     def run_step(self) -> None:
         """Measure the candidates of the ticked plugins."""
@@ -148,6 +191,7 @@ class OptimizePane(StepPane):
             return
         if self.start("optimize", self._optimize, chosen):
             self.add_class("-ran")  # the log takes most of the step's height from now on
+            self.query_one("#why", Label).display = False
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")
@@ -197,7 +241,8 @@ class OptimizePane(StepPane):
     def job_done(self, job: str, result: Any) -> None:
         """Show the plugin list, or how the run ended."""
         if job == "plugins":
-            self._show_plugins(result)
+            if self.session.plan is not None:  # else the plan it was asked for is gone (another model loaded)
+                self._show_plugins(result)
             return
         self.query_one("#cancel", Button).disabled = True
         how = "cancelled" if result["cancelled"] else "done"

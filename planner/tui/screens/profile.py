@@ -205,6 +205,11 @@ def finding_text(finding: Finding) -> Text:
     return text
 
 
+def not_profiled(model: str) -> str:
+    """What the Profile step says before its first profile of `model`."""
+    return f"not measured yet for {model}: press r"
+
+
 class ProfilePane(StepPane):
     """Runs `PlanSession.profile` (then answers the checklist) and shows the baseline."""
 
@@ -243,7 +248,6 @@ class ProfilePane(StepPane):
         super().__init__(id=id)
         self._shown: object = _UNSET
         self._remeasured = False  # the ceilings shown against the baseline were measured again since
-        self._model: tuple[str, str] | None = None  # the model the log is about (name, source)
         self._layers: tuple[LayerRecord, ...] = ()
         self._verdicts: dict[str, VerdictRecord] = {}
         self._cancelled = False  # the running profile was cancelled: its failure is the cancel
@@ -322,15 +326,16 @@ class ProfilePane(StepPane):
         self.query_one("#log", RichLog).write(Text(f"✗ {error}", style="bold"))
         super().job_failed(job, error)
 
+    def forget_runs(self, model: str) -> None:
+        """A new model: the last profile's line, status, interference notice and log were about the one before."""
+        self._cancelled = False
+        self.query_one(RunProgress).reset(not_profiled(model))
+        self.query_one("#status", Label).update("")
+        self.query_one(Notice).clear()
+        self.query_one("#log", RichLog).clear()
+
     def sync(self) -> None:
-        """Rebuild the tables and chart when the session holds a new baseline; a new model starts a new log."""
-        model = self.session.results.model
-        key = (str(model.name), str(model.source)) if model is not None else None
-        if key is not None and key != self._model:
-            if self._model is not None:
-                # The lines were about the previous model's profile: under a new model they would mislead.
-                self.query_one("#log", RichLog).clear()
-            self._model = key
+        """Rebuild the tables and chart when the session holds a new baseline."""
         baseline = self.session.baseline
         remeasured = ceilings_remeasured(baseline, self.session.ceilings)
         if baseline == self._shown and remeasured == self._remeasured:
@@ -340,7 +345,10 @@ class ProfilePane(StepPane):
         table.clear(columns=True)
         findings = self.query_one("#findings", VerticalScroll)
         if baseline is None:
-            self.query_one("#latency", KeyValues).set_rows([("Baseline", "not measured yet: press r")])
+            model = self.session.model
+            self.query_one("#latency", KeyValues).set_rows(
+                [("Baseline", not_profiled(model.source or model.name) if model is not None
+                  else "not measured yet: load a model (step 2), then press r")])
             self.query_one("#percentiles", BarChart).display = False
             self.query_one("#sweep", LineChart).display = False
             self.query_one("#sweep-note", Label).display = False
@@ -356,6 +364,8 @@ class ProfilePane(StepPane):
         disturbed = flag_line(baseline.audit)
         if disturbed:
             self.query_one(Notice).show_info(f"The baseline was {disturbed}.")
+        else:  # a banner about the baseline this one replaced (or an error before it) no longer holds
+            self.query_one(Notice).clear()
         labels, values, title, note = percentile_bars(baseline)
         chart = self.query_one("#percentiles", BarChart)
         chart.display = True

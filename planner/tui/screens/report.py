@@ -17,8 +17,8 @@ from planner.pipeline.steps import Step as SessionStep
 from planner.tui.screens.base import StepPane
 from planner.tui.widgets.notice import Notice
 
-NOT_SAVED_HINT = ("*Press **s** (or Save) to write `results.json`, `report.md` and the hand-over packages "
-                  "(`deploy/`) to the folder above; the report appears here.*")
+NOT_SAVED_HINT = ("*Once the model is profiled, **s** (or Save) writes `results.json`, `report.md` and the hand-over "
+                  "packages (`deploy/`) to the folder above, and the report appears here.*")
 
 
 class ReportPreview(Static):
@@ -68,15 +68,35 @@ class ReportPane(StepPane):
         with VerticalScroll(id="report-box"):
             yield ReportPreview(NOT_SAVED_HINT, id="report-md")
 
+    def unsaved_text(self) -> str:
+        """Why nothing saved is shown: no baseline to report yet for the loaded model, or results newer than the
+        last save (what `s` answers says the same)."""
+        model = self.session.model
+        if model is None:
+            return "Nothing to save yet: load a model (step 2), then profile it (step 4)."
+        if self.session.baseline is None:
+            return f"Nothing to save yet for {model.source or model.name}: profile it first (step 4), then press s."
+        # A new run has a folder of its own (the field shows it); new requirements save over the same one.
+        return "The results changed since the last save: press s to save them to the folder above."
+
+    def forget_runs(self, model: str) -> None:
+        """A new model: the report shown, and where it was saved, were the one before's."""
+        self._previewing = False
+        self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
+        self.query_one("#saved", Label).update(self.unsaved_text())
+        self.query_one(Notice).clear()
+
     def sync(self) -> None:
-        """Show the folder the report will go to (unless the user has typed one)."""
+        """Say whether there is anything to save, and show the folder the report will go to (unless the user has
+        typed one)."""
         if self._previewing and not self.session.is_done(SessionStep.REPORT):
-            # The session says the saved report is out of date (a new model, run or plan).
+            # The session says the saved report is out of date (a new run or plan).
             self._previewing = False
             self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
-            # A new run has a folder of its own (the field shows it); new requirements save over the same one.
-            self.query_one("#saved", Label).update("The results changed since the last save: press s to save "
-                                                   "them to the folder above.")
+            self.query_one("#saved", Label).update(self.unsaved_text())
+        elif not self._previewing and self.session.baseline is None:
+            # What s would answer, said before it is pressed.
+            self.query_one("#saved", Label).update(self.unsaved_text())
         if self._edited:
             return
         value = str(self.default_folder())

@@ -186,7 +186,7 @@ def requirement_lines(checks: Any) -> str:
 
 def interaction_detail(c: CandidateResult, pairs: Sequence[Interaction]) -> Text:
     """The 2x2 interaction table of each pair this candidate is part of (architecture or hardware side)."""
-    from planner.report.sections.interaction import cell_text, factor_line
+    from planner.report.sections.interaction import cell_text, factor_line, retraining_sentence
 
     text = Text()
     for pair in pairs:
@@ -198,7 +198,8 @@ def interaction_detail(c: CandidateResult, pairs: Sequence[Interaction]) -> Text
             text.append(f"\n  {name:<12} {cell_text(pair.cell(name))}")
         text.append("\n  " + factor_line(pair).replace("**", ""))
         if pair.needs_retraining:
-            text.append("\n  needs retraining: speed measured, accuracy not")
+            # Said of the redesign by name: on the runtime's side of the pair it is the other candidate's.
+            text.append("\n  " + retraining_sentence(pair, pair.architecture))
     return text
 
 

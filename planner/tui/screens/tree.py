@@ -19,6 +19,7 @@ _UNSET = object()
 VISITED = "✓"
 STEP_LIST_COLUMNS = 20  # the step list, its border and the pane's padding
 SCROLLBAR = 2
+NO_WALK = "Answer the checklist (step 5) to walk the tree."
 
 
 def node_label(view: Any, visit: dict | None, width: int | None = None) -> Text:
@@ -103,7 +104,7 @@ class TreePane(StepPane):
 
     def compose(self) -> ComposeResult:
         """Intro, tree, node detail and the plan."""
-        yield Label("Answer the checklist (step 5) to walk the tree.", id="intro", classes="hint")
+        yield Label(NO_WALK, id="intro", classes="hint")
         yield Tree("decision tree", id="tree")
         with VerticalScroll(id="node-box"):
             yield Static("", id="node-detail")
@@ -123,6 +124,7 @@ class TreePane(StepPane):
         tree = self.query_one(Tree)
         if path is None or self.session.plan is None:
             tree.reset("decision tree")
+            self.query_one("#intro", Label).update(NO_WALK)
             self.query_one("#node-detail", Static).update("")
             self.query_one("#plan", Static).update("")
             return

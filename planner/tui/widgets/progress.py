@@ -98,6 +98,12 @@ class RunProgress(Horizontal):
             if event.kind in ("stage", "candidate"):
                 self.set_stage(stage_line(event, phase))
 
+    def reset(self, message: str = "") -> None:
+        """No run: no bar, and `message` (what has not run yet) beside where it would be."""
+        self.done = 0.0
+        self.query_one(ProgressBar).display = False
+        self.set_stage(message)
+
     def end(self, message: str, *, ok: bool = True) -> None:
         """Stop: a full bar when the run completed, no bar when it failed or was cancelled."""
         bar = self.query_one(ProgressBar)
