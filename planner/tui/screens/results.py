@@ -364,10 +364,13 @@ class ResultsPane(StepPane):
                 yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, cell_padding=0)
                 with VerticalScroll(id="detail-box"):
                     yield Static("", id="candidate-detail")
+            # A chart is one row per candidate: with more candidates than rows, it scrolls.
             with TabPane("p50 plot", id="tab-p50"):
-                yield BarChart(id="p50-plot")
+                with VerticalScroll():
+                    yield BarChart(id="p50-plot")
             with TabPane("Throughput plot", id="tab-rate"):
-                yield BarChart(id="rate-plot")
+                with VerticalScroll():
+                    yield BarChart(id="rate-plot")
             with TabPane("More tables", id="tab-tables"):
                 with VerticalScroll(id="tables-box"):
                     yield Static(NO_TABLES, id="extra-tables")
@@ -493,12 +496,16 @@ class ResultsPane(StepPane):
         headline.display = bool(line)
 
     def _fill_plots(self) -> None:
+        # The words the plots' short labels share or abbreviate, as the table's details say them.
+        legend = fmt.short_labels([r.cand.label for r in self._candidates], PLOT_LABEL_WIDTH).legend()
         labels, values = plot_series(self._candidates, lambda c: _lat(c, "p50"))
         self.query_one("#p50-plot", BarChart).plot(
-            labels, values, title="p50 latency per candidate, ms (lower is better)", horizontal=True)
+            labels, values, title="p50 latency per candidate, ms (lower is better)", unit="ms",
+            show=lambda v: fmt.ms(v, unit=False), note=legend)
         labels, values = plot_series(self._candidates, best_rate)
         self.query_one("#rate-plot", BarChart).plot(
-            labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
+            labels, values, title="best throughput, samples/s (higher is better)", unit="samples/s",
+            show=lambda v: fmt.rate(v, unit=False), note=legend)
 
     def _fill_tables(self) -> None:
         """The interaction, compression and device-target tables, in the report's own words."""
