@@ -182,7 +182,10 @@ def test_invalid_requirement_is_explained_under_its_field(tmp_path):
         field.value = "fast"
         await pilot.pause()
         error = app.query_one("#err-latency_ms", Notice)
-        assert error.display and "latency_ms" in str(error.render())
+        # The field by its name on screen, never the engine's key; blank (not "none") is how the form says no target.
+        text = str(error.render())
+        assert error.display and "Latency (ms)" in text and "latency_ms" not in text
+        assert "or blank for no target" in text
         field.value = "20"
         await pilot.pause()
         assert not error.display
