@@ -252,9 +252,10 @@ def test_the_optimize_log_has_the_panes_width_and_most_of_its_height_at_80x24(tm
 
 
 def pane_rows(app) -> list[str]:
-    """The step pane's lines at 80x24 (right of the step list), without the scrollbar."""
-    return [line.split("▕", 1)[1].rstrip(" ▁▂▃▄▅▆▇█").strip() for line in screen_text(app).splitlines()
-            if "▕" in line]
+    """The step pane's lines at 80x24 (right of the step list), without the scrollbar and the bar down the left of
+    a focused list."""
+    return [line.split("▕", 1)[1].rstrip(" ▁▂▃▄▅▆▇█").strip().removeprefix("▌").strip()
+            for line in screen_text(app).splitlines() if "▕" in line]
 
 
 def test_plugin_rows_are_never_cut_and_a_plugin_that_cannot_run_says_why_when_highlighted(tmp_path):

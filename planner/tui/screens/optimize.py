@@ -38,14 +38,15 @@ def plugin_prompt(row: dict) -> Text:
     """
     text = Text()
     text.append(plugin_title(row), style="bold")
-    if row["reasons"] and not row.get("baseline"):
-        text.append(f" ({TARGET_WORDS.get(row['target'], row['target'])})")
     if row.get("baseline"):
         text.append(" — the baseline, measured in step 4", style="dim")
     elif row["reasons"]:
+        # The longest that fits: the device it is for and the first reason, down to the bare word.
+        device = f" ({TARGET_WORDS.get(row['target'], row['target'])})"
         room = PROMPT_WIDTH - len(text)
-        why = next((w for w in (f" — unavailable: {row['reasons'][0]}", " — unavailable (see below)")
-                    if len(w) <= room), " — unavailable")
+        why = next((w for w in (f"{device} — unavailable: {row['reasons'][0]}", f"{device} — unavailable (see below)",
+                                " — unavailable (see below)", f"{device} — unavailable") if len(w) <= room),
+                   " — unavailable")
         text.append(why, style="dim")
     elif row["planned"]:
         text.append(" — planned")
