@@ -55,6 +55,7 @@ def test_down_from_the_results_tab_bar_moves_through_the_rows(tmp_path):
     app = PlannerApp(model="demo:tiny", session=RecordedSession(), out_dir=tmp_path / "out")
 
     async def body(pilot):
+        from textual import events
         from textual.widgets import Tabs
 
         await drive(pilot, "results")
@@ -68,5 +69,14 @@ def test_down_from_the_results_tab_bar_moves_through_the_rows(tmp_path):
         await pilot.press("down")
         await pilot.pause()
         assert table.cursor_row == 1
+        # Keys a terminal delivers in one burst (tmux send-keys Down Down Down): each ↓ after the first moves a row,
+        # none is spent on the tab bar while the focus is still moving.
+        await pilot.press("shift+tab")
+        await pilot.pause()
+        assert isinstance(app.focused, Tabs)
+        for _ in range(3):
+            app.post_message(events.Key("down", None))
+        await pilot.pause()
+        assert app.focused is table and table.cursor_row == 3
 
     run_app(app, body)

@@ -448,7 +448,8 @@ class ResultsPane(StepPane):
         shown = self.query_one(TabbedContent).active_pane
         target = next((w for w in shown.query("*") if w.focusable), None) if shown is not None else None
         if target is not None:
-            target.focus()
+            # Now, not after this message (Widget.focus waits): the ↓s typed after this one go to the rows.
+            self.screen.set_focus(target)
             event.stop()
 
     def on_resize(self) -> None:
