@@ -79,10 +79,9 @@ class Plan:
 def _gate_text(requirements: Requirements) -> str:
     if requirements.accuracy_budget is not None:
         budget = units.accuracy(requirements.accuracy_budget)
-        return (f"Fidelity-gated: kept only if accuracy drops by at most {budget} and "
-                "outputs agree with the original; validate accuracy before deploying.")
-    return ("Fidelity-gated: kept only if outputs agree with the original; validate accuracy before "
-            "deploying.")
+        return (f"Kept only if accuracy drops by at most {budget} and its outputs agree with the original's; "
+                "validate accuracy before deploying.")
+    return "Kept only if its outputs agree with the original's; validate accuracy before deploying."
 
 
 def _from_action(rec: RecommendedAction, requirements: Requirements) -> PlanStep:

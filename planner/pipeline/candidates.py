@@ -517,31 +517,32 @@ class CandidateRun:
                 reason = next((i.reason for i in self._issues if i.name == name), "not installed or not registered")
                 self.sink.skip_plugin(name, [reason])
                 continue
+            title = plugin.title or name  # what people read in the progress lines; records keep the name
             reasons = plugin.check(self.hw, self.model)
             if reasons:
                 self.sink.skip_plugin(name, reasons)
-                self.on_event(Event("log", f"skipping {name}: {'; '.join(reasons)}"))
+                self.on_event(Event("log", f"skipping {title}: {'; '.join(reasons)}"))
                 continue
             if plugin.build_cost_s and not self.budget.affords(plugin.build_cost_s + TYPICAL_SCREEN_S
                                                                + self._confirm_reserve_s()):
                 cut = self.budget.cut_step(
-                    f"{plugin.title or name} not built", f"its build takes about {plugin.build_cost_s:g} s and "
+                    f"{title} not built", f"its build takes about {plugin.build_cost_s:g} s and "
                                          f"{self.budget.out_of_time()}")
                 self.sink.skip_plugin(name, [f"not built: {cut.partition(': ')[2]}"])
                 self.on_event(self.budget.event(cut))
                 continue
-            self.on_event(Event("stage", f"building candidates: {name}", stage="candidates"))
+            self.on_event(Event("stage", f"building candidates: {title}", stage="candidates"))
             try:
                 specs.extend(s for s in plugin.candidates(ctx) if not self._is_baseline(s))
             except Exception as exc:  # noqa: BLE001 - one plugin's failure never ends the plan
                 reason = f"{type(exc).__name__}: {exc}"
                 declared = self.declared(name, "fp32")
                 if declared is not None:
-                    declared = dataclasses.replace(declared, title=f"{plugin.title or name}: no candidates")
+                    declared = dataclasses.replace(declared, title=f"{title}: no candidates")
                 self.sink.add_candidate(CandidateResult(
                     plugin=name, label=f"{name} (no candidates)", config={}, precision="fp32",
                     status=Status.FAILED, reason=f"building candidates failed: {reason}", declared=declared))
-                self.on_event(Event("warning", f"{name}: building candidates failed: {reason}"))
+                self.on_event(Event("warning", f"{title}: building candidates failed: {reason}"))
             if self.cancel.cancelled:
                 self._stop_before(specs, [*order[at + 1:], *then])
                 return None

@@ -490,7 +490,7 @@ class PlanSession:
         return list(self._need(self.plan, "plan").plugins)
 
     def plugin_status(self) -> list[dict]:
-        """Every registered plugin with whether it can run here, and why not.
+        """Every registered plugin with its title (plain words, for people), whether it can run here, and why not.
 
         `baseline` marks the plugin whose candidate is the baseline (measured by the profile step).
         """
@@ -501,10 +501,10 @@ class PlanSession:
         planned = set(self.planned_plugins()) if self.plan else set()
         for name, plugin in plugins.items():
             reasons = plugin.check(self.detect(), self.model) if self.model else []
-            rows.append({"plugin": name, "target": str(plugin.target), "summary": plugin.summary,
-                         "reasons": reasons, "planned": name in planned,
+            rows.append({"plugin": name, "title": getattr(plugin, "title", "") or name, "target": str(plugin.target),
+                         "summary": plugin.summary, "reasons": reasons, "planned": name in planned,
                          "baseline": bool(getattr(plugin, "is_baseline", False))})
-        rows += [{"plugin": i.name, "target": "?", "summary": "", "reasons": [i.reason],
+        rows += [{"plugin": i.name, "title": i.name, "target": "?", "summary": "", "reasons": [i.reason],
                   "planned": i.name in planned, "baseline": False} for i in issues]
         return rows
 

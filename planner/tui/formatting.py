@@ -154,6 +154,8 @@ _REQUIREMENT_FIELDS = {"latency_ms": "Latency (ms)", "latency-ms": "Latency (ms)
                        "model_size_mb": "Model size MiB", "model-size-mb": "Model size MiB",
                        "accuracy_drop": "Accuracy drop", "accuracy-drop": "Accuracy drop",
                        "latency_percentile": "percentile", "latency-percentile": "percentile"}
+# A requirement's key anywhere in an engine message ("latency_ms takes a number"): said as its field's name.
+_REQUIREMENT_KEY = re.compile(r"\b(" + "|".join(k for k in _REQUIREMENT_FIELDS if "_" in k) + r")\b")
 # An input spec names a shape (digits) or a NAME:SHAPE pair; "--input for every input" has none.
 _SPEC = r"[^\s,;()]*[:\d][^\s,;()]*"
 _INPUT_RUN = re.compile(rf"(?:--input(?:-shape)?[ =]{_SPEC}(?:\s+(?=--input)|(?=[\s,;)]|$)))+")
@@ -181,10 +183,14 @@ def _input_run(match: re.Match[str]) -> str:
 
 
 def tui_words(text: str) -> str:
-    """An engine message with its command-line advice said as the TUI's fields and tick boxes."""
-    if not text or "--" not in text and not text.startswith("flag: "):
+    """An engine message with its command-line advice and requirement keys said as the TUI's fields and tick
+    boxes."""
+    if not text or "--" not in text and not text.startswith("flag: ") and not _REQUIREMENT_KEY.search(text):
         return text
     text = re.sub(r"^flag: (\w+)", lambda m: _REQUIREMENT_FIELDS.get(m.group(1), m.group(1)), text)
+    text = _REQUIREMENT_KEY.sub(lambda m: _REQUIREMENT_FIELDS[m.group(1)], text)
+    # A blank field is how the form says "no target" (its number fields take no words).
+    text = text.replace(', or "none" for no target', ", or blank for no target")
     text = _INPUT_RUN.sub(_input_run, text)
     for pattern, words in _OPTION_WORDS:
         if words is None:

@@ -182,7 +182,10 @@ def test_invalid_requirement_is_explained_under_its_field(tmp_path):
         field.value = "fast"
         await pilot.pause()
         error = app.query_one("#err-latency_ms", Notice)
-        assert error.display and "latency_ms" in str(error.render())
+        # The field by its name on screen, never the engine's key; blank (not "none") is how the form says no target.
+        text = str(error.render())
+        assert error.display and "Latency (ms)" in text and "latency_ms" not in text
+        assert "or blank for no target" in text
         field.value = "20"
         await pilot.pause()
         assert not error.display
@@ -485,22 +488,19 @@ def test_too_small_screen_lets_nothing_open_over_it(tmp_path):
 
 
 def test_tree_says_yes_when_threads_equal_the_cores(tmp_path):
-    from textual.widgets import Tree
+    from textual.widgets import OptionList
+
+    from planner.tui.screens.tree import TreePane
 
     session = RecordedSession()
     app = recorded_app(session, tmp_path)
 
     async def body(pilot):
         await drive(pilot, "tree")
-        labels = []
-
-        def walk(node):
-            # The node's whole text (its label is shortened to fit 80 columns, the decision kept).
-            labels.append((str(getattr(node.data, "text", "")), str(node.label)))
-            for child in node.children:
-                walk(child)
-
-        walk(app.query_one(Tree).root)
+        pane = app.query_one(TreePane)
+        tree = pane.query_one(OptionList)
+        # Each node's text, and its label as drawn (wrapped to 80 columns, the decision at its end).
+        labels = [(str(node.text), tree.get_option_at_index(i).prompt.plain) for i, node in enumerate(pane.nodes)]
         threads = next(label for text, label in labels if "physical cores?" in text)
         assert threads.endswith("→ yes"), threads
 

@@ -29,4 +29,5 @@ def test_class_scores_keep_cosine_and_top1():
     ref = np.array([[3.0, 0.0], [0.0, 3.0]])
     text = candidate_detail(_candidate(to_data(compare([ref], [ref]))), 1).plain
     line = next(line for line in text.splitlines() if line.startswith("fidelity:"))
-    assert "cosine 1" in line and "top1_agreement 100%" in line
+    assert "cosine 1" in line and "top-1 agreement 100%" in line and "largest difference 0" in line
+    assert "_" not in line  # plain words, not the results.json field names

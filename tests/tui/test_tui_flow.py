@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, Input, Label, Select, Static, Tree
+from textual.widgets import DataTable, Input, Label, OptionList, Select, Static
 from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.advice import defaults_for
 from planner.tui.screens.report import ReportPreview
 from planner.tui.screens.requirements import number_text
+from planner.tui.screens.tree import TreePane
 from planner.tui.widgets.toggles import TickList
 
 pytestmark = pytest.mark.slow
@@ -60,16 +61,11 @@ def test_whole_flow_on_demo_tiny(tmp_path):
         assert {a.id: a.status for a in session.answers if a.id in {o.id for o in open_items}} == {
             o.id: "user" for o in open_items}
 
-        tree = app.query_one(Tree)
-        labels = []
-
-        def walk(node):
-            labels.append(str(node.label))
-            for child in node.children:
-                walk(child)
-
-        walk(tree.root)
-        assert sum(1 for label in labels if label.startswith("✓")) == len(session.path.visited)
+        tree = app.query_one(TreePane).query_one(OptionList)
+        # Each node's first line, after the tree's guides: ✓ where the walk visited it.
+        firsts = [tree.get_option_at_index(i).prompt.plain.split("\n")[0].lstrip("│├└─ ")
+                  for i in range(tree.option_count)]
+        assert sum(1 for line in firsts if line.startswith("✓")) == len(session.path.visited)
         tree.focus()
         await pilot.press("down")
         assert "result:" in str(app.query_one("#node-detail", Static).render())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from textual.widgets import DataTable
-from tui_support import PlannerApp, RecordedSession, drive, run_app, typed_candidate
+from tui_support import PlannerApp, RecordedSession, SlowCandidateSession, drive, run_app, screen_text, typed_candidate
 
 from planner.results import Prediction
 from planner.tui.screens.results import predicted_cell, visible_columns
@@ -122,5 +122,21 @@ def test_without_an_unconfirmed_candidate_no_headline_shows(tmp_path, monkeypatc
     async def body(pilot):
         await drive(pilot, "results")
         assert not app.query_one("#headline", Label).display
+
+    run_app(app, body)
+
+
+def test_a_small_slowdown_keeps_its_x_at_80x24(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    session = SlowCandidateSession()  # one candidate at 42 ms against a 0.297 ms baseline: 0.00706x
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await drive(pilot, "results")
+        table = app.query_one("#candidates", DataTable)
+        keys = [col.key.value for col in table.ordered_columns]
+        speeds = [str(table.get_row_at(r)[keys.index("speedup")]).strip() for r in range(table.row_count)]
+        assert "0.00706x" in speeds and all(s.endswith("x") for s in speeds)
+        assert "0.00706x" in screen_text(app)  # on screen whole, not cut to the column's usual 7 characters
 
     run_app(app, body)

@@ -61,6 +61,24 @@ def test_a_stated_p95_target_ranks_the_table_as_the_report_and_every_row_says_it
     run_app(app, body)
 
 
+def test_a_row_without_its_p95_says_its_p50_misses_never_a_p95_shown_as_a_dash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    session = RecordedSession()  # one candidate (2 parallel requests) has too few samples for a p95
+    app = PlannerApp(model="demo:tiny", session=session, out_dir=tmp_path / "out")
+
+    async def body(pilot):
+        await wait_for(pilot, lambda: session.hw is not None, 60, "the hardware facts")
+        session.set_requirements(overrides={"latency_ms": "0.01"})
+        await drive(pilot, "results")
+        table = app.query_one("#candidates", DataTable)
+        keys = [col.key.value for col in table.ordered_columns]
+        rows = [[str(cell).strip() for cell in table.get_row_at(r)] for r in range(table.row_count)]
+        seen = {(row[keys.index("p95")] == "—", row[keys.index("status")]) for row in rows}
+        assert seen == {(True, "miss p50"), (False, "miss p95")}
+
+    run_app(app, body)
+
+
 def test_met_requirements_say_meets_and_a_missed_memory_names_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     session = RecordedSession()

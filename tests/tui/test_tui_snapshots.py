@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_support import PlannerApp, RecordedSession, drive
+from tui_support import PlannerApp, RecordedSession, SlowCandidateSession, drive
 
 from planner.tui.steps import STEPS
 
@@ -22,5 +22,18 @@ def test_step_snapshot(step, snap_compare, tmp_path, monkeypatch):
 
     async def walk(pilot) -> None:
         await drive(pilot, step)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=walk)
+
+
+def test_results_p50_plot_snapshot(snap_compare, tmp_path, monkeypatch):
+    """The p50 plot at 80x24 with candidates from 0.0364 to 42 ms: each label on its own bar, a log axis (issue 38)."""
+    monkeypatch.chdir(tmp_path)
+    app = PlannerApp(model="demo:tiny", session=SlowCandidateSession(), out_dir=Path("out"))
+
+    async def walk(pilot) -> None:
+        await drive(pilot, "results")
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=walk)

@@ -145,3 +145,13 @@ def test_the_baseline_row_cannot_be_ticked(tmp_path):
         assert "torch.eager" not in plugins.selected
 
     run_app(app, body)
+
+
+def test_a_plugin_is_listed_by_its_title_and_only_one_that_cannot_run_names_its_device():
+    planned = {"plugin": "edge.int8", "title": "ONNX Runtime INT8", "target": "edge", "summary": "", "reasons": [],
+               "planned": True}
+    # An edge plugin planned for this CPU runs on it: no "(edge)" beside "planned".
+    assert plugin_prompt(planned).plain == "ONNX Runtime INT8 — planned"
+    gpu = {**planned, "plugin": "nvidia.tensorrt", "title": "TensorRT", "target": "nvidia", "planned": False,
+           "reasons": ["no GPU"]}
+    assert plugin_prompt(gpu).plain == "TensorRT (NVIDIA GPU) — unavailable: no GPU"

@@ -252,9 +252,10 @@ def test_the_optimize_log_has_the_panes_width_and_most_of_its_height_at_80x24(tm
 
 
 def pane_rows(app) -> list[str]:
-    """The step pane's lines at 80x24 (right of the step list), without the scrollbar."""
-    return [line.split("▕", 1)[1].rstrip(" ▁▂▃▄▅▆▇█").strip() for line in screen_text(app).splitlines()
-            if "▕" in line]
+    """The step pane's lines at 80x24 (right of the step list), without the scrollbar and the bar down the left of
+    a focused list."""
+    return [line.split("▕", 1)[1].rstrip(" ▁▂▃▄▅▆▇█").strip().removeprefix("▌").strip()
+            for line in screen_text(app).splitlines() if "▕" in line]
 
 
 def test_plugin_rows_are_never_cut_and_a_plugin_that_cannot_run_says_why_when_highlighted(tmp_path):
@@ -276,7 +277,7 @@ def test_plugin_rows_are_never_cut_and_a_plugin_that_cannot_run_says_why_when_hi
         await pilot.press("end", "up")
         await pilot.pause()
         text = "\n".join(pane_rows(app))
-        assert "nvidia.tensorrt (nvidia) — unavailable (see below)" in text
+        assert "TensorRT (NVIDIA GPU) — unavailable (see below)" in text  # its title, not its id
         assert "✗ TensorRT not installed" in text and "✗ no NVIDIA GPU detected" in text
         await pilot.press("space")
         await pilot.pause()
@@ -287,7 +288,9 @@ def test_plugin_rows_are_never_cut_and_a_plugin_that_cannot_run_says_why_when_hi
 
 
 def test_decision_tree_rows_keep_what_the_walk_decided_at_80x24(tmp_path):
-    from textual.widgets import Tree
+    from textual.widgets import OptionList
+
+    from planner.tui.screens.tree import TreePane
 
     session = RecordedSession()
     app = recorded_app(session, tmp_path)
@@ -295,17 +298,23 @@ def test_decision_tree_rows_keep_what_the_walk_decided_at_80x24(tmp_path):
     async def body(pilot):
         await drive(pilot, "tree")
         results = {str(v["result"]) for v in to_data(session.path.record())["visited"]}
-        tree = app.query_one(Tree)
+        pane = app.query_one(TreePane)
+        tree = pane.query_one(OptionList)
         tree.focus()
         seen: set[str] = set()
-        for _ in range(tree.last_line + 1):
-            for row in pane_rows(app):
-                if " → " in row and row.lstrip("│├└─▼▶ ").startswith(("✓", "[")):
-                    seen.add(row.rsplit(" → ", 1)[1])
+        rows: list[str] = []
+        for _ in range(tree.option_count):
+            rows += pane_rows(app)
             await pilot.press("pagedown")
             await pilot.pause()
+        seen = {row.rsplit("→ ", 1)[1] for row in rows if "→ " in row}
         assert seen and seen <= results  # every decision whole, e.g. "recommended", never "recomme"
         assert "recommended" in seen
+        # No node's sentence is cut: each is on screen whole, wrapped under itself.
+        assert not [row for row in rows if "…" in row]
+        screen = " ".join(" ".join(row.lstrip("▌│├└─ ✓").split()) for row in rows)
+        sentences = [str(node.text) for node in pane.nodes if node.id in {v.id for v in session.path.visited}]
+        assert [s for s in sentences if " ".join(s.split()) not in screen] == []
 
     run_app(app, body)
 
@@ -340,7 +349,7 @@ def test_end_and_pagedown_scroll_the_step_from_the_step_list_and_from_the_pane(t
         await pilot.press("end")
         await pilot.pause()
         assert machine.scroll_y == machine.max_scroll_y > 0
-        assert "every probe ran" in screen_text(app) or "Probe notes" in screen_text(app)
+        assert "every probe read what it looks for" in screen_text(app) or "Probe notes" in screen_text(app)
         app.query_one("#hardware #measure", Button).focus()
         await pilot.press("home")
         await pilot.pause()

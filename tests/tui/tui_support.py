@@ -234,6 +234,21 @@ class RecordedSession(PlanSession):
         return path
 
 
+class SlowCandidateSession(RecordedSession):
+    """The recorded run with its slowest candidate (ONNX Runtime with 2 parallel requests) at a 42 ms p50, as a
+    busy machine measured one (issue 38): its candidates' p50s span three decades, 0.0364 to 42 ms, and its speedup
+    over the baseline's 0.297 ms is 0.00706x."""
+
+    SLOW = "onnxruntime all parallel 2x1t"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        base = self.recorded.baseline.latency_ms.p50_ms
+        cands = tuple(replace(c, latency_ms=replace(c.latency_ms, p50_ms=42.0, mean_ms=42.0), speedup=base / 42.0)
+                      if c.label == self.SLOW and c.latency_ms is not None else c for c in self.recorded.candidates)
+        self.recorded = replace(self.recorded, candidates=cands)
+
+
 async def settle(pilot, limit_s: float = 20.0) -> None:
     """Wait until every widget of the app's screen has mounted (bounded: `limit_s` seconds)."""
     deadline = time.monotonic() + limit_s

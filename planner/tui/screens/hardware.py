@@ -40,7 +40,7 @@ def machine_rows(hw: Any, host: str | None = None) -> list[Row]:
     physical = cpu.physical_cores if cpu.physical_cores is not None else "unknown"
     clock = f", up to {fmt.count(round(cpu.max_mhz))} MHz" if cpu.max_mhz else ""
     rows: list[Row] = [
-        ("Device class", f"{hw.device_class.label} ({hw.device_class})"),
+        ("Device class", hw.device_class.label),
         ("CPU", f"{cpu.model} ({cpu.vendor}, {cpu.architecture}){clock}"),
         ("Cores", f"{cpu.usable_cores} usable, {cpu.logical_cores} logical, {physical} physical"),
     ]
@@ -162,11 +162,13 @@ def remeasure_hint(ceilings: Any) -> str:
 
 
 def note_rows(hw: Any) -> list[Row]:
-    """Why each probe that could not run did not run."""
+    """What each probe could not see, and why."""
     # Without a GPU, the GPU row has said why once already.
     notes = {k: v for k, v in hw.notes.items() if hw.gpus or k not in ("gpu", "nvml")}
     if not notes:
-        return [("Probes", "every probe ran")]
+        # The report lists every probe note, the GPU's too: never say nothing was missed when the GPU row did.
+        return [("Probes", "besides the GPU (above), every probe read what it looks for" if hw.notes
+                 else "every probe read what it looks for")]
     return [(probe, reason) for probe, reason in notes.items()]
 
 

@@ -25,22 +25,33 @@ PROMPT_WIDTH = 56
 NO_PLAN = "Answer the checklist (step 5) first: the plan picks the plugins."
 
 
+TARGET_WORDS = {"cpu": "CPU", "edge": "edge board", "nvidia": "NVIDIA GPU", "any": "any device"}
+"""A plugin's target as a reader says it."""
+
+
+def plugin_title(row: dict) -> str:
+    """The plugin in plain words, as it declared itself ('ONNX Runtime INT8'); its name where it declared none."""
+    return str(row.get("title") or row["plugin"])
+
+
 def plugin_prompt(row: dict) -> Text:
-    """One plugin line: name, target, and either 'planned' or why it cannot run here.
+    """One plugin line: its title, and either 'planned' or why it cannot run here (with the device it is for).
 
     The baseline's plugin (the session marks its row) is not offered: the profile measured it. One line per
     plugin, never cut: a reason too long for the line gives way to a short "can't run here", and the lines
     under the list give every reason while the plugin is highlighted.
     """
     text = Text()
-    text.append(row["plugin"], style="bold")
-    text.append(f" ({row['target']})")
+    text.append(plugin_title(row), style="bold")
     if row.get("baseline"):
         text.append(" — the baseline, measured in step 4", style="dim")
     elif row["reasons"]:
+        # The longest that fits: the device it is for and the first reason, down to the bare word.
+        device = f" ({TARGET_WORDS.get(row['target'], row['target'])})"
         room = PROMPT_WIDTH - len(text)
-        why = next((w for w in (f" — unavailable: {row['reasons'][0]}", " — unavailable (see below)")
-                    if len(w) <= room), " — unavailable")
+        why = next((w for w in (f"{device} — unavailable: {row['reasons'][0]}", f"{device} — unavailable (see below)",
+                                " — unavailable (see below)", f"{device} — unavailable") if len(w) <= room),
+                   " — unavailable")
         text.append(why, style="dim")
     elif row["planned"]:
         text.append(" — planned")
@@ -67,7 +78,7 @@ def preselection_reason(plan: PlanRecord) -> str:
 def plugin_detail(row: dict) -> Text:
     """The highlighted plugin's summary and every reason it cannot run."""
     text = Text()
-    text.append(f"{row['plugin']}: ", style="bold")
+    text.append(f"{plugin_title(row)}: ", style="bold")
     text.append(row["summary"] or "no summary")
     for reason in row["reasons"]:
         text.append(f"\n✗ {reason}")
@@ -195,9 +206,9 @@ class OptimizePane(StepPane):
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")
-            self.query_one(RunProgress).begin(f"building candidates: {', '.join(chosen)}")
-            self.query_one(RichLog).write(Text(f"▶ optimize ({self.mode_text()}): {', '.join(chosen)}",
-                                               style="bold"))
+            titles = ", ".join(plugin_title(self._rows.get(name, {"plugin": name})) for name in chosen)
+            self.query_one(RunProgress).begin(f"building candidates: {titles}")
+            self.query_one(RichLog).write(Text(f"▶ optimize ({self.mode_text()}): {titles}", style="bold"))
 
     def mode_text(self) -> str:
         """Quick or full, as the profile ran (the candidates are timed the way the baseline was)."""

@@ -369,7 +369,7 @@ class ProfilePane(StepPane):
         labels, values, title, note = percentile_bars(baseline)
         chart = self.query_one("#percentiles", BarChart)
         chart.display = True
-        chart.plot(labels, values, title=title, ylabel="ms")
+        chart.plot(labels, values, title=title, unit="ms")
         self.query_one("#percentile-note", Label).update(note)
         sweep = self.query_one("#sweep", LineChart)
         sweep.display = True

@@ -74,7 +74,8 @@ class RequirementsPane(StepPane):
                 yield Label("", id="target-resolved", classes="source")
             with Horizontal(classes="form-row"):
                 yield Label("Latency (ms)", classes="row-label")
-                yield Input(id="req-latency_ms", compact=True, classes="number")
+                # A number field refuses letters as they are typed ('n' never becomes "1n").
+                yield Input(id="req-latency_ms", compact=True, classes="number", type="number")
                 yield Select([(p, p) for p in PERCENTILES], value="p95", allow_blank=False, id="percentile",
                              compact=True)
                 yield Label("", id="src-latency_ms", classes="source")
@@ -82,7 +83,7 @@ class RequirementsPane(StepPane):
             for field in FIELDS[1:]:
                 with Horizontal(classes="form-row"):
                     yield Label(field.label, classes="row-label")
-                    yield Input(id=f"req-{field.key}", compact=True, classes="number")
+                    yield Input(id=f"req-{field.key}", compact=True, classes="number", type="number")
                     yield Label("", id=f"src-{field.key}", classes="source")
                 yield Notice(id=f"err-{field.key}")
             yield Label("Blank means no target. Accuracy drop is a fraction (0.01 = 1%).", classes="hint")

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.widget import Widget
-from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Label, Static, TabbedContent, TabPane, Tabs
 
 from planner.measure.pool import pool_sentence
-from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, roof_share
+from planner.results import CandidateResult, Prediction, energy_view, fidelity_view, names, roof_share
 from planner.results.audit import flag_line, load_summary
 from planner.results.counts import CandidateCounts
 from planner.results.interaction import Interaction
@@ -101,10 +101,15 @@ STATUS_MAX = 12
 """The widest the status column grows for the requirements a row misses; the details name every one."""
 
 
-def table_columns(percentile: str | None = None, status_width: int = 4, count: int = 9) -> tuple[Column, ...]:
+SPEED_WIDTH = 7
+"""The speed column's width for speedups up to '0.0248x'; a smaller slowdown widens it ('0.00326x')."""
+
+
+def table_columns(percentile: str | None = None, status_width: int = 4, count: int = 9,
+                  speed_width: int = SPEED_WIDTH) -> tuple[Column, ...]:
     """The results columns, with `percentile` (the latency target's: 'p95' or 'p99') as the second latency column
-    and never the first dropped on a narrow screen; `status_width` fits the longest status cell, and the rank
-    column the highest of `count` ranks."""
+    and never the first dropped on a narrow screen; `status_width` fits the longest status cell, the rank
+    column the highest of `count` ranks, and the speed column the longest of `speed_width` characters."""
     target = percentile if percentile in ("p95", "p99") else None
     return (
         # The rank the report and the command line give (PlanResults.ranked); '—' for a candidate not ranked.
@@ -119,7 +124,8 @@ def table_columns(percentile: str | None = None, status_width: int = 4, count: i
                True),
         Column("mem", "MiB", 5, lambda r: fmt.mib(r.cand.peak_memory_bytes), lambda r: r.cand.peak_memory_bytes,
                drop=3),
-        Column("speedup", "speed", 7, lambda r: fmt.speedup(r.speedup), lambda r: r.speedup, True),
+        Column("speedup", "speed", max(speed_width, SPEED_WIDTH), lambda r: fmt.speedup(r.speedup),
+               lambda r: r.speedup, True),
         Column("pred", "pred", 9, lambda r: predicted_cell(r.cand), lambda r: _predicted_mid(r.cand), True, drop=1),
         Column("status", "stat", min(max(4, status_width), STATUS_MAX),
                lambda r: fmt.truncate(status_cell(r), min(max(4, status_width), STATUS_MAX)),
@@ -167,7 +173,8 @@ _MISS_WORDS = {"throughput": "rate", "memory": "mem", "model_size": "size", "acc
 def requirement_verdict(checks: Any, percentile: str) -> str:
     """'meets' when a row meets every requirement the user set ('met at p50' when the latency was judged on the
     median only, as the report words it), 'miss p95,mem' naming those it misses (an impossible one is missed
-    too), '' when none was set or one could not be judged and none missed."""
+    too; the latency by `percentile`, the one it was judged on), '' when none was set or one could not be judged
+    and none missed."""
     from planner.results.decisions import CheckStatus
 
     missed = [percentile if check.name == "latency" else _MISS_WORDS.get(check.name, check.name)
@@ -212,8 +219,11 @@ def candidate_detail(c: CandidateResult, index: int, interactions: Sequence[Inte
     ranked = f"rank {rank}" if rank else "not ranked"
     # Against the requirements the user set (see requirement_verdict): a missed one is never hidden behind "ok".
     judged = {"": "", "meets": " · meets your requirements"}.get(verdict, " · " + verdict.replace("miss ", "misses "))
-    text.append(f"\n{c.plugin} · {c.precision} · {c.status}{judged} · {ranked}"
-                + (" · the baseline" if index == 0 else ""))
+    # The candidate in plain words where its plugin declared them (older files: the label says it all).
+    title = names.title(c)
+    facts = [title] if title != c.label else []
+    facts += [str(c.precision), f"{c.status}{judged}", ranked] + (["the baseline"] if index == 0 else [])
+    text.append("\n" + " · ".join(facts))
     if c.reason:
         # The report's words for a recorded reason ("fidelity check: ..., below the 0.995 needed");
         # imported here because the report package is slow to import at start-up.
@@ -261,7 +271,7 @@ def candidate_detail(c: CandidateResult, index: int, interactions: Sequence[Inte
     if interactions:
         text.append_text(interaction_detail(c, interactions))
     if c.config:
-        text.append(f"\nconfig: {json.dumps(c.config, sort_keys=True, default=str)}")
+        text.append(f"\nconfig: {config_words(c.config)}")
     if c.reproduce:
         text.append("\nreproduce: ", style="bold")
         text.append(c.reproduce)
@@ -274,20 +284,25 @@ def candidate_detail(c: CandidateResult, index: int, interactions: Sequence[Inte
     return text
 
 
+def config_words(config: dict[str, Any]) -> str:
+    """A candidate's settings as 'name value; ...', each name in a reader's words (planner.results.names.field); a
+    runtime's own constant (ORT_ENABLE_ALL) stays as it is, to look up."""
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return v if isinstance(v, str) else json.dumps(v, default=str)
+
+    return "; ".join(f"{names.field(k)} {value(v)}" for k, v in sorted(config.items()))
+
+
 def fidelity_parts(fid: Fidelity) -> list[str]:
-    """A candidate's fidelity in words: a dense map, a sequence or a regression output by its own test, class scores
-    by cosine and top-1."""
+    """A candidate's fidelity in the report's words (fidelity_view.facts): a dense map, a sequence or a regression
+    output by its own test, class scores by cosine, top-1 agreement and their largest difference."""
     parts = ["the reference"] if fid.reference else []
-    by_kind = fidelity_view.phrases(fid)
-    for name, format_value in (("cosine", fmt.cosine), ("max_abs_error", fmt.sig),
-                               ("top1_agreement", fmt.pct), ("accuracy", fmt.accuracy)):
-        value = getattr(fid, name)
-        if value is not None and not (by_kind and name in ("cosine", "top1_agreement")):
-            parts.append(f"{name} {format_value(value)}")
-    if fid.centered_cosine is not None and not by_kind:
-        # The raw cosine mostly measures what every input's output shares; this is the part that varies.
-        parts.append(f"cosine on the part that depends on the input {fmt.cosine(fid.centered_cosine)}")
-    return parts + by_kind
+    parts += fidelity_view.facts(fid, centered=True)
+    if not fidelity_view.phrases(fid) and fid.max_abs_error is not None:
+        parts.append(f"largest difference {fidelity_view.small(fid.max_abs_error)}")
+    return parts
 
 
 def unconfirmed_line(candidates: list[CandidateRow], best_label: str | None, best_speedup: float | None) -> str:
@@ -366,10 +381,13 @@ class ResultsPane(StepPane):
                 yield DataTable(id="candidates", cursor_type="row", zebra_stripes=True, cell_padding=0)
                 with VerticalScroll(id="detail-box"):
                     yield Static("", id="candidate-detail")
+            # A chart is one row per candidate: with more candidates than rows, it scrolls.
             with TabPane("p50 plot", id="tab-p50"):
-                yield BarChart(id="p50-plot")
+                with VerticalScroll():
+                    yield BarChart(id="p50-plot")
             with TabPane("Throughput plot", id="tab-rate"):
-                yield BarChart(id="rate-plot")
+                with VerticalScroll():
+                    yield BarChart(id="rate-plot")
             with TabPane("More tables", id="tab-tables"):
                 with VerticalScroll(id="tables-box"):
                     yield Static(NO_TABLES, id="extra-tables")
@@ -413,11 +431,28 @@ class ResultsPane(StepPane):
                 checks = tuple(check for check in requirement_checks(results, reqs, subject=c)
                                if check.source in (SOURCE_FLAG, SOURCE_FILE))
             self._checks.append(checks)
-            verdicts.append(requirement_verdict(checks, percentile or "p50"))
+            # A row whose target percentile was not measured (too few samples) was judged on its p50: the status
+            # names the column that holds the number it was judged on, never a p95 shown as '—'.
+            judged_on = percentile if percentile is not None and _lat(c, percentile) is not None else "p50"
+            verdicts.append(requirement_verdict(checks, judged_on))
         # In the order measured: the table sorts itself, and a row's index is where its checks are.
         self._candidates = sorted(candidate_rows(results, verdicts), key=lambda row: row.index)
         widest = max((len(status_cell(c)) for c in self._candidates), default=4)
-        self._all_columns = table_columns(percentile, widest, len(self._candidates))
+        speed = max((len(fmt.speedup(c.speedup)) for c in self._candidates), default=SPEED_WIDTH)
+        self._all_columns = table_columns(percentile, widest, len(self._candidates), speed)
+
+    def on_key(self, event: events.Key) -> None:
+        """↓ on the tab bar steps into the tab it shows (the table's rows on the Table tab) instead of doing nothing;
+        from there ↓ moves through the rows."""
+        focused = self.screen.focused
+        if event.key != "down" or not isinstance(focused, Tabs) or self not in focused.ancestors:
+            return
+        shown = self.query_one(TabbedContent).active_pane
+        target = next((w for w in shown.query("*") if w.focusable), None) if shown is not None else None
+        if target is not None:
+            # Now, not after this message (Widget.focus waits): the ↓s typed after this one go to the rows.
+            self.screen.set_focus(target)
+            event.stop()
 
     def on_resize(self) -> None:
         """Give the label column the new width."""
@@ -496,12 +531,16 @@ class ResultsPane(StepPane):
         headline.display = bool(line)
 
     def _fill_plots(self) -> None:
+        # The words the plots' short labels share or abbreviate, as the table's details say them.
+        legend = fmt.short_labels([r.cand.label for r in self._candidates], PLOT_LABEL_WIDTH).legend()
         labels, values = plot_series(self._candidates, lambda c: _lat(c, "p50"))
         self.query_one("#p50-plot", BarChart).plot(
-            labels, values, title="p50 latency per candidate, ms (lower is better)", horizontal=True)
+            labels, values, title="p50 latency per candidate, ms (lower is better)", unit="ms",
+            show=lambda v: fmt.ms(v, unit=False), note=legend)
         labels, values = plot_series(self._candidates, best_rate)
         self.query_one("#rate-plot", BarChart).plot(
-            labels, values, title="best throughput, samples/s (higher is better)", horizontal=True)
+            labels, values, title="best throughput, samples/s (higher is better)", unit="samples/s",
+            show=lambda v: fmt.rate(v, unit=False), note=legend)
 
     def _fill_tables(self) -> None:
         """The interaction, compression and device-target tables, in the report's own words."""
