@@ -23,7 +23,12 @@ def test_opening_and_profiling_create_no_folder_until_saved(tmp_path, monkeypatc
         await drive(pilot, "profile")
         assert app.session.baseline is not None
         assert sorted(p.name for p in tmp_path.iterdir()) == []
-        await pilot.press("9", "s")
+        await pilot.press("9")
+        await pilot.pause()
+        # What s will do, now that the profile gave it something to save (not what it said before the profile).
+        assert str(app.query_one("#report #saved", Label).render()) == (
+            "Not saved yet: press s to save the results to the folder above.")
+        await pilot.press("s")
         await wait_idle(pilot)
         saved = str(app.query_one("#report #saved", Label).render())
         assert saved.startswith("Saved") and "overwrote" not in saved

@@ -56,6 +56,7 @@ class ReportPane(StepPane):
         super().__init__(id=id)
         self._edited = False
         self._previewing = False
+        self._hinting = True  # the status line says what s would do (not how the last save went)
 
     def compose(self) -> ComposeResult:
         """Folder field, Save button, status and the report preview."""
@@ -76,6 +77,8 @@ class ReportPane(StepPane):
             return "Nothing to save yet: load a model (step 2), then profile it (step 4)."
         if self.session.baseline is None:
             return f"Nothing to save yet for {model.source or model.name}: profile it first (step 4), then press s."
+        if SessionStep.REPORT not in self.session.stale_steps():
+            return "Not saved yet: press s to save the results to the folder above."
         # A new run has a folder of its own (the field shows it); new requirements save over the same one.
         return "The results changed since the last save: press s to save them to the folder above."
 
@@ -83,7 +86,7 @@ class ReportPane(StepPane):
         """A new model: the report shown, and where it was saved, were the one before's."""
         self._previewing = False
         self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
-        self.query_one("#saved", Label).update(self.unsaved_text())
+        self._show_unsaved()
         self.query_one(Notice).clear()
 
     def sync(self) -> None:
@@ -93,10 +96,11 @@ class ReportPane(StepPane):
             # The session says the saved report is out of date (a new run or plan).
             self._previewing = False
             self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
-            self.query_one("#saved", Label).update(self.unsaved_text())
-        elif not self._previewing and self.session.baseline is None:
-            # What s would answer, said before it is pressed.
-            self.query_one("#saved", Label).update(self.unsaved_text())
+            self._show_unsaved()
+        elif self._hinting:
+            # What s would do, said before it is pressed, and again as it changes (a profile gives it something to
+            # save); a failed save's "not saved" stays beside its error.
+            self._show_unsaved()
         if self._edited:
             return
         value = str(self.default_folder())
@@ -104,6 +108,10 @@ class ReportPane(StepPane):
         if field.value != value:
             with self.prevent(Input.Changed):
                 field.value = value
+
+    def _show_unsaved(self) -> None:
+        self.query_one("#saved", Label).update(self.unsaved_text())
+        self._hinting = True
 
     def default_folder(self) -> Path:
         """Where the session writes: its folder once set, else the app's, else reports/<date>-<model>-<target>."""
@@ -130,6 +138,7 @@ class ReportPane(StepPane):
         if self.start("save", self._save, folder):
             self.query_one(Notice).clear()
             self.query_one("#saved", Label).update("writing…")
+            self._hinting = False
 
     @on(Button.Pressed, "#save")
     @on(Input.Submitted, "#out-dir")
