@@ -156,7 +156,9 @@ class PlannerApp(App[int]):
                  autostart: bool = True, log_path: str | None = None, host: str | None = None) -> None:
         """`connect(on_death)` starts an engine and returns its connected client (the tests serve recorded
         sessions from a thread); by default the app starts `planner engine` as a subprocess and is its client.
-        `host` names the machine the engine runs on when it is not this one (`planner --host`): the header says so."""
+        `host` names the machine the engine runs on when it is not this one (`planner --host`): the header says so.
+        `out_dir` is the folder for the runs of the first model loaded; a model loaded after it gets the session's
+        default folder, named after it (see `model_loaded`)."""
         super().__init__()
         self.host = host
         self.bridge = EventBridge()
@@ -176,6 +178,7 @@ class PlannerApp(App[int]):
         self.current = STEPS[0].id
         self.visited: set[str] = {self.current}
         self._initial_load_done = False
+        self._model_loaded_before = False
 
     def get_default_screen(self) -> Screen:
         """The main screen: the step list and panes (help, palette and dialogs open over it)."""
@@ -266,7 +269,13 @@ class PlannerApp(App[int]):
     def model_loaded(self) -> None:
         """A model was loaded (another one, or the same with other inputs): the session discarded what was
         measured for the one before, so every pane forgets what its own runs said about it (`forget_runs`)."""
+        if self._model_loaded_before:
+            # The folder given at start holds the first model's runs: another model (or other inputs, or what a
+            # restarted engine measures) must not write its results over them, so it takes the session's default
+            # folder, named after it (the Report step shows it).
+            self.out_dir = None
         model = self.session.model
+        self._model_loaded_before = self._model_loaded_before or model is not None
         name = (model.source or model.name) if model is not None else "the model"
         for step in STEPS:
             pane: StepPane = self.pane(step.id)

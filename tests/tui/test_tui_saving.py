@@ -7,11 +7,12 @@ import threading
 from pathlib import Path
 
 from textual.widgets import Input, Label, RichLog
-from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, TwoModels, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.pipeline import PlanSession
 from planner.results import read_results
 from planner.results.counts import CandidateCounts
+from planner.tui.screens.confirm import ConfirmDiscard
 
 
 def test_opening_and_profiling_create_no_folder_until_saved(tmp_path, monkeypatch):
@@ -132,3 +133,38 @@ def test_save_rerun_cancel_and_save_keep_each_run_whole_in_its_own_folder(tmp_pa
         assert folder_says(tmp_path / "out-3")[:2] == ("ok", "8 candidates measured")
 
     run_app(app, body, size=(100, 30))
+
+
+def test_another_model_saves_to_a_folder_named_after_it_not_over_the_first(tmp_path, monkeypatch):
+    """The folder the app was opened with holds the first model's runs: after loading another model, the Report step
+    offers the default folder named after it, and saving there leaves the first model's folder as it was."""
+    monkeypatch.chdir(tmp_path)
+    first = tmp_path / "first"
+    app = PlannerApp(model="demo:tiny", session=TwoModels(), out_dir=first)
+
+    async def body(pilot):
+        await drive(pilot, "report")
+        assert (first / "report.md").is_file()
+        kept = {p: p.read_bytes() for p in first.rglob("*") if p.is_file()}
+        await pilot.press("2")
+        app.query_one("#source", Input).value = "demo:other"
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDiscard), 10, "the question before discarding")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: app.session.model is not None and app.session.model.name == "other", 30,
+                       "the load")
+        await wait_idle(pilot)
+        await pilot.press("4", "r")
+        await wait_idle(pilot)
+        await pilot.press("9")
+        await pilot.pause()
+        folder = Path(app.query_one("#out-dir", Input).value)
+        assert folder.name.endswith("-other-cpu") and folder.parent == Path("reports")
+        await pilot.press("s")
+        await wait_idle(pilot)
+        assert str(app.query_one("#report #saved", Label).render()) == (
+            f"Saved {folder / 'report.md'} and results.json")
+        assert read_results(folder / "results.json").model.name == "other"
+        assert {p: p.read_bytes() for p in first.rglob("*") if p.is_file()} == kept
+
+    run_app(app, body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from textual.widgets import Input, Label, Select, Static
-from tui_support import PlannerApp, RecordedSession, drive, run_app, screen_text, wait_for, wait_idle
+from tui_support import PlannerApp, RecordedSession, TwoModels, drive, run_app, screen_text, wait_for, wait_idle
 
 from planner.pipeline.steps import Step
 from planner.results.audit import MeasurementAudit
@@ -19,15 +19,6 @@ from planner.tui.widgets.step_list import StepList
 from planner.tui.widgets.toggles import TickList
 
 LATER = {"optimize", "results", "report"}
-
-
-class TwoModels(RecordedSession):
-    """The recorded session, which also loads `demo:other` (the same recording under another name)."""
-
-    def load(self, source: str, **kwargs):
-        if source == "demo:other":
-            self.fixture["model"] = {**self.fixture["model"], "source": source, "name": "other"}
-        return super().load(source, **kwargs)
 
 
 def test_a_new_target_after_optimizing_makes_optimize_and_report_stale_but_keeps_the_baseline(tmp_path):

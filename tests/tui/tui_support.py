@@ -130,6 +130,7 @@ class RecordedSession(PlanSession):
         # The real checks of what the model is judged on, against the recorded model's one output.
         self.given = checked_setup(model, val_data=val_data, samples=samples, output_kinds=output_kinds)
         self.model = model
+        self.out_dir = None  # as the real load: the folder is chosen again for the model now loaded
         self.update(model=from_data(self.model.describe(), ModelDescription))
         self.invalidate(Change.MODEL)
         return self.model
@@ -247,6 +248,15 @@ class SlowCandidateSession(RecordedSession):
         cands = tuple(replace(c, latency_ms=replace(c.latency_ms, p50_ms=42.0, mean_ms=42.0), speedup=base / 42.0)
                       if c.label == self.SLOW and c.latency_ms is not None else c for c in self.recorded.candidates)
         self.recorded = replace(self.recorded, candidates=cands)
+
+
+class TwoModels(RecordedSession):
+    """The recorded session, which also loads `demo:other` (the same recording under another name)."""
+
+    def load(self, source: str, **kwargs):
+        if source == "demo:other":
+            self.fixture["model"] = {**self.fixture["model"], "source": source, "name": "other"}
+        return super().load(source, **kwargs)
 
 
 async def settle(pilot, limit_s: float = 20.0) -> None:
