@@ -57,26 +57,6 @@ class TinyText(nn.Module):
         return self.head(x.sum(1) / mask.sum(1).clamp(min=1.0))
 
 
-FACTORY = '''
-import torch
-from torch import nn
-
-INPUT_SHAPE = (1, 3, 16, 16)
-
-class TinyCnn(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.head = nn.Linear(8, 4)
-
-    def forward(self, x):
-        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
-
-def make():
-    return TinyCnn()
-'''
-
-
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory) -> dict[str, tuple[str, list[str]]]:
     """Model files a user would bring, each with the extra flags its plan needs."""
@@ -107,13 +87,10 @@ def sources(tmp_path_factory) -> dict[str, tuple[str, list[str]]]:
     torch.export.save(torch.export.export(cnn, (x,)), str(pt2))
     script = root / "model.pt"
     torch.jit.save(torch.jit.trace(cnn, x), str(script))
-    factory = root / "factory.py"
-    factory.write_text(FACTORY)
     return {
         "demo": ("demo:tiny", []),
         "demo-text": ("demo:text", []),
         "torchvision": ("tv:squeezenet1_1", ["--input-shape", "1x3x64x64"]),
-        "python": (f"{factory}:make", ["--trust-code"]),
         "onnx-static": (str(static), []),
         "onnx-dynamic": (str(external), []),
         "onnx-text": (str(text_onnx), ["--input", "input_ids:1x12:int64", "--input", "attention_mask:1x12:int64"]),

@@ -176,6 +176,13 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path, monkeypatch):
     ort = [c for c in cands if c.plugin == "cpu.onnxruntime"]
     assert ort and ort[0].status == "failed" and "ONNX export failed" in ort[0].reason
     assert any(c.plugin == "cpu.torch" and c.status == "ok" for c in cands)
+    # A Python file is a source kind of its own (tests/test_model_sources*.py have the others): the baseline and
+    # the torch candidates rebuilt it from FILE.py:make in their workers, and the report names its input.
+    baseline = outcome.results.baseline
+    assert baseline is not None and baseline.latency_ms is not None and baseline.latency_ms.p50_ms > 0
+    assert cands[0].plugin == "torch.eager" and cands[0].status == "ok"
+    report = (tmp_path / "out" / "report.md").read_text() + (tmp_path / "out" / "evidence.md").read_text()
+    assert [t["name"] for t in baseline.inputs] == ["x"] and "input `x` float32 [batch=1, 8]" in report
 
 
 @pytest.fixture(scope="module")
