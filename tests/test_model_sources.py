@@ -23,11 +23,11 @@ pytestmark = pytest.mark.worker  # every test reads a real `planner plan`, measu
 PLUGINS = "cpu.onnxruntime"
 # Every kind goes through the shared ONNX export (or its own file) into ONNX Runtime; OpenVINO reads the same
 # file, so it runs on the ONNX kinds that differ for it (a dynamic batch with its weights in a file beside it, two
-# int64 inputs) and on demo:tiny's shared plan. The torch plugin compiles (seconds per candidate), so it runs only
-# where a torch module is unusual, and on one ONNX file, which it must decline in words (an ONNX file has no torch
-# module).
+# int64 inputs) and on demo:tiny's shared plan. The torch plugin runs on one ONNX file, which it must decline in
+# words (an ONNX file has no torch module): its candidates on the program files (.pt2, TorchScript) are run from
+# the reloaded file in tests/targets/test_cpu_torch.py, where they take no worker importing PyTorch once more each.
 OPENVINO_TOO = {"demo", "onnx-dynamic", "onnx-text"}
-TORCH_TOO = {"pt2", "torchscript", "onnx-dynamic"}
+TORCH_TOO = {"onnx-dynamic"}
 
 
 class TinyCnn(nn.Module):

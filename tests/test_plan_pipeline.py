@@ -148,7 +148,8 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path, monkeypatch):
     from targets.cpu import torch_cpu
 
     # The torch plugin's eager candidates are enough to show it goes on; its torch.compile candidate (seconds to
-    # build, and measured on the other source kinds' plans) is left out as on a machine with no C compiler.
+    # build, and opened on a module in tests/targets/test_cpu_torch.py) is left out as on a machine with no C
+    # compiler.
     monkeypatch.setattr(torch_cpu, "_c_compiler", lambda: None)
     model_file = tmp_path / "custom_op_model.py"
     model_file.write_text(
