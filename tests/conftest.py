@@ -156,16 +156,17 @@ def tiny_plan(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def digits_pipeline_plan(tmp_path_factory):
-    """One real `planner plan --model demo:digits --target cpu --quick --confirm 0` with ONNX Runtime and the
-    example request pipeline (examples/pipelines/digits.py): (output folder, exit status, stdout, stderr).
+    """One real `planner plan --model demo:digits --target cpu --quick --confirm 0 --no-deploy` with ONNX Runtime
+    and the example request pipeline (examples/pipelines/digits.py): (output folder, exit status, stdout, stderr).
 
     Shared by the tests that read a digits plan: its accuracy on the demo's built-in held-out set
     (tests/pipeline/test_digits_plan.py) and its whole request timed (tests/cli/test_cli_pipeline.py), so it
     is measured once per test run, whatever the number of xdist workers; nothing may write into its folder.
+    No packages: none of them reads one (tiny_plan's are read), and each would be timed again when written.
     """
     example = Path(__file__).resolve().parents[1] / "examples" / "pipelines" / "digits.py"
     return _plan_once(tmp_path_factory, "digits-pipeline", [
-        "plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0",
+        "plan", "--model", "demo:digits", "--target", "cpu", "--quick", "--confirm", "0", "--no-deploy",
         "--plugins", "cpu.onnxruntime", "--trust-code", "--pipeline", f"{example}:preprocess,postprocess"])
 
 

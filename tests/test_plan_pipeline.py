@@ -149,7 +149,8 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path, monkeypatch):
     from targets.cpu import torch_cpu
 
     # The torch plugin's eager candidates are enough to show it goes on; its torch.compile candidate (seconds to
-    # build, and measured on the other source kinds' plans) is left out as on a machine with no C compiler.
+    # build, and opened on a module in tests/targets/test_cpu_torch.py) is left out as on a machine with no C
+    # compiler.
     monkeypatch.setattr(torch_cpu, "_c_compiler", lambda: None)
     model_file = tmp_path / "custom_op_model.py"
     model_file.write_text(
@@ -177,12 +178,20 @@ def test_onnx_export_failure_keeps_torch_plugins(tmp_path, monkeypatch):
     ort = [c for c in cands if c.plugin == "cpu.onnxruntime"]
     assert ort and ort[0].status == "failed" and "ONNX export failed" in ort[0].reason
     assert any(c.plugin == "cpu.torch" and c.status == "ok" for c in cands)
+    # A Python file is a source kind of its own (tests/test_model_sources*.py have the others): the baseline and
+    # the torch candidates rebuilt it from FILE.py:make in their workers, and the report names its input.
+    baseline = outcome.results.baseline
+    assert baseline is not None and baseline.latency_ms is not None and baseline.latency_ms.p50_ms > 0
+    assert cands[0].plugin == "torch.eager" and cands[0].status == "ok"
+    report = (tmp_path / "out" / "report.md").read_text() + (tmp_path / "out" / "evidence.md").read_text()
+    assert [t["name"] for t in baseline.inputs] == ["x"] and "input `x` float32 [batch=1, 8]" in report
 
 
 @pytest.fixture(scope="module")
 def labelled_plan(tmp_path_factory):
-    """One quick ONNX Runtime plan of demo:tiny given labelled --val-data (the original scores 6 of 8) and an
-    impossible latency target; the tests below read different parts of it."""
+    """One quick plan of demo:tiny given labelled --val-data (the original scores 6 of 8) and an impossible latency
+    target; the tests below read different parts of it. One candidate is enough to see it scored: folding the
+    BatchNorm (exact), its plugin's only one, where ONNX Runtime's would be an export and three workers."""
     import numpy as np
     import torch
 
@@ -204,7 +213,7 @@ def labelled_plan(tmp_path_factory):
     return run_plan(PlanOptions(model="demo:tiny", target="cpu", quick=True, confirm=0, no_deploy=True,
                                 out=tmp_path / "o",
                                 val_data=data, requirement_overrides={"latency_ms": 1e-6},
-                                plugins=("cpu.onnxruntime",)))
+                                plugins=("architecture.fold",)))
 
 
 @pytest.mark.worker
@@ -212,8 +221,8 @@ def test_val_data_measures_accuracy(labelled_plan):
     res = labelled_plan.results
     assert res.validation is not None and res.validation.labels is True and res.validation.samples == 8
     assert res.validation.baseline_accuracy == 0.75
-    ort = [c for c in res.candidates if c.plugin == "cpu.onnxruntime" and c.status == "ok"]
-    assert ort and ort[0].fidelity is not None and ort[0].fidelity.accuracy == 0.75
+    folded = [c for c in res.candidates if c.plugin == "architecture.fold" and c.status == "ok"]
+    assert folded and folded[0].fidelity is not None and folded[0].fidelity.accuracy == 0.75
 
 
 @pytest.mark.worker

@@ -14,7 +14,7 @@ from deploy_support import ranked, stated_result
 
 from planner.deploy import verify_path, write_deployments
 from planner.deploy.verify import FIDELITY, FILES, LATENCY, RUNTIME
-from planner.plugins import CandidateSpec, ModelRef, Precision
+from planner.plugins import CandidateSpec, ModelRef, Precision, get_plugin
 
 
 def _openvino(onnx: str) -> CandidateSpec:
@@ -55,8 +55,8 @@ def _eager(onnx: str) -> CandidateSpec:
 @pytest.mark.worker
 @pytest.mark.parametrize(("make", "runtime", "artifact"), [
     (_openvino, "openvino", "tiny.onnx"), (_ort_static, "onnxruntime", "tiny.onnx"),
-    (_torch_cpu, "torch", "model.pt2"), (_fold, "torch", "model.pt2"), (_eager, "torch", "model.pt2")],
-    ids=["openvino", "onnxruntime-static-shape", "torch-settings", "architecture-fold", "torch-eager"])
+    (_torch_cpu, "torch", "model.pt2"), (_fold, "torch", "model.pt2")],
+    ids=["openvino", "onnxruntime-static-shape", "torch-settings", "architecture-fold"])
 def test_a_family_package_runs_its_samples_as_the_original_does(tmp_path, tiny, tiny_onnx, samples, make, runtime,
                                                                    artifact):
     spec = make(str(tiny_onnx))
@@ -69,18 +69,45 @@ def test_a_family_package_runs_its_samples_as_the_original_does(tmp_path, tiny, 
     [verdict] = verify_path(package)
     assert [c.name for c in verdict.checks] == [FILES, RUNTIME, FIDELITY, LATENCY]
     assert all(c.passed for c in verdict.checks[:3]), verdict.checks
+    if runtime == "torch":  # run.py runs a torch.export archive of the module the plan timed: timed when written
+        assert "because it runs a torch.export program" in manifest["measured"]["basis"], manifest["measured"]
     if spec.config.get("free_dimensions"):
         # The session run.py builds is fixed at the shape measured, as the planner's was.
         assert manifest["settings"]["free_dimensions"] == spec.config["free_dimensions"]
         assert "add_free_dimension_override_by_name" in (package / "run.py").read_text()
 
 
-def test_torch_settings_are_written_into_run_py(tmp_path, tiny, tiny_onnx, samples):
+def test_the_eager_package_is_the_fold_package_over_the_module_as_loaded(tmp_path, tiny, tiny_onnx, samples):
+    """PyTorch eager's exporter writes the run.py the architecture-fold case above runs and verifies (PyTorch eager,
+    default settings, over a torch.export archive), with the original module in its archive: so that case's run
+    covers this package's run.py, and the archive here is checked against the original's outputs directly."""
+    import numpy as np
+    import torch
+
+    for folder in ("eager", "fold"):
+        (tmp_path / folder).mkdir()
+    eager = get_plugin("torch.eager").package(_eager(str(tiny_onnx)), ModelRef.of(tiny), tmp_path / "eager")
+    fold = get_plugin("architecture.fold").package(_fold(str(tiny_onnx)), ModelRef.of(tiny), tmp_path / "fold")
+    assert eager.files == fold.files == ("model.pt2",) and eager.run_py == fold.run_py
+    assert (eager.runtime, eager.imports, eager.settings) == (fold.runtime, fold.imports, fold.settings)
+    settings = eager.settings
+    assert (settings["dtype"], settings["threads"], settings["channels_last"]) == ("float32", None, False)
+    program = torch.export.load(str(tmp_path / "eager" / "model.pt2")).module()
+    feeds, reference = samples
+    with torch.no_grad():
+        for feed, expected in zip(feeds, reference):
+            got = program(*[torch.from_numpy(a) for a in feed.values()]).numpy()
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_settings_are_written_into_run_py(tmp_path, tiny, tiny_onnx):
+    """The PyTorch exporter's own output: the package writer copies its settings into the manifest and its run.py
+    text into the folder as they are (the static-shape case above reads both there), and times the package, which
+    the torch-settings case above does; so the bf16 settings are read where the exporter puts them."""
     spec = dataclasses.replace(_torch_cpu(str(tiny_onnx)), precision=Precision.BF16)
-    write_deployments(ranked(stated_result(spec, p50_ms=0.05)), model=ModelRef.of(tiny), feeds=samples[0],
-                      reference=samples[1], out_dir=tmp_path)
-    settings = json.loads((tmp_path / "deploy" / "winner" / "manifest.json").read_text())["settings"]
+    files = get_plugin(spec.plugin).package(spec, ModelRef.of(tiny), tmp_path)
+    assert files.files == ("model.pt2",) and (tmp_path / "model.pt2").is_file()
+    settings = files.settings
     assert (settings["threads"], settings["interop_threads"], settings["channels_last"], settings["dtype"]) == (
         1, 1, True, "bfloat16")
-    run_py = (tmp_path / "deploy" / "winner" / "run.py").read_text()
-    assert "'dtype': 'bfloat16'" in run_py and "torch.set_num_threads" in run_py
+    assert "'dtype': 'bfloat16'" in files.run_py and "torch.set_num_threads" in files.run_py

@@ -171,3 +171,45 @@ def test_torchscript_model_gets_no_compile_candidates_and_says_why(tmp_path) -> 
     specs = list(TorchCpuPlugin().candidates(ctx))
     assert specs and not any(s.config.get("compile") for s in specs)
     assert any("cannot compile a ScriptModule" in line for line in logged)
+
+
+class _TinyCnn(torch.nn.Module):
+    """A tiny image classifier, saved below as the two program files a user may bring instead of a module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+@pytest.mark.parametrize("kind", ["pt2", "torchscript"])
+def test_quick_candidates_of_a_saved_program_run_it_reloaded(tmp_path, kind) -> None:
+    """An exported program (.pt2) or TorchScript file: each quick candidate that a screen times (compiling is
+    measured on a module above) rebuilds the program from its file, as a measuring worker does, and computes what
+    the loaded program computes, bf16 within its rounding. The source kinds' plans (tests/test_model_sources*.py)
+    run the file through ONNX Runtime; this is the PyTorch side of the same files."""
+    from planner.models import load_model
+
+    torch.manual_seed(0)
+    module, x = _TinyCnn().eval(), torch.randn(1, 3, 16, 16)
+    path = tmp_path / ("model.pt2" if kind == "pt2" else "model.pt")
+    if kind == "pt2":
+        torch.export.save(torch.export.export(module, (x,)), str(path))
+        model = load_model(str(path))
+    else:
+        torch.jit.save(torch.jit.trace(module, x), str(path))
+        model = load_model(str(path), input_shape="1x3x16x16")
+    hw = fake_hw(features=("avx2", "avx512_bf16"))
+    specs = list(TorchCpuPlugin().candidates(_ctx(model, tmp_path, hw, quick=True)))
+    eager = [s for s in specs if not s.config["compile"]]
+    assert {(s.precision, s.config["channels_last"]) for s in eager} == {(Precision.FP32, True), (Precision.BF16, True)}
+    feed = model.make_feeds(seed=5)[0]
+    for spec in eager:
+        session = TorchCpuPlugin().open(spec, ModelRef.of(model))
+        got = session.to_numpy(session.run(session.prepare(feed)))
+        tol = 1e-4 if spec.precision is Precision.FP32 else 5e-2
+        np.testing.assert_allclose(got, torch_output(model, feed), rtol=tol, atol=tol)
+        assert session.info()["channels_last"] is True and session.info()["precision"] == str(spec.precision)
