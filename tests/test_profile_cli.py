@@ -1,4 +1,5 @@
-"""`planner profile` on a tiny demo model: the JSON carries what a performance engineer needs."""
+"""`planner profile` on a small demo model: the JSON carries what a performance engineer needs, and the readable
+output leads with what matters most."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ pytestmark = pytest.mark.worker  # `planner profile` times the baseline in a wor
 
 @pytest.fixture(scope="module")
 def profile_json():
+    """One real `planner profile --model demo:upsampling --quick --json` (its input is upsampled 12.25x before the
+    first convolution): what the tests below read, and the measurement the other outputs are rendered from."""
     import contextlib
     import io
 
@@ -18,14 +21,31 @@ def profile_json():
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["profile", "--model", "demo:tiny", "--quick", "--json"])
+        code = main(["profile", "--model", "demo:upsampling", "--quick", "--json"])
     assert code == 0
     return json.loads(buf.getvalue())
 
 
+@pytest.fixture
+def recorded(profile_json, monkeypatch):
+    """The profile step replays the measurement above; the models its calls were given, in order."""
+    from planner.codec import from_data
+    from planner.pipeline import baseline
+    from planner.results import Baseline
+
+    given: list = []
+
+    def recorded_profile(model, **kwargs):
+        given.append((model.name, kwargs.get("val_data")))
+        return from_data(profile_json, Baseline), None
+
+    monkeypatch.setattr(baseline, "profile_baseline", recorded_profile)
+    return given
+
+
 def test_profile_json_has_the_fields(profile_json):
     p = profile_json
-    assert p["model"]["name"] == "tiny" and p["model"]["parameters"] == 1578
+    assert p["model"]["name"] == "upsampling" and p["model"]["parameters"] == 93730
     assert p["model"]["size_bytes"] > 0
     assert p["flops_per_sample"] > 0
     lat = p["latency_ms"]
@@ -35,7 +55,7 @@ def test_profile_json_has_the_fields(profile_json):
     assert [t["batch"] for t in p["throughput"]][:3] == [1, 2, 4]
     assert all(t["samples_per_s"] > 0 for t in p["throughput"])
     assert p["peak_memory_bytes"] > 0
-    assert {x["name"] for x in p["layers"]} >= {"conv1", "conv2", "fc"}
+    assert {x["name"] for x in p["layers"]} >= {"features.0", "features.3", "features.6", "fc"}
     assert all(x["time_ms"] is not None for x in p["layers"])
     assert isinstance(p["findings"], list) and p["findings"]
     f = p["findings"][0]
@@ -45,32 +65,24 @@ def test_profile_json_has_the_fields(profile_json):
     assert p["threads"]["torch_intra_op_threads"] >= 1
 
 
-def test_profile_readable_output(cli):
+def test_profile_readable_output(cli, recorded):
+    """The readable form of the measured profile above."""
     code, out, err = cli("profile", "--model", "demo:upsampling", "--quick")
     assert code == 0, err
+    assert recorded == [("upsampling", None)]
     assert "Latency      p50" in out
     findings = out.split("Architecture findings")[1].splitlines()
     first = next(line for line in findings if line.strip().startswith("1."))
     assert "[high]" in first and "upsampled" in first.lower() and "12.25x" in first
 
 
-def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, profile_json, monkeypatch):
+def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, recorded):
     """`planner profile` goes through the session, so demo:digits' built-in validation data is wired in
     and reported in the same words as `planner plan` (the measurement itself is the recorded one above)."""
-    from planner.codec import from_data
     from planner.events import Event
     from planner.models.demo import builtin_validation
-    from planner.pipeline import PlanOptions, PlanSession, baseline
+    from planner.pipeline import PlanOptions, PlanSession
     from planner.pipeline.run import load_with_options
-    from planner.results import Baseline
-
-    given: list = []
-
-    def recorded_profile(model, **kwargs):
-        given.append(kwargs.get("val_data"))
-        return from_data(profile_json, Baseline), None
-
-    monkeypatch.setattr(baseline, "profile_baseline", recorded_profile)
     # What `planner plan` logs about its validation data: its session's profile step, as run_plan calls it.
     plan_logs: list[Event] = []
     plan = PlanSession(on_event=plan_logs.append)
@@ -84,7 +96,8 @@ def test_profile_of_demo_digits_uses_its_held_out_set_as_plan_does(cli, profile_
 
     code, out, err = cli("profile", "--model", "demo:digits", "--quick", "-v")  # -v prints the detail lines
     assert code == 0, err
-    assert given == [folder, folder]  # the baseline's outputs are taken on the held-out set, as in the plan
+    # The baseline's outputs are taken on the held-out set, as in the plan.
+    assert recorded == [("digits", folder), ("digits", folder)]
     shown = " ".join(err.split())
     for line in logs:
         assert " ".join(line.split()) in shown
