@@ -15,6 +15,7 @@ from planner.measure.fidelity import MIN_INPUT_SPREAD, compare
 from planner.models import load_model
 from planner.pipeline import PlanOptions, run_plan
 from planner.pipeline.candidates import NOT_ESTABLISHED
+from planner.plugins.registry import get_plugin
 from planner.results import Status
 
 
@@ -39,7 +40,8 @@ def test_int8_on_a_model_whose_outputs_barely_depend_on_its_input_is_not_establi
     int8 = [c for c in outcome.results.candidates if c.precision == "int8" and c.fidelity is not None]
     assert int8, [(c.label, c.status, c.reason) for c in outcome.results.candidates]
     said = [(e.kind, e.message) for e in events if e.kind in ("stage", "candidate")]
-    built_int8 = next(i for i, (kind, m) in enumerate(said) if kind == "stage" and m.endswith("edge.int8"))
+    int8_title = get_plugin("edge.int8").title  # the progress lines name a plugin by its title
+    built_int8 = next(i for i, (kind, m) in enumerate(said) if kind == "stage" and m.endswith(f": {int8_title}"))
     fp32 = [i for i, (kind, m) in enumerate(said) if kind == "candidate" and "int8" not in m]
     assert fp32 and built_int8 > max(fp32), said
     for cand in int8:
