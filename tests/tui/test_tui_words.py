@@ -75,7 +75,7 @@ def test_a_bad_accuracy_drop_is_explained_in_plain_words(tmp_path):
 # Names a reader looks up as they are, not the planner's own: the instruction set and CPU flags Linux prints
 # (x86_64, avx512_bf16), PyTorch's names (channels_last in a candidate's label, torch.ao's fuse_modules).
 OUTSIDE_NAMES = {"x86_64", "avx512_bf16", "amx_bf16", "channels_last", "fuse_modules"}
-# Proper names (products, companies, a CPU line), keys as their caps read (PgUp), and the Model step's placeholders
+# Proper names (products, companies, a CPU line), keys as their caps read (PgUp), and the Model step's input hints
 # (demo:NAME, NAME=KIND).
 PROPER_NAMES = {"PyTorch", "ONNX", "OpenVINO", "TensorRT", "NVIDIA", "AMD", "EPYC", "Intel", "ARM", "CUDA", "oneDNN",
                 "PgUp", "PgDn", "NAME", "KIND"}
