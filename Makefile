@@ -11,7 +11,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,nvidia]"
+	$(PY) -m pip install --quiet -e ".[dev,nvidia,llm]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,1 @@
+"""Decoder-LLM plugins (planner.plugins.llm): PyTorch eager, OpenVINO GenAI, ONNX Runtime GenAI, llama.cpp."""
