@@ -7,12 +7,16 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner import units
 from planner.cli.output import print_json
 from planner.errors import PlannerError
 from planner.results import RESULTS_NAME, Status, read_results, to_data
 from planner.results.view import model_inputs
+
+if TYPE_CHECKING:
+    from planner.pipeline.options import PlanOptions
 
 
 def _load(args: argparse.Namespace):
@@ -214,6 +218,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         return cmd_plan_host(args)
     options = plan_options(args)
+    from planner.models.llm import is_llm_folder
+
+    if is_llm_folder(options.model):
+        return _plan_llm(options, args)
     budget_s = plan_budget_s(options.budget_s, quick=options.quick)
     with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
         if args.engine == "subprocess":
@@ -225,6 +233,35 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from planner.cli.output import print_outcome
 
     return print_outcome(outcome, json_out=args.json)
+
+
+def _plan_llm(options: "PlanOptions", args: argparse.Namespace) -> int:
+    """Plan a decoder LLM folder (planner.llm): its own method, token by token."""
+    from planner.cli.progress import CliProgress
+    from planner.llm.plan import QUICK_BUDGET_S, LlmOptions, run_llm_plan
+
+    if args.engine == "subprocess":
+        raise PlannerError("--engine subprocess does not run decoder LLM plans yet",
+                           "leave --engine out: the LLM plan measures each candidate in its own process anyway")
+    llm = LlmOptions(folder=Path(options.model), out=options.out, quick=options.quick, budget_s=options.budget_s,
+                     prompt_lengths=options.prompt_lengths, new_tokens=options.new_tokens, context=options.context,
+                     text=options.text, gguf=options.gguf, plugins=options.plugins, device=options.device,
+                     timeout_s=max(options.timeout_s, 600.0))
+    budget_s = options.budget_s or (QUICK_BUDGET_S if options.quick else None)
+    with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
+        outcome = run_llm_plan(llm, on_event=progress)
+    plan = outcome.plan
+    if args.json and plan is not None:
+        print_json(to_data(plan))
+    elif plan is not None:
+        winner = plan.candidate(plan.winner) if plan.winner else None
+        if winner is not None and winner.timings is not None:
+            print(f"Chosen: {winner.title}: {winner.timings.decode_tokens_per_s:.1f} tokens/s, TPOT p50 "
+                  f"{winner.timings.tpot_p50_ms:.2f} ms")
+        else:
+            print(f"No candidate chosen: {plan.decision}")
+        print(f"Wrote {outcome.out_dir}/results.json and {outcome.report_path}")
+    return 0 if plan is not None and plan.status == "ok" else 1
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -66,6 +66,13 @@ def _at_least_0(text: str) -> int:
     return max(0, int(text))
 
 
+def _lengths(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in str(text).split(",") if p.strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a list of token counts: write e.g. 32,128,512") from None
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
@@ -161,6 +168,27 @@ class PlanOptions:
              "the first output as a numpy array. Raw samples come from samples() or a SAMPLES list in FILE.py, else "
              "the files of --val-data (as paths). The checklist then answers whether the model or the work around it "
              "is the bottleneck (runs your code: needs --trust-code)")
+
+    # A decoder LLM (a Hugging Face causal-LM folder as --model): planner.llm.plan.
+    prompt_lengths: tuple[int, ...] = option(
+        (32, 128, 512), names=("--prompt-lengths",), convert=_lengths, metavar="N,N,...",
+        help="decoder LLMs: the prompt lengths in tokens to time the first token at (default 32,128,512; lengths past "
+             "the model's limit are left out)")
+    new_tokens: int | None = option(
+        None, names=("--new-tokens",), parse=int, metavar="N",
+        help="decoder LLMs: tokens generated per timed call (default 64 with --quick, else 128)")
+    context: int | None = option(
+        None, names=("--context",), parse=int, metavar="TOKENS",
+        help="decoder LLMs: the context length to plan memory (the KV cache) for (default: the longest prompt plus "
+             "--new-tokens)")
+    text: Path | None = option(
+        None, names=("--text",), convert=Path, carry=Carry.REFUSED, metavar="FILE",
+        help="decoder LLMs: an English text file to score perplexity and KL on (default: Python's bundled pydoc "
+             "topics)")
+    gguf: Path | None = option(
+        None, names=("--gguf",), convert=Path, carry=Carry.REFUSED, metavar="FILE",
+        help="decoder LLMs: a GGUF file of the same model (Q8_0, Q4_K_M...) for llama.cpp to measure")
+
 
 REQUIREMENT_FLAGS: tuple[tuple[str, Flag], ...] = (
     ("latency_ms", Flag(("--latency-ms",), "latency SLA in ms", parse=float)),
