@@ -154,6 +154,46 @@ def tiny_plan(tmp_path_factory):
     return out, code, stdout
 
 
+def _shared_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder made once for the whole test run (the first xdist worker makes it under a file lock; the others
+    wait and reuse it), or once for this session without xdist."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        make(out)
+        return out
+    import shutil
+
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    out, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            make(out)
+            done.write_text("ok")
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory) -> Path:
+    """A tiny random Llama saved as a Hugging Face folder (2 layers, hidden 64, 4 heads, 2 KV heads, a 512-token
+    BPE vocabulary trained on the bundled text), built once per test run; nothing may write into it."""
+    from planner.llm.random_model import build_random_llm
+
+    return _shared_once(tmp_path_factory, "tiny-llm", lambda out: build_random_llm(out, "tiny") and None)
+
+
+@pytest.fixture(scope="session")
+def tiny_llm_plan(tmp_path_factory, tiny_llm):
+    """One real `planner plan --model TINY_LLM --quick` with every LLM runtime installed here: (folder, exit status,
+    stdout). Measured once per test run; nothing may write into its folder."""
+    out, code, stdout, _ = _plan_once(tmp_path_factory, "tiny-llm-plan", [
+        "plan", "--model", str(tiny_llm), "--quick", "--prompt-lengths", "16,64", "--new-tokens", "16"])
+    return out, code, stdout
+
+
 @pytest.fixture(scope="session")
 def digits_pipeline_plan(tmp_path_factory):
     """One real `planner plan --model demo:digits --target cpu --quick --confirm 0 --no-deploy` with ONNX Runtime

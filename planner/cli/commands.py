@@ -148,6 +148,10 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Load a model and print what was loaded."""
+    from planner.models.llm import is_model_folder
+
+    if is_model_folder(args.model):
+        return _inspect_llm(args)
     model = _load(args)
     data = model.describe()
     if args.json:
@@ -161,6 +165,28 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"Runtime     {data['runtime']}")
     for note in data["notes"]:
         print(f"Note        {note}")
+    return 0
+
+
+def _inspect_llm(args: argparse.Namespace) -> int:
+    """A decoder LLM folder's facts, read from its config and weight headers (nothing is loaded)."""
+    import dataclasses
+
+    from planner.models.llm import kv_cache_bytes, read_llm_folder
+
+    facts = read_llm_folder(args.model)
+    if args.json:
+        print_json({**dataclasses.asdict(facts), "kind": "decoder-llm"})
+        return 0
+    print(f"Model       {facts.folder} (a decoder LLM: {facts.architecture})")
+    print(f"Layers      {facts.layers}, hidden size {facts.hidden}, feed-forward {facts.intermediate}")
+    print(f"Attention   {facts.heads} heads sharing {facts.kv_heads} key/value heads, head size {facts.head_size}")
+    print(f"Vocabulary  {facts.vocab:,} tokens; context limit {facts.context:,} tokens")
+    print(f"Parameters  {facts.parameters:,}")
+    print(f"Weights     {units.size(facts.weight_bytes)} as stored ({facts.stored_dtype})")
+    print(f"KV cache    {units.size(kv_cache_bytes(facts, 1000, 2.0))} per 1,000 tokens at 16 bits "
+          "(2 x layers x KV heads x head size x 2 bytes)")
+    print("Plan it     planner plan --model " + facts.folder + " --quick")
     return 0
 
 
@@ -218,10 +244,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         return cmd_plan_host(args)
     options = plan_options(args)
-    from planner.models.llm import is_llm_folder
+    from planner.models.llm import is_model_folder
 
-    if is_llm_folder(options.model):
-        return _plan_llm(options, args)
+    if is_model_folder(options.model):
+        return _plan_llm(options, args)  # a causal LM, or a clear error saying why the folder is not one
     budget_s = plan_budget_s(options.budget_s, quick=options.quick)
     with CliProgress(enabled=True, budget_s=budget_s, verbose=args.verbose) as progress:
         if args.engine == "subprocess":
@@ -325,6 +351,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     if path.is_dir():
         # The plan's out folder, as `planner plan` prints it: its results.json.
         path = path / RESULTS_NAME
+    from planner.llm.results import is_llm_results
+
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = None  # read_results says what is wrong with it
+    if is_llm_results(data):
+        from planner.llm.report import write_report
+        from planner.llm.results import read_llm_plan
+
+        out = Path(args.out) if args.out else path.parent
+        print(f"Wrote {write_report(read_llm_plan(path), out)}")
+        return 0
     results = read_results(path)  # a file that does not fit says which field, and what to do
     out = Path(args.out) if args.out else path.parent
     report = render_report_files(results, out)

@@ -70,6 +70,14 @@ def kv_cache_bytes(facts: LlmFacts, tokens: int, bytes_per_value: float = 2.0) -
     return int(2 * facts.layers * facts.kv_heads * facts.head_size * bytes_per_value * tokens)
 
 
+def is_model_folder(text: str | Path) -> bool:
+    """Whether `text` names a Hugging Face model folder (one with a config.json): the LLM plan's to take or refuse."""
+    try:
+        return Path(text).is_dir() and (Path(text) / "config.json").is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def is_llm_folder(text: str | Path) -> bool:
     """Whether `text` names a folder whose config declares a causal-LM architecture (cheap: reads config.json only)."""
     config = Path(text) / "config.json"

@@ -83,7 +83,8 @@ def parse_source(text: str) -> ModelSource:
     suffix_kind = _SUFFIX_KINDS.get(path.suffix.lower())
     kind = sniff_kind(path, onnx_likely=suffix_kind is not SourceKind.ONNX) or suffix_kind
     if kind is None:
-        what = ("its content is none of these" if path.is_file() else "it is a folder, not a model file"
+        what = ("its content is none of these" if path.is_file() else "it is a folder with no config.json: a decoder "
+                "LLM is a Hugging Face folder with config.json, *.safetensors and tokenizer files"
                 if path.is_dir() else "there is no such file")
         raise ModelLoadError(f"cannot tell what kind of model {text!r} is ({what})",
                              f"use one of: {SOURCE_HELP}")
