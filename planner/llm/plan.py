@@ -279,9 +279,9 @@ class LlmPlanRun:
         reference = str(work / "original-logprobs.npy")
         records: list[LlmCandidate] = []
         baseline: LlmMeasurement | None = None
-        ctx_data = dict(threads=threads, quick=self.options.quick, gguf=self.options.gguf)
         for plugin in self._plugins():
-            ctx = LlmContext(facts=self.facts, workdir=work / plugin.name, **ctx_data)
+            ctx = LlmContext(facts=self.facts, workdir=work / plugin.name, threads=threads, quick=self.options.quick,
+                             gguf=self.options.gguf)
             reasons = plugin.check(self.facts, ctx)
             if reasons:
                 records.append(LlmCandidate(label=plugin.title or plugin.name, plugin=plugin.name,

@@ -147,13 +147,13 @@ def _candidates_table(plan: LlmPlan, measured: list[LlmCandidate]) -> list[str]:
         lines.append("| " + " | ".join([c.title + mark, c.weights, c.kv] + [_ttft(c, n) for n in lengths] + [
             f"{_ms(t.tpot_p50_ms)} / {_ms(t.tpot_p90_ms)}", f"{t.decode_tokens_per_s:.1f}", share,
             _memory_at(plan, c), change, kl, verdict]) + " |")
-    greedy = [c for c in measured if c.fidelity and c.fidelity.greedy and c.fidelity.verdict != "reference"]
+    greedy = [(c, c.fidelity.greedy) for c in measured
+              if c.fidelity and c.fidelity.greedy and c.fidelity.verdict != "reference"]
     if greedy:
-        g0 = greedy[0].fidelity.greedy  # type: ignore[union-attr]
+        g0 = greedy[0][1]
         lines += ["", f"Greedy generations ({g0.prompts} prompts, {g0.tokens_each} tokens each) against the "
                   "original's:"]
-        for c in greedy:
-            g = c.fidelity.greedy  # type: ignore[union-attr]
+        for c, g in greedy:
             firsts = [i for i in g.first_divergence if i is not None]
             first = f"first differing token at position {min(firsts)} at the earliest" if firsts else "none differ"
             lines.append(f"- {c.title}: {g.identical} of {g.prompts} identical, {g.share_differing:.0%} of tokens "

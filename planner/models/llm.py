@@ -117,7 +117,8 @@ def read_llm_folder(folder: str | Path) -> LlmFacts:
     if not shards:
         raise ModelLoadError(f"{folder} has no *.safetensors weights",
                              "save the model with model.save_pretrained(folder) (safetensors is its default)")
-    parameters, weight_bytes, by_dtype = 0, 0, {}
+    parameters, weight_bytes = 0, 0
+    by_dtype: dict[str, int] = {}
     for shard in shards:
         for entry in _safetensors_header(shard).values():
             if not isinstance(entry, dict) or "shape" not in entry:
@@ -128,7 +129,8 @@ def read_llm_folder(folder: str | Path) -> LlmFacts:
             size = count * _DTYPE_BYTES.get(str(entry.get("dtype")), 4)
             parameters += count
             weight_bytes += size
-            by_dtype[entry.get("dtype")] = by_dtype.get(entry.get("dtype"), 0) + size
+            dtype = str(entry.get("dtype"))
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + size
     try:
         heads = int(cfg["num_attention_heads"])
         hidden = int(cfg["hidden_size"])
@@ -145,7 +147,14 @@ def read_llm_folder(folder: str | Path) -> LlmFacts:
         context=int(cfg.get("max_position_embeddings") or 2048), parameters=parameters, weight_bytes=weight_bytes,
         stored_dtype=str(max(by_dtype, key=lambda k: by_dtype[k])) if by_dtype else "F32",
         tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        bos_token_id=cfg.get("bos_token_id"), eos_token_id=eos[0] if isinstance(eos, list) and eos else eos)
+        bos_token_id=_token_id(cfg.get("bos_token_id")), eos_token_id=_token_id(eos))
+
+
+def _token_id(value: object) -> int | None:
+    """A config's token id: an int, the first of a list (several end tokens), or None."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value if isinstance(value, int) else None
 
 
 def _safetensors_header(path: Path) -> dict:
