@@ -178,11 +178,13 @@ def _shared_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> P
 
 @pytest.fixture(scope="session")
 def tiny_llm(tmp_path_factory) -> Path:
-    """A tiny random Llama saved as a Hugging Face folder (2 layers, hidden 64, 4 heads, 2 KV heads, a 512-token
-    BPE vocabulary trained on the bundled text), built once per test run; nothing may write into it."""
+    """A tiny Llama saved as a Hugging Face folder (2 layers, hidden 64, 4 heads, 2 KV heads, a 512-token BPE
+    vocabulary), trained for 300 steps on the bundled text so its distributions are peaked as a real model's (random
+    weights hide what quantization does); built once per test run (~20 s); nothing may write into it."""
     from planner.llm.random_model import build_random_llm
 
-    return _shared_once(tmp_path_factory, "tiny-llm", lambda out: build_random_llm(out, "tiny") and None)
+    return _shared_once(tmp_path_factory, "tiny-llm", lambda out: build_random_llm(out, "tiny", train_steps=300)
+                        and None)
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,11 @@ SHAPES: dict[str, dict] = {
 }
 
 
-def build_random_llm(folder: Path, shape: str = "tiny", *, seed: int = 0, vocab: int | None = None) -> Path:
-    """Save a random-weight LlamaForCausalLM of `shape` (a SHAPES key) and its tokenizer into `folder`."""
+def build_random_llm(folder: Path, shape: str = "tiny", *, seed: int = 0, vocab: int | None = None,
+                     train_steps: int = 0) -> Path:
+    """Save a LlamaForCausalLM of `shape` (a SHAPES key) and its tokenizer into `folder`: random weights, or trained
+    for `train_steps` steps on the bundled text (a trained model's distributions are peaked, as real ones are, so
+    quantization shows in its perplexity and KL; a random model's are nearly flat and hide it)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -48,5 +51,26 @@ def build_random_llm(folder: Path, shape: str = "tiny", *, seed: int = 0, vocab:
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=max(size, fast.vocab_size), bos_token_id=0, eos_token_id=1, **settings)
     model = LlamaForCausalLM(config)
+    if train_steps:
+        _train(model, fast(text, add_special_tokens=False)["input_ids"], train_steps, seed)
     model.save_pretrained(folder)
     return folder
+
+
+def _train(model, ids: list[int], steps: int, seed: int, *, length: int = 128, batch: int = 16) -> None:
+    """A few hundred steps of next-token training on windows of the text (AdamW, seeded): enough to shape the
+    distributions, not to make a useful model."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    data = torch.tensor(ids)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        starts = torch.randint(0, len(data) - length - 1, (batch,), generator=generator)
+        windows = torch.stack([data[s:s + length] for s in starts.tolist()])
+        loss = model(windows, labels=windows).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
