@@ -58,4 +58,4 @@ def test_what_an_ssh_run_does_with_each_local_file_is_declared():
     assert [name for name, _ in carried(Carry.MODEL)] == ["model"]
     assert [name for name, _ in carried(Carry.SHIP)] == ["requirements_file"]
     assert [name for name, _ in carried(Carry.HOST_OUT)] == ["out"]
-    assert {name for name, _ in carried(Carry.REFUSED)} == {"val_data", "val_transform", "pipeline"}
+    assert {name for name, _ in carried(Carry.REFUSED)} == {"val_data", "val_transform", "pipeline", "text", "gguf"}
