@@ -90,6 +90,21 @@ def test_fp32_greedy_tokens_equal_pytorch_fp32(built, prompt, torch_session):
     assert session.generate(prompt, 16).tokens == torch_session.generate(prompt, 16).tokens
 
 
+def test_greedy_decoding_steps_past_an_end_token_as_pytorch_does(built, prompt, torch_session, tmp_path):
+    import shutil
+
+    plugin, facts, specs, _, _ = built
+    expected = torch_session.generate(prompt, 12).tokens
+    # A copy whose end token is the third token greedy decoding picks: ORT GenAI's search stops there.
+    folder = tmp_path / "model"
+    shutil.copytree(specs["fp32"].artifacts["model"], folder)
+    config = json.loads((folder / "genai_config.json").read_text())
+    config["model"]["eos_token_id"] = expected[2]
+    (folder / "genai_config.json").write_text(json.dumps(config))
+    spec = LlmSpec(plugin.name, "eos", threads=THREADS, config=specs["fp32"].config, artifacts={"model": str(folder)})
+    assert plugin.open(spec, facts).generate(prompt, 12).tokens == expected
+
+
 def test_fp32_scores_every_position_like_pytorch(built, prompt, torch_session):
     plugin, facts, specs, _, _ = built
     logits = plugin.open(specs["fp32"], facts).score(prompt)
