@@ -213,6 +213,8 @@ class OpenVinoGenAiPlugin(LlmPlugin):
 
         threads = ctx.threads
         suffix = f" {threads}t"
+        if ctx.cancel():
+            return
         try:
             fp32 = self._export(ctx)
         except Exception as exc:  # noqa: BLE001 - optimum raises many types for an architecture it cannot export
