@@ -338,7 +338,8 @@ class LlmPlanRun:
                                    reference=reference if baseline is not None else "",
                                    deadline_s=max(10.0, left / 3) if left is not None else 0.0)
         self.log(f"Measuring {described.title}", stage="measure")
-        done = run_isolated(measure_candidate, spec, self.facts.folder, mine, timeout_s=self.options.timeout_s,
+        log = self.out_dir / "artifacts" / "measure.log" if self.out_dir else None
+        done = run_isolated(_measure, spec, self.facts.folder, mine, log, timeout_s=self.options.timeout_s,
                             env=_thread_env(spec.threads))
         if done.status != "ok":
             self.warn(f"{described.title}: {done.status}: {done.reason}")
@@ -436,12 +437,33 @@ def _thread_env(threads: int | None) -> dict[str, str]:
     return {**quiet, "OMP_NUM_THREADS": str(threads)} if threads else quiet
 
 
+def _output_to(log: Path) -> None:
+    """Send this worker's stdout and stderr (native libraries' too) to `log`: exporters and quantizers print tables
+    and progress bars that would break the plan's own progress lines; the log keeps them for a failure."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    handle = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(handle, 1)
+    os.dup2(handle, 2)
+    os.close(handle)
+
+
 def _build(plugin_name: str, facts: LlmFacts, workdir: Path, threads: int, quick: bool,
            gguf: Path | None) -> list[LlmSpec | LlmSkip]:
-    """In a worker: a plugin's candidates, built (exports, quantization) under `workdir`."""
+    """In a worker: a plugin's candidates, built (exports, quantization) under `workdir` (output in build.log)."""
+    _output_to(Path(workdir) / "build.log")
     plugin = load_plugin(plugin_name)
     ctx = LlmContext(facts=facts, workdir=workdir, threads=threads, quick=quick, gguf=gguf)
     return list(plugin.candidates(ctx))
+
+
+def _measure(spec: LlmSpec, folder: str, settings: MeasureSettings, log: Path | None) -> LlmMeasurement:
+    """In a worker: measure one candidate, its runtime's own output sent to `log`."""
+    if log is not None:
+        _output_to(log)
+    return measure_candidate(spec, folder, settings)
 
 
 def _quantile(values: list[float], q: float) -> float:
