@@ -37,7 +37,9 @@ def _ms(values) -> float:
 
 
 def time_candidate(spec, folder: str, prompt: list[int], new: int, calls: int, ort_method: bool) -> dict:
-    """In a worker: the planner's timing (median TTFT, median gap) and the runtime's own for the same settings."""
+    """In a worker: per call, the planner's TTFT and mean gap beside the runtime's own figures for the same settings
+    (OpenVINO GenAI: PerfMetrics of the very same call; ONNX Runtime GenAI: model_benchmark's loop, run in turns with
+    the planner's calls so a slow spell of the machine touches both alike)."""
     from planner.llm.timing import load_plugin
     from planner.models.llm import read_llm_folder
 
@@ -45,48 +47,55 @@ def time_candidate(spec, folder: str, prompt: list[int], new: int, calls: int, o
     plugin = load_plugin(spec.plugin)
     session = plugin.open(spec, facts)
     session.generate(prompt, 8)
-    ttft, gaps, runtime_ttft, runtime_tpot = [], [], [], []
+    model = _ort_model(spec) if ort_method else None
+    if model is not None:
+        _ort_model_benchmark(model, prompt, new)  # its warm-up (model_benchmark's -w 1)
+    ttft, gap_means, gaps, runtime_ttft, runtime_tpot = [], [], [], [], []
     for _ in range(calls):
         out = session.generate(prompt, new)
         ttft.append(out.times_s[0] * 1e3)
-        gaps += list(np.diff(out.times_s) * 1e3)
+        diffs = list(np.diff(out.times_s) * 1e3)
+        gaps += diffs
+        gap_means.append(float(np.mean(diffs)))
         info = session.info()
-        if "runtime_ttft_ms" in info:
+        if model is not None:
+            prefill, tokens = _ort_model_benchmark(model, prompt, new)
+            runtime_ttft.append(prefill)
+            runtime_tpot.append(float(np.mean(tokens)))
+        elif "runtime_ttft_ms" in info:
             runtime_ttft.append(float(info["runtime_ttft_ms"]))
             runtime_tpot.append(float(info["runtime_tpot_ms"]))
-    kv = session.kv_cache()
-    if ort_method:
-        runtime_ttft, runtime_tpot = _ort_model_benchmark(spec, prompt, new, calls)
-    return {"ttft": _ms(ttft), "tpot": _ms(gaps), "tpot_mean": float(np.mean(gaps)),
+    return {"ttft": _ms(ttft), "tpot": _ms(gaps), "ttft_mean": float(np.mean(ttft)),
+            "tpot_mean": float(np.mean(gap_means)),
             "runtime_ttft": float(np.mean(runtime_ttft)) if runtime_ttft else None,
-            "runtime_tpot": float(np.mean(runtime_tpot)) if runtime_tpot else None, "kv": kv, "info": session.info()}
+            "runtime_tpot": float(np.mean(runtime_tpot)) if runtime_tpot else None,
+            "kv": session.kv_cache(), "info": session.info()}
 
 
-def _ort_model_benchmark(spec, prompt: list[int], new: int, calls: int) -> tuple[list[float], list[float]]:
-    """ORT GenAI's model_benchmark loop, in Python: AppendTokens timed as prompt processing, then each
+def _ort_model(spec):
+    import onnxruntime_genai as og
+
+    return og.Model(spec.artifacts["model"])
+
+
+def _ort_model_benchmark(model, prompt: list[int], new: int) -> tuple[float, list[float]]:
+    """One call of ORT GenAI's model_benchmark loop, in Python: AppendTokens timed as prompt processing, then each
     GenerateNextToken after the first (which only samples the prefill's logits) timed as token generation."""
     import onnxruntime_genai as og
 
-    model = og.Model(spec.artifacts["model"])
-    prompt_times, token_times = [], []
-    ids = np.asarray(prompt, dtype=np.int32)
-    for turn in range(calls + 1):
-        params = og.GeneratorParams(model)
-        params.set_search_options(max_length=len(prompt) + new, min_length=len(prompt) + new, do_sample=False)
-        generator = og.Generator(model, params)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(prompt) + new, min_length=len(prompt) + new, do_sample=False)
+    generator = og.Generator(model, params)
+    start = time.perf_counter()
+    generator.append_tokens(np.asarray(prompt, dtype=np.int32))
+    prefill = (time.perf_counter() - start) * 1e3
+    generator.generate_next_token()  # sampling only
+    gaps = []
+    while not generator.is_done():
         start = time.perf_counter()
-        generator.append_tokens(ids)
-        prefill = time.perf_counter() - start
-        generator.generate_next_token()  # sampling only
-        gaps = []
-        while not generator.is_done():
-            start = time.perf_counter()
-            generator.generate_next_token()
-            gaps.append(time.perf_counter() - start)
-        if turn:  # the first call warms up, as model_benchmark's -w 1
-            prompt_times.append(prefill * 1e3)
-            token_times += [g * 1e3 for g in gaps]
-    return prompt_times, token_times
+        generator.generate_next_token()
+        gaps.append((time.perf_counter() - start) * 1e3)
+    return prefill, gaps
 
 
 def main() -> int:
@@ -106,7 +115,7 @@ def main() -> int:
     from planner.llm.corpus import bundled_text
     from planner.llm.random_model import build_random_llm
     from planner.measure.worker import run_isolated
-    from planner.models.llm import kv_cache_bytes, read_llm_folder
+    from planner.models.llm import KV_VALUE_BYTES, kv_cache_bytes_at, read_llm_folder
     from planner.plugins.llm import LlmContext, LlmSpec
 
     hw = detect()
@@ -145,25 +154,26 @@ def main() -> int:
             continue
         r = done.value
         per_token = facts.read_bytes_per_token(spec.weights, args.prompt + args.new // 2,
-                                               {"fp32": 4.0, "bf16": 2.0, "u8": 1.0}.get(spec.kv, 2.0))
+                                               KV_VALUE_BYTES.get(spec.kv, 2.0))
         tps = 1000 / r["tpot"]
         kv = r["kv"]
-        kv_value = {"fp32": 4.0, "bf16": 2.0, "u8": 1.0}.get(spec.kv, 2.0)
-        predicted = kv_cache_bytes(facts, kv[1], kv_value) if kv else None
+        predicted = kv_cache_bytes_at(facts, kv[1], spec.kv) if kv else None
         rows.append((spec.label, r, tps, tps * per_token / roof.bytes_per_s, kv, predicted))
     print()
-    print("| Candidate | TTFT planner | TTFT runtime | diff | TPOT planner (p50 / mean) | TPOT runtime | diff (mean) | "
+    print("Means over the timed calls, the planner's and the runtime's for the same calls (or in turns); the planner's "
+          "report gives medians (p50), shown in brackets.")
+    print("| Candidate | TTFT planner | TTFT runtime | diff | TPOT planner | TPOT runtime | diff | "
           "tokens/s | share of roof | KV measured | KV predicted | diff |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, r, tps, share, kv, predicted in rows:
         rt, rp = r["runtime_ttft"], r["runtime_tpot"]
-        d_ttft = f"{r['ttft'] / rt - 1:+.1%}" if rt else "–"
+        d_ttft = f"{r['ttft_mean'] / rt - 1:+.1%}" if rt else "–"
         d_tpot = f"{r['tpot_mean'] / rp - 1:+.1%}" if rp else "–"
         kv_text = (f"{kv[0] / 2**20:.2f} MiB @{kv[1]} | {predicted / 2**20:.2f} MiB | {kv[0] / predicted - 1:+.1%}"
                    if kv and predicted else "not exposed | – | –")
-        print(f"| {label} | {r['ttft']:.1f} ms | {f'{rt:.1f} ms' if rt else '–'} | {d_ttft} | {r['tpot']:.2f} / "
-              f"{r['tpot_mean']:.2f} ms | {f'{rp:.2f} ms' if rp else '–'} | {d_tpot} | {tps:.1f} | {share:.0%} | "
-              f"{kv_text} |")
+        print(f"| {label} | {r['ttft_mean']:.1f} ms ({r['ttft']:.1f}) | {f'{rt:.1f} ms' if rt else '–'} | {d_ttft} | "
+              f"{r['tpot_mean']:.2f} ms ({r['tpot']:.2f}) | {f'{rp:.2f} ms' if rp else '–'} | {d_tpot} | {tps:.1f} | "
+              f"{share:.0%} | {kv_text} |")
     return 0
 
 

@@ -24,12 +24,18 @@ from planner.events import CancelToken, Event, EventSink, null_sink
 from planner.llm.fidelity import KL_LIMIT, PERPLEXITY_CHANGE_LIMIT, judge, reference_fidelity
 from planner.llm.results import BoardProjection, KvPoint, LlmCandidate, LlmPlan, Timings, write_llm_plan
 from planner.llm.timing import LlmMeasurement, MeasureSettings, load_plugin, measure_candidate
-from planner.models.llm import WEIGHT_BYTES, LlmFacts, kv_cache_bytes, read_llm_folder
+from planner.models.llm import (
+    KV_VALUE_BYTES,
+    WEIGHT_BYTES,
+    LlmFacts,
+    kv_cache_bytes,
+    kv_cache_bytes_at,
+    read_llm_folder,
+)
 from planner.plugins.llm import LLM_GROUP, LlmContext, LlmSkip, LlmSpec
 
 QUICK_BUDGET_S = 300.0
 """A quick LLM plan's default time cap: the exports (one per runtime) dominate it."""
-_KV_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "u8": 1.0, "i8": 1.0, "int8": 1.0}
 _MEMORY_HEADROOM = 1.3  # a loaded model's resident memory over its weights (runtime, buffers, the tokenizer)
 
 
@@ -353,13 +359,13 @@ class LlmPlanRun:
                              ppl_limit=self.options.ppl_limit, kl_limit=self.options.kl_limit)
         else:
             fidelity = None
-        kv_value = _KV_BYTES.get(spec.kv, 2.0)
-        points = tuple(KvPoint(tokens=tokens, predicted_bytes=kv_cache_bytes(self.facts, tokens, kv_value),
+        kv_value = KV_VALUE_BYTES.get(spec.kv, 2.0)
+        points = tuple(KvPoint(tokens=tokens, predicted_bytes=kv_cache_bytes_at(self.facts, tokens, spec.kv),
                                measured_bytes=size) for size, tokens in
                        (measured.kv_measured[n] for n in sorted(measured.kv_measured)))
         if not points:
             held = [n + settings.new_tokens - 1 for n in sorted(settings.prompts)]
-            points = tuple(KvPoint(tokens=n, predicted_bytes=kv_cache_bytes(self.facts, n, kv_value),
+            points = tuple(KvPoint(tokens=n, predicted_bytes=kv_cache_bytes_at(self.facts, n, spec.kv),
                                    measured_bytes=None) for n in held)
         decode_context = max(settings.prompts) + settings.new_tokens // 2
         per_token = self.facts.read_bytes_per_token(spec.weights if spec.weights in WEIGHT_BYTES else "fp32",
@@ -492,8 +498,7 @@ def _project(board, plan: LlmPlan, facts: LlmFacts) -> BoardProjection:
         if c.status != "measured" or not c.bytes_per_token:
             continue
         speeds[c.label] = rate / c.bytes_per_token
-        memory = facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes(
-            facts, plan.context, _KV_BYTES.get(c.kv, 2.0))
+        memory = facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes_at(facts, plan.context, c.kv)
         fits[c.label] = memory * _MEMORY_HEADROOM <= board.memory_gb * (1 << 30)
     basis = (f"an estimate: the {board.title}'s datasheet memory bandwidth ({board.bandwidth_gbs:g} GB/s) over the "
              "bytes each candidate reads per decoded token; real decoding reaches a share of it, as here")

@@ -45,11 +45,10 @@ def _fidelity_cells(c: LlmCandidate) -> tuple[str, str, str]:
 
 def _memory_at(plan: LlmPlan, c: LlmCandidate) -> str:
     """Weights at the candidate's precision plus its KV cache at the planned context: an estimate from the config."""
-    from planner.models.llm import WEIGHT_BYTES, kv_cache_bytes
+    from planner.models.llm import WEIGHT_BYTES, kv_cache_bytes_at
 
-    kv_value = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "u8": 1.0}.get(c.kv, 2.0)
-    total = plan.facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes(plan.facts, plan.context,
-                                                                                      kv_value)
+    total = plan.facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes_at(plan.facts, plan.context,
+                                                                                         c.kv)
     return _size(total)
 
 
@@ -175,8 +174,9 @@ def _kv_section(plan: LlmPlan, measured: list[LlmCandidate]) -> list[str]:
     f = plan.facts
     lines = ["## KV cache", "",
              f"Predicted from the config: 2 (keys and values) x {f.layers} layers x {f.kv_heads} KV heads x "
-             f"{f.head_size} values x bytes per value x tokens; measured from the runtime's own cache tensors after "
-             "a generation.", "", "| Candidate | Tokens held | Predicted | Measured | Difference |",
+             f"{f.head_size} values x bytes per value x tokens (an 8-bit cache adds a scale and a zero point per head "
+             "and token); measured from the runtime's own cache after a generation (OpenVINO's in whole blocks of "
+             "32 tokens).", "", "| Candidate | Tokens held | Predicted | Measured | Difference |",
              "|---|---|---|---|---|"]
     for c in measured:
         for p in c.kv_points[-1:]:  # the longest context: where a difference would show

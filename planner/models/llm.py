@@ -70,6 +70,20 @@ def kv_cache_bytes(facts: LlmFacts, tokens: int, bytes_per_value: float = 2.0) -
     return int(2 * facts.layers * facts.kv_heads * facts.head_size * bytes_per_value * tokens)
 
 
+KV_VALUE_BYTES = {"fp32": 4.0, "f32": 4.0, "bf16": 2.0, "fp16": 2.0, "f16": 2.0, "u8": 1.0, "i8": 1.0, "int8": 1.0}
+"""Bytes per cached key or value element, by the KV cache's precision."""
+KV_SCALE_BYTES = 8
+"""An 8-bit KV cache also stores a scale and a zero point (fp32) per head and token (OpenVINO's u8 cache)."""
+
+
+def kv_cache_bytes_at(facts: LlmFacts, tokens: int, kv: str) -> int:
+    """The KV cache's bytes for `tokens` at precision `kv` (fp32, bf16, fp16, u8): the formula of `kv_cache_bytes`,
+    plus an 8-bit cache's scales and zero points."""
+    per_value = KV_VALUE_BYTES.get(kv, 2.0)
+    extra = KV_SCALE_BYTES if per_value == 1.0 else 0
+    return int(2 * facts.layers * facts.kv_heads * tokens * (facts.head_size * per_value + extra))
+
+
 def is_model_folder(text: str | Path) -> bool:
     """Whether `text` names a Hugging Face model folder (one with a config.json): the LLM plan's to take or refuse."""
     try:

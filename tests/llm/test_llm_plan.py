@@ -101,3 +101,32 @@ def test_planning_a_folder_that_is_not_a_causal_lm_fails_before_measuring(cli, t
     code, _, err = cli("plan", "--model", str(tmp_path), "--quick", "--out", str(tmp_path / "out"))
     assert code == 2 and "not a causal language model" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_board_projection_is_an_estimate_from_its_bandwidth(tiny_llm_plan):
+    from planner.hardware.boards import get_profile
+    from planner.llm.plan import _project
+
+    out, _, _ = tiny_llm_plan
+    plan = read_llm_plan(out)
+    board = get_profile("rpi5")
+    projection = _project(board, plan, plan.facts)
+    assert "an estimate" in projection.basis and "datasheet" in projection.basis
+    for label, speed in projection.tokens_per_s.items():
+        c = plan.candidate(label)
+        assert speed == pytest.approx(board.bandwidth_gbs * 1e9 / c.bytes_per_token)
+        assert projection.fits[label]  # a 0.5 MiB model fits any board
+
+
+def test_a_cancelled_plan_keeps_its_record_and_says_interrupted(tiny_llm, tmp_path):
+    from planner.events import CancelToken
+    from planner.llm.plan import run_llm_plan
+
+    cancel = CancelToken()
+    cancel.cancel()
+    outcome = run_llm_plan(LlmOptions(folder=tiny_llm, out=tmp_path / "out", quick=True, prompt_lengths=(16,),
+                                      new_tokens=8, plugins=("llm.torch",)), cancel=cancel)
+    plan = read_llm_plan(tmp_path / "out")
+    assert outcome.interrupted and plan.status == "interrupted"
+    assert plan.candidates and all(c.status == "not reached" for c in plan.candidates)
+    assert "stopped before it finished" in (tmp_path / "out" / "report.md").read_text()
