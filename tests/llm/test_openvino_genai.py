@@ -15,7 +15,6 @@ import pytest
 pytest.importorskip("openvino_genai", reason="OpenVINO GenAI not installed (pip install -e .[llm])")
 pytest.importorskip("nncf", reason="NNCF not installed")
 
-from planner.llm.random_model import build_random_llm  # noqa: E402
 from planner.models.llm import kv_cache_bytes, read_llm_folder  # noqa: E402
 from planner.plugins.llm import LlmContext, LlmSkip, LlmSpec  # noqa: E402
 from targets.llm.openvino_genai import OpenVinoGenAiPlugin  # noqa: E402
@@ -24,11 +23,10 @@ PROMPT = [5, 17, 42, 99, 100, 3, 7, 250, 311, 12]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The tiny Llama, and the plugin's quick candidates for it (built once for the module)."""
+def built(tmp_path_factory, tiny_llm):
+    """The tiny Llama's facts, and the plugin's quick candidates for it (built once for the module)."""
     root = tmp_path_factory.mktemp("ov_llm")
-    folder = build_random_llm(root / "tiny", "tiny")
-    facts = read_llm_folder(folder)
+    facts = read_llm_folder(tiny_llm)
     plugin = OpenVinoGenAiPlugin()
     ctx = LlmContext(facts=facts, workdir=root / "work", threads=2, quick=True)
     ctx.workdir.mkdir()

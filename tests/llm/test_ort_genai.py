@@ -15,7 +15,6 @@ import pytest
 
 pytest.importorskip("onnxruntime_genai", reason="ONNX Runtime GenAI is in the [llm] extra")
 
-from planner.llm.random_model import build_random_llm  # noqa: E402
 from planner.models.llm import kv_cache_bytes, read_llm_folder  # noqa: E402
 from planner.plugins.llm import LlmContext, LlmSkip, LlmSpec  # noqa: E402
 from targets.llm.ort_genai import OrtGenAiPlugin, last_error_line  # noqa: E402
@@ -25,11 +24,10 @@ THREADS = 2
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The tiny Llama, its facts, and the plugin's quick candidates (built once)."""
+def built(tmp_path_factory, tiny_llm):
+    """The tiny Llama's facts, and the plugin's quick candidates (built once)."""
     root = tmp_path_factory.mktemp("ort_genai")
-    folder = build_random_llm(root / "tiny", "tiny")
-    facts = read_llm_folder(folder)
+    facts = read_llm_folder(tiny_llm)
     plugin = OrtGenAiPlugin()
     ctx = LlmContext(facts, root / "work", threads=THREADS, quick=True)
     found = list(plugin.candidates(ctx))
