@@ -52,8 +52,9 @@ def _memory_at(plan: LlmPlan, c: LlmCandidate) -> str:
     return _size(total)
 
 
-def render(plan: LlmPlan) -> str:
-    """The report's Markdown."""
+def render(plan: LlmPlan, figures: dict[str, str] | None = None) -> str:
+    """The report's Markdown; `figures` names the drawn figures' files (name -> path relative to the report)."""
+    figures = figures or {}
     f = plan.facts
     measured = [c for c in plan.candidates if c.status == "measured" and c.timings]
     winner = plan.candidate(plan.winner) if plan.winner else None
@@ -67,8 +68,12 @@ def render(plan: LlmPlan) -> str:
               f"stored ({f.stored_dtype}).", ""]
     lines += _machine(plan) + [""]
     lines += _candidates_table(plan, measured) + [""]
+    if "ttft" in figures:
+        lines += [f"![Time to first token against prompt length]({figures['ttft']})", ""]
     lines += _not_measured(plan)
     lines += _kv_section(plan, measured) + [""]
+    if "memory" in figures:
+        lines += [f"![Memory against context]({figures['memory']})", ""]
     lines += _roadmap(plan, measured, base) + [""]
     if plan.board is not None:
         lines += _board(plan) + [""]
@@ -263,6 +268,8 @@ def _method(plan: LlmPlan) -> list[str]:
 
 def write_report(plan: LlmPlan, folder: Path) -> Path:
     """Write report.md into `folder`."""
+    from planner.llm.figures import draw_llm_figures
+
     path = Path(folder) / "report.md"
-    path.write_text(render(plan), encoding="utf-8")
+    path.write_text(render(plan, draw_llm_figures(plan, folder)), encoding="utf-8")
     return path
