@@ -67,11 +67,15 @@ def test_the_plan_writes_results_report_and_a_working_package(tiny_llm_plan):
     assert "tokens/s" in report and "GB/s" in report and "cache-resident" in report  # 0.5 MiB fits any cache
     data = json.loads((out / "results.json").read_text())
     assert data["kind"] == "decoder-llm"
+    for name in ("ttft", "memory"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 1000 and f"(figures/{name}.png)" in report
 
 
 def test_a_quantised_candidate_is_judged_by_perplexity_and_kl(tiny_llm_plan):
     out, _, _ = tiny_llm_plan
     plan = read_llm_plan(out)
+    int4 = [c for c in plan.candidates if c.weights == "int4" and c.status == "measured"]
+    assert int4, "no INT4 candidate was measured"
     judged = [c for c in plan.candidates if c.status == "measured" and not c.is_baseline]
     assert judged, "no candidate besides the original was measured"
     for c in judged:
