@@ -109,12 +109,12 @@ class LlmSettings(Vertical):
         return lengths, new_tokens, self.query_one("#llm-quick", Tick).value
 
     def describe(self) -> str:
-        """The settings in words, for the Optimize step's intro ('prompts of 32, 128, 512 tokens, 64 new ...')."""
+        """The settings in words, for the Optimize step's intro ('prompts of 32, 128, 512 tokens, 64 new each, ...')."""
         try:
             lengths, new_tokens, quick = self.values()
         except SettingsError:
             return "the settings in step 2 need fixing first"
-        return (f"prompts of {', '.join(str(n) for n in lengths)} tokens, {new_tokens} new tokens per call, "
+        return (f"prompts of {', '.join(str(n) for n in lengths)} tokens, {new_tokens} new each, "
                 f"{'quick' if quick else 'full'}")
 
 
@@ -145,10 +145,10 @@ def roof_text(plan: LlmPlan) -> str:
     if roof is None:
         return "The read roof could not be measured: no share of it is given."
     threads = f"{plan.threads} thread{'s' if plan.threads != 1 else ''}"
-    text = f"Read roof: {fmt.bandwidth(roof.bytes_per_s)} with {threads} (decoding a token reads every weight once)"
+    text = f"Read roof: {fmt.bandwidth(roof.bytes_per_s)} with {threads}"
     if plan.cache_resident:
-        text += "; the weights fit in the cache, so no share of it is given"
-    return text + "."
+        return text + "; the weights fit in the cache, so no candidate is given a share of it."
+    return text + " (decoding a token reads every weight once)."
 
 
 def candidate_lines(plan: LlmPlan) -> Table:
@@ -178,14 +178,12 @@ def _candidate(plan: LlmPlan, c: LlmCandidate) -> Text:
         line.append(f"\n{c.status}" + (f": {c.reason}" if c.reason else ""), style="dim")
         return line
     longest = max(t.ttft_p50_ms)
-    if plan.cache_resident:
-        share = "no roof share (cache-resident)"
-    elif c.roof_share is None:
-        share = "no roof share (roof not measured)"
-    else:
-        share = f"{fmt.pct(c.roof_share)} of the roof"
+    figures = [f"TTFT {fmt.ms(t.ttft_p50_ms[longest])} at {longest} tokens", f"TPOT p50 {fmt.ms(t.tpot_p50_ms)}",
+               units.tokens_rate(t.decode_tokens_per_s)]
+    if plan.roof is not None and not plan.cache_resident and c.roof_share is not None:
+        figures.append(f"{fmt.pct(c.roof_share)} of the roof")  # cache-resident weights: the roof line says why not
     fidelity = c.fidelity
-    verdict = _VERDICT.get(fidelity.verdict, f"fidelity {fidelity.verdict}") if fidelity else "fidelity not judged"
-    line.append(f"\nTTFT {fmt.ms(t.ttft_p50_ms[longest])} at {longest} tokens · TPOT p50 {fmt.ms(t.tpot_p50_ms)} · "
-                f"{units.tokens_rate(t.decode_tokens_per_s)} · {share} · {verdict}")
+    figures.append(_VERDICT.get(fidelity.verdict, f"fidelity {fidelity.verdict}") if fidelity else
+                   "fidelity not judged")
+    line.append("\n" + " · ".join(figures))
     return line

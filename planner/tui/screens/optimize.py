@@ -125,8 +125,8 @@ class OptimizePane(StepPane):
             self.query_one("#why", Label).display = False
             settings = self.screen.query_one(LlmSettings).describe()
             self.query_one("#intro", Label).update(
-                f"r plans {llm.name} in one run: the read roof, then each runtime's candidates, timed token by token "
-                f"and judged against the original ({settings}: step 2).")
+                f"r runs {llm.name}'s plan: the read roof, then each runtime's candidates timed token by token "
+                f"against the original; {settings} (step 2).")
             self.query_one("#run", Button).label = "Run the LLM plan (r)"
             return
         self.query_one("#run", Button).label = "Run (r)"
