@@ -14,7 +14,7 @@ from textual.widgets.selection_list import Selection
 
 from planner.results.counts import CandidateCounts
 from planner.tui.screens.base import StepPane
-from planner.tui.screens.llm import LLM_PHASES, LlmSettings, SettingsError, candidate_lines, ended_text, read_plan
+from planner.tui.screens.llm import LLM_PHASES, LlmSettings, SettingsError, candidate_lines, ended_text
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
@@ -318,12 +318,11 @@ class OptimizePane(StepPane):
     def _llm_done(self, planned: Any) -> None:
         """The LLM plan's candidates as lines, and how it ended."""
         self.query_one("#cancel", Button).disabled = True
-        plan = read_plan(planned.plan)
-        message = ended_text(plan, planned.out_dir)
-        self.query_one("#llm-candidates", Static).update(candidate_lines(plan))
-        self.query_one(RunProgress).end(message, ok=plan.status == "ok")
+        message = ended_text(planned.plan, planned.out_dir)
+        self.query_one("#llm-candidates", Static).update(candidate_lines(planned.plan))
+        self.query_one(RunProgress).end(message, ok=planned.status == "ok")
         self.query_one("#status", Label).update(message.split(":")[0])
-        self.query_one(RichLog).write(Text(f"{'✓' if plan.status == 'ok' else '!'} {message}", style="bold"))
+        self.query_one(RichLog).write(Text(f"{'✓' if planned.status == 'ok' else '!'} {message}", style="bold"))
 
     def job_failed(self, job: str, error: BaseException) -> None:
         """Say the run stopped, in place and in the log."""
