@@ -442,6 +442,14 @@ class PlannerApp(App[int]):
         """Run the loaded decoder LLM's plan (step 7's action when one is loaded)."""
         self.current_pane.run_step()
 
+    def run_llm_plan(self) -> None:
+        """Go to step 7 and run the loaded language model's plan (for the command palette); without one loaded, say
+        how to load it."""
+        if self.session.state.llm is None:
+            self.notify("No language model is loaded: load its folder in step 2 first.", title="LLM plan", timeout=5)
+            return
+        self.run_on("optimize")
+
     def run_on(self, step_id: str) -> None:
         """Go to a step and run its action (for the command palette)."""
         self.goto(step_id)
@@ -533,10 +541,11 @@ class PlannerApp(App[int]):
         for step_id, title in (("hardware", "Measure ceilings"), ("model", "Load model"),
                                ("requirements", "Apply requirements"), ("profile", "Run profile"),
                                ("checklist", "Continue with the checklist answers"),
-                               ("optimize", "Run optimize"), ("optimize", "Run the LLM plan"),
-                               ("report", "Save report")):
+                               ("optimize", "Run optimize"), ("report", "Save report")):
             step = STEP_BY_ID[step_id]
             commands.append((title, f"step {step.number}: {step.title}", partial(self.run_on, step_id)))
+        commands.append(("Run the LLM plan", "step 7, for a language model's folder loaded in step 2",
+                         self.run_llm_plan))
         commands.append(("Cancel run", "stop the profile, or the optimize or LLM plan after the current candidate",
                          self.action_cancel_run))
         commands.append(("Sort results", "step 8: sort the table by the next column", self.sort_results))

@@ -4,6 +4,7 @@ candidate, step 9 shows its report, and loading another model clears it all."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -189,3 +190,46 @@ def test_a_candidate_line_gives_its_share_of_the_read_roof_unless_the_weights_fi
     # A candidate that was not measured says why, under its title.
     stopped = {**recorded["candidates"][1], "status": "not reached", "reason": "cancelled", "timings": None}
     assert "not reached: cancelled" in shown({**recorded, "candidates": [recorded["candidates"][0], stopped]})
+
+
+def test_every_llm_screen_speaks_plain_words_and_the_help_explains_each_abbreviation(llm_app):
+    """The LLM's screens (every step after its plan, each scrolled to its end, and the report) pass the words check
+    the other models' walk passes: no snake_case name or plugin id, every abbreviation in the help's glossary."""
+    from test_tui_words import JARGON, OUTSIDE_NAMES, PROPER_NAMES, SNAKE, WORD, _abbreviation, _without_commands
+
+    from planner.plugins import discover
+    from planner.tui.screens.help import glossed
+    from planner.tui.steps import STEPS
+
+    app, _ = llm_app
+    screens: dict[str, str] = {}
+
+    async def body(pilot):
+        await _loaded(pilot)
+        await pilot.press("7", "r")
+        await wait_idle(pilot)
+        for step in STEPS:
+            await pilot.press(str(step.number))
+            await pilot.pause()
+            screens[step.id] = screen_text(app)
+            for box in [w for w in app.current_pane.query("*") if w.region.area and w.max_scroll_y > 0]:
+                box.scroll_end(animate=False)
+            await pilot.pause()
+            screens[f"{step.id} end"] = screen_text(app)
+
+    run_app(app, body)
+    plugin_ids = set(discover()[0])
+    # The architecture's class name is looked up as it is; the report's two lines of Python are copied, not read.
+    outside = OUTSIDE_NAMES | {"LlamaForCausalLM"}
+    code = re.compile(r"torch\.\w+|from_pretrained\(|\.eval\(\)")
+    found = {}
+    for name, text in screens.items():
+        text = "\n".join(line for line in _without_commands(text).splitlines() if not code.search(line))
+        words = {match.group(0) for match in JARGON.finditer(text)} | (set(SNAKE.findall(text)) - outside)
+        words |= {plugin for plugin in plugin_ids if f" {plugin} " in text}
+        words |= {word for word in WORD.findall(text) if _abbreviation(word) and word not in glossed()
+                  and word not in PROPER_NAMES | outside}
+        if words:
+            found[name] = words
+    assert found == {}, found
+    assert "TTFT" in screens["optimize"] and "★" in screens["optimize"]

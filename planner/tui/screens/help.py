@@ -64,9 +64,9 @@ GLOSSARY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("2t", "2x1t"), "2 threads; 2 parallel requests of 1 thread each"),
     (("all", "basic", "seq"), "ONNX Runtime's graph optimizations (all of them, or the basic ones) and its "
                               "sequential execution (one operator at a time)"),
-    (("fp32", "FP32", "f32", "fp16", "FP16", "bf16", "int8", "INT8"),
-     "the number format the model computes in: 32-bit float (OpenVINO writes f32), 16-bit float, 16-bit brain "
-     "float, 8-bit integer"),
+    (("fp32", "FP32", "f32", "F32", "fp16", "FP16", "bf16", "int8", "INT8"),
+     "the number format the model computes in: 32-bit float (OpenVINO writes f32, safetensors F32), 16-bit float, "
+     "16-bit brain float, 8-bit integer"),
     (("QDQ",), "an INT8 model file with explicit quantize/dequantize steps around each quantized operator"),
     (("nncf", "nncf-ac"), "OpenVINO's INT8 quantizer; '-ac' keeps the layers that lose accuracy in float"),
     (("KiB", "MiB", "GiB"), "memory in binary units: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB"),
