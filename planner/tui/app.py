@@ -467,9 +467,9 @@ class PlannerApp(App[int]):
         if held is not None:
             # The LLM plan writes results.json and report.md as it runs: s shows them.
             self.goto("report")
-            if held.report_path is None:
-                self.notify("Nothing to save yet: the LLM plan writes its report as it runs (step 7, r).",
-                            title="Save", timeout=5)
+            self.notify("The LLM plan wrote results.json and its report as it ran: it is shown here." if
+                        held.report_path else "Nothing to save yet: the LLM plan writes its report as it runs "
+                        "(step 7, r).", title="Save", timeout=5)
             return
         if self.session.baseline is None:
             first = ("load a model (step 2), then profile it (step 4)" if self.session.model is None

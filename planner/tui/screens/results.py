@@ -411,7 +411,7 @@ class ResultsPane(StepPane):
         self._fill_tables()
         if not self._candidates:
             self.query_one("#sorted", Label).update(
-                "A language model's candidates are listed on step 7 once its plan has run; its report is on step 9."
+                "A language model's candidates are on step 7, its report on step 9."
                 if llm else "Run the Optimize step (7) to measure candidates.")
             self.query_one("#candidate-detail", Static).update("")
 
