@@ -13,8 +13,9 @@ the state before it: the top-level fields whose data differ (`changed`) and thos
 sends states in the order it makes them, so a client that applies them as it reads them holds the whole results.
 
 Client → engine: `Open` (a fresh session from a model, target, requirements and folder), one command per
-session step (`Detect` … `Save`; `RunPlan` runs the whole method as `planner plan` does), `Cancel` (at the next
-safe point, or `now`: by ending the measuring process) and `Shutdown`.
+session step (`Detect` … `Save`; `RunPlan` runs the whole method as `planner plan` does), `PlanLlm` (a decoder
+LLM folder's plan, in one run: `Load` of such a folder answers its facts, an `LlmFolder`, instead of a model's
+description), `Cancel` (at the next safe point, or `now`: by ending the measuring process) and `Shutdown`.
 
 Engine → client: `Hello` (protocol and planner versions, the engine's pid, the host's hardware; a detached
 engine adds its run and folders), `EventMessage`, `Result`, `Error` (the problem, the fix, the error's kind) and
@@ -22,7 +23,7 @@ engine adds its run and folders), `EventMessage`, `Result`, `Error` (the problem
 
 An example exchange (`>` client to engine, `<` engine to client; values shortened)::
 
-    < {"type": "hello", "protocol": 3, "planner": "0.1.0", "pid": 4242, "hardware": {"cpu": {...}, ...}}
+    < {"type": "hello", "protocol": 4, "planner": "0.1.0", "pid": 4242, "hardware": {"cpu": {...}, ...}}
     > {"type": "open", "id": 1, "model": "demo:tiny", "target": "cpu", "out": "reports/tiny"}
     < {"type": "result", "id": 1, "value": {"source": "demo:tiny", "name": "tiny", "parameters": 1578, ...},
        "state": {"seq": 1, "done": ["model", "target"], "changed": {"model": {...}, ...}, ...}}
@@ -52,10 +53,11 @@ from planner.codec import to_data
 from planner.events import Event
 from planner.plugins.options import PluginOptions
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """Raised whenever a message changes in a way an older client or engine would misread (2: typed commands, one per
 step, and states that carry what changed; 3: a model loads with its validation data and output kind, which an
-older engine would drop without a word)."""
+older engine would drop without a word; 4: a decoder LLM folder loads as its facts, which an older client would
+read as a model's description, and `llm_plan` plans it)."""
 
 
 class ProtocolError(ValueError):
@@ -248,6 +250,26 @@ class RunPlan(Command, tag="plan"):
     fresh_cancel: ClassVar[bool] = True
 
 
+class PlanLlm(Command, tag="llm_plan", kw_only=True):
+    """The decoder LLM's plan (planner.llm.plan), on the folder `Load` read: the read roof, each LLM plugin's
+    candidates timed token by token and judged against the original, the decision, report.md and the hand-over
+    package, in one run (the step graph's profile, checklist and tree do not apply to it). Its events stream as
+    any long command's; `cancel` stops it after the candidate being measured, with what was measured written.
+    Answers an `LlmPlanned`.
+
+    `out` is the plan's folder (a fresh default one, reports/<date>-<model>-llm, when None; a taken folder is not
+    written over: the plan goes beside it, numbered); `plugins` the LLM plugins to run (all registered when empty).
+    """
+
+    prompt_lengths: list[int] = msgspec.field(default_factory=lambda: [32, 128, 512])
+    new_tokens: int = 64
+    quick: bool = True
+    budget_s: float | None = None
+    out: str | None = None
+    plugins: list[str] | None = None
+    fresh_cancel: ClassVar[bool] = True
+
+
 class Cancel(Message, tag="cancel"):
     """Stop the running command: at its next safe point, or (`now`) by ending its measuring processes."""
 
@@ -261,8 +283,8 @@ class Shutdown(Message, tag="shutdown"):
 
 
 ClientMessage = Union[Open, Detect, Energy, MeasureCeilings, Demos, Catalog, Load, SetTarget, SetRequirements,
-                      SetOutDir, Profile, Decide, Plugins, Optimize, Deploy, Verify, Finish, Save, RunPlan, Cancel,
-                      Shutdown]
+                      SetOutDir, Profile, Decide, Plugins, Optimize, Deploy, Verify, Finish, Save, RunPlan, PlanLlm,
+                      Cancel, Shutdown]
 """Every line a client sends."""
 
 COMMANDS = tuple(str(kind.__struct_config__.tag) for kind in ClientMessage.__args__)  # type: ignore[attr-defined]
@@ -270,6 +292,18 @@ COMMANDS = tuple(str(kind.__struct_config__.tag) for kind in ClientMessage.__arg
 
 
 # -- engine → client ---------------------------------------------------------------------------------------------
+
+
+class LlmFolder(msgspec.Struct, kw_only=True, frozen=True):
+    """A decoder LLM folder the engine holds in place of a model: what `Load` answers for a causal-LM folder, and
+    what every state carries while it stays loaded (with where its last plan went, once one ran)."""
+
+    source: str  # the folder as it was named
+    facts: dict[str, Any]  # planner.models.llm.LlmFacts, as data: layers, heads, KV heads, vocabulary, context...
+    kind: str = "decoder-llm"
+    plan_dir: str | None = None  # the last plan's folder (results.json, report.md, deploy/)
+    report_path: str | None = None  # its report.md, when one was written
+    status: str = ""  # how the last plan ended: ok, interrupted, failed; "" before one ran
 
 
 class State(msgspec.Struct, kw_only=True, frozen=True):
@@ -289,6 +323,8 @@ class State(msgspec.Struct, kw_only=True, frozen=True):
     val_data: str | None = None  # the validation folder the model was loaded with (`Load`'s), if any
     val_preset: str | None = None  # the preset named for its images, if any
     output_kinds: tuple[str, ...] = ()  # the NAME=KIND specs it was loaded with
+    llm: LlmFolder | None = None  # the decoder LLM folder loaded instead of a model (then `model` is in no
+    # results), or None
 
 
 class Hello(Message, tag="hello", kw_only=True):
@@ -389,6 +425,16 @@ class Finished(msgspec.Struct, kw_only=True, frozen=True):
     out_dir: str
     report_path: str | None = None
     status: str = ""
+
+
+class LlmPlanned(msgspec.Struct, kw_only=True, frozen=True):
+    """What `PlanLlm` answers: the plan's folder, its report (None when none was written), how it ended, and the
+    plan itself (planner.llm.results.LlmPlan, as its results.json holds it)."""
+
+    out_dir: str
+    report_path: str | None = None
+    status: str = ""
+    plan: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 _ENCODER = msgspec.json.Encoder(enc_hook=str)

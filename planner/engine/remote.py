@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from planner.engine.client import EngineClient
     from planner.hardware.ceiling_values import Ceilings
     from planner.hardware.profile import HardwareProfile
+    from planner.models.llm import LlmFacts
     from planner.plugins.declarations import Catalog
     from planner.results import Baseline, CandidateResult, Deployment, ModelDescription, Requirements
     from planner.results.decisions import DecisionPathRecord, PlanRecord
@@ -127,6 +128,16 @@ class RemoteSession:
     def model(self) -> ModelDescription | None:
         """The loaded model's description (inputs, parameters, size), or None."""
         return self.results.model
+
+    @property
+    def llm(self) -> LlmFacts | None:
+        """The decoder LLM folder loaded in the model's place (its facts, from its config), or None."""
+        held = self.state.llm
+        if held is None:
+            return None
+        from planner.models.llm import LlmFacts
+
+        return from_data(held.facts, LlmFacts)
 
     @property
     def target(self) -> str | None:
@@ -287,4 +298,14 @@ class RemoteSession:
     def save(self) -> None:
         """Write results.json, if an output folder is set."""
         self.call(wire.Save())
+
+    def plan_llm(self, *, prompt_lengths: tuple[int, ...] | list[int], new_tokens: int, quick: bool = True,
+                 out: Path | None = None, plugins: list[str] | None = None,
+                 budget_s: float | None = None) -> wire.LlmPlanned:
+        """Plan the loaded decoder LLM in one run (cancelled with `cancel`, after the candidate being measured);
+        returns where the plan went, how it ended, and the plan."""
+        self.cancel.reset()
+        return from_data(self.call(wire.PlanLlm(prompt_lengths=list(prompt_lengths), new_tokens=new_tokens,
+                                                quick=quick, out=str(out) if out else None, plugins=plugins,
+                                                budget_s=budget_s)), wire.LlmPlanned)
 

@@ -25,6 +25,7 @@ from typing import IO, Any, Callable
 from planner import __version__
 from planner.codec import to_data
 from planner.engine import protocol as wire
+from planner.engine.llm import LlmPlanner
 from planner.engine.protocol import (
     COMMANDS,
     PROTOCOL_VERSION,
@@ -62,11 +63,14 @@ END_POLL_S = 0.1
 class EngineServer:
     """Serve one client: read commands from `reader`, write messages to `writer` (both text streams)."""
 
-    def __init__(self, reader: IO[str], writer: IO[str], *, session_factory: SessionFactory = PlanSession) -> None:
+    def __init__(self, reader: IO[str], writer: IO[str], *, session_factory: SessionFactory = PlanSession,
+                 llm_planner: LlmPlanner | None = None) -> None:
         self.reader = reader
         self.writer = writer
         self.session_factory = session_factory
         self.session = session_factory()
+        self.llm: wire.LlmFolder | None = None  # the decoder LLM folder loaded in the model's place, if any
+        self.llm_planner = llm_planner  # what runs its plan (None: planner.llm.plan.run_llm_plan)
         # One lock for the stream and the states: a state is made and sent in one go, so the client reads the
         # states in the order they were made, and each one's changes build on the one before.
         self._write_lock = threading.RLock()
@@ -118,7 +122,7 @@ class EngineServer:
                          out_dir=str(session.out_dir) if session.out_dir else None, replies=dict(session.replies),
                          running=self._running[1] if self._running else "",
                          val_data=str(given.val_data) if given.val_data else None, val_preset=given.val_preset,
-                         output_kinds=given.output_kinds)
+                         output_kinds=given.output_kinds, llm=self.llm)
 
     # -- the loop ------------------------------------------------------------------------------
     def serve(self) -> str:
@@ -354,6 +358,8 @@ class EngineServer:
                 return None
             case wire.RunPlan(options=options):
                 return self._plan(options)
+            case wire.PlanLlm():
+                return self._plan_llm(command)
         raise PlannerError(f"the engine has no step for {command.name!r}", "update the planner on both sides")
 
     def _open(self, command: wire.Open) -> Any:
@@ -361,6 +367,7 @@ class EngineServer:
         self.session = self.session_factory()
         self.session.cancel = self._cancel
         self.session.on_event = lambda event: self.send(event_message(command.id, event))
+        self.llm = None
         session = self.session
         session.detect()
         if command.target:
@@ -386,15 +393,33 @@ class EngineServer:
                 for device, found in self.session.energy_counters().items()]
 
     def _load(self, command: wire.Load) -> Any:
-        """Load as `planner plan` does, from the plan options of the command's fields."""
+        """Load as `planner plan` does, from the plan options of the command's fields; a causal-LM folder is held
+        as its facts instead (planner.engine.llm: the inputs, validation data and output kinds do not apply)."""
+        from planner.engine.llm import hold_llm, is_llm_source
         from planner.pipeline import PlanOptions
         from planner.pipeline.run import load_with_options
 
+        if is_llm_source(command.source):
+            self.llm = hold_llm(self.session, command.source)
+            return self.llm
         options = PlanOptions(model=command.source, input_shape=command.input_shape,
                               inputs=tuple(command.inputs or ()), trust_code=command.trust_code,
                               val_data=Path(command.val_data) if command.val_data else None,
                               val_preset=command.val_preset or None, output_kinds=tuple(command.output_kinds or ()))
-        return load_with_options(self.session, options).describe()
+        described = load_with_options(self.session, options).describe()
+        self.llm = None  # the model takes the LLM's place
+        return described
+
+    def _plan_llm(self, command: wire.PlanLlm) -> wire.LlmPlanned:
+        """The loaded LLM folder's plan, in one run, stopped by `cancel` after the candidate being measured."""
+        from planner.engine.llm import plan_llm
+
+        if self.llm is None:
+            raise PlannerError("no decoder LLM folder is loaded", "load a folder that holds a causal language model "
+                               "(config.json with a *ForCausalLM architecture, its weights and tokenizer) first")
+        self.llm, planned = plan_llm(self.llm, command, on_event=self.session.on_event, cancel=self._cancel,
+                                     planner=self.llm_planner)
+        return planned
 
     def _optimize(self, command: wire.Optimize) -> int:
         kwargs: dict[str, Any] = {"plugins": command.plugins, "timeout_s": command.timeout_s}
@@ -436,6 +461,7 @@ class EngineServer:
                            session_factory=session_of_plan)
         if "session" in captured:
             self.session = captured["session"]
+            self.llm = None  # the plan's session holds its own model
         return _finished(outcome)
 
 

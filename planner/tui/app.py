@@ -58,11 +58,12 @@ JOB_TITLES = {
     "detect": "Hardware detection", "ceilings": "Measuring the ceilings", "demos": "Listing the demos",
     "load": "Loading the model", "profile": "Profiling", "plugins": "Listing the plugins",
     "optimize": "Optimizing", "save": "Saving the report and the hand-over packages",
-    "deploy": "Writing and verifying the hand-over packages",
+    "deploy": "Writing and verifying the hand-over packages", "llm_plan": "The LLM plan",
 }
 
-# The jobs `c` stops: a profile ends its measuring process; an optimize stops after the current candidate.
-CANCELLABLE = ("profile", "optimize")
+# The jobs `c` stops: a profile ends its measuring process; an optimize or an LLM plan stops after the current
+# candidate.
+CANCELLABLE = ("profile", "optimize", "llm_plan")
 
 PANES: dict[str, type[StepPane]] = {
     "hardware": HardwarePane, "model": ModelPane, "requirements": RequirementsPane,
@@ -135,6 +136,7 @@ class PlannerApp(App[int]):
         Binding("n", "next_step", "Next"),
         Binding("p", "prev_step", "Prev"),
         Binding("r", "run", "Run"),
+        Binding("r", "run_llm", "Run LLM plan"),  # in place of the one above on step 7 when an LLM is loaded
         Binding("c", "cancel_run", "Cancel"),
         Binding("s", "save", "Save"),
         Binding("o", "sort", "Sort"),
@@ -274,9 +276,9 @@ class PlannerApp(App[int]):
             # restarted engine measures) must not write its results over them, so it takes the session's default
             # folder, named after it (the Report step shows it).
             self.out_dir = None
-        model = self.session.model
-        self._model_loaded_before = self._model_loaded_before or model is not None
-        name = (model.source or model.name) if model is not None else "the model"
+        model, llm = self.session.model, self.session.state.llm
+        self._model_loaded_before = self._model_loaded_before or model is not None or llm is not None
+        name = (model.source or model.name) if model is not None else llm.source if llm is not None else "the model"
         for step in STEPS:
             pane: StepPane = self.pane(step.id)
             if pane.is_mounted:  # a pane still to mount has said nothing yet
@@ -409,8 +411,9 @@ class PlannerApp(App[int]):
         """Show each key only where it does something; behind the too-small message only q works."""
         if isinstance(self.screen, TooSmallScreen):
             return action in ("request_quit", "quit")
-        if action == "run":
-            return self.current_pane.RUN_LABEL is not None
+        if action in ("run", "run_llm"):
+            llm_run = self.current == "optimize" and self.session.state.llm is not None
+            return llm_run if action == "run_llm" else self.current_pane.RUN_LABEL is not None and not llm_run
         if action == "cancel_run":
             return self.job is not None and self.job.name in CANCELLABLE
         if action == "sort":
@@ -435,6 +438,18 @@ class PlannerApp(App[int]):
         """Run the current step's action."""
         self.current_pane.run_step()
 
+    def action_run_llm(self) -> None:
+        """Run the loaded decoder LLM's plan (step 7's action when one is loaded)."""
+        self.current_pane.run_step()
+
+    def run_llm_plan(self) -> None:
+        """Go to step 7 and run the loaded language model's plan (for the command palette); without one loaded, say
+        how to load it."""
+        if self.session.state.llm is None:
+            self.notify("No language model is loaded: load its folder in step 2 first.", title="LLM plan", timeout=5)
+            return
+        self.run_on("optimize")
+
     def run_on(self, step_id: str) -> None:
         """Go to a step and run its action (for the command palette)."""
         self.goto(step_id)
@@ -443,11 +458,19 @@ class PlannerApp(App[int]):
     def action_cancel_run(self) -> None:
         """Cancel the running profile (now) or optimize (after its current candidate)."""
         if self.job is None or not self.job.pane.cancel_step():
-            self.notify("Nothing to cancel: only Profile and Optimize runs can be cancelled.", timeout=3)
+            self.notify("Nothing to cancel: only Profile, Optimize and LLM plan runs can be cancelled.", timeout=3)
 
     def action_save(self) -> None:
         """Save results.json and report.md (from any step); with nothing to save yet, say what must happen first."""
         # Every screen tells the user s saves, so s always answers, even when it cannot save yet.
+        held = self.session.state.llm
+        if held is not None:
+            # The LLM plan writes results.json and report.md as it runs: s shows them.
+            self.goto("report")
+            self.notify("The LLM plan wrote results.json and its report as it ran: it is shown here." if
+                        held.report_path else "Nothing to save yet: the LLM plan writes its report as it runs "
+                        "(step 7, r).", title="Save", timeout=5)
+            return
         if self.session.baseline is None:
             first = ("load a model (step 2), then profile it (step 4)" if self.session.model is None
                      else "profile the model first (step 4)")
@@ -521,7 +544,9 @@ class PlannerApp(App[int]):
                                ("optimize", "Run optimize"), ("report", "Save report")):
             step = STEP_BY_ID[step_id]
             commands.append((title, f"step {step.number}: {step.title}", partial(self.run_on, step_id)))
-        commands.append(("Cancel run", "stop the profile, or the optimize after the current candidate",
+        commands.append(("Run the LLM plan", "step 7, for a language model's folder loaded in step 2",
+                         self.run_llm_plan))
+        commands.append(("Cancel run", "stop the profile, or the optimize or LLM plan after the current candidate",
                          self.action_cancel_run))
         commands.append(("Sort results", "step 8: sort the table by the next column", self.sort_results))
         commands.append(("Help", "keys and steps", self.action_help))

@@ -173,6 +173,8 @@ _OPTION_WORDS = (
     (re.compile(r"--val-data\b"), "the Val data field (step 2)"),
     (re.compile(r"--val-preset\b"), "the Val data preset (step 2)"),
     (re.compile(r"--output-kind\b"), "the Output kind field (step 2)"),
+    (re.compile(r"--prompt-lengths\b"), "the Prompt lengths field (step 2)"),
+    (re.compile(r"--new-tokens\b"), "the New tokens field (step 2)"),
     (re.compile(r"--([a-z-]+)\b"), None),
 )
 

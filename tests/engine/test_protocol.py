@@ -26,10 +26,10 @@ def _open(engine: RecordingClient, out, **settings) -> wire.Result:
 
 
 def test_the_protocol_names_what_the_tests_cover():
-    # If a command or message is added, the tests below must learn it too.
+    # If a command or message is added, the tests below must learn it too (llm_plan's are in test_llm_engine.py).
     assert COMMANDS == ("open", "detect", "energy", "ceilings", "demos", "catalog", "load", "target", "requirements",
                         "out_dir", "profile", "decide", "plugins", "optimize", "deploy", "verify", "finish", "save",
-                        "plan", "cancel", "shutdown")
+                        "plan", "llm_plan", "cancel", "shutdown")
     assert MESSAGES == ("hello", "event", "result", "error", "bye")
     at_once = {kind.__struct_config__.tag for kind in wire.ClientMessage.__args__
                if issubclass(kind, wire.Command) and kind.at_once}

@@ -44,12 +44,13 @@ class PlannerApp(app_module.PlannerApp):
 
     CSS_PATH = str(Path(app_module.__file__).parent / "app.tcss")  # a subclass reads it beside its own module
 
-    def __init__(self, *, session: PlanSession | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, session: PlanSession | None = None, llm_planner: Any = None, **kwargs: Any) -> None:
         if session is not None:
             # A real session's measuring processes start under Textual, whose sys.stderr has no descriptor: start
             # multiprocessing's resource tracker now, while it still has one ("bad value(s) in fds_to_keep").
             resource_tracker.ensure_running()
-            kwargs["connect"] = lambda on_death: local_engine(lambda: session, on_death=on_death)
+            kwargs["connect"] = lambda on_death: local_engine(lambda: session, on_death=on_death,
+                                                              llm_planner=llm_planner)
         super().__init__(**kwargs)
         self.served = session  # the engine's session, for tests that look inside it
 
@@ -233,6 +234,59 @@ class RecordedSession(PlanSession):
         path = prepare_out_dir(out or Path("out"))
         self.out_dir = path
         return path
+
+
+LLM_FOLDER = FIXTURES / "llm" / "tiny"
+"""A tiny Llama's folder as the engine reads its facts: its config, its weights' header (the tensors themselves are
+left out) and a stand-in tokenizer file. Its facts: 2 layers, 4 heads sharing 2 key/value heads of 16, vocabulary
+512, context 1,024 tokens, 139,584 parameters."""
+
+
+class RecordedLlmPlanner:
+    """Replays a recorded LLM plan (tests/tui/fixtures/llm: `planner plan --model tiny --quick --plugins llm.torch`)
+    in the engine's place of planner.llm.plan.run_llm_plan: the same progress events, then its results.json and a
+    report.md written from it. `gate` (when set) holds each candidate's measurement until the test releases it; a
+    cancel then leaves the candidates after it not reached, as the real plan does."""
+
+    def __init__(self) -> None:
+        self.gate: threading.Event | None = None
+        self.calls: list[Any] = []  # the LlmOptions of each plan asked for
+
+    def _wait_gate(self) -> None:
+        if self.gate is not None:
+            assert self.gate.wait(30), "the test never released the gate"
+
+    def __call__(self, options: Any, *, on_event: Callable[[Event], None], cancel: Any) -> Any:
+        from planner.llm.plan import LlmOutcome
+        from planner.llm.report import write_report
+        from planner.llm.results import read_llm_plan, write_llm_plan
+        from planner.pipeline.outdir import default_out_dir
+
+        self.calls.append(options)
+        plan = read_llm_plan(FIXTURES / "llm" / "results.json")
+        out_dir = prepare_out_dir(options.out or default_out_dir(plan.facts.name, "llm"))
+        assert plan.roof is not None
+        on_event(Event("stage", f"Measuring how fast {plan.threads} thread(s) read memory (the decode roof)",
+                       stage="roof"))
+        on_event(Event("log", f"Read roof: {plan.roof.bytes_per_s / 1e9:.1f} GB/s with {plan.threads} thread(s)"))
+        on_event(Event("stage", "Building PyTorch eager candidates", stage="build"))
+        candidates = []
+        for candidate in plan.candidates:
+            if cancel is not None and cancel.cancelled:
+                candidates.append(replace(candidate, status="not reached", reason="cancelled", timings=None,
+                                          fidelity=None))
+                continue
+            on_event(Event("stage", f"Measuring {candidate.title}", stage="measure"))
+            self._wait_gate()
+            candidates.append(candidate)
+            on_event(Event("stage_done", f"  {candidate.title}: measured"))
+        interrupted = cancel is not None and cancel.cancelled
+        measured = {c.label for c in candidates if c.status == "measured"}
+        plan = replace(plan, candidates=tuple(candidates), status="interrupted" if interrupted else "ok",
+                       winner=plan.winner if plan.winner in measured else "",
+                       decision=plan.decision if plan.winner in measured else "the test stopped the plan first")
+        write_llm_plan(plan, out_dir)
+        return LlmOutcome(plan, out_dir, write_report(plan, out_dir), interrupted=interrupted)
 
 
 class SlowCandidateSession(RecordedSession):

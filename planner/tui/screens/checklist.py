@@ -13,6 +13,7 @@ from textual.widgets import Button, Label, Select, Static
 
 from planner.errors import PlannerError
 from planner.tui.screens.base import StepPane
+from planner.tui.screens.llm import DOES_NOT_APPLY
 from planner.tui.widgets.notice import Notice
 
 _UNSET = object()
@@ -77,13 +78,15 @@ class ChecklistPane(StepPane):
     def sync(self) -> None:
         """Rebuild the items when the session holds new answers."""
         answers = self.session.answers
-        if answers == self._shown:
+        llm = self.session.state.llm is not None
+        if (answers, llm) == self._shown:
             return
-        self._shown = answers
+        self._shown = (answers, llm)
         items = self.query_one("#items", VerticalScroll)
         if not answers:
             self.replace_children(items, [])
             self.query_one("#intro", Label).update(
+                f"The checklist {DOES_NOT_APPLY}." if llm else
                 "Run the Profile step (4) first: the answers come from the baseline.")
             return
         open_items = sum(1 for a in answers if str(a.status) in ("ask-user", "user"))
@@ -116,6 +119,9 @@ class ChecklistPane(StepPane):
 
     def run_step(self) -> None:
         """Re-plan with the replies and go on to the decision tree."""
+        if self.session.state.llm is not None:
+            self.query_one(Notice).show_error(f"the checklist {DOES_NOT_APPLY}", "press 7, then r")
+            return
         if self.session.baseline is None:
             self.query_one(Notice).show_error("there is no baseline to answer the checklist from",
                                               "run the Profile step first (press 4, then r)")

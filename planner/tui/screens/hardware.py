@@ -22,11 +22,15 @@ if TYPE_CHECKING:
     from planner.results import ModelDescription
 
 
-def orientation(model: "ModelDescription | None", host: str | None = None) -> str:
-    """The first screen's two lines: what the planner does (on `host`, over SSH, when given), and what to press."""
+def orientation(model: "ModelDescription | None", host: str | None = None, llm: str | None = None) -> str:
+    """The first screen's two lines: what the planner does (on `host`, over SSH, when given), and what to press
+    (`llm`: the decoder LLM folder loaded in the model's place, if any)."""
     machine = f"{host} (over SSH)" if host else "this machine"
     what = (f"planner measures {machine} and your model, tries faster ways to run it, and reports which "
             "meets your targets.")
+    if llm is not None:
+        return (f"{what}\nThe language model {llm} is loaded (step 2 changes it). Press 7 then r to plan it, "
+                "? for help.")
     if model is None:
         return f"{what}\nLoading the demo model… Steps 1–9 are on the left; ? explains each one."
     kind = "demo model" if model.source.startswith("demo:") else "model"
@@ -281,7 +285,9 @@ class HardwarePane(StepPane):
 
     def sync(self) -> None:
         """Show what the session knows about the machine."""
-        self.query_one("#intro", Label).update(orientation(self.session.results.model, self.planner.host))
+        held = self.session.state.llm
+        self.query_one("#intro", Label).update(orientation(self.session.results.model, self.planner.host,
+                                                           held.source if held is not None else None))
         hw, ceilings = self.session.hw, self.session.ceilings
         if hw is None:
             return

@@ -17,14 +17,17 @@ from planner.tui.steps import STEPS
 # the CPU/GPU/edge decision tree, then measure each candidate against the device-class targets).
 STEP_LINES = {
     "hardware": "what this machine is (CPU, GPU, memory) and its peak compute and memory speed, measured once",
-    "model": "the model to plan for: a demo (loaded at start) or your file, with its input sizes",
+    "model": "the model to plan for: a demo (loaded at start) or your file, with its input sizes; or a language "
+             "model's folder, with its prompt lengths and new tokens per call",
     "requirements": "the latency, throughput, memory, size and accuracy targets (defaults for this kind of device)",
     "profile": "time the model as it is (the baseline): latency percentiles, batch sizes, the slowest layers",
     "checklist": "the profiling checklist, answered from the measurements; a few questions only you can answer",
     "tree": "the decision tree for this target, walked with the evidence; it gives the plan",
-    "optimize": "build and measure each planned candidate (runtimes, precisions, threads); quick or full as in step 4",
+    "optimize": "build and measure each planned candidate (runtimes, precisions, threads); quick or full as in step 4; "
+                "for a language model's folder, its whole plan in one run",
     "results": "every candidate against the baseline: table, plots, and each one's details",
-    "report": "write results.json and report.md to a folder, and read the report here",
+    "report": "write results.json and report.md to a folder, and read the report here (a language model's plan "
+              "writes its own)",
 }
 
 STATUS_MEANING = {
@@ -61,9 +64,9 @@ GLOSSARY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("2t", "2x1t"), "2 threads; 2 parallel requests of 1 thread each"),
     (("all", "basic", "seq"), "ONNX Runtime's graph optimizations (all of them, or the basic ones) and its "
                               "sequential execution (one operator at a time)"),
-    (("fp32", "FP32", "f32", "fp16", "FP16", "bf16", "int8", "INT8"),
-     "the number format the model computes in: 32-bit float (OpenVINO writes f32), 16-bit float, 16-bit brain "
-     "float, 8-bit integer"),
+    (("fp32", "FP32", "f32", "F32", "fp16", "FP16", "bf16", "int8", "INT8"),
+     "the number format the model computes in: 32-bit float (OpenVINO writes f32, safetensors F32), 16-bit float, "
+     "16-bit brain float, 8-bit integer"),
     (("QDQ",), "an INT8 model file with explicit quantize/dequantize steps around each quantized operator"),
     (("nncf", "nncf-ac"), "OpenVINO's INT8 quantizer; '-ac' keeps the layers that lose accuracy in float"),
     (("KiB", "MiB", "GiB"), "memory in binary units: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB"),
@@ -88,6 +91,12 @@ GLOSSARY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("OS",), "the operating system"),
     (("VM",), "a virtual machine"),
     (("CNN",), "a convolutional neural network"),
+    (("LLM",), "a large language model: here a decoder, which writes text one token after another"),
+    (("TTFT",), "time to first token: how long a prompt takes to answer with its first token (the prompt's "
+                "processing)"),
+    (("TPOT",), "time per output token: the time between generated tokens, once the first is out"),
+    (("KL",), "the Kullback-Leibler divergence: how far a candidate's next-token probabilities are from the "
+              "original's, in nats per token (0: the same)"),
 )
 """Every abbreviation and short word the steps show, with what it means (the help lists them all)."""
 
@@ -115,8 +124,8 @@ def help_markdown(log_path: str | None = None) -> str:
 |---|---|
 | 1–9 | go to a step |
 | n / p | next / previous step |
-| r | run this step's action (measure, load, profile, continue, optimize, save) |
-| c | cancel the running profile, or the optimize (after the current candidate) |
+| r | run this step's action (measure, load, profile, continue, optimize, save; the LLM plan, see below) |
+| c | cancel the running profile, or the optimize or LLM plan (after the current candidate) |
 | s | save results.json and report.md (step 9) |
 | o | sort the results table by the next column (step 8) |
 | [ / ] | previous / next tab (steps 4 and 8) |
@@ -128,6 +137,12 @@ def help_markdown(log_path: str | None = None) -> str:
 | q | quit (asks first while something runs) |
 
 The mouse works everywhere: click steps, buttons, tabs and table headers (to sort).
+
+A decoder language model's folder (its config.json names a `…ForCausalLM` architecture) is planned in one run: step 2
+loads it and shows its facts, with the prompt lengths and new tokens per call; step 7's r runs the LLM plan (the
+read roof, then each runtime's candidates timed token by token: TTFT, TPOT, tokens/s, and fidelity to the original),
+and c stops it after the current candidate with what was measured written; step 9 shows its report. Profile,
+Checklist and Decision tree (steps 4–6) do not apply to it.
 
 | Step | |
 |---|---|

@@ -1,4 +1,4 @@
-"""Step 2, Model: pick a demo, a torchvision model or a file, set its inputs, and load it."""
+"""Step 2, Model: pick a demo, a torchvision model, a file or a decoder LLM folder, set its inputs, and load it."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from planner.results.view import inputs_dynamic_batch, model_inputs
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
 from planner.tui.screens.confirm import ConfirmDiscard
+from planner.tui.screens.llm import NOT_THE_CNN_STEPS, LlmSettings, facts_rows
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.toggles import Tick
 
-SOURCE_HINT = "demo:NAME · tv:NAME (torchvision) · model.onnx · model.pt2 · model.pt · file.py:factory"
+SOURCE_HINT = ("demo:NAME · tv:NAME (torchvision) · model.onnx · model.pt2 · model.pt · file.py:factory · "
+               "a language model's folder")
 INPUTS_PLACEHOLDER = "blank: the model's own · 1x3x224x224"
 INPUTS_HINT = "or name:1x128:int64[:0-30522] per input, space-separated"
 """What the Inputs field takes: a shape for one float input, or `--input` specs separated by spaces."""
@@ -116,7 +118,15 @@ def model_rows(info: dict, flops_per_sample: float | None = None) -> list[Row]:
 
 
 class ModelPane(StepPane):
-    """The model source form; loading validates the model (one forward pass) in a worker."""
+    """The model source form; loading validates the model (one forward pass) in a worker. A decoder LLM folder
+    loaded (and still named in the source field) shows its facts and its plan's settings instead of the other
+    models' fields."""
+
+    DEFAULT_CSS = """
+    ModelPane .llm-only { display: none; }
+    ModelPane.-llm .llm-only { display: block; }
+    ModelPane.-llm .cnn-only { display: none; }
+    """
 
     STEP_ID = "model"
     RUN_LABEL = "Load model"
@@ -135,23 +145,25 @@ class ModelPane(StepPane):
             yield Input(placeholder="demo:tiny", id="source", compact=True)
             yield Label(SOURCE_HINT, classes="hint")
             yield Notice(id="notice")
-            with Horizontal(classes="form-row"):
+            with Horizontal(classes="form-row cnn-only"):
                 yield Label("Inputs", classes="row-label")
                 yield Input(placeholder=INPUTS_PLACEHOLDER, id="inputs", compact=True)
-            yield Label(INPUTS_HINT, classes="hint", markup=False)
-            with Horizontal(classes="form-row"):
+            yield Label(INPUTS_HINT, classes="hint cnn-only", markup=False)
+            with Horizontal(classes="form-row cnn-only"):
                 yield Label("Val data", classes="row-label")
                 yield Input(placeholder=VAL_DATA_PLACEHOLDER, id="val-data", compact=True)
                 yield Select(preset_choices(), value=PRESET_DEFAULT, allow_blank=False, id="val-preset", compact=True)
-            with Horizontal(classes="form-row"):
+            with Horizontal(classes="form-row cnn-only"):
                 yield Label("Output kind", classes="row-label")
                 yield Input(placeholder=KIND_PLACEHOLDER, id="output-kinds", compact=True)
-            yield Label(KIND_HINT, classes="hint", markup=False)
-            yield Tick("trust code (runs the file's own Python)", id="trust", compact=True)
+            yield Label(KIND_HINT, classes="hint cnn-only", markup=False)
+            yield Tick("trust code (runs the file's own Python)", id="trust", compact=True, classes="cnn-only")
             with Horizontal(classes="toolbar"):
                 yield Button("Load (r)", id="load", compact=True)
                 yield Label("", id="status", classes="status")
             yield KeyValues([], id="model-info")
+            yield LlmSettings(id="llm-settings", classes="llm-only")
+            yield Label(NOT_THE_CNN_STEPS, id="llm-note", classes="hint llm-only")
 
     def on_show(self) -> None:
         """Fetch the demo list in the background the first time this step is shown."""
@@ -191,6 +203,13 @@ class ModelPane(StepPane):
     def _source_typed(self) -> None:
         # The dropdown follows what is typed, so it never names a demo that is not the one to load.
         self._match_demo()
+        self._show_llm_form()
+
+    def _show_llm_form(self) -> None:
+        """The LLM's settings in place of the other models' fields while the source field names the LLM loaded;
+        another source typed brings those fields back, for the model it names."""
+        held = self.session.state.llm
+        self.set_class(held is not None and self.query_one("#source", Input).value.strip() == held.source, "-llm")
 
     # -- actions -----------------------------------------------------------------------------
     def run_step(self) -> None:
@@ -289,19 +308,24 @@ class ModelPane(StepPane):
         """A bad source or input: the engine's problem and fix appear under the source field."""
         if job == "load":
             # The session keeps the model it had (and what was measured for it): say which one that is.
-            model = self.session.model
+            model, held = self.session.model, self.session.state.llm
             self.query_one("#status", Label).update(
                 f"not loaded; still loaded: {model.source} (its steps are kept)" if model is not None else
-                "not loaded")
+                f"not loaded; still loaded: {held.source}" if held is not None else "not loaded")
         super().job_failed(job, error)
         if job == "load":
             self.planner.startup_continue("load")
             self.list_demos()
 
     def sync(self) -> None:
-        """Show the loaded model, if any."""
+        """Show the loaded model (or decoder LLM), if any."""
+        self._show_llm_form()
         model = self.session.model
         info = self.query_one("#model-info", KeyValues)
+        llm = self.session.llm
+        if llm is not None:
+            info.set_rows(facts_rows(llm))
+            return
         baseline = self.session.baseline
         state = self.session.state
         info.set_rows(model_rows(to_data(model), baseline.flops_per_sample if baseline is not None else None)

@@ -1,4 +1,5 @@
-"""Step 7, Optimize: choose plugins, measure their candidates in a worker with progress, cancel between candidates."""
+"""Step 7, Optimize: choose plugins, measure their candidates in a worker with progress, cancel between candidates;
+for a decoder LLM folder, run its plan (planner.tui.screens.llm) and list its candidates."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label, RichLog, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from planner.results.counts import CandidateCounts
 from planner.tui.screens.base import StepPane
+from planner.tui.screens.llm import LLM_PHASES, LlmSettings, SettingsError, candidate_lines, ended_text
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
@@ -108,11 +110,26 @@ class OptimizePane(StepPane):
             yield Label("", id="status", classes="status")
         yield RunProgress(phases=OPTIMIZE_PHASES, id="progress")
         yield Notice(id="notice")
+        with VerticalScroll(id="llm-box"):
+            yield Static("", id="llm-candidates")
         yield new_log(id="log")
 
     # -- the plugin list ---------------------------------------------------------------------
     def sync(self) -> None:
-        """List the plugins once a plan exists (and again when the plan changes)."""
+        """List the plugins once a plan exists (and again when the plan changes); for a decoder LLM, say what its
+        plan will do."""
+        llm = self.session.llm
+        self.set_class(llm is not None, "-llm")
+        if llm is not None:
+            self._shown = _UNSET  # a model loaded after it lists its plugins afresh
+            self.query_one("#why", Label).display = False
+            settings = self.screen.query_one(LlmSettings).describe()
+            self.query_one("#intro", Label).update(
+                f"r runs {llm.name}'s plan: the read roof, then each runtime's candidates timed token by token "
+                f"against the original; {settings} (step 2).")
+            self.query_one("#run", Button).label = "Run the LLM plan (r)"
+            return
+        self.query_one("#run", Button).label = "Run (r)"
         plan = self.session.plan
         if plan == self._shown:
             return
@@ -182,6 +199,7 @@ class OptimizePane(StepPane):
     def forget_runs(self, model: str) -> None:
         """A new model: the last run's line, status and log were about the candidates of the one before."""
         self.remove_class("-ran")
+        self.query_one("#llm-candidates", Static).update("")
         self._show_why("")  # the new model's plan says its own, once there is one
         self.query_one("#cancel", Button).disabled = True
         self.query_one(RunProgress).reset(f"not run yet for {model}")
@@ -191,7 +209,10 @@ class OptimizePane(StepPane):
 
     # -- running -----------------------------------------------------------------------------
     def run_step(self) -> None:
-        """Measure the candidates of the ticked plugins."""
+        """Measure the candidates of the ticked plugins (for a decoder LLM: run its plan)."""
+        if self.session.llm is not None:
+            self._run_llm()
+            return
         if self.session.plan is None:
             self.query_one(Notice).show_error("there is no plan yet", "answer the checklist (step 5) and "
                                               "press Continue")
@@ -207,16 +228,45 @@ class OptimizePane(StepPane):
             self.query_one("#cancel", Button).disabled = False
             self.query_one("#status", Label).update("running…")
             titles = ", ".join(plugin_title(self._rows.get(name, {"plugin": name})) for name in chosen)
+            self.query_one(RunProgress).phases = OPTIMIZE_PHASES
             self.query_one(RunProgress).begin(f"building candidates: {titles}")
             self.query_one(RichLog).write(Text(f"▶ optimize ({self.mode_text()}): {titles}", style="bold"))
+
+    def _run_llm(self) -> None:
+        """Run the loaded LLM's plan with the Model step's settings."""
+        llm = self.session.llm
+        assert llm is not None
+        try:
+            lengths, new_tokens, quick = self.screen.query_one(LlmSettings).values()
+        except SettingsError as exc:
+            self.query_one(Notice).show_error(str(exc), "fix it in step 2 (press 2), then press 7 and r again")
+            return
+        if self.start("llm_plan", self._plan_llm, lengths, new_tokens, quick):
+            self.add_class("-ran")
+            self.query_one(Notice).clear()
+            self.query_one("#cancel", Button).disabled = False
+            self.query_one("#status", Label).update("running…")
+            self.query_one("#llm-candidates", Static).update("")
+            progress = self.query_one(RunProgress)
+            progress.phases = LLM_PHASES
+            progress.begin(f"planning {llm.name}")
+            self.query_one(RichLog).write(Text(
+                f"▶ LLM plan of {llm.name} ({'quick' if quick else 'full'}): prompts of "
+                f"{', '.join(str(n) for n in lengths)} tokens, {new_tokens} new tokens per call", style="bold"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, name="llm_plan", group="optimize")
+    def _plan_llm(self, lengths: tuple[int, ...], new_tokens: int, quick: bool) -> None:
+        planned = self.session.plan_llm(prompt_lengths=lengths, new_tokens=new_tokens, quick=quick,
+                                        out=self.planner.out_dir)
+        self.report("llm_plan", planned)
 
     def mode_text(self) -> str:
         """Quick or full, as the profile ran (the candidates are timed the way the baseline was)."""
         return f"{'quick' if self.session.quick else 'full'} mode, as the profile in step 4"
 
     def cancel_step(self) -> bool:
-        """Ask the engine to stop after the candidate being measured."""
-        if self.planner.job is None or self.planner.job.name != "optimize":
+        """Ask the engine to stop after the candidate being measured (an LLM plan then writes what it measured)."""
+        if self.planner.job is None or self.planner.job.name not in ("optimize", "llm_plan"):
             return False
         self.session.cancel.cancel()
         self.query_one("#cancel", Button).disabled = True
@@ -255,6 +305,9 @@ class OptimizePane(StepPane):
             if self.session.plan is not None:  # else the plan it was asked for is gone (another model loaded)
                 self._show_plugins(result)
             return
+        if job == "llm_plan":
+            self._llm_done(result)
+            return
         self.query_one("#cancel", Button).disabled = True
         how = "cancelled" if result["cancelled"] else "done"
         message = f"{how}: {result['counts'].words()}; results in {result['out_dir']}"
@@ -262,11 +315,20 @@ class OptimizePane(StepPane):
         self.query_one("#status", Label).update(how)
         self.query_one(RichLog).write(Text(f"✓ {message}", style="bold"))
 
+    def _llm_done(self, planned: Any) -> None:
+        """The LLM plan's candidates as lines, and how it ended."""
+        self.query_one("#cancel", Button).disabled = True
+        message = ended_text(planned.plan, planned.out_dir)
+        self.query_one("#llm-candidates", Static).update(candidate_lines(planned.plan))
+        self.query_one(RunProgress).end(message, ok=planned.status == "ok")
+        self.query_one("#status", Label).update(message.split(":")[0])
+        self.query_one(RichLog).write(Text(f"{'✓' if planned.status == 'ok' else '!'} {message}", style="bold"))
+
     def job_failed(self, job: str, error: BaseException) -> None:
         """Say the run stopped, in place and in the log."""
-        if job == "optimize":
+        if job in ("optimize", "llm_plan"):
             self.query_one("#cancel", Button).disabled = True
-            self.query_one(RunProgress).end("optimize failed", ok=False)
+            self.query_one(RunProgress).end(f"{'the LLM plan' if job == 'llm_plan' else 'optimize'} failed", ok=False)
             self.query_one("#status", Label).update("failed")
             self.query_one(RichLog).write(Text(f"✗ {error}", style="bold"))
         super().job_failed(job, error)

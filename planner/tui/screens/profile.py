@@ -25,6 +25,7 @@ from planner.results.analysis import Finding, LayerRecord, VerdictRecord
 from planner.results.audit import flag_line
 from planner.tui import formatting as fmt
 from planner.tui.screens.base import StepPane
+from planner.tui.screens.llm import DOES_NOT_APPLY
 from planner.tui.widgets.kv import KeyValues, Row
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.plots import BarChart, LineChart
@@ -255,6 +256,9 @@ class ProfilePane(StepPane):
     # -- actions -----------------------------------------------------------------------------
     def run_step(self) -> None:
         """Profile the loaded model."""
+        if self.session.state.llm is not None:
+            self.query_one(Notice).show_error(f"profiling {DOES_NOT_APPLY}", "its plan measures it: press 7, then r")
+            return
         if self.session.model is None:
             self.query_one(Notice).show_error("no model is loaded", "load one in step 2 (press 2)")
             return
@@ -329,7 +333,7 @@ class ProfilePane(StepPane):
     def forget_runs(self, model: str) -> None:
         """A new model: the last profile's line, status, interference notice and log were about the one before."""
         self._cancelled = False
-        self.query_one(RunProgress).reset(not_profiled(model))
+        self.query_one(RunProgress).reset("" if self.session.state.llm is not None else not_profiled(model))
         self.query_one("#status", Label).update("")
         self.query_one(Notice).clear()
         self.query_one("#log", RichLog).clear()
@@ -338,9 +342,10 @@ class ProfilePane(StepPane):
         """Rebuild the tables and chart when the session holds a new baseline."""
         baseline = self.session.baseline
         remeasured = ceilings_remeasured(baseline, self.session.ceilings)
-        if baseline == self._shown and remeasured == self._remeasured:
+        llm = self.session.state.llm is not None
+        if (baseline, llm) == self._shown and remeasured == self._remeasured:
             return
-        self._shown, self._remeasured = baseline, remeasured
+        self._shown, self._remeasured = (baseline, llm), remeasured
         table = self.query_one("#layers", DataTable)
         table.clear(columns=True)
         findings = self.query_one("#findings", VerticalScroll)
@@ -348,6 +353,7 @@ class ProfilePane(StepPane):
             model = self.session.model
             self.query_one("#latency", KeyValues).set_rows(
                 [("Baseline", not_profiled(model.source or model.name) if model is not None
+                  else f"profiling {DOES_NOT_APPLY}" if llm
                   else "not measured yet: load a model (step 2), then press r")])
             self.query_one("#percentiles", BarChart).display = False
             self.query_one("#sweep", LineChart).display = False

@@ -1,4 +1,5 @@
-"""Step 9, Report: write results.json and report.md to a folder, and preview the report."""
+"""Step 9, Report: write results.json and report.md to a folder, and preview the report (a decoder LLM's plan writes
+its own: the preview reads it from the plan's folder)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from planner.tui.widgets.notice import Notice
 
 NOT_SAVED_HINT = ("*Once the model is profiled, **s** (or Save) writes `results.json`, `report.md` and the hand-over "
                   "packages (`deploy/`) to the folder above, and the report appears here.*")
+LLM_NOT_RUN_HINT = ("*A language model's plan writes `results.json`, `report.md` and its hand-over package (`deploy/`) "
+                    "as it runs: press 7, then r, to run it, and its report appears here.*")
 
 
 class ReportPreview(Static):
@@ -49,6 +52,10 @@ def _drawn(markdown: str) -> RenderableType:
 class ReportPane(StepPane):
     """Save runs `PlanSession.finish` in a worker and previews the report.md it wrote."""
 
+    DEFAULT_CSS = """
+    ReportPane.-llm .form-row { display: none; }
+    """
+
     STEP_ID = "report"
     RUN_LABEL = "Save the report"
 
@@ -57,6 +64,7 @@ class ReportPane(StepPane):
         self._edited = False
         self._previewing = False
         self._hinting = True  # the status line says what s would do (not how the last save went)
+        self._llm_report: str | None = ""  # the LLM plan's report previewed ("": none shown)
 
     def compose(self) -> ComposeResult:
         """Folder field, Save button, status and the report preview."""
@@ -85,6 +93,7 @@ class ReportPane(StepPane):
     def forget_runs(self, model: str) -> None:
         """A new model: the report shown, and where it was saved, were the one before's."""
         self._previewing = False
+        self._llm_report = ""
         self.query_one("#report-md", ReportPreview).show(NOT_SAVED_HINT)
         self._show_unsaved()
         self.query_one(Notice).clear()
@@ -92,6 +101,13 @@ class ReportPane(StepPane):
     def sync(self) -> None:
         """Say whether there is anything to save, and show the folder the report will go to (unless the user has
         typed one)."""
+        held = self.session.state.llm
+        self.set_class(held is not None, "-llm")
+        if held is not None:
+            self._show_llm_report(held.report_path, held.plan_dir, held.status)
+            return
+        if self._llm_report != "":  # an LLM's report was shown: another model is loaded now
+            self.forget_runs("")
         if self._previewing and not self.session.is_done(SessionStep.REPORT):
             # The session says the saved report is out of date (a new run or plan).
             self._previewing = False
@@ -108,6 +124,24 @@ class ReportPane(StepPane):
         if field.value != value:
             with self.prevent(Input.Changed):
                 field.value = value
+
+    def _show_llm_report(self, report: str | None, plan_dir: str | None, status: str) -> None:
+        """The LLM plan's report.md, read from its folder (once per plan), or how to get one."""
+        if report == self._llm_report:
+            return
+        self._llm_report = report
+        self._hinting = False
+        preview = self.query_one("#report-md", ReportPreview)
+        saved = self.query_one("#saved", Label)
+        path = Path(report) if report else None
+        if path is None or not path.exists():
+            preview.show(LLM_NOT_RUN_HINT)
+            saved.update(f"The LLM plan wrote no report ({status}): see step 7's log." if plan_dir else
+                         "Nothing saved yet: the LLM plan writes its report as it runs (step 7, r).")
+            return
+        preview.show(path.read_text(encoding="utf-8"))
+        how = {"ok": "", "interrupted": " (cancelled: what was measured)", "failed": " (failed part way)"}
+        saved.update(f"The LLM plan's report{how.get(status, '')}, from {plan_dir or path.parent}")
 
     def _show_unsaved(self) -> None:
         self.query_one("#saved", Label).update(self.unsaved_text())
@@ -129,6 +163,10 @@ class ReportPane(StepPane):
     # -- saving ------------------------------------------------------------------------------
     def run_step(self) -> None:
         """Write results.json and report.md to the chosen folder."""
+        if self.session.state.llm is not None:
+            self.notify("The LLM plan wrote its report as it ran: it is shown here (or run it: 7, then r).",
+                        title="Save", timeout=5)
+            return
         if self.session.baseline is None:
             self.query_one(Notice).show_error("there is nothing to report yet",
                                               "run the Profile step first (press 4, then r)")

@@ -67,6 +67,11 @@ class RequirementsPane(StepPane):
         with VerticalScroll():
             yield Label("Waiting for hardware detection: the defaults depend on the device class.",
                         id="intro", classes="hint")
+            note = Label("A language model is loaded: its plan does not check these targets; it chooses the "
+                         "fastest candidate whose perplexity and KL divergence stay within their limits.",
+                         id="llm-note", classes="hint")
+            note.display = False  # until a language model is loaded
+            yield note
             with Horizontal(classes="form-row"):
                 yield Label("Target", classes="row-label")
                 yield Select([(t, t) for t in TARGETS], value="auto", allow_blank=False, id="target",
@@ -93,6 +98,7 @@ class RequirementsPane(StepPane):
     def sync(self) -> None:
         """Fill the form with the device class's defaults once the hardware is known."""
         hw = self.session.hw
+        self._say_whether_they_apply()
         if hw is None or self._built:
             self._show_sources()
             return
@@ -110,6 +116,12 @@ class RequirementsPane(StepPane):
             self._defaults["latency_percentile"] = str(defaults.latency_percentile)
             self.query_one("#percentile", Select).value = str(current.latency_percentile)
         self._show_sources()
+
+    def _say_whether_they_apply(self) -> None:
+        """A language model's plan judges its own way (TTFT, TPOT and fidelity limits): these targets are not
+        checked for it, and the step says so above them."""
+        note = self.query_one("#llm-note", Label)
+        note.display = self.session.state.llm is not None
 
     def _show_sources(self) -> None:
         req = self.session.requirements

@@ -395,8 +395,9 @@ class ResultsPane(StepPane):
     def sync(self) -> None:
         """Rebuild when the candidate list changed (a new run, or a new measurement)."""
         results = self.session.results
+        llm = self.session.state.llm is not None
         stamp = (results.candidates, results.ranking, results.interactions, results.edge_device, results.target,
-                 results.requirements)
+                 results.requirements, llm)
         if stamp == self._shown:
             return
         self._shown = stamp
@@ -409,7 +410,9 @@ class ResultsPane(StepPane):
         self._fill_plots()
         self._fill_tables()
         if not self._candidates:
-            self.query_one("#sorted", Label).update("Run the Optimize step (7) to measure candidates.")
+            self.query_one("#sorted", Label).update(
+                "A language model's candidates are on step 7, its report on step 9."
+                if llm else "Run the Optimize step (7) to measure candidates.")
             self.query_one("#candidate-detail", Static).update("")
 
     def _judge(self) -> None:

@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 from planner.advice import tree_nodes
 from planner.codec import to_data
 from planner.tui.screens.base import StepPane
+from planner.tui.screens.llm import DOES_NOT_APPLY
 
 _UNSET = object()
 VISITED = "✓"
@@ -159,13 +160,14 @@ class TreePane(StepPane):
     def sync(self) -> None:
         """Rebuild the tree when the session holds a new decision path."""
         path = self.session.path
-        if path == self._shown:
+        llm = self.session.state.llm is not None
+        if (path, llm) == self._shown:
             return
-        self._shown = path
+        self._shown = (path, llm)
         if path is None or self.session.plan is None:
             self._root, self._order = None, []
             self.query_one(OptionList).clear_options()
-            self.query_one("#intro", Label).update(NO_WALK)
+            self.query_one("#intro", Label).update(f"The decision tree {DOES_NOT_APPLY}." if llm else NO_WALK)
             self.query_one("#node-detail", Static).update("")
             self.query_one("#plan", Static).update("")
             return
