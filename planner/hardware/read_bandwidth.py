@@ -2,7 +2,9 @@
 
 Decoding a token reads every weight once and writes almost nothing, so its limit is a read, not a copy (a copy
 also writes, and on many machines writes cost more than reads). The kernel sums a buffer well past the last-level
-cache with torch (vectorized, on the threads the plan decodes with): one read per byte, best of a few samples.
+cache with torch (vectorized, on the threads the plan decodes with), and takes its maximum too: one read per byte,
+each the best of a few samples, and the faster of the two kernels is the roof (on a 2-core EPYC, amax read 32 GB/s
+where sum read 29: a roof a runtime's decoding beat would be no roof).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ class ReadRoof:
     last_level_cache_bytes: int  # 0 when the machine does not say
     samples: int
     spread: float  # (slowest - fastest) / fastest over the samples
-    method: str = "torch.sum over a float32 buffer (each byte read once, nothing written)"
+    method: str = "the faster of torch.sum and torch.amax over a float32 buffer (each byte read once, nothing written)"
 
 
 def last_level_cache(hw: HardwareProfile) -> int:
@@ -54,7 +56,11 @@ def measure_read_bandwidth(hw: HardwareProfile, threads: int, *, quick: bool = F
         torch.set_num_threads(max(1, threads))
         buffer = torch.ones(size // 4, dtype=torch.float32)
         repeats = 3 if quick else 6
-        rate, info = best_rate(partial(torch.sum, buffer), float(buffer.numel() * 4), repeats, 0.05, host_clock)
+        rate, info = 0.0, {}
+        for kernel in (torch.sum, torch.amax):
+            found, details = best_rate(partial(kernel, buffer), float(buffer.numel() * 4), repeats, 0.05, host_clock)
+            if found > rate:
+                rate, info = found, details
         del buffer
     finally:
         torch.set_num_threads(previous)

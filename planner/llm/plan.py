@@ -189,7 +189,8 @@ class LlmPlanRun:
             settings = self._settings(text, lengths, new_tokens)
             self._measure_all(settings, threads)
             self._decide(board)
-            self._package()
+            if not self.cancel.cancelled:  # a cancelled plan is written as it stands: no package to build and run
+                self._package()
         except KeyboardInterrupt:
             self.warn("interrupted by Ctrl-C: results.json holds what was measured")
             self._finish("interrupted", write_report)
@@ -272,7 +273,8 @@ class LlmPlanRun:
             try:
                 found.append(ep.load()())
             except Exception as exc:  # noqa: BLE001 - a plugin that fails to import costs only itself
-                self.warn(f"the LLM plugin {ep.name} failed to load: {type(exc).__name__}: {exc}")
+                self.warn(f"one of the installed LLM runtimes could not be loaded (entry point {ep.value}): "
+                          f"{type(exc).__name__}: {exc}")
         found.sort(key=lambda p: not p.is_baseline)  # the baseline first: every candidate is compared with it
         return found
 

@@ -246,7 +246,9 @@ def _package(plan: LlmPlan, winner: LlmCandidate | None) -> list[str]:
     if winner is None:
         return lines + ["No package: no candidate was chosen."]
     if not plan.package:
-        return lines + [f"No package: {plan.package_problem or 'it was not written'}."]
+        why = plan.package_problem or ("the plan was stopped before it finished" if plan.status == "interrupted"
+                                       else "it was not written")
+        return lines + [f"No package: {why}."]
     check = ("`python run.py --check` generated 8 tokens when the plan checked it"
              if not plan.package_problem else f"its check failed: {plan.package_problem}")
     lines.append(f"`{plan.package}/` holds the model files of {winner.title} and `run.py`, which generates with "
