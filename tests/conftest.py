@@ -179,20 +179,22 @@ def _shared_once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> P
 @pytest.fixture(scope="session")
 def tiny_llm(tmp_path_factory) -> Path:
     """A tiny Llama saved as a Hugging Face folder (2 layers, hidden 64, 4 heads, 2 KV heads, a 512-token BPE
-    vocabulary), trained for 300 steps on the bundled text so its distributions are peaked as a real model's (random
-    weights hide what quantization does); built once per test run (~20 s); nothing may write into it."""
+    vocabulary), trained for 150 steps on the bundled text so its distributions are peaked as a real model's (random
+    weights hide what quantization does); built once per test run (~12 s); nothing may write into it."""
     from planner.llm.random_model import build_random_llm
 
-    return _shared_once(tmp_path_factory, "tiny-llm", lambda out: build_random_llm(out, "tiny", train_steps=300)
+    return _shared_once(tmp_path_factory, "tiny-llm", lambda out: build_random_llm(out, "tiny", train_steps=150)
                         and None)
 
 
 @pytest.fixture(scope="session")
 def tiny_llm_plan(tmp_path_factory, tiny_llm):
-    """One real `planner plan --model TINY_LLM --quick` with every LLM runtime installed here: (folder, exit status,
-    stdout). Measured once per test run; nothing may write into its folder."""
+    """One real `planner plan --model TINY_LLM --quick` with PyTorch and OpenVINO GenAI (its INT4 and u8 KV cache
+    candidates among them; ONNX Runtime GenAI's are measured by its own tests): (folder, exit status, stdout).
+    Measured once per test run; nothing may write into its folder."""
     out, code, stdout, _ = _plan_once(tmp_path_factory, "tiny-llm-plan", [
-        "plan", "--model", str(tiny_llm), "--quick", "--prompt-lengths", "16,64", "--new-tokens", "16"])
+        "plan", "--model", str(tiny_llm), "--quick", "--prompt-lengths", "16,64", "--new-tokens", "16",
+        "--plugins", "llm.torch,llm.openvino"])
     return out, code, stdout
 
 
