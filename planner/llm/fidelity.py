@@ -109,7 +109,8 @@ def judge(reference_nll: tuple[tuple[float, ...], ...], nll: tuple[tuple[float, 
     change = Interval(math.expm1(mean_diff), math.expm1(low), math.expm1(high))
     kl_interval = None
     if kl is not None:
-        kl_blocks = _blocks([np.asarray(w, dtype=np.float64) for w in kl])
+        # KL is never negative; a value a hair below 0 is rounding in the log-probabilities of identical outputs.
+        kl_blocks = _blocks([np.maximum(np.asarray(w, dtype=np.float64), 0.0) for w in kl])
         k_low, k_high = _bootstrap(kl_blocks, np.mean, seed=1)
         kl_interval = Interval(float(np.mean(np.concatenate(kl_blocks))), k_low, k_high)
     agreement = greedy_agreement(reference_greedy, greedy)

@@ -228,7 +228,8 @@ class LlmPlanRun:
         from planner.hardware.read_bandwidth import last_level_cache, measure_read_bandwidth
         from planner.measure.worker import run_isolated
 
-        self.log(f"Measuring how fast {threads} thread(s) read memory (the decode roof)", stage="roof")
+        self.log(f"Measuring how fast {threads} {'thread reads' if threads == 1 else 'threads read'} memory (the "
+                 "decode roof)", stage="roof")
         done = run_isolated(measure_read_bandwidth, hw, threads, quick=self.options.quick, timeout_s=120)
         roof = done.value if done.status == "ok" else None
         if roof is None:
@@ -237,7 +238,7 @@ class LlmPlanRun:
         resident = bool(llc) and self.facts.weight_bytes_at("int4") < llc and self.facts.weight_bytes < llc
         self._update(roof=roof, cache_resident=resident)
         if roof is not None:
-            self.log(f"Read roof: {roof.bytes_per_s / 1e9:.1f} GB/s with {threads} thread(s)")
+            self.log(f"Read roof: {roof.bytes_per_s / 1e9:.1f} GB/s with {threads} thread{'s' if threads > 1 else ''}")
 
     def _settings(self, text: str, lengths: tuple[int, ...], new_tokens: int) -> MeasureSettings:
         """Prompts, scored windows and greedy prompts cut from the text, tokenized with the model's tokenizer."""

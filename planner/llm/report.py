@@ -14,6 +14,10 @@ _GB = 1e9
 _MiB = 1 << 20
 
 
+def _threads(count: int) -> str:
+    return f"{count} thread" if count == 1 else f"{count} threads"
+
+
 def _ms(value: float) -> str:
     return f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
 
@@ -23,7 +27,9 @@ def _size(value: float) -> str:
 
 
 def _pct(value: float) -> str:
-    return f"{value:+.1%}"
+    """A signed share with two decimals, never '-0.00%' (a change that rounds to nothing has no sign)."""
+    text = f"{value:+.2%}"
+    return "0.00%" if text in ("+0.00%", "-0.00%") else text
 
 
 def _ttft(c: LlmCandidate, length: int) -> str:
@@ -39,7 +45,8 @@ def _fidelity_cells(c: LlmCandidate) -> tuple[str, str, str]:
         return f"ppl {f.perplexity:.2f}", "0", "the original"
     change = (f"{_pct(f.perplexity_change.value)} ({_pct(f.perplexity_change.low)} to "
               f"{_pct(f.perplexity_change.high)})" if f.perplexity_change else "–")
-    kl = f"{f.kl.value:.4f} ({f.kl.low:.4f} to {f.kl.high:.4f})" if f.kl else "not measured"
+    kl = (f"{max(0.0, f.kl.value):.4f} ({max(0.0, f.kl.low):.4f} to {max(0.0, f.kl.high):.4f})" if f.kl
+          else "not measured")
     return change, kl, f.verdict
 
 
@@ -112,7 +119,7 @@ def _decision(plan: LlmPlan, winner: LlmCandidate | None, base: LlmCandidate | N
     if winner.roof_share is not None and plan.roof is not None and not plan.cache_resident:
         text += (f" Decoding reads about {_size(winner.bytes_per_token)} per token, so it runs at "
                  f"{winner.roof_share:.0%} of the {plan.roof.bytes_per_s / _GB:.1f} GB/s this machine's "
-                 f"{plan.threads} thread(s) read memory at.")
+                 f"{_threads(plan.threads)} read memory at.")
     return [text]
 
 
@@ -122,7 +129,7 @@ def _machine(plan: LlmPlan) -> list[str]:
     if roof is None:
         return lines + ["The read bandwidth could not be measured, so no candidate is compared with a roof."]
     text = (f"Decoding one token reads every weight once, so its speed is bounded by how fast memory is read. "
-            f"{plan.threads} thread(s) read **{roof.bytes_per_s / _GB:.1f} GB/s** here (measured: {roof.method}, "
+            f"{_threads(plan.threads)} read **{roof.bytes_per_s / _GB:.1f} GB/s** here (measured: {roof.method}, "
             f"{_size(roof.buffer_bytes)} buffer, best of {roof.samples}, spread {roof.spread:.0%}).")
     if plan.cache_resident:
         text += (f" This model's weights ({_size(plan.facts.weight_bytes)}) fit in the "
@@ -261,7 +268,7 @@ def _package(plan: LlmPlan, winner: LlmCandidate | None) -> list[str]:
 def _method(plan: LlmPlan) -> list[str]:
     return ["## How this was measured", "",
             f"- Prompts of {', '.join(str(n) for n in plan.prompt_lengths)} tokens and fidelity text from {plan.text}.",
-            f"- {plan.threads} thread(s) per candidate; each candidate in its own process, loaded, warmed up, then "
+            f"- {_threads(plan.threads)} per candidate; each candidate in its own process, loaded, warmed up, then "
             "timed token by token as its runtime hands tokens over.",
             f"- Fidelity limits: perplexity within +{plan.ppl_limit:.0%} and mean KL at most {plan.kl_limit:g} nats "
             "per token; a candidate whose 95% interval straddles a limit is 'not established' and is not chosen.",
