@@ -283,7 +283,8 @@ class LlmPlanRun:
         from planner.measure.worker import run_isolated
 
         assert self.out_dir is not None
-        work = self.out_dir / "artifacts"
+        # Absolute: the builders run as subprocesses in folders of their own, where a relative path means elsewhere.
+        work = (self.out_dir / "artifacts").resolve()
         work.mkdir(exist_ok=True)
         reference = str(work / "original-logprobs.npy")
         records: list[LlmCandidate] = []

@@ -154,7 +154,8 @@ def read_llm_folder(folder: str | Path) -> LlmFacts:
                              "and layers)", "re-save the model with transformers' save_pretrained") from None
     eos = cfg.get("eos_token_id")
     return LlmFacts(
-        folder=str(root), architecture=causal[0], model_type=str(cfg.get("model_type", "")), layers=layers,
+        # The folder is absolute: workers and exporters may run in other folders.
+        folder=str(root.resolve()), architecture=causal[0], model_type=str(cfg.get("model_type", "")), layers=layers,
         heads=heads, kv_heads=int(cfg.get("num_key_value_heads") or heads),
         head_size=int(cfg.get("head_dim") or hidden // heads), hidden=hidden,
         intermediate=int(cfg.get("intermediate_size") or 4 * hidden), vocab=int(cfg.get("vocab_size") or 0),

@@ -253,7 +253,9 @@ class OrtGenAiPlugin(LlmPlugin):
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         with tempfile.TemporaryDirectory(prefix="ort_genai_cache_", dir=out.parent) as cache, \
                 tempfile.TemporaryFile(mode="w+", dir=out.parent) as log:
-            command = [sys.executable, *builder_command(ctx.facts.folder, str(out), precision, block), "-c", cache]
+            # Absolute paths: the builder runs in its cache folder, where a relative path means elsewhere.
+            command = [sys.executable, *builder_command(str(Path(ctx.facts.folder).resolve()), str(out.resolve()),
+                                                        precision, block), "-c", cache]
             start = time.perf_counter()
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cache)
             while process.poll() is None:

@@ -182,3 +182,32 @@ def test_the_measuring_worker_measures_the_int4_candidate_in_process(built, prom
     assert measured.kv_measured[8] == (kv_cache_bytes(facts, 8 + 6, 4.0), 8 + 6)
     assert len(measured.nll[0]) == len(prompt) - 1 and all(np.isfinite(measured.nll[0]))
     assert [len(g) for g in measured.greedy] == [6] and measured.info["precision"] == "int4"
+
+
+def test_the_builder_gets_absolute_paths_from_a_relative_folder(tiny_llm, tmp_path, monkeypatch):
+    """The builder runs in its cache folder: a plan whose --out is relative must still name where to write."""
+    import targets.llm.ort_genai as module
+
+    seen = []
+
+    class Refused:
+        returncode = 1
+
+        def __init__(self, command, **kwargs):
+            seen.append(command)
+
+        def poll(self):
+            return 1
+
+        def wait(self, timeout=None):
+            return 1
+
+    monkeypatch.setattr(module.subprocess, "Popen", Refused)
+    monkeypatch.chdir(tmp_path)
+    facts = read_llm_folder(tiny_llm)
+    ctx = LlmContext(facts, Path("work"), threads=THREADS, quick=True)
+    found = list(OrtGenAiPlugin().candidates(ctx))
+    assert seen and all(isinstance(c, LlmSkip) for c in found)
+    for command in seen:
+        paths = [command[command.index(flag) + 1] for flag in ("-i", "-o")]
+        assert all(Path(p).is_absolute() for p in paths), command
