@@ -28,10 +28,11 @@ class LlmPlanner(Protocol):
 
 
 def is_llm_source(source: str) -> bool:
-    """Whether `source` names a causal-LM folder (reads its config.json only)."""
-    from planner.models.llm import is_llm_folder
+    """Whether `source` names a Hugging Face model folder (one with a config.json): the LLM's to load, or to refuse
+    with why (not a causal LM, no tokenizer, no weights) rather than as "not a model file"."""
+    from planner.models.llm import is_model_folder
 
-    return is_llm_folder(source)
+    return is_model_folder(source)
 
 
 def hold_llm(session: PlanSession, source: str) -> LlmFolder:

@@ -37,9 +37,14 @@ def test_the_llm_commands_travel_as_typed_messages():
     assert msgspec.convert(answer.value, wire.LlmPlanned).out_dir == "plans/tiny"
 
 
-def test_loading_a_causal_lm_folder_answers_its_facts_and_another_model_clears_them(engine, tiny_llm):
+def test_loading_a_causal_lm_folder_answers_its_facts_and_another_model_clears_them(engine, tiny_llm, tmp_path):
     with pytest.raises(PlannerError, match="no decoder LLM folder is loaded"):
         engine.request(wire.PlanLlm())
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    (encoder / "config.json").write_text('{"architectures": ["BertModel"]}')
+    with pytest.raises(PlannerError, match="not a causal language model .*BertModel"):
+        engine.request(wire.Load(source=str(encoder)))
     engine.ask(wire.Load(source="demo:tiny"))
     assert engine.results["model"]["source"] == "demo:tiny"
 
