@@ -33,6 +33,7 @@ lint: $(STAMP)
 # in time, not in work, and many tests wait (a scripted host's steps, a TUI's pilot, a hang timeout), so a fourth
 # worker could overlap those waits; the tests assert behaviour, never speed, so they must pass under that load. On
 # a 2-core AMD EPYC a fresh clone's pytest read 10:10 with three workers and 10:16 with four: no faster, and green.
+# With the decoder-LLM tests (issue 39: a shared tiny-Llama plan, the runtimes' own tests) it read 11:41, CPU-bound.
 # The 25 slowest tests are listed at the end, so a run that nears the 10-minute limit says where to cut.
 test: lint
 	$(PY) -m pytest -q -n 4 --dist loadfile --durations=25
