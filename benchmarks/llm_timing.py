@@ -120,6 +120,7 @@ def main() -> int:
     from planner.hardware.detect import detect
     from planner.hardware.read_bandwidth import measure_read_bandwidth
     from planner.llm.corpus import bundled_text
+    from planner.llm.plan import _build as build_candidates
     from planner.llm.random_model import build_random_llm
     from planner.measure.worker import run_isolated
     from planner.models.llm import KV_VALUE_BYTES, kv_cache_bytes_at, read_llm_folder
@@ -146,7 +147,8 @@ def main() -> int:
         ctx = LlmContext(facts=facts, workdir=args.work / f"{args.shape}-{name}", threads=threads, quick=True)
         ctx.workdir.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        built = run_isolated(_build, name, ctx.facts, ctx.workdir, threads, timeout_s=1800)
+        # The plan's own build step (in its worker, the exporters' output in build.log).
+        built = run_isolated(build_candidates, name, ctx.facts, ctx.workdir, threads, True, None, timeout_s=1800)
         if built.status != "ok":
             print(f"{name}: building failed: {built.reason}")
             continue
@@ -184,13 +186,6 @@ def main() -> int:
               f"{r['tpot_mean']:.2f} ms ({r['tpot']:.2f}) | {f'{rp:.2f} ms' if rp else '–'} | {d_tpot} | {tps:.1f} | "
               f"{share:.0%} | {kv_text} |")
     return 0
-
-
-def _build(name: str, facts, workdir: Path, threads: int) -> list:
-    from planner.llm.timing import load_plugin
-    from planner.plugins.llm import LlmContext
-
-    return list(load_plugin(name).candidates(LlmContext(facts=facts, workdir=workdir, threads=threads, quick=True)))
 
 
 if __name__ == "__main__":

@@ -45,3 +45,17 @@ class Ceilings:
     def ridge_point(self, precision: str = "fp32") -> float:
         """Arithmetic intensity (FLOP/byte) above which a kernel is compute bound rather than memory bound."""
         return self.peak(precision) / self.bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True)
+class ReadRoof:
+    """A measured read-only bandwidth (planner.hardware.read_bandwidth, the roof of LLM decoding) and how it was
+    taken."""
+
+    bytes_per_s: float
+    buffer_bytes: int
+    threads: int
+    last_level_cache_bytes: int  # 0 when the machine does not say
+    samples: int
+    spread: float  # (slowest - fastest) / fastest over the samples
+    method: str = "the faster of torch.sum and torch.amax over a float32 buffer (each byte read once, nothing written)"

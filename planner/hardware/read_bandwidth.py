@@ -9,26 +9,13 @@ where sum read 29: a roof a runtime's decoding beat would be no roof).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
+from planner.hardware.ceiling_values import ReadRoof
 from planner.hardware.clock import best_rate, host_clock
 from planner.hardware.profile import HardwareProfile
 
 _MiB = 1 << 20
-
-
-@dataclass(frozen=True)
-class ReadRoof:
-    """A measured read bandwidth and how it was taken."""
-
-    bytes_per_s: float
-    buffer_bytes: int
-    threads: int
-    last_level_cache_bytes: int  # 0 when the machine does not say
-    samples: int
-    spread: float  # (slowest - fastest) / fastest over the samples
-    method: str = "the faster of torch.sum and torch.amax over a float32 buffer (each byte read once, nothing written)"
 
 
 def last_level_cache(hw: HardwareProfile) -> int:

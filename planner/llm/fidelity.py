@@ -9,9 +9,10 @@ whose interval straddles its threshold is "not established", never "met".
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
+
+from planner.llm.results import GreedyAgreement, Interval, LlmFidelity
 
 PERPLEXITY_CHANGE_LIMIT = 0.05
 """The largest relative perplexity increase a candidate may show by default (5%)."""
@@ -19,40 +20,6 @@ KL_LIMIT = 0.05
 """The largest mean KL divergence (nats per token) of the next-token distributions by default."""
 _BLOCK = 16
 _RESAMPLES = 1000
-
-
-@dataclass(frozen=True)
-class Interval:
-    """An estimate with its 95% interval."""
-
-    value: float
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
-class GreedyAgreement:
-    """How a candidate's greedy continuations compare with the original's on the same prompts."""
-
-    prompts: int
-    tokens_each: int
-    identical: int  # prompts whose continuation is the same token for token
-    first_divergence: tuple[int | None, ...]  # per prompt, the first differing position (None: none differs)
-    share_differing: float  # differing tokens over all compared tokens
-
-
-@dataclass(frozen=True)
-class LlmFidelity:
-    """A candidate against the original on the same text: perplexity, its change, KL, greedy agreement, verdict."""
-
-    perplexity: float
-    tokens_scored: int
-    windows: int
-    perplexity_change: Interval | None  # candidate / original - 1; None for the original itself
-    kl: Interval | None  # mean KL(original || candidate), nats per token
-    greedy: GreedyAgreement | None
-    verdict: str  # "reference", "met", "missed" or "not established"
-    reason: str
 
 
 def perplexity(nll: tuple[tuple[float, ...], ...]) -> float:

@@ -28,7 +28,6 @@ from planner.models.llm import (
     KV_VALUE_BYTES,
     WEIGHT_BYTES,
     LlmFacts,
-    kv_cache_bytes,
     kv_cache_bytes_at,
     read_llm_folder,
 )
@@ -101,8 +100,8 @@ def check_memory(facts: LlmFacts, context: int, usable_bytes: int | None) -> Non
         return
 
     def need(precision: str) -> int:
-        kv = kv_cache_bytes(facts, context, 4.0 if precision == "fp32" else 2.0)
-        return int(facts.parameters * WEIGHT_BYTES[precision] * _MEMORY_HEADROOM + kv)
+        kv = "fp32" if precision == "fp32" else "bf16"
+        return int(facts.memory_bytes(precision, kv, 0) * _MEMORY_HEADROOM + kv_cache_bytes_at(facts, context, kv))
 
     if need("fp32") <= usable_bytes:
         return
@@ -235,7 +234,7 @@ class LlmPlanRun:
         if roof is None:
             self.warn(f"the read bandwidth could not be measured ({done.reason}): no share of the roof is given")
         llc = last_level_cache(hw)
-        resident = bool(llc) and self.facts.weight_bytes_at("int4") < llc and self.facts.weight_bytes < llc
+        resident = bool(llc) and self.facts.weight_bytes < llc
         self._update(roof=roof, cache_resident=resident)
         if roof is not None:
             self.log(f"Read roof: {roof.bytes_per_s / 1e9:.1f} GB/s with {threads} thread{'s' if threads > 1 else ''}")
@@ -502,8 +501,8 @@ def _project(board, plan: LlmPlan, facts: LlmFacts) -> BoardProjection:
         if c.status != "measured" or not c.bytes_per_token:
             continue
         speeds[c.label] = rate / c.bytes_per_token
-        memory = facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes_at(facts, plan.context, c.kv)
-        fits[c.label] = memory * _MEMORY_HEADROOM <= board.memory_gb * (1 << 30)
+        held = facts.memory_bytes(c.weights, c.kv, plan.context) * _MEMORY_HEADROOM
+        fits[c.label] = held <= board.memory_gb * (1 << 30)
     basis = (f"an estimate: the {board.title}'s datasheet memory bandwidth ({board.bandwidth_gbs:g} GB/s) over the "
              "bytes each candidate reads per decoded token; real decoding reaches a share of it, as here")
     return BoardProjection(board=board.title, bandwidth_bytes_per_s=rate, basis=basis, tokens_per_s=speeds, fits=fits)

@@ -52,11 +52,7 @@ def _fidelity_cells(c: LlmCandidate) -> tuple[str, str, str]:
 
 def _memory_at(plan: LlmPlan, c: LlmCandidate) -> str:
     """Weights at the candidate's precision plus its KV cache at the planned context: an estimate from the config."""
-    from planner.models.llm import WEIGHT_BYTES, kv_cache_bytes_at
-
-    total = plan.facts.parameters * WEIGHT_BYTES.get(c.weights, 4.0) + kv_cache_bytes_at(plan.facts, plan.context,
-                                                                                         c.kv)
-    return _size(total)
+    return _size(plan.facts.memory_bytes(c.weights, c.kv, plan.context))
 
 
 def render(plan: LlmPlan, figures: dict[str, str] | None = None) -> str:

@@ -1,4 +1,7 @@
-"""What an LLM plan records (results.json with `"kind": "decoder-llm"`), typed, and read back through the codec."""
+"""What an LLM plan records (results.json with `"kind": "decoder-llm"`), typed, and read back through the codec.
+
+Plain values only (no numpy, no torch, not even indirectly), so a client that only shows a plan (the TUI) reads
+it typed; planner.llm.fidelity computes the fidelity values kept here."""
 
 from __future__ import annotations
 
@@ -7,13 +10,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.codec import from_data, to_data
-from planner.hardware.read_bandwidth import ReadRoof
-from planner.llm.fidelity import LlmFidelity
+from planner.hardware.ceiling_values import ReadRoof
 from planner.models.llm import LlmFacts
 
 LLM_KIND = "decoder-llm"
 """results.json's `kind` for an LLM plan (the other plans' records have none)."""
 LLM_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its 95% interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class GreedyAgreement:
+    """How a candidate's greedy continuations compare with the original's on the same prompts."""
+
+    prompts: int
+    tokens_each: int
+    identical: int  # prompts whose continuation is the same token for token
+    first_divergence: tuple[int | None, ...]  # per prompt, the first differing position (None: none differs)
+    share_differing: float  # differing tokens over all compared tokens
+
+
+@dataclass(frozen=True)
+class LlmFidelity:
+    """A candidate against the original on the same text: perplexity, its change, KL, greedy agreement, verdict."""
+
+    perplexity: float
+    tokens_scored: int
+    windows: int
+    perplexity_change: Interval | None  # candidate / original - 1; None for the original itself
+    kl: Interval | None  # mean KL(original || candidate), nats per token
+    greedy: GreedyAgreement | None
+    verdict: str  # "reference", "met", "missed" or "not established"
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -51,16 +51,14 @@ class LlmFacts:
         """The folder's name: what reports and output folders call the model."""
         return Path(self.folder).name
 
-    def weight_bytes_at(self, precision: str) -> int:
-        """The weights' bytes if stored at `precision` (fp32, bf16, int8, int4): what decoding one token reads.
-
-        The input embedding is a lookup (one row per token), not a read of the whole table, unless the output
-        head shares it; an untied embedding is left out of what a token reads, but counted in memory.
-        """
-        return int(self.parameters * WEIGHT_BYTES[precision])
+    def memory_bytes(self, weights: str, kv: str, tokens: int) -> int:
+        """What a candidate holds, estimated from the config: its weights at `weights` (fp32, bf16, int8, int4; an
+        unknown one counts as fp32) plus the KV cache at precision `kv` for `tokens` of context (0: weights only)."""
+        return int(self.parameters * WEIGHT_BYTES.get(weights, 4.0)) + kv_cache_bytes_at(self, tokens, kv)
 
     def read_bytes_per_token(self, precision: str, context_tokens: int, kv_bytes_per_value: float = 2.0) -> int:
-        """Bytes one decoded token reads: every weight but an untied embedding table, plus the KV cache so far."""
+        """Bytes one decoded token reads: every weight but an untied embedding table (a lookup reads one row of it),
+        plus the KV cache so far."""
         weights = self.parameters - (0 if self.tied_embeddings else self.vocab * self.hidden)
         return int(weights * WEIGHT_BYTES[precision] + kv_cache_bytes(self, context_tokens, kv_bytes_per_value))
 

@@ -168,11 +168,12 @@ def test_llm_plan_snapshot(llm_app, snap_compare):
 
 
 def test_a_candidate_line_gives_its_share_of_the_read_roof_unless_the_weights_fit_in_the_cache():
+    import dataclasses
     import io
-    import json
 
     from rich.console import Console
 
+    from planner.llm.results import read_llm_plan
     from planner.tui.screens.llm import candidate_lines
 
     def shown(plan) -> str:
@@ -180,16 +181,17 @@ def test_a_candidate_line_gives_its_share_of_the_read_roof_unless_the_weights_fi
         console.print(candidate_lines(plan))
         return console.file.getvalue()
 
-    recorded = json.loads((LLM_FOLDER.parent / "results.json").read_text())
-    assert recorded["cache_resident"] and "of the roof" not in shown(recorded)
+    recorded = read_llm_plan(LLM_FOLDER.parent / "results.json")
+    assert recorded.cache_resident and "of the roof" not in shown(recorded)
     assert "no candidate is given a share of it" in shown(recorded)
     # The same figures measured from DRAM: each candidate's decode as a share of the 15.1 GB/s roof.
-    text = shown({**recorded, "cache_resident": False})
+    text = shown(dataclasses.replace(recorded, cache_resident=False))
     assert "71.1 tokens/s · 0.166% of the roof · fidelity met" in text
     assert "Read roof: 15.1 GB/s with 2 threads (decoding a token reads every weight once)." in text
     # A candidate that was not measured says why, under its title.
-    stopped = {**recorded["candidates"][1], "status": "not reached", "reason": "cancelled", "timings": None}
-    assert "not reached: cancelled" in shown({**recorded, "candidates": [recorded["candidates"][0], stopped]})
+    stopped = dataclasses.replace(recorded.candidates[1], status="not reached", reason="cancelled", timings=None)
+    assert "not reached: cancelled" in shown(dataclasses.replace(recorded, candidates=(recorded.candidates[0],
+                                                                                        stopped)))
 
 
 def test_every_llm_screen_speaks_plain_words_and_the_help_explains_each_abbreviation(llm_app):

@@ -8,7 +8,7 @@ new tokens per call), the Optimize step runs the plan and lists its candidates, 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +23,7 @@ from planner.tui.widgets.progress import Phase
 from planner.tui.widgets.toggles import Tick
 
 if TYPE_CHECKING:
+    from planner.llm.results import LlmCandidate, LlmPlan
     from planner.models.llm import LlmFacts
 
 DEFAULT_PROMPTS = "32,128,512"
@@ -117,69 +118,63 @@ class LlmSettings(Vertical):
                 f"{'quick' if quick else 'full'}")
 
 
-def counts_text(plan: dict[str, Any]) -> str:
+def counts_text(plan: LlmPlan) -> str:
     """How many candidates ended each way: '2 measured, 1 not reached'."""
     counts: dict[str, int] = {}
-    for c in plan.get("candidates") or ():
-        counts[c["status"]] = counts.get(c["status"], 0) + 1
+    for c in plan.candidates:
+        counts[c.status] = counts.get(c.status, 0) + 1
     return ", ".join(f"{n} {status}" for status, n in counts.items()) or "no candidate"
 
 
-def ended_text(plan: dict[str, Any], out_dir: str) -> str:
+def ended_text(plan: LlmPlan, out_dir: str) -> str:
     """The run's last line: how it ended, its candidates, and where it wrote."""
-    status = str(plan.get("status", ""))
-    return f"{_HOW.get(status, status)}: {counts_text(plan)}; results in {out_dir}"
+    return f"{_HOW.get(plan.status, plan.status)}: {counts_text(plan)}; results in {out_dir}"
 
 
-def roof_text(plan: dict[str, Any]) -> str:
+def roof_text(plan: LlmPlan) -> str:
     """The read roof the candidates' decode is compared with, in a line."""
-    roof = plan.get("roof")
-    if not roof:
+    roof = plan.roof
+    if roof is None:
         return "The read roof could not be measured: no share of it is given."
-    threads = f"{plan['threads']} thread{'s' if plan['threads'] != 1 else ''}"
-    text = f"Read roof: {fmt.bandwidth(roof['bytes_per_s'])} with {threads}"
-    if plan.get("cache_resident"):
+    threads = f"{plan.threads} thread{'s' if plan.threads != 1 else ''}"
+    text = f"Read roof: {fmt.bandwidth(roof.bytes_per_s)} with {threads}"
+    if plan.cache_resident:
         return text + "; the weights fit in the cache, so no candidate is given a share of it."
     return text + " (decoding a token reads every weight once)."
 
 
-def candidate_lines(plan: dict[str, Any]) -> Table:
+def candidate_lines(plan: LlmPlan) -> Table:
     """The decision, the read roof, then each candidate: its title (★ the chosen one), then TTFT at the longest
     prompt, TPOT p50, tokens/s, share of the read roof and fidelity verdict, or why it was not measured. Lines
-    that wrap keep to the right of the marks.
-
-    `plan` is the plan as its results.json holds it (planner.llm.results.LlmPlan's data): the TUI reads it as data,
-    as that module's typed values come with the measuring code's imports."""
+    that wrap keep to the right of the marks."""
     table = Table.grid(padding=(0, 0), expand=True)
     table.add_column(width=2, no_wrap=True)
     table.add_column(ratio=1, overflow="fold")
-    winner = plan.get("winner") or ""
-    decision = str(plan.get("decision") or "").rstrip(".")
+    winner = plan.winner
+    decision = plan.decision.rstrip(".")
     table.add_row("", Text(f"{decision}." if winner and decision else
                            f"None chosen: {decision}." if decision else "None chosen.", style="bold"))
     table.add_row("", Text(roof_text(plan), style="dim"))
-    for c in plan.get("candidates") or ():
-        table.add_row("★" if winner and c["label"] == winner else "", _candidate(plan, c))
+    for c in plan.candidates:
+        table.add_row("★" if winner and c.label == winner else "", _candidate(plan, c))
     return table
 
 
-def _candidate(plan: dict[str, Any], c: dict[str, Any]) -> Text:
+def _candidate(plan: LlmPlan, c: LlmCandidate) -> Text:
     line = Text()
-    line.append(c.get("title") or c["label"], style="bold")
-    if c.get("is_baseline"):
+    line.append(c.title or c.label, style="bold")
+    if c.is_baseline:
         line.append(" (the original)")
-    t = c.get("timings")
-    if c["status"] != "measured" or not t:
-        line.append(f"\n{c['status']}" + (f": {c['reason']}" if c.get("reason") else ""), style="dim")
+    t = c.timings
+    if c.status != "measured" or t is None:
+        line.append(f"\n{c.status}" + (f": {c.reason}" if c.reason else ""), style="dim")
         return line
-    ttft = {int(n): ms for n, ms in t["ttft_p50_ms"].items()}  # prompt lengths: JSON keeps them as text
-    longest = max(ttft)
-    figures = [f"TTFT {fmt.ms(ttft[longest])} at {longest} tokens", f"TPOT p50 {fmt.ms(t['tpot_p50_ms'])}",
-               units.tokens_rate(t["decode_tokens_per_s"])]
-    if plan.get("roof") and not plan.get("cache_resident") and c.get("roof_share") is not None:
-        figures.append(f"{fmt.pct(c['roof_share'])} of the roof")  # cache-resident weights: the roof line says why
-    fidelity = c.get("fidelity")
-    verdict = str(fidelity["verdict"]) if fidelity else ""
-    figures.append(_VERDICT.get(verdict, f"fidelity {verdict}") if fidelity else "fidelity not judged")
+    longest = max(t.ttft_p50_ms)
+    figures = [f"TTFT {fmt.ms(t.ttft_p50_ms[longest])} at {longest} tokens", f"TPOT p50 {fmt.ms(t.tpot_p50_ms)}",
+               units.tokens_rate(t.decode_tokens_per_s)]
+    if plan.roof is not None and not plan.cache_resident and c.roof_share is not None:
+        figures.append(f"{fmt.pct(c.roof_share)} of the roof")  # cache-resident weights: the roof line says why
+    verdict = c.fidelity.verdict if c.fidelity else ""
+    figures.append(_VERDICT.get(verdict, f"fidelity {verdict}") if c.fidelity else "fidelity not judged")
     line.append("\n" + " · ".join(figures))
     return line

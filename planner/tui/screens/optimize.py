@@ -317,9 +317,13 @@ class OptimizePane(StepPane):
 
     def _llm_done(self, planned: Any) -> None:
         """The LLM plan's candidates as lines, and how it ended."""
+        from planner.codec import from_data
+        from planner.llm.results import LlmPlan
+
         self.query_one("#cancel", Button).disabled = True
-        message = ended_text(planned.plan, planned.out_dir)
-        self.query_one("#llm-candidates", Static).update(candidate_lines(planned.plan))
+        plan = from_data(planned.plan, LlmPlan)  # the typed record, once, at the engine's answer
+        message = ended_text(plan, planned.out_dir)
+        self.query_one("#llm-candidates", Static).update(candidate_lines(plan))
         self.query_one(RunProgress).end(message, ok=planned.status == "ok")
         self.query_one("#status", Label).update(message.split(":")[0])
         self.query_one(RichLog).write(Text(f"{'✓' if planned.status == 'ok' else '!'} {message}", style="bold"))
