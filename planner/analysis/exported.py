@@ -11,7 +11,6 @@ per-layer rows as hooks give for the eager model: `layer1.0.conv1` of type `Conv
 from __future__ import annotations
 
 import importlib
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from planner.analysis.stats import (
     footprint,
     forward_error,
     iter_tensors,
+    median_run,
     nbytes,
     op_bytes,
     op_kind,
@@ -335,7 +335,7 @@ def analyse(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: 
     forward_ms: float | None = None
     method = "not measured"
     if measure_time:
-        samples: dict[str, list[float]] = defaultdict(list)
+        runs: list[dict[str, float]] = []
         totals: list[float] = []
         per_run: dict[str, float] = defaultdict(float)
 
@@ -354,13 +354,10 @@ def analyse(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: 
                 sync()
                 if run >= warmup:
                     totals.append((time.perf_counter() - t0) * 1e3)
-                    for key, ms in per_run.items():
-                        samples[key].append(ms)
-        forward_ms = statistics.median(totals)
-        timed = []
-        for layer in layers:
-            t = statistics.median(samples[layer.key]) if samples.get(layer.key) else None
-            timed.append(_with_time(layer, t, forward_ms))
+                    runs.append(dict(per_run))
+        middle = median_run(totals)
+        forward_ms = totals[middle]
+        timed = [_with_time(layer, runs[middle].get(layer.key), forward_ms) for layer in layers]
         layers = timed
         method = (f"torch.fx.Interpreter over the torch.export graph, time.perf_counter around each aten node, "
                   f"node times summed into the innermost module of its nn_module_stack; {runs_text(repeats, warmup)} "

@@ -10,7 +10,6 @@ leaf calls left, only aten nodes tagged with the module they came from) runs nod
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from planner.analysis.stats import (
     footprint,
     forward_error,
     iter_tensors,
+    median_run,
     nbytes,
     op_bytes,
     op_kind,
@@ -198,9 +198,10 @@ def _structure_pass(module: nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[
 
 def _timing_pass(module: nn.Module, args: tuple[torch.Tensor, ...], *, repeats: int,
                  warmup: int) -> tuple[dict[str, float], float]:
-    """Median per-call time (ms) of every leaf call, and median forward time, over `repeats` runs."""
+    """Every leaf call's time (ms) and the forward time, from the median of `repeats` runs."""
     sync = sync_for(args)
-    samples: dict[str, list[float]] = defaultdict(list)
+    samples: dict[str, float] = {}
+    runs: list[dict[str, float]] = []
     counts: dict[str, int] = defaultdict(int)
     starts: dict[str, float] = {}
     handles = []
@@ -215,7 +216,7 @@ def _timing_pass(module: nn.Module, args: tuple[torch.Tensor, ...], *, repeats: 
             elapsed = (time.perf_counter() - starts[_n]) * 1e3
             counts[_n] += 1
             key = _n if counts[_n] == 1 else f"{_n}#{counts[_n]}"
-            samples[key].append(elapsed)
+            samples[key] = elapsed
 
         handles.append(mod.register_forward_pre_hook(pre))
         handles.append(mod.register_forward_hook(post))
@@ -224,18 +225,19 @@ def _timing_pass(module: nn.Module, args: tuple[torch.Tensor, ...], *, repeats: 
         with torch.no_grad():
             for run in range(warmup + repeats):
                 counts.clear()
+                samples.clear()
                 sync()
                 t0 = time.perf_counter()
                 module(*args)
                 sync()
-                if run < warmup:
-                    samples.clear()
-                else:
+                if run >= warmup:
                     totals.append((time.perf_counter() - t0) * 1e3)
+                    runs.append(dict(samples))
     finally:
         for h in handles:
             h.remove()
-    return {k: statistics.median(v) for k, v in samples.items()}, statistics.median(totals)
+    middle = median_run(totals)
+    return runs[middle], totals[middle]
 
 
 def _hooked(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: bool, repeats: int,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import statistics
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -34,6 +33,7 @@ from planner.analysis.stats import (
     Recorder,
     forward_error,
     iter_tensors,
+    median_run,
     nbytes,
     packet_name,
     passes_through,
@@ -378,7 +378,7 @@ def analyse(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: 
     forward_ms: float | None = None
     method = "not measured"
     if measure_time and marks:
-        samples: dict[int, list[float]] = defaultdict(list)
+        row_times: list[list[float]] = []
         totals = []
         names = [e.name for e in tops]
         skipped = 0
@@ -388,13 +388,12 @@ def analyse(module: nn.Module, args: tuple[torch.Tensor, ...], *, measure_time: 
                 skipped += 1
                 continue
             totals.append(mark.cpu_time_total / 1e3)
-            for top in rows:
-                samples[top].append(run_tops[top].cpu_time_total / 1e3)
+            row_times.append([run_tops[top].cpu_time_total / 1e3 for top in rows])
         if skipped:
             notes.append(f"{skipped} of {len(marks)} profiled runs called a different op sequence and were left out")
         if totals:
-            forward_ms = statistics.median(totals)
-            times = [statistics.median(samples[top]) for top in rows]
+            middle = median_run(totals)
+            forward_ms, times = totals[middle], row_times[middle]
             layers = [_timed(layer, t, forward_ms) for layer, t in zip(layers, times)]
             threads = torch.get_num_threads()
             method = (f"torch.profiler per-op CPU time (CPU activity): each row is one op call the "

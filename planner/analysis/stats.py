@@ -291,8 +291,19 @@ def where_run(args: tuple[torch.Tensor, ...], threads: int) -> str:
 
 
 def runs_text(repeats: int, warmup: int) -> str:
-    """`median of 5 runs after 1 warm-up` for the time_method strings."""
-    return f"median of {repeats} run{'s' if repeats != 1 else ''} after {warmup} warm-up"
+    """`median of 5 runs after 1 warm-up, ...` for the time_method strings."""
+    return (f"median of {repeats} run{'s' if repeats != 1 else ''} after {warmup} warm-up, every row's time "
+            "from that one run")
+
+
+def median_run(totals: list[float]) -> int:
+    """The index of the run whose forward time is the median (the lower middle one of an even count).
+
+    Rows and forward are taken from this one run: medians taken row by row need not add up to the
+    median forward, and a table whose shares sum above 100% contradicts itself.
+    """
+    order = sorted(range(len(totals)), key=totals.__getitem__)
+    return order[(len(order) - 1) // 2]
 
 
 OpSink = Callable[[Any, Any, Any, Any, int], None]

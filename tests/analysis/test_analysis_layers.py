@@ -11,6 +11,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from planner.analysis import analyze_layers
+from planner.analysis.stats import median_run
 from planner.codec import from_data, to_data
 from planner.errors import InputSpecError
 from planner.models.demo import DEMOS, InefficientClassifier, UpsamplingClassifier
@@ -136,3 +137,13 @@ def test_cuda_layers_are_timed_with_synchronisation() -> None:
     assert "CUDA, synchronized" in report.time_method
     assert all(n.time_ms is not None and n.time_ms > 0 for n in report.layers)
     assert report.total_flops == _flop_counter_total(model, x)
+
+
+def test_rows_and_forward_come_from_the_one_median_run() -> None:
+    # Row-by-row medians of these runs add up to 4 + 5 + 3 = 12 ms against a 9 ms median forward;
+    # the one median run's rows always fit inside its own forward.
+    runs = [{"a": 4.0, "b": 1.0, "c": 3.0}, {"a": 1.0, "b": 5.0, "c": 3.0}, {"a": 5.0, "b": 5.0, "c": 0.5}]
+    totals = [8.5, 9.0, 10.5]
+    middle = median_run(totals)
+    assert middle == 1 and sum(runs[middle].values()) <= totals[middle]
+    assert median_run([3.0, 1.0, 2.0, 4.0]) == 2  # the lower middle of an even count
