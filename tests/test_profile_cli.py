@@ -52,7 +52,10 @@ def test_profile_json_has_the_fields(profile_json):
     for key in ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "std_ms", "samples"):
         assert key in lat
     assert lat["samples"] >= 8 and lat["p50_ms"] > 0
-    assert [t["batch"] for t in p["throughput"]][:3] == [1, 2, 4]
+    batches = [t["batch"] for t in p["throughput"]]
+    assert batches[:2] == [1, 2]
+    if batches[:3] != [1, 2, 4]:  # a loaded machine may reach the sweep's time limit: it must say so
+        assert p["info"]["sweep_stopped"].startswith("stopped before batch 4: timing it would take about")
     assert all(t["samples_per_s"] > 0 for t in p["throughput"])
     assert p["peak_memory_bytes"] > 0
     assert {x["name"] for x in p["layers"]} >= {"features.0", "features.3", "features.6", "fc"}

@@ -81,6 +81,13 @@ class HostOutcome(PlanOutcome):
 
 def _unsupported(options: PlanOptions) -> None:
     """Options that name local files the remote cannot see and that are not shipped yet: say so before connecting."""
+    from planner.models.llm import is_model_folder
+
+    if is_model_folder(options.model):
+        raise PlannerError(f"{options.model} is a model folder (a decoder LLM's), which is not carried to a remote "
+                           "host yet",
+                           f"copy the folder to the host and run `planner plan --model {Path(options.model).name}` "
+                           "there")
     for name, flag in carried(Carry.REFUSED):
         if getattr(options, name):
             raise PlannerError(f"{flag.names[0]} is not carried to a remote host yet",

@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import py_compile
-import struct
 from pathlib import Path
 
 import pytest
+from gguf import GGUFWriter
 
 from planner.models.llm import LlmFacts
 from planner.plugins.llm import LlmContext, LlmSkip, LlmSpec
@@ -24,23 +24,21 @@ FACTS = LlmFacts(folder="/models/tiny", architecture="LlamaForCausalLM", model_t
 
 
 def write_gguf(path: Path, file_type: int | None = 15, layers: int = 2, width: int = 64) -> Path:
-    """A GGUF header as llama.cpp's converter writes one (architecture, file type, shape, a vocabulary); no tensors."""
-
-    def string(text: str) -> bytes:
-        return struct.pack("<Q", len(text.encode())) + text.encode()
-
-    entries = [string("general.architecture") + struct.pack("<I", 8) + string("llama"),
-               string("general.name") + struct.pack("<I", 8) + string("tiny")]
+    """A GGUF as llama.cpp's converter heads one (architecture, name, file type, a vocabulary, the shape), written
+    with its `gguf` package; no tensors."""
+    writer = GGUFWriter(path, "llama")
+    writer.add_name("tiny")
     if file_type is not None:
-        entries.append(string("general.file_type") + struct.pack("<II", 4, file_type))
-    # The vocabulary comes before the shape here, so the reader must step over an array of strings.
-    tokens = [f"tok{i}" for i in range(512)]
-    entries.append(string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(tokens))
-                   + b"".join(string(t) for t in tokens))
-    entries.append(string("tokenizer.ggml.scores") + struct.pack("<IIQ", 9, 6, 512) + b"\0" * 4 * 512)
-    entries.append(string("llama.block_count") + struct.pack("<II", 4, layers))
-    entries.append(string("llama.embedding_length") + struct.pack("<II", 4, width))
-    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(entries)) + b"".join(entries))
+        writer.add_file_type(file_type)
+    # The vocabulary comes before the shape here, as the converter writes it.
+    writer.add_token_list([f"tok{i}" for i in range(512)])
+    writer.add_token_scores([0.0] * 512)
+    writer.add_block_count(layers)
+    writer.add_embedding_length(width)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
     return path
 
 
@@ -68,6 +66,7 @@ def test_without_a_gguf_the_reason_names_the_flag_and_candidates_skip(tmp_path):
 def test_the_quant_type_comes_from_the_metadata_else_the_file_name(tmp_path):
     metadata = read_gguf_metadata(write_gguf(tmp_path / "model.gguf", file_type=15))
     assert metadata["general.architecture"] == "llama" and metadata["llama.block_count"] == 2
+    assert metadata["llama.embedding_length"] == 64
     assert metadata["tokenizer.ggml.tokens"] == 512  # an array stands for its length
     assert quant_type(tmp_path / "model.gguf", metadata) == "Q4_K_M"
     assert quant_type(Path("qwen2.5-0.5b-instruct-q8_0.gguf")) == "Q8_0"
@@ -90,6 +89,11 @@ def test_a_missing_file_another_model_or_not_a_gguf_is_a_reason(tmp_path):
         write_gguf(tmp_path / "big.gguf", layers=24, width=896))[0]
     (tmp_path / "weights.bin").write_bytes(b"\x00" * 64)
     assert "weights.bin is not a GGUF file llama.cpp reads" in gguf_reasons(tmp_path / "weights.bin")[0]
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes((tmp_path / "ok.gguf").read_bytes()[:100])  # a download cut short inside the header
+    assert "cut.gguf is not a GGUF file llama.cpp reads" in gguf_reasons(cut)[0]
+    (tmp_path / "empty.gguf").write_bytes(b"")
+    assert "empty.gguf is not a GGUF file llama.cpp reads" in gguf_reasons(tmp_path / "empty.gguf")[0]
 
 
 def test_with_llama_cpp_python_the_gguf_is_one_candidate_and_its_package_holds_it(tmp_path, monkeypatch):

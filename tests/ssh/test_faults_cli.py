@@ -87,3 +87,15 @@ def test_attach_to_a_run_that_is_not_there(ssh_host, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert "has no run '20990101-000000-abcdef'" in run.stderr and "--runs" in run.stderr
+
+
+def test_a_model_folder_is_refused_before_connecting(unreachable_host, tmp_path):
+    folder = tmp_path / "smollm"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    run = subprocess.run([*CLI, "plan", "--host", unreachable_host.alias, "--model", str(folder), "--quick"],
+                         cwd=tmp_path, env=unreachable_host.env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "unreachable" not in run.stderr  # said before any connection
+    assert "is a model folder (a decoder LLM's), which is not carried to a remote host yet" in run.stderr
+    assert "copy the folder to the host and run `planner plan --model smollm` there" in run.stderr
+    assert _nothing_written(tmp_path)
