@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner import units
 from planner.llm.results import LlmCandidate, LlmPlan
 
 _GB = 1e9
-_MiB = 1 << 20
 
 
 def _threads(count: int) -> str:
@@ -20,10 +20,6 @@ def _threads(count: int) -> str:
 
 def _ms(value: float) -> str:
     return f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
-
-
-def _size(value: float) -> str:
-    return f"{value / _MiB:.1f} MiB" if value < 1 << 30 else f"{value / (1 << 30):.2f} GiB"
 
 
 def _pct(value: float) -> str:
@@ -52,7 +48,7 @@ def _fidelity_cells(c: LlmCandidate) -> tuple[str, str, str]:
 
 def _memory_at(plan: LlmPlan, c: LlmCandidate) -> str:
     """Weights at the candidate's precision plus its KV cache at the planned context: an estimate from the config."""
-    return _size(plan.facts.memory_bytes(c.weights, c.kv, plan.context))
+    return units.size(plan.facts.memory_bytes(c.weights, c.kv, plan.context))
 
 
 def render(plan: LlmPlan, figures: dict[str, str] | None = None) -> str:
@@ -67,8 +63,8 @@ def render(plan: LlmPlan, figures: dict[str, str] | None = None) -> str:
     lines += ["## The model", "",
               f"{f.architecture}: {f.layers} layers, {f.heads} attention heads sharing {f.kv_heads} key/value heads "
               f"(head size {f.head_size}), hidden size {f.hidden}, vocabulary {f.vocab:,} tokens, context limit "
-              f"{f.context:,} tokens; {f.parameters / 1e6:,.1f}M parameters, {_size(f.weight_bytes)} of weights as "
-              f"stored ({f.stored_dtype}).", ""]
+              f"{f.context:,} tokens; {f.parameters / 1e6:,.1f}M parameters, {units.size(f.weight_bytes)} of "
+              f"weights as stored ({f.stored_dtype}).", ""]
     lines += _machine(plan) + [""]
     lines += _candidates_table(plan, measured) + [""]
     if "ttft" in figures:
@@ -113,7 +109,7 @@ def _decision(plan: LlmPlan, winner: LlmCandidate | None, base: LlmCandidate | N
         text += (" It is the original itself: no candidate that kept the original's quality within the limits "
                  "decoded faster.")
     if winner.roof_share is not None and plan.roof is not None and not plan.cache_resident:
-        text += (f" Decoding reads about {_size(winner.bytes_per_token)} per token, so it runs at "
+        text += (f" Decoding reads about {units.size(winner.bytes_per_token)} per token, so it runs at "
                  f"{winner.roof_share:.0%} of the {plan.roof.bytes_per_s / _GB:.1f} GB/s this machine's "
                  f"{_threads(plan.threads)} read memory at.")
     return [text]
@@ -126,10 +122,10 @@ def _machine(plan: LlmPlan) -> list[str]:
         return lines + ["The read bandwidth could not be measured, so no candidate is compared with a roof."]
     text = (f"Decoding one token reads every weight once, so its speed is bounded by how fast memory is read. "
             f"{_threads(plan.threads)} read **{roof.bytes_per_s / _GB:.1f} GB/s** here (measured: {roof.method}, "
-            f"{_size(roof.buffer_bytes)} buffer, best of {roof.samples}, spread {roof.spread:.0%}).")
+            f"{units.size(roof.buffer_bytes)} buffer, best of {roof.samples}, spread {roof.spread:.0%}).")
     if plan.cache_resident:
-        text += (f" This model's weights ({_size(plan.facts.weight_bytes)}) fit in the "
-                 f"{_size(roof.last_level_cache_bytes)} last-level cache: it is cache-resident, so it is not "
+        text += (f" This model's weights ({units.size(plan.facts.weight_bytes)}) fit in the "
+                 f"{units.size(roof.last_level_cache_bytes)} last-level cache: it is cache-resident, so it is not "
                  "compared with the memory roof (the share of the roof below is left out).")
     return lines + [text]
 
@@ -189,12 +185,12 @@ def _kv_section(plan: LlmPlan, measured: list[LlmCandidate]) -> list[str]:
     for c in measured:
         for p in c.kv_points[-1:]:  # the longest context: where a difference would show
             if p.measured_bytes is None:
-                lines.append(f"| {c.title} | {p.tokens} | {_size(p.predicted_bytes)} | not exposed by the runtime "
+                lines.append(f"| {c.title} | {p.tokens} | {units.size(p.predicted_bytes)} | not exposed by the runtime "
                              "| – |")
             else:
                 diff = p.measured_bytes / p.predicted_bytes - 1 if p.predicted_bytes else 0.0
-                lines.append(f"| {c.title} | {p.tokens} | {_size(p.predicted_bytes)} | {_size(p.measured_bytes)} | "
-                             f"{_pct(diff)} |")
+                lines.append(f"| {c.title} | {p.tokens} | {units.size(p.predicted_bytes)} | "
+                             f"{units.size(p.measured_bytes)} | {_pct(diff)} |")
     return lines
 
 
@@ -220,7 +216,7 @@ def _roadmap(plan: LlmPlan, measured: list[LlmCandidate], base: LlmCandidate | N
                               "Weight-only INT8 or INT4 (fewer bytes read per token)"))
     lines.append("3. " + step(best(lambda c: c.kv in ("u8", "int8", "i8")), "A lower-precision KV cache"))
     lines.append(f"4. Context limit: the plan sized memory for {plan.context} tokens; each 1,000 tokens more of "
-                 f"context adds {_size(_kv_per_1000(plan))} of KV cache at 16 bits (an estimate from the config).")
+                 f"context adds {units.size(_kv_per_1000(plan))} of KV cache at 16 bits (an estimate from the config).")
     rejected = [c for c in measured if c.fidelity and c.fidelity.verdict in ("missed", "not established")]
     for c in rejected:
         lines.append(f"   - Not on the road: {c.title} ({c.fidelity.verdict}: {c.fidelity.reason}).")  # type: ignore
