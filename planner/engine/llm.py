@@ -67,7 +67,7 @@ def plan_llm(folder: LlmFolder, command: PlanLlm, *, on_event: EventSink, cancel
     out = free_dir(Path(command.out)) if command.out else None
     options = LlmOptions(folder=Path(folder.source), out=out, quick=command.quick, budget_s=command.budget_s,
                          prompt_lengths=tuple(command.prompt_lengths), new_tokens=command.new_tokens,
-                         plugins=tuple(command.plugins or ()))
+                         plugins=tuple(command.plugins or ()), gguf=Path(command.gguf) if command.gguf else None)
     outcome = planner(options, on_event=on_event, cancel=cancel)
     plan = outcome.plan
     status = plan.status if plan is not None else ("interrupted" if outcome.interrupted else "failed")

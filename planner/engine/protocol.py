@@ -258,7 +258,8 @@ class PlanLlm(Command, tag="llm_plan", kw_only=True):
     Answers an `LlmPlanned`.
 
     `out` is the plan's folder (a fresh default one, reports/<date>-<model>-llm, when None; a taken folder is not
-    written over: the plan goes beside it, numbered); `plugins` the LLM plugins to run (all registered when empty).
+    written over: the plan goes beside it, numbered); `plugins` the LLM plugins to run (all registered when empty);
+    `gguf` a GGUF file of the model, on the engine's machine, for llama.cpp to measure.
     """
 
     prompt_lengths: list[int] = msgspec.field(default_factory=lambda: [32, 128, 512])
@@ -267,6 +268,7 @@ class PlanLlm(Command, tag="llm_plan", kw_only=True):
     budget_s: float | None = None
     out: str | None = None
     plugins: list[str] | None = None
+    gguf: str | None = None
     fresh_cancel: ClassVar[bool] = True
 
 

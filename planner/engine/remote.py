@@ -300,12 +300,12 @@ class RemoteSession:
         self.call(wire.Save())
 
     def plan_llm(self, *, prompt_lengths: tuple[int, ...] | list[int], new_tokens: int, quick: bool = True,
-                 out: Path | None = None, plugins: list[str] | None = None,
-                 budget_s: float | None = None) -> wire.LlmPlanned:
+                 out: Path | None = None, plugins: list[str] | None = None, budget_s: float | None = None,
+                 gguf: str | None = None) -> wire.LlmPlanned:
         """Plan the loaded decoder LLM in one run (cancelled with `cancel`, after the candidate being measured);
-        returns where the plan went, how it ended, and the plan."""
+        returns where the plan went, how it ended, and the plan. `gguf` is a GGUF file on the engine's machine."""
         self.cancel.reset()
         return from_data(self.call(wire.PlanLlm(prompt_lengths=list(prompt_lengths), new_tokens=new_tokens,
                                                 quick=quick, out=str(out) if out else None, plugins=plugins,
-                                                budget_s=budget_s)), wire.LlmPlanned)
+                                                budget_s=budget_s, gguf=gguf)), wire.LlmPlanned)
 

@@ -109,11 +109,13 @@ def test_a_plan_asked_for_a_folder_that_holds_one_goes_beside_it(tmp_path):
     (tmp_path / "plan").mkdir()
     (tmp_path / "plan" / "results.json").write_text("{}")
     held = wire.LlmFolder(source="tiny", facts={})
-    command = wire.PlanLlm(prompt_lengths=[64, 16], new_tokens=32, quick=False, out=str(tmp_path / "plan"))
+    command = wire.PlanLlm(prompt_lengths=[64, 16], new_tokens=32, quick=False, out=str(tmp_path / "plan"),
+                           gguf="models/tiny-q4_0.gguf")
     cancel = CancelToken()
     cancel.cancel()
     after, planned = plan_llm(held, command, on_event=lambda event: None, cancel=cancel, planner=planner)
     options = asked[0]
     assert options.out == tmp_path / "plan-2" and options.folder == Path("tiny")
     assert (options.prompt_lengths, options.new_tokens, options.quick) == ((64, 16), 32, False)
+    assert options.gguf == Path("models/tiny-q4_0.gguf")  # for llama.cpp, as the engine's machine names it
     assert (planned.status, after.status, after.plan_dir) == ("interrupted", "interrupted", str(tmp_path / "plan-2"))

@@ -58,6 +58,7 @@ def test_the_model_step_shows_the_llm_facts_and_the_plan_settings(llm_app):
         assert "Inputs" not in text and "Val data" not in text
         assert app.query_one("#llm-prompts", Input).value == "32,128,512"
         assert app.query_one("#llm-new-tokens", Input).value == "64"
+        assert app.query_one("#llm-gguf", Input).value == "" and "GGUF file" in text  # optional, for llama.cpp
         app.query_one("#llm-note").scroll_visible(animate=False)
         await pilot.pause()
         assert "(steps 4–6) do not apply" in screen_text(app)
@@ -73,6 +74,7 @@ def test_step_7_runs_the_llm_plan_lists_its_candidates_and_step_9_shows_its_repo
 
     async def body(pilot):
         await _loaded(pilot)
+        app.query_one("#llm-gguf", Input).value = " tiny-q4_0.gguf "
         await pilot.press("7")
         await pilot.pause()
         assert "r Run LLM plan" in screen_text(app)
@@ -80,6 +82,8 @@ def test_step_7_runs_the_llm_plan_lists_its_candidates_and_step_9_shows_its_repo
         await wait_idle(pilot)
         options = planner.calls[0]
         assert (options.prompt_lengths, options.new_tokens, options.quick) == ((32, 128, 512), 64, True)
+        assert options.gguf == Path("tiny-q4_0.gguf")
+        assert "llama.cpp on tiny-q4_0.gguf" in screen_text(app)
         text = screen_text(app)
         assert "done: 2 measured; results in out" in text
         assert "★ PyTorch eager, bf16 weights, 2 threads" in text
@@ -235,3 +239,12 @@ def test_every_llm_screen_speaks_plain_words_and_the_help_explains_each_abbrevia
             found[name] = words
     assert found == {}, found
     assert "TTFT" in screens["optimize"] and "★" in screens["optimize"]
+
+
+def test_a_blank_setting_takes_the_default_its_placeholder_shows():
+    from planner.tui.screens.llm import DEFAULT_NEW_TOKENS, DEFAULT_PROMPTS, SettingsError, parse_settings
+
+    assert parse_settings("  ", "") == ((32, 128, 512), 64) == parse_settings(DEFAULT_PROMPTS, DEFAULT_NEW_TOKENS)
+    assert parse_settings("64 16,16", " 8 ") == ((16, 64), 8)
+    with pytest.raises(SettingsError, match="new tokens '1': type a whole number of at least 2"):
+        parse_settings("", "1")

@@ -95,6 +95,7 @@ GLOSSARY: tuple[tuple[tuple[str, ...], str], ...] = (
     (("TTFT",), "time to first token: how long a prompt takes to answer with its first token (the prompt's "
                 "processing)"),
     (("TPOT",), "time per output token: the time between generated tokens, once the first is out"),
+    (("GGUF",), "llama.cpp's model file format, which holds the weights already quantized (Q8_0, Q4_K_M...)"),
     (("KL",), "the Kullback-Leibler divergence: how far a candidate's next-token probabilities are from the "
               "original's, in nats per token (0: the same)"),
 )

@@ -8,6 +8,8 @@ new tokens per call), the Optimize step runs the plan and lists its candidates, 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -71,19 +73,32 @@ def facts_rows(facts: LlmFacts) -> list[Row]:
 
 def parse_settings(prompts: str, new_tokens: str) -> tuple[tuple[int, ...], int]:
     """The two fields as the plan takes them: prompt lengths (whole numbers, separated by commas or spaces) and the
-    tokens each call generates (at least 2: the time per token is measured between tokens)."""
-    parts = [p for p in re.split(r"[,\s]+", prompts.strip()) if p]
+    tokens each call generates (at least 2: the time per token is measured between tokens). A blank field takes
+    its default, which its placeholder shows."""
+    prompts, new_tokens = prompts.strip() or DEFAULT_PROMPTS, new_tokens.strip() or DEFAULT_NEW_TOKENS
+    parts = [p for p in re.split(r"[,\s]+", prompts) if p]
     if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise SettingsError(f"prompt lengths {prompts.strip() or '(blank)'!r}: type whole numbers of tokens, "
+        raise SettingsError(f"prompt lengths {prompts!r}: type whole numbers of tokens, "
                             "separated by commas, e.g. 32,128,512")
-    if not new_tokens.strip().isdigit() or int(new_tokens) < 2:
-        raise SettingsError(f"new tokens {new_tokens.strip() or '(blank)'!r}: type a whole number of at least 2 "
+    if not new_tokens.isdigit() or int(new_tokens) < 2:
+        raise SettingsError(f"new tokens {new_tokens!r}: type a whole number of at least 2 "
                             "(the time per token is measured between tokens), e.g. 64")
     return tuple(sorted({int(p) for p in parts})), int(new_tokens)
 
 
+@dataclass(frozen=True)
+class LlmRun:
+    """What the Model step's LLM fields ask of the plan."""
+
+    prompt_lengths: tuple[int, ...]
+    new_tokens: int
+    quick: bool
+    gguf: str | None  # a GGUF file for llama.cpp, as the engine's machine names it; None when the field is blank
+
+
 class LlmSettings(Vertical):
-    """The LLM plan's settings on the Model step: prompt lengths, new tokens per call, and quick or full."""
+    """The LLM plan's settings on the Model step: prompt lengths, new tokens per call, quick or full, and a GGUF
+    file for llama.cpp."""
 
     DEFAULT_CSS = """
     LlmSettings { height: auto; margin-top: 1; }
@@ -91,7 +106,7 @@ class LlmSettings(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        """Two rows: the prompt lengths, then the new tokens and the quick tick."""
+        """Three rows: the prompt lengths; the new tokens and the quick tick; the GGUF file."""
         with Horizontal(classes="form-row"):
             yield Label("Prompt lengths", classes="row-label")
             yield Input(DEFAULT_PROMPTS, placeholder=DEFAULT_PROMPTS, id="llm-prompts", compact=True)
@@ -101,21 +116,27 @@ class LlmSettings(Vertical):
                         classes="number")
             yield Label(" per call", classes="hint")
             yield Tick("quick", value=True, id="llm-quick", compact=True)
+        with Horizontal(classes="form-row"):
+            yield Label("GGUF file", classes="row-label")
+            yield Input("", placeholder="optional, for llama.cpp", id="llm-gguf",
+                        compact=True)
 
-    def values(self) -> tuple[tuple[int, ...], int, bool]:
-        """(prompt lengths, new tokens, quick); SettingsError when a field holds what the plan cannot take."""
+    def values(self) -> LlmRun:
+        """The fields as the plan takes them; SettingsError when one holds what the plan cannot take."""
         lengths, new_tokens = parse_settings(self.query_one("#llm-prompts", Input).value,
                                              self.query_one("#llm-new-tokens", Input).value)
-        return lengths, new_tokens, self.query_one("#llm-quick", Tick).value
+        gguf = self.query_one("#llm-gguf", Input).value.strip()
+        return LlmRun(lengths, new_tokens, self.query_one("#llm-quick", Tick).value, gguf or None)
 
     def describe(self) -> str:
         """The settings in words, for the Optimize step's intro ('prompts of 32, 128, 512 tokens, 64 new each, ...')."""
         try:
-            lengths, new_tokens, quick = self.values()
+            run = self.values()
         except SettingsError:
             return "the settings in step 2 need fixing first"
-        return (f"prompts of {', '.join(str(n) for n in lengths)} tokens, {new_tokens} new each, "
-                f"{'quick' if quick else 'full'}")
+        gguf = f", llama.cpp on {Path(run.gguf).name}" if run.gguf else ""
+        return (f"prompts of {', '.join(str(n) for n in run.prompt_lengths)} tokens, {run.new_tokens} new each, "
+                f"{'quick' if run.quick else 'full'}{gguf}")
 
 
 def counts_text(plan: LlmPlan) -> str:

@@ -14,7 +14,7 @@ from textual.widgets.selection_list import Selection
 
 from planner.results.counts import CandidateCounts
 from planner.tui.screens.base import StepPane
-from planner.tui.screens.llm import LLM_PHASES, LlmSettings, SettingsError, candidate_lines, ended_text
+from planner.tui.screens.llm import LLM_PHASES, LlmRun, LlmSettings, SettingsError, candidate_lines, ended_text
 from planner.tui.widgets.notice import Notice
 from planner.tui.widgets.progress import OPTIMIZE_PHASES, RunProgress, log_events, new_log
 from planner.tui.widgets.toggles import TickList
@@ -237,11 +237,11 @@ class OptimizePane(StepPane):
         llm = self.session.llm
         assert llm is not None
         try:
-            lengths, new_tokens, quick = self.screen.query_one(LlmSettings).values()
+            run = self.screen.query_one(LlmSettings).values()
         except SettingsError as exc:
             self.query_one(Notice).show_error(str(exc), "fix it in step 2 (press 2), then press 7 and r again")
             return
-        if self.start("llm_plan", self._plan_llm, lengths, new_tokens, quick):
+        if self.start("llm_plan", self._plan_llm, run):
             self.add_class("-ran")
             self.query_one(Notice).clear()
             self.query_one("#cancel", Button).disabled = False
@@ -250,14 +250,16 @@ class OptimizePane(StepPane):
             progress = self.query_one(RunProgress)
             progress.phases = LLM_PHASES
             progress.begin(f"planning {llm.name}")
+            gguf = f"; llama.cpp on {run.gguf}" if run.gguf else ""
             self.query_one(RichLog).write(Text(
-                f"▶ LLM plan of {llm.name} ({'quick' if quick else 'full'}): prompts of "
-                f"{', '.join(str(n) for n in lengths)} tokens, {new_tokens} new tokens per call", style="bold"))
+                f"▶ LLM plan of {llm.name} ({'quick' if run.quick else 'full'}): prompts of "
+                f"{', '.join(str(n) for n in run.prompt_lengths)} tokens, {run.new_tokens} new tokens per call{gguf}",
+                style="bold"))
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="llm_plan", group="optimize")
-    def _plan_llm(self, lengths: tuple[int, ...], new_tokens: int, quick: bool) -> None:
-        planned = self.session.plan_llm(prompt_lengths=lengths, new_tokens=new_tokens, quick=quick,
-                                        out=self.planner.out_dir)
+    def _plan_llm(self, run: LlmRun) -> None:
+        planned = self.session.plan_llm(prompt_lengths=run.prompt_lengths, new_tokens=run.new_tokens, quick=run.quick,
+                                        gguf=run.gguf, out=self.planner.out_dir)
         self.report("llm_plan", planned)
 
     def mode_text(self) -> str:
