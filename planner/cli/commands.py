@@ -282,7 +282,7 @@ def _plan_llm(options: "PlanOptions", args: argparse.Namespace) -> int:
     elif plan is not None:
         winner = plan.candidate(plan.winner) if plan.winner else None
         if winner is not None and winner.timings is not None:
-            print(f"Chosen: {winner.title}: {winner.timings.decode_tokens_per_s:.1f} tokens/s, TPOT p50 "
+            print(f"Chosen: {winner.title}: {units.tokens_rate(winner.timings.decode_tokens_per_s)}, TPOT p50 "
                   f"{winner.timings.tpot_p50_ms:.2f} ms")
         else:
             print(f"No candidate chosen: {plan.decision}")

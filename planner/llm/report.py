@@ -90,12 +90,12 @@ def _decision(plan: LlmPlan, winner: LlmCandidate | None, base: LlmCandidate | N
         return [status + (plan.decision or "No candidate was measured.").rstrip(".") + "."]
     t = winner.timings
     longest = max(t.ttft_p50_ms)
-    text = (f"{status}**Ship {winner.title}.** It decodes {t.decode_tokens_per_s:.1f} tokens/s (time per output "
+    text = (f"{status}**Ship {winner.title}.** It decodes {units.tokens_rate(t.decode_tokens_per_s)} (time per output "
             f"token, TPOT: p50 {_ms(t.tpot_p50_ms)}, p90 {_ms(t.tpot_p90_ms)}, over {t.tpot_samples} tokens) and "
             f"answers a {longest}-token prompt with its first token in {_ms(t.ttft_p50_ms[longest])} (time to first "
             "token, TTFT, the prompt's processing).")
     if base is not None and base.timings is not None and base is not winner:
-        text += (f" The original (PyTorch fp32) decodes {base.timings.decode_tokens_per_s:.1f} tokens/s: "
+        text += (f" The original (PyTorch fp32) decodes {units.tokens_rate(base.timings.decode_tokens_per_s)}: "
                  f"{t.decode_tokens_per_s / base.timings.decode_tokens_per_s:.2f}x, timed in the same plan, one "
                  "candidate after another.")
     fid = winner.fidelity
@@ -148,7 +148,7 @@ def _candidates_table(plan: LlmPlan, measured: list[LlmCandidate]) -> list[str]:
         share = "cache-resident" if plan.cache_resident else f"{c.roof_share:.0%}" if c.roof_share is not None else "–"
         mark = " **(chosen)**" if c.label == plan.winner else ""
         lines.append("| " + " | ".join([c.title + mark, c.weights, c.kv] + [_ttft(c, n) for n in lengths] + [
-            f"{_ms(t.tpot_p50_ms)} / {_ms(t.tpot_p90_ms)}", f"{t.decode_tokens_per_s:.1f}", share,
+            f"{_ms(t.tpot_p50_ms)} / {_ms(t.tpot_p90_ms)}", units.tokens_rate(t.decode_tokens_per_s, unit=False), share,
             _memory_at(plan, c), change, kl, verdict]) + " |")
     greedy = [(c, c.fidelity.greedy) for c in measured
               if c.fidelity and c.fidelity.greedy and c.fidelity.verdict != "reference"]
@@ -208,7 +208,7 @@ def _roadmap(plan: LlmPlan, measured: list[LlmCandidate], base: LlmCandidate | N
         if c is None or c.timings is None:
             return f"{what}: no candidate of this kind kept the original's quality, or none was measured."
         gain = f", {c.timings.decode_tokens_per_s / base_tps:.2f}x the original" if base_tps else ""
-        return f"{what}: **{c.title}**, {c.timings.decode_tokens_per_s:.1f} tokens/s{gain}."
+        return f"{what}: **{c.title}**, {units.tokens_rate(c.timings.decode_tokens_per_s)}{gain}."
 
     lines.append("1. " + step(best(lambda c: c.weights in ("fp32", "bf16") and c.kv in ("fp32", "bf16")),
                               "Runtime and threads, weights unchanged"))
@@ -236,7 +236,8 @@ def _board(plan: LlmPlan) -> list[str]:
              f"Fits in memory at {plan.context} tokens |", "|---|---|---|"]
     for label, speed in sorted(b.tokens_per_s.items(), key=lambda kv: -kv[1]):
         c = plan.candidate(label)
-        lines.append(f"| {c.title if c else label} | {speed:.1f} | {'yes' if b.fits.get(label) else 'no'} |")
+        fits = "yes" if b.fits.get(label) else "no"
+        lines.append(f"| {c.title if c else label} | {units.tokens_rate(speed, unit=False)} | {fits} |")
     return lines
 
 
