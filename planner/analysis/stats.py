@@ -291,9 +291,9 @@ def where_run(args: tuple[torch.Tensor, ...], threads: int) -> str:
 
 
 def runs_text(repeats: int, warmup: int) -> str:
-    """`median of 5 runs after 1 warm-up, ...` for the time_method strings."""
-    return (f"median of {repeats} run{'s' if repeats != 1 else ''} after {warmup} warm-up, every row's time "
-            "from that one run")
+    """`median of 5 runs by forward time after 1 warm-up; ...` for the time_method strings."""
+    return (f"median of {repeats} run{'s' if repeats != 1 else ''} by forward time after {warmup} warm-up; every "
+            "row's time is from that same run")
 
 
 def median_run(totals: list[float]) -> int:
